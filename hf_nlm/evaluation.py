@@ -1,0 +1,90 @@
+"""Streaming evaluation of a causal LM over a text split: summed NLL -> perplexities."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
+
+from .data.lm import build_lm_dataset, collate_blocks
+from .modeling_utils import NLMPreTrainedModel
+
+
+def lm_context_size(model) -> int:
+    """How many input-only tokens each block needs: n - 1 for n-gram models, 1 otherwise."""
+    return int(getattr(model.config, "context_size", 1) or 1)
+
+
+@torch.no_grad()
+def summed_nll(model, loader, device=None, desc: str | None = None) -> tuple[float, int]:
+    """Sum of -log p(target) over every labelled token the loader yields, and their number."""
+    device = device or next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    # Our models compute the loss from the head whatever logits_to_keep says; skipping the |V|-wide
+    # logits of every position halves the cost of evaluating a softmax model.
+    extra = {"logits_to_keep": 1} if isinstance(model, NLMPreTrainedModel) else {}
+    try:
+        for batch in tqdm(loader, desc=desc, disable=desc is None, leave=False):
+            batch = {k: v.to(device) for k, v in batch.items()}
+            n = int((batch["labels"][:, 1:] != -100).sum())
+            if n == 0:
+                continue
+            loss = model(**batch, **extra).loss
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"evaluation loss is {loss.item()} (not finite) after {count} tokens")
+            total += loss.item() * n
+            count += n
+    finally:
+        model.train(was_training)
+    return total, count
+
+
+def evaluate_lm(
+    model,
+    dataset,
+    tokenizer,
+    text_column: str = "text",
+    block_size: int = 256,
+    batch_size: int = 32,
+    device: torch.device | str | None = None,
+    show_progress: bool = False,
+) -> dict[str, float | int]:
+    """Perplexity of ``model`` on one split of raw text.
+
+    The split is read as one stream (every line followed by ``<eos>``; see ``hf_nlm.data.lm``), so
+    every word and every sentence end is predicted once, from its full context for n-gram models.
+
+    Args:
+        model: a causal LM (any ``transformers`` model whose forward takes ``labels``).
+        dataset: a ``datasets.Dataset`` (one split) with a ``text_column``, or a list of strings.
+        tokenizer: the model's tokenizer.
+
+    Returns:
+        ``loss`` (mean NLL per token, nats), ``perplexity`` (per token), ``word_perplexity`` (per
+        whitespace word incl. sentence ends: comparable across tokenizations), ``num_tokens``,
+        ``num_words``, ``num_unk`` (targets that are ``<unk>``).
+    """
+    if hasattr(dataset, "keys") and not hasattr(dataset, "column_names") or isinstance(dataset, dict):
+        raise TypeError("evaluate_lm takes one split (e.g. dataset['test']), not a DatasetDict")
+    if hasattr(dataset, "column_names"):
+        if text_column not in dataset.column_names:
+            raise KeyError(f"dataset has columns {dataset.column_names}, expected a text column {text_column!r}")
+        texts = dataset[text_column]
+    else:
+        texts = list(dataset)
+    lm_data, stats = build_lm_dataset(texts, tokenizer, block_size, lm_context_size(model))
+    loader = DataLoader(lm_data, batch_size=batch_size, shuffle=False, collate_fn=collate_blocks)
+    total, count = summed_nll(model, loader, device, desc="evaluate" if show_progress else None)
+    if count != stats["num_tokens"]:
+        raise RuntimeError(f"evaluated {count} targets but the split has {stats['num_tokens']} tokens")
+    loss = total / count
+    return {
+        "loss": loss,
+        "perplexity": math.exp(loss),
+        "word_perplexity": math.exp(total / stats["num_words"]),
+        **stats,
+    }

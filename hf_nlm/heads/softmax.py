@@ -1,0 +1,53 @@
+"""The full softmax output layer: p(w | h) = softmax(b + U h)_w."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class SoftmaxHead(nn.Module):
+    """Affine map to ``vocab_size`` scores followed by a softmax.
+
+    Holds ``weight`` (|V| x in_features) and ``bias`` (|V|) directly so that checkpoints read
+    ``lm_head.weight`` / ``lm_head.bias`` as in every transformers causal LM, and so that the
+    weight can be tied to an input embedding of the same shape.
+    """
+
+    def __init__(self, in_features: int, vocab_size: int, bias: bool = True) -> None:
+        super().__init__()
+        self.in_features = in_features
+        self.vocab_size = vocab_size
+        self.weight = nn.Parameter(torch.empty(vocab_size, in_features))
+        self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self, std: float | None = None) -> None:
+        # Uniform(+-1/sqrt(fan_in)) as nn.Linear does, unless the model asks for a normal init.
+        if std is None:
+            bound = 1.0 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
+            nn.init.uniform_(self.weight, -bound, bound)
+        else:
+            nn.init.normal_(self.weight, std=std)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Unnormalised scores ``b + U h`` of shape ``hidden.shape[:-1] + (|V|,)``."""
+        return F.linear(hidden, self.weight, self.bias)
+
+    def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        return torch.log_softmax(self.forward(hidden).float(), dim=-1)
+
+    def nll(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Per-token negative log-likelihood of ``target`` (shape ``hidden.shape[:-1]``)."""
+        scores = self.forward(hidden).float()
+        return F.cross_entropy(scores.reshape(-1, self.vocab_size), target.reshape(-1), reduction="none").view(
+            target.shape
+        )
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, vocab_size={self.vocab_size}, bias={self.bias is not None}"

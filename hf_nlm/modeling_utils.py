@@ -1,0 +1,55 @@
+"""Pieces every hf_nlm model shares: the base class and the shifted causal-LM loss."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import torch
+from transformers import PreTrainedModel
+
+
+def check_checkpoint_model_type(path: str | os.PathLike, expected: str) -> None:
+    """Raise a clear error if the local folder ``path`` holds a checkpoint of another model type.
+
+    transformers only logs a warning in that case and then fills the model with random weights;
+    for a user who pointed at the wrong folder that is a silent failure.
+    """
+    config_file = os.path.join(os.fspath(path), "config.json")
+    if not os.path.isfile(config_file):
+        return
+    try:
+        with open(config_file, encoding="utf-8") as f:
+            found = json.load(f).get("model_type")
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(f"{config_file}: not a readable JSON config ({err})") from err
+    if found != expected:
+        raise ValueError(
+            f"{config_file} is a checkpoint of model_type={found!r}, but a {expected!r} model was asked for; "
+            "load it with transformers.AutoModelForCausalLM (or the class of that model type)"
+        )
+
+
+class NLMPreTrainedModel(PreTrainedModel):
+    """Base class of the hf_nlm models: refuses checkpoints of another model type."""
+
+    # Our forward() computes the mean loss itself; Trainer must not rescale it under DDP.
+    accepts_loss_kwargs = False
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
+        if pretrained_model_name_or_path is not None and os.path.isdir(pretrained_model_name_or_path):
+            check_checkpoint_model_type(pretrained_model_name_or_path, cls.config_class.model_type)
+        return super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
+
+
+def shifted_targets(hidden: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pair the hidden state at position t with the label at t + 1, keeping labels != -100.
+
+    Returns ``(hidden_selected (N, D), targets (N,))``. Selecting before the output layer means
+    positions that carry no target (context prefixes, padding) never reach the |V|-wide softmax.
+    """
+    hidden = hidden[:, :-1]
+    targets = labels[:, 1:].to(hidden.device)
+    keep = targets != -100
+    return hidden[keep], targets[keep]

@@ -1,0 +1,5 @@
+"""Tokenizers for the LMs: word-level vocabularies (the papers' setting) and BPE / WordPiece."""
+
+from .word_level import EOS_TOKEN, SPECIAL_TOKENS, UNK_TOKEN, train_word_level_tokenizer, word_counts, wrap_tokenizer
+
+__all__ = ["EOS_TOKEN", "SPECIAL_TOKENS", "UNK_TOKEN", "train_word_level_tokenizer", "word_counts", "wrap_tokenizer"]

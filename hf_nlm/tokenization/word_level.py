@@ -1,0 +1,84 @@
+"""Word-level vocabularies with a frequency cut-off and frequency-sorted ids.
+
+The papers reproduced here (Bengio et al. 2003, Mnih & Hinton 2008, Merity et al. 2018) all model
+whitespace-separated words over a closed vocabulary: words seen fewer than ``min_frequency`` times in
+the training text become ``<unk>``. Ids are assigned by descending training frequency (ties broken
+alphabetically, so the vocabulary is deterministic), after the special tokens; split softmax and
+frequency-based word trees rely on that order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+
+UNK_TOKEN = "<unk>"
+EOS_TOKEN = "<eos>"
+SPECIAL_TOKENS = (UNK_TOKEN, EOS_TOKEN)
+
+
+def wrap_tokenizer(tokenizer: Tokenizer) -> PreTrainedTokenizerFast:
+    """Wrap a ``tokenizers.Tokenizer`` with the hf_nlm special-token convention.
+
+    ``<unk>`` is id 0; ``<eos>`` (id 1) marks sentence ends and doubles as bos and pad, as
+    ``<|endoftext|>`` does for GPT-2: an LM trained on sentence streams reads ``<eos>`` as "a new
+    sentence starts here", which is exactly what a prompt's left context should say.
+    """
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        unk_token=UNK_TOKEN,
+        eos_token=EOS_TOKEN,
+        bos_token=EOS_TOKEN,
+        pad_token=EOS_TOKEN,
+        clean_up_tokenization_spaces=False,
+    )
+
+
+def word_counts(texts: Iterable[str], lowercase: bool = False) -> Counter:
+    """Whitespace-token counts of ``texts`` (after lowercasing if asked)."""
+    counts: Counter = Counter()
+    for text in texts:
+        counts.update((text.lower() if lowercase else text).split())
+    return counts
+
+
+def train_word_level_tokenizer(
+    texts: Iterable[str],
+    min_frequency: int = 1,
+    lowercase: bool = False,
+    max_vocab_size: int | None = None,
+) -> PreTrainedTokenizerFast:
+    """Build a word-level tokenizer from training ``texts``.
+
+    Args:
+        texts: training text, one sentence (or line) per item; words are separated by whitespace.
+        min_frequency: keep words seen at least this often. Bengio et al. merge words of frequency
+            <= 3 on Brown, i.e. ``min_frequency=4``.
+        lowercase: lowercase before counting and at encoding time (a normalizer of the tokenizer).
+        max_vocab_size: keep at most this many ids in total (special tokens included), the most frequent.
+
+    Returns:
+        A ``PreTrainedTokenizerFast``: ``<unk>`` = 0, ``<eos>`` = 1, then words by descending frequency.
+    """
+    if min_frequency < 1:
+        raise ValueError(f"min_frequency must be >= 1, got {min_frequency}")
+    counts = word_counts(texts, lowercase)
+    if not counts:
+        raise ValueError("cannot build a vocabulary from empty training text")
+    for special in SPECIAL_TOKENS:
+        counts.pop(special, None)  # PTB writes <unk> in its text: it is our <unk>, not a word
+    words = sorted((w for w, c in counts.items() if c >= min_frequency), key=lambda w: (-counts[w], w))
+    if max_vocab_size is not None:
+        if max_vocab_size <= len(SPECIAL_TOKENS):
+            raise ValueError(f"max_vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens, got {max_vocab_size}")
+        words = words[: max_vocab_size - len(SPECIAL_TOKENS)]
+    vocab = {tok: i for i, tok in enumerate([*SPECIAL_TOKENS, *words])}
+
+    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK_TOKEN))
+    if lowercase:
+        tokenizer.normalizer = normalizers.Lowercase()
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return wrap_tokenizer(tokenizer)
