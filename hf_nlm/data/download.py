@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import ast
 import csv
-import io
 import os
 import re
 import shutil
@@ -28,6 +27,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import uuid
 import zipfile
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
@@ -273,7 +273,10 @@ def _install(name: str, root: Path, force: bool) -> Path:
     if final.is_dir() and complete(final) and not force:
         return final
     # Staging folders live in `root` itself so the final rename stays on one file system.
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}.partial-", dir=root))
+    # Made with mkdir (not mkdtemp, which makes it private, mode 0700) so the finished folder
+    # gets the usual permissions.
+    staging = root / f".{name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    staging.mkdir()
     try:
         with tempfile.TemporaryDirectory(prefix=f"hf_nlm-{name}-") as scratch:
             fetch(Path(scratch), staging)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
 UNK_TOKEN = "<unk>"
@@ -81,4 +81,14 @@ def train_word_level_tokenizer(
     if lowercase:
         tokenizer.normalizer = normalizers.Lowercase()
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.decoder = word_decoder()
     return wrap_tokenizer(tokenizer)
+
+
+def word_decoder() -> decoders.Decoder:
+    """Decode every word with a space in front of it: ``decode([the, cat]) == " the cat"``.
+
+    A continuation decoded on its own (as ``pipeline("text-generation")`` does, appending it to the
+    prompt's text) then stays separated from the prompt, as GPT-2's space-marked tokens are.
+    """
+    return decoders.Sequence([decoders.Replace(Regex("^"), " "), decoders.Fuse()])

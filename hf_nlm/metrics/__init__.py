@@ -1,0 +1,52 @@
+"""Evaluation metrics shipped inside the package, usable offline.
+
+Each metric is an ``evaluate.Metric`` in its own self-contained script,
+``hf_nlm/metrics/<name>/<name>.py``, the layout ``evaluate.load`` expects of a local module, so all of
+these work without the Hub::
+
+    from hf_nlm.metrics import Perplexity, load_metric
+    ppl = load_metric("perplexity")                  # evaluate.load on the shipped script
+    ppl = evaluate.load(hf_nlm.metrics.metric_path("perplexity"))   # the same, by hand
+    ppl = Perplexity()                               # the class, imported normally
+
+The metric folders have no ``__init__.py`` on purpose: they are scripts for ``evaluate.load``;
+Python imports them here as namespace packages.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import evaluate
+
+from hf_nlm.metrics.bleu.bleu import Bleu
+from hf_nlm.metrics.perplexity.perplexity import Perplexity
+
+_METRICS_DIR = Path(__file__).resolve().parent
+
+#: Names accepted by :func:`load_metric` and :func:`metric_path`.
+AVAILABLE_METRICS = ("bleu", "perplexity")
+
+
+def metric_path(name: str) -> str:
+    """Absolute path of the script of the shipped metric ``name``, for ``evaluate.load``."""
+    if name not in AVAILABLE_METRICS:
+        raise ValueError(f"unknown metric {name!r}; hf_nlm ships {', '.join(AVAILABLE_METRICS)}")
+    return str(_METRICS_DIR / name / f"{name}.py")
+
+
+def load_metric(name: str, **kwargs) -> evaluate.EvaluationModule:
+    """Load a shipped metric through ``evaluate.load`` by path, never touching the Hub.
+
+    Going through ``evaluate.load`` (rather than instantiating the class) gives the instance the
+    same module hash, cache location and distributed-evaluation behaviour as any evaluate metric.
+
+    Args:
+        name: one of :data:`AVAILABLE_METRICS`.
+        **kwargs: passed to ``evaluate.load`` (e.g. ``keep_in_memory=True``, ``num_process``,
+            ``process_id``, ``experiment_id``).
+    """
+    return evaluate.load(metric_path(name), **kwargs)
+
+
+__all__ = ["AVAILABLE_METRICS", "Bleu", "Perplexity", "load_metric", "metric_path"]

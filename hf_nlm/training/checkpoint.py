@@ -1,0 +1,151 @@
+"""Checkpoints of a training run, written atomically.
+
+A checkpoint is a folder ``<output_dir>/checkpoints/checkpoint-<global step>/`` holding
+
+* the model (``save_pretrained``: ``config.json``, ``model.safetensors``, generation config),
+* the tokenizer files,
+* ``optimizer.pt`` and ``scheduler.pt`` (state dicts of plain tensors and numbers),
+* ``rng_state.pt`` (torch's CPU and CUDA generators, for dropout masks),
+* ``trainer_state.json``: where training stands (epoch, step in epoch, global step, best
+  validation perplexity, patience counter, ...) and the ``TrainingConfig``.
+
+It is first written into a hidden temporary folder next to its final place and then renamed, so a
+folder named ``checkpoint-*`` is always complete, even if the run is killed while saving.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import uuid
+from pathlib import Path
+
+import torch
+
+from ..modeling_utils import check_checkpoint_model_type
+
+TRAINER_STATE = "trainer_state.json"
+_CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
+
+
+def checkpoints_dir(output_dir: str | os.PathLike) -> Path:
+    return Path(output_dir) / "checkpoints"
+
+
+def list_checkpoints(output_dir: str | os.PathLike) -> list[Path]:
+    """Complete checkpoint folders of a run, oldest (fewest updates) first."""
+    root = checkpoints_dir(output_dir)
+    if not root.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in root.iterdir() if p.is_dir() and (m := _CHECKPOINT_RE.match(p.name))]
+    return [p for _, p in sorted(found)]
+
+
+def resolve_checkpoint(resume_from_checkpoint: str | os.PathLike, output_dir: str | os.PathLike) -> Path:
+    """The folder ``resume_from_checkpoint`` names; ``"latest"`` means the newest one in ``output_dir``."""
+    if str(resume_from_checkpoint) == "latest":
+        found = list_checkpoints(output_dir)
+        if not found:
+            raise FileNotFoundError(f"resume_from_checkpoint='latest' but {checkpoints_dir(output_dir)} holds no checkpoint")
+        return found[-1]
+    path = Path(resume_from_checkpoint)
+    if not path.is_dir():
+        raise FileNotFoundError(f"resume_from_checkpoint: {path} is not a folder")
+    if not (path / TRAINER_STATE).is_file():
+        # A run's output_dir: take its newest checkpoint.
+        found = list_checkpoints(path)
+        if found:
+            return found[-1]
+        raise FileNotFoundError(f"resume_from_checkpoint: {path} has no {TRAINER_STATE} and no checkpoints/ folder")
+    return path
+
+
+def _replace_dir(src: Path, dst: Path) -> None:
+    """Rename ``src`` to ``dst``; an existing ``dst`` is moved aside first (rename cannot replace a non-empty folder)."""
+    old = None
+    if dst.exists():
+        old = dst.with_name(f".{dst.name}.old-{uuid.uuid4().hex[:8]}")
+        os.replace(dst, old)
+    os.replace(src, dst)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def save_checkpoint(
+    folder: str | os.PathLike,
+    model,
+    tokenizer,
+    optimizer: torch.optim.Optimizer,
+    scheduler,
+    state: dict,
+    rng_states: dict[int, dict] | None = None,
+) -> Path:
+    """Write a checkpoint into ``folder`` atomically (temp folder + rename). Returns ``folder``.
+
+    ``model`` is the unwrapped model; ``rng_states`` maps a process index to its RNG state.
+    """
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    tmp.mkdir()
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(tmp)
+        torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+        torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
+        for index, rng in (rng_states or {}).items():
+            torch.save(rng, tmp / f"rng_state_{index}.pt")
+        with open(tmp / TRAINER_STATE, "w", encoding="utf-8") as f:
+            json.dump(state, f, indent=2, sort_keys=True)
+        _replace_dir(tmp, folder)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def rotate_checkpoints(output_dir: str | os.PathLike, keep: int | None, protect: Path | None = None) -> None:
+    """Delete all but the newest ``keep`` checkpoints (never ``protect``)."""
+    if keep is None:
+        return
+    found = list_checkpoints(output_dir)
+    for path in found[: max(0, len(found) - keep)]:
+        if protect is None or path.resolve() != Path(protect).resolve():
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def read_trainer_state(folder: str | os.PathLike) -> dict:
+    path = Path(folder) / TRAINER_STATE
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: cannot read the trainer state ({err})") from err
+
+
+def load_model_weights(folder: str | os.PathLike, model) -> None:
+    """Load the weights saved in ``folder`` into ``model`` (in place), refusing another model type."""
+    check_checkpoint_model_type(folder, model.config.model_type)
+    loaded = type(model).from_pretrained(folder)
+    missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
+    if missing or unexpected:
+        raise ValueError(
+            f"{folder}: the saved weights do not fit this model (missing {missing[:5]}, unexpected {unexpected[:5]}); "
+            "was it trained with other hyperparameters?"
+        )
+
+
+def capture_rng_state() -> dict:
+    state = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["cpu"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])

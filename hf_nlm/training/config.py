@@ -1,0 +1,128 @@
+"""Settings of one training run (``TrainingConfig``).
+
+Every field carries its documentation in ``metadata["help"]``: the same text is the docstring
+below and the ``--help`` of ``hf-nlm train``, whose flags are generated from these fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+OPTIMIZERS = ("sgd", "adam", "adamw")
+LR_SCHEDULERS = ("constant", "bengio", "linear", "cosine")
+MIXED_PRECISION = ("no", "fp16", "bf16")
+
+
+def _f(default, help: str, **kwargs):
+    return field(default=default, metadata={"help": help, **kwargs})
+
+
+@dataclass
+class TrainingConfig:
+    """How :func:`hf_nlm.training.train_lm` trains a model. Fields (defaults in brackets):
+
+    Output: ``output_dir`` (required). Data: ``block_size`` [128], ``batch_size`` [32],
+    ``eval_batch_size`` [64]. Length: ``num_epochs`` [10], ``max_steps`` [None].
+    Optimiser: ``optimizer`` [sgd], ``learning_rate`` [0.1], ``momentum`` [0], ``adam_beta1`` [0.9],
+    ``adam_beta2`` [0.999], ``adam_epsilon`` [1e-8], ``weight_decay`` [1e-4], ``max_grad_norm`` [None].
+    Schedule: ``lr_scheduler`` [bengio], ``lr_decay`` [1e-8], ``warmup_steps`` [0].
+    Early stopping: ``early_stopping_patience`` [3]. Bookkeeping: ``logging_steps`` [50],
+    ``save_steps`` [None], ``save_total_limit`` [2], ``seed`` [42], ``resume_from_checkpoint`` [None].
+    Hardware: ``mixed_precision`` [no], ``cpu`` [False]. Output extras: ``progress_bar`` [True],
+    ``eval_test`` [True].
+
+    Each field's meaning is in its ``metadata["help"]`` (shown by ``hf-nlm train --help``).
+
+    The schedule ``bengio`` is the one of Bengio et al., "A Neural Probabilistic Language Model",
+    JMLR 2003, sec. 4: eps_t = eps_0 / (1 + r t), t = number of parameter updates done; the paper
+    used eps_0 = 1e-3 and r = 1e-8 with one update per example. Here an update averages the NLL over
+    a batch of ``batch_size x block_size`` targets, so eps_0 must be much larger (the default 0.1).
+    """
+
+    output_dir: str = _f(None, "folder for checkpoints, logs, the final model and results (required)")
+
+    # Data.
+    block_size: int = _f(128, "targets per training block (each block also carries the model's n-1 context tokens)")
+    batch_size: int = _f(32, "blocks per batch on EACH process; the global batch is batch_size x number of processes")
+    eval_batch_size: int = _f(64, "blocks per batch when computing validation/test perplexity")
+
+    # Length of training.
+    num_epochs: int = _f(10, "maximum number of passes over the training split")
+    max_steps: int | None = _f(None, "stop after this many optimizer updates in total (across epochs); None = no limit")
+
+    # Optimiser.
+    optimizer: str = _f("sgd", "sgd | adam | adamw", choices=OPTIMIZERS)
+    learning_rate: float = _f(0.1, "initial learning rate eps_0")
+    momentum: float = _f(0.0, "SGD momentum (0 = plain SGD as in Bengio et al. 2003)")
+    adam_beta1: float = _f(0.9, "Adam/AdamW beta1")
+    adam_beta2: float = _f(0.999, "Adam/AdamW beta2")
+    adam_epsilon: float = _f(1e-8, "Adam/AdamW epsilon")
+    weight_decay: float = _f(
+        1e-4,
+        "L2 penalty (decoupled for adamw) on weight matrices and embeddings only (params with ndim >= 2), "
+        "never on biases; Bengio et al. used 1e-4 on Brown, 1e-5 on AP News",
+    )
+    max_grad_norm: float | None = _f(None, "clip the global gradient norm to this value; None = no clipping")
+
+    # Learning-rate schedule.
+    lr_scheduler: str = _f(
+        "bengio", "constant | bengio (eps_0 / (1 + r t)) | linear | cosine (decay to 0 at the last step)",
+        choices=LR_SCHEDULERS,
+    )
+    lr_decay: float = _f(1e-8, "r of the bengio schedule eps_t = eps_0 / (1 + r t), t = updates done")
+    warmup_steps: int = _f(0, "linear warm-up from 0 over this many updates (linear and cosine schedules)")
+
+    # Early stopping.
+    early_stopping_patience: int | None = _f(
+        3, "stop when validation perplexity has not improved for this many epochs; None = never stop early"
+    )
+
+    # Bookkeeping.
+    logging_steps: int = _f(50, "write a train-loss record to log.jsonl every this many updates")
+    save_steps: int | None = _f(None, "also checkpoint every this many updates (a checkpoint is always written per epoch)")
+    save_total_limit: int | None = _f(2, "keep only the newest this many checkpoints; None = keep all")
+    seed: int = _f(42, "seed of the per-epoch shuffling (epoch e uses seed + e) and of the training RNG")
+    resume_from_checkpoint: str | None = _f(
+        None, "checkpoint folder to resume from, or 'latest' for the newest one in output_dir/checkpoints"
+    )
+
+    # Hardware.
+    mixed_precision: str = _f("no", "no | fp16 | bf16 (passed to accelerate.Accelerator)", choices=MIXED_PRECISION)
+    cpu: bool = _f(False, "train on the CPU even when a GPU is available")
+
+    # Extras.
+    progress_bar: bool = _f(True, "show a tqdm progress bar on the main process")
+    eval_test: bool = _f(True, "evaluate the final model on the test split (when there is one)")
+
+    def __post_init__(self) -> None:
+        if not self.output_dir:
+            raise ValueError("TrainingConfig.output_dir is required")
+        positive = ["block_size", "batch_size", "eval_batch_size", "num_epochs", "logging_steps"]
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"TrainingConfig.{name} must be >= 1, got {getattr(self, name)}")
+        for name in ["max_steps", "save_steps", "save_total_limit"]:
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"TrainingConfig.{name} must be >= 1 or None, got {value}")
+        if self.early_stopping_patience is not None and self.early_stopping_patience < 1:
+            raise ValueError(f"TrainingConfig.early_stopping_patience must be >= 1 or None, got {self.early_stopping_patience}")
+        for name, choices in [("optimizer", OPTIMIZERS), ("lr_scheduler", LR_SCHEDULERS), ("mixed_precision", MIXED_PRECISION)]:
+            if getattr(self, name) not in choices:
+                raise ValueError(f"TrainingConfig.{name} must be one of {', '.join(choices)}; got {getattr(self, name)!r}")
+        if not (self.learning_rate > 0 and math.isfinite(self.learning_rate)):
+            raise ValueError(f"TrainingConfig.learning_rate must be a positive number, got {self.learning_rate}")
+        for name in ["momentum", "weight_decay", "lr_decay", "warmup_steps"]:
+            if getattr(self, name) < 0:
+                raise ValueError(f"TrainingConfig.{name} must be >= 0, got {getattr(self, name)}")
+        if self.momentum and self.optimizer != "sgd":
+            raise ValueError(f"TrainingConfig.momentum applies to optimizer='sgd' only (got optimizer={self.optimizer!r})")
+        if not (0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1):
+            raise ValueError(f"Adam betas must lie in [0, 1), got ({self.adam_beta1}, {self.adam_beta2})")
+        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
+            raise ValueError(f"TrainingConfig.max_grad_norm must be > 0 or None, got {self.max_grad_norm}")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)

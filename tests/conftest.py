@@ -1,0 +1,21 @@
+import os
+
+# Tests never touch the network: everything loads from local folders.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+torch.set_num_threads(min(2, torch.get_num_threads()))
+
+
+@pytest.fixture
+def toy_texts() -> list[str]:
+    return [
+        "the cat sat on the mat",
+        "the dog sat on the log",
+        "a cat saw a dog",
+        "the dog saw the cat on the mat",
+    ]
