@@ -163,6 +163,8 @@ def test_ptb_missing_file(tmp_path: Path) -> None:
     (folder / "ptb.test.txt").unlink()
     with pytest.raises(FileNotFoundError, match="lacks ptb.test.txt"):
         load_ptb(folder)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_ptb(tmp_path / "nowhere")
 
 
 def test_ptb_not_found(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,5 +1,15 @@
 """Corpora as ``datasets.DatasetDict`` and language-model batching."""
 
+from .corpora import (
+    CorpusFormatError,
+    load_brown,
+    load_csv_files,
+    load_ptb,
+    load_sotu,
+    load_text_files,
+    read_text_file,
+)
+from .download import data_home, download
 from .lm import (
     IGNORE_INDEX,
     LMBlockDataset,
@@ -11,9 +21,18 @@ from .lm import (
 
 __all__ = [
     "IGNORE_INDEX",
+    "CorpusFormatError",
     "LMBlockDataset",
     "build_lm_dataset",
     "collate_blocks",
+    "data_home",
+    "download",
     "group_into_blocks",
+    "load_brown",
+    "load_csv_files",
+    "load_ptb",
+    "load_sotu",
+    "load_text_files",
+    "read_text_file",
     "tokenize_corpus",
 ]

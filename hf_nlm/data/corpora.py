@@ -389,8 +389,10 @@ def load_ptb(path: PathLike | None = None) -> DatasetDict:
     """
     folders = [Path(path).expanduser()] if path is not None else [data_home(create=False) / "ptb"]
     for folder in folders:
-        if path is None and not folder.is_dir():
-            continue
+        if not folder.is_dir():
+            if path is None:
+                continue
+            raise FileNotFoundError(f"Penn Treebank folder {folder} does not exist.")
         missing = [name for name in _PTB_FILES.values() if not (folder / name).is_file()]
         if missing:
             raise FileNotFoundError(

@@ -15,14 +15,17 @@ folder named ``checkpoint-*`` is always complete, even if the run is killed whil
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
+from transformers.utils import logging as hf_logging
 
 from ..modeling_utils import check_checkpoint_model_type
 
@@ -62,6 +65,19 @@ def resolve_checkpoint(resume_from_checkpoint: str | os.PathLike, output_dir: st
     return path
 
 
+@contextlib.contextmanager
+def quiet_progress_bars() -> Iterator[None]:
+    """Hide transformers' "Writing model shards" / "Loading weights" bars while checkpointing:
+    one per epoch would bury the training progress bar."""
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
 def _replace_dir(src: Path, dst: Path) -> None:
     """Rename ``src`` to ``dst``; an existing ``dst`` is moved aside first (rename cannot replace a non-empty folder)."""
     old = None
@@ -71,6 +87,29 @@ def _replace_dir(src: Path, dst: Path) -> None:
     os.replace(src, dst)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def save_pretrained_atomic(folder: str | os.PathLike, model, tokenizer=None, write_extra=None) -> Path:
+    """``model.save_pretrained`` (and the tokenizer's) into ``folder`` via a temp folder + rename.
+
+    ``write_extra(tmp_folder)`` may add more files before the rename. Returns ``folder``.
+    """
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    tmp.mkdir()
+    try:
+        with quiet_progress_bars():
+            model.save_pretrained(tmp, safe_serialization=True)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(tmp)
+        if write_extra is not None:
+            write_extra(tmp)
+        _replace_dir(tmp, folder)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder
 
 
 def save_checkpoint(
@@ -86,25 +125,16 @@ def save_checkpoint(
 
     ``model`` is the unwrapped model; ``rng_states`` maps a process index to its RNG state.
     """
-    folder = Path(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    tmp.mkdir()
-    try:
-        model.save_pretrained(tmp, safe_serialization=True)
-        if tokenizer is not None:
-            tokenizer.save_pretrained(tmp)
+
+    def write_extra(tmp: Path) -> None:
         torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
         torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
         for index, rng in (rng_states or {}).items():
             torch.save(rng, tmp / f"rng_state_{index}.pt")
         with open(tmp / TRAINER_STATE, "w", encoding="utf-8") as f:
             json.dump(state, f, indent=2, sort_keys=True)
-        _replace_dir(tmp, folder)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return folder
+
+    return save_pretrained_atomic(folder, model, tokenizer, write_extra)
 
 
 def rotate_checkpoints(output_dir: str | os.PathLike, keep: int | None, protect: Path | None = None) -> None:
@@ -129,7 +159,8 @@ def read_trainer_state(folder: str | os.PathLike) -> dict:
 def load_model_weights(folder: str | os.PathLike, model) -> None:
     """Load the weights saved in ``folder`` into ``model`` (in place), refusing another model type."""
     check_checkpoint_model_type(folder, model.config.model_type)
-    loaded = type(model).from_pretrained(folder)
+    with quiet_progress_bars():
+        loaded = type(model).from_pretrained(folder)
     missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
     if missing or unexpected:
         raise ValueError(

@@ -103,8 +103,6 @@ class Bleu(evaluate.Metric):
         force: bool = False,
         use_effective_order: bool = False,
     ) -> dict:
-        if len(predictions) == 0:
-            raise ValueError("BLEU needs at least one prediction; none were added")
         references = [[refs] if isinstance(refs, str) else list(refs) for refs in references]
         if any(len(refs) == 0 for refs in references):
             first = next(i for i, refs in enumerate(references) if len(refs) == 0)

@@ -1,0 +1,25 @@
+"""Training: one Accelerate-based loop (``train_lm``) for every causal LM of the package."""
+
+from .checkpoint import list_checkpoints, resolve_checkpoint, save_checkpoint
+from .config import LR_SCHEDULERS, OPTIMIZERS, TrainingConfig
+from .optim import bengio_lr, build_lr_scheduler, build_optimizer, lr_factor, param_groups
+from .sampler import BlockBatchSampler
+from .trainer import LMTrainer, TrainerState, train_lm
+
+__all__ = [
+    "LR_SCHEDULERS",
+    "OPTIMIZERS",
+    "BlockBatchSampler",
+    "LMTrainer",
+    "TrainerState",
+    "TrainingConfig",
+    "bengio_lr",
+    "build_lr_scheduler",
+    "build_optimizer",
+    "list_checkpoints",
+    "lr_factor",
+    "param_groups",
+    "resolve_checkpoint",
+    "save_checkpoint",
+    "train_lm",
+]

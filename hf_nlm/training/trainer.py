@@ -1,0 +1,561 @@
+"""One Accelerate-based training loop for every causal LM of the package.
+
+``train_lm(model, tokenizer, datasets, config)`` reads like a textbook loop:
+
+    for epoch:                                   (deterministic order: seed + epoch)
+        for batch of blocks:                     (one global batch split across processes)
+            loss = model(**batch).loss           (mean NLL of the batch's targets)
+            loss.backward(); clip; optimizer.step(); scheduler.step()
+        validation perplexity -> keep the best weights, early stopping
+        checkpoint (atomic)
+    best weights -> output_dir, test perplexity, model card, results.json
+
+What it adds to the textbook: exact resumption (a checkpoint records the epoch and the number of
+batches done in it; the epoch's order is rebuilt from ``seed + epoch``), a checkpoint whenever the
+run dies (Ctrl-C, an exception, a non-finite loss), multi-process data parallelism whose result
+equals one process on the same global batch, ``log.jsonl`` and ``curves.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import threading
+import time
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator
+from accelerate.utils import gather_object
+from torch.utils.data import DataLoader, Subset
+from tqdm.auto import tqdm
+
+from ..data.lm import IGNORE_INDEX, build_lm_dataset, collate_blocks
+from ..evaluation import evaluate_lm, lm_context_size, summed_nll
+from ..model_card import write_model_card
+from ..modeling_utils import check_checkpoint_model_type
+from .checkpoint import (
+    capture_rng_state,
+    checkpoints_dir,
+    load_model_weights,
+    quiet_progress_bars,
+    read_trainer_state,
+    resolve_checkpoint,
+    restore_rng_state,
+    rotate_checkpoints,
+    save_checkpoint,
+    save_pretrained_atomic,
+)
+from .config import TrainingConfig
+from .optim import build_lr_scheduler, build_optimizer
+from .run_log import append_jsonl, plot_curves, truncate_log
+from .sampler import BlockBatchSampler
+
+BEST_MODEL_DIR = "best_model"
+
+
+@dataclass
+class TrainerState:
+    """Where a run stands; saved as ``trainer_state.json`` in every checkpoint."""
+
+    epoch: int = 0  # the epoch in progress (0-based); == epochs completed at an epoch boundary
+    step_in_epoch: int = 0  # batches of `epoch` already trained on
+    global_step: int = 0  # optimizer updates done in total
+    best_val_ppl: float | None = None
+    best_epoch: int | None = None
+    epochs_without_improvement: int = 0
+    epoch_nll_sum: float = 0.0  # summed NLL of the targets trained on so far in `epoch`
+    epoch_tokens: int = 0  # targets trained on so far in `epoch` (all processes)
+    epoch_time_s: float = 0.0  # training seconds spent so far in `epoch`
+    train_tokens: int = 0  # targets trained on in the whole run
+    elapsed_s: float = 0.0  # wall-clock seconds of the whole run, across resumptions
+    stop_reason: str | None = None
+
+
+class _DeferredInterrupt:
+    """Turn SIGINT / SIGTERM into a flag that the loop checks between updates.
+
+    An interrupt that lands in the middle of an update (after ``optimizer.step`` but before the
+    step counter moves) would leave a checkpoint that is not exactly resumable; the loop raises
+    ``KeyboardInterrupt`` itself at the next update boundary instead. A second signal interrupts at once.
+    """
+
+    def __init__(self) -> None:
+        self.received: str | None = None
+        self._old: dict = {}
+
+    def __enter__(self) -> _DeferredInterrupt:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        if self.received is not None:
+            raise KeyboardInterrupt(f"second {signal.Signals(signum).name}")
+        self.received = signal.Signals(signum).name
+
+    def check(self) -> None:
+        if self.received is not None:
+            raise KeyboardInterrupt(f"{self.received} received; training stopped after the last completed update")
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)
+
+
+class LMTrainer:
+    """The training loop of :func:`train_lm`, as an object so each part can be called on its own.
+
+    Args:
+        model: a causal LM whose ``forward(input_ids, labels=...)`` returns the mean NLL as ``loss``.
+        tokenizer: its tokenizer (saved with every checkpoint).
+        datasets: a ``DatasetDict`` (or dict) with a ``train`` split and optionally ``validation``
+            and ``test``, each with a ``text`` column.
+        config: the :class:`TrainingConfig`.
+        accelerator: an ``accelerate.Accelerator`` to use; by default one is made from ``config``.
+        dataset_name: shown in the model card.
+    """
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        datasets,
+        config: TrainingConfig,
+        accelerator: Accelerator | None = None,
+        dataset_name: str | None = None,
+    ) -> None:
+        self.config = config
+        self.tokenizer = tokenizer
+        self.dataset_name = dataset_name
+        self.accelerator = accelerator or Accelerator(cpu=config.cpu, mixed_precision=config.mixed_precision)
+        acc = self.accelerator
+        self.output_dir = Path(config.output_dir)
+        if acc.is_main_process:
+            self.output_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.output_dir / "log.jsonl"
+
+        if "train" not in datasets:
+            raise ValueError(f"datasets needs a 'train' split, got {list(datasets)}")
+        self.datasets = datasets
+        context = lm_context_size(model)
+        self.train_data, self.train_stats = build_lm_dataset(_texts(datasets["train"]), tokenizer, config.block_size, context)
+        self.val_data = None
+        if "validation" in datasets:
+            self.val_data, _ = build_lm_dataset(_texts(datasets["validation"]), tokenizer, config.block_size, context)
+        # Targets per block (the model predicts labels[:, 1:]); summed per global batch on the CPU so
+        # each process knows its share of the batch's targets without communicating.
+        self.targets_per_block = (self.train_data.blocks["labels"][:, 1:] != IGNORE_INDEX).sum(1)
+        self._check_same_data_on_all_processes()
+
+        self.sampler = BlockBatchSampler(
+            len(self.train_data), config.batch_size, acc.num_processes, acc.process_index, seed=config.seed
+        )
+        self.train_loader = DataLoader(
+            self.train_data,
+            batch_sampler=self.sampler,
+            collate_fn=collate_blocks,
+            pin_memory=acc.device.type == "cuda",
+        )
+        steps_per_epoch = self.sampler.steps_per_epoch
+        self.total_steps = steps_per_epoch * config.num_epochs
+        if config.max_steps is not None:
+            self.total_steps = min(self.total_steps, config.max_steps)
+
+        self.unwrapped_model = model
+        optimizer = build_optimizer(model, config)
+        # The scheduler is NOT passed to accelerator.prepare: accelerate would step it once per
+        # process per update (it assumes a per-process data loader); ours is one step per update.
+        self.scheduler = build_lr_scheduler(optimizer, config, self.total_steps)
+        self.model, self.optimizer = acc.prepare(model, optimizer)
+        self.state = TrainerState()
+        self._last_saved_step: int | None = None
+        self._last_lr = config.learning_rate
+
+    # ------------------------------------------------------------------ helpers
+
+    def _check_same_data_on_all_processes(self) -> None:
+        acc = self.accelerator
+        if acc.num_processes == 1:
+            return
+        mine = torch.tensor([len(self.train_data), self.train_stats["num_tokens"], len(self.tokenizer)], device=acc.device)
+        everyone = acc.gather(mine[None]).cpu()
+        if not (everyone == everyone[0]).all():
+            raise RuntimeError(
+                f"the processes built different training data (blocks, tokens, vocabulary per process: {everyone.tolist()}); "
+                "every process must load the same corpus and the same tokenizer"
+            )
+
+    def _state_dict(self) -> dict:
+        state = asdict(self.state)
+        state.update(
+            config=self.config.to_dict(),
+            num_processes=self.accelerator.num_processes,
+            global_batch_size=self.sampler.global_batch_size,
+            steps_per_epoch=self.sampler.steps_per_epoch,
+            model_type=self.unwrapped_model.config.model_type,
+        )
+        return state
+
+    def _log(self, record: dict) -> None:
+        if self.accelerator.is_main_process:
+            append_jsonl(self.log_path, record)
+
+    def _elapsed(self) -> float:
+        return self._elapsed_at_start + (time.perf_counter() - self._run_start)
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def save_checkpoint(self, collective: bool = True) -> Path:
+        """Write ``checkpoints/checkpoint-<global step>`` (main process). ``collective=False`` is for
+        error paths, where other processes may not reach this point: no gathering, no barrier."""
+        acc = self.accelerator
+        self.state.elapsed_s = self._elapsed()
+        folder = checkpoints_dir(self.output_dir) / f"checkpoint-{self.state.global_step}"
+        if collective and acc.num_processes > 1:
+            rng_states = dict(enumerate(gather_object([capture_rng_state()])))
+        else:
+            rng_states = {acc.process_index: capture_rng_state()}
+        if acc.is_main_process:
+            save_checkpoint(
+                folder, self.unwrapped_model, self.tokenizer, self.optimizer, self.scheduler, self._state_dict(), rng_states
+            )
+            rotate_checkpoints(self.output_dir, self.config.save_total_limit, protect=folder)
+        if collective:
+            acc.wait_for_everyone()
+        self._last_saved_step = self.state.global_step
+        return folder
+
+    def load_checkpoint(self, resume_from_checkpoint: str | os.PathLike) -> Path:
+        """Restore model, optimizer, scheduler, RNG and trainer state from a checkpoint folder."""
+        acc = self.accelerator
+        folder = resolve_checkpoint(resume_from_checkpoint, self.output_dir)
+        check_checkpoint_model_type(folder, self.unwrapped_model.config.model_type)
+        saved = read_trainer_state(folder)
+        # The data order is a function of (seed, block size, global batch size): resuming with other
+        # values would silently train on other batches than the interrupted run.
+        saved_config = saved.get("config", {})
+        mismatched = [
+            f"{name}: checkpoint {saved_value} != now {now}"
+            for name, saved_value, now in [
+                ("seed", saved_config.get("seed"), self.config.seed),
+                ("block_size", saved_config.get("block_size"), self.config.block_size),
+                ("global batch size (batch_size x processes)", saved.get("global_batch_size"), self.sampler.global_batch_size),
+            ]
+            if saved_value != now
+        ]
+        if mismatched:
+            raise ValueError(f"cannot resume exactly from {folder}: " + "; ".join(mismatched))
+        try:
+            load_model_weights(folder, self.unwrapped_model)
+        except RuntimeError as err:
+            raise ValueError(f"{folder}: the saved weights do not fit this model ({err})") from err
+        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location="cpu", weights_only=True))
+        self.scheduler.load_state_dict(torch.load(folder / "scheduler.pt", map_location="cpu", weights_only=True))
+        rng_file = folder / f"rng_state_{acc.process_index}.pt"
+        if rng_file.is_file():
+            restore_rng_state(torch.load(rng_file, weights_only=True))
+        fields = TrainerState.__dataclass_fields__
+        self.state = TrainerState(**{k: v for k, v in saved.items() if k in fields})
+        self.state.stop_reason = None
+        self._last_saved_step = self.state.global_step
+        if acc.is_main_process:
+            truncate_log(self.log_path, self.state.global_step)
+        return folder
+
+    # ------------------------------------------------------------------ training
+
+    def training_step(self, batch: dict[str, torch.Tensor], global_targets: int) -> float:
+        """One update on this process's share of a global batch. Returns the global batch's summed NLL.
+
+        Each process's ``loss`` is the mean over its own ``n`` targets; DDP averages gradients over the
+        P processes. Scaling the loss by ``n * P / N`` (N: targets in the global batch) makes the
+        averaged gradient that of the mean over all N targets, exactly what one process computes on
+        the whole global batch, even when the chunks hold different numbers of targets.
+
+        Raises ``FloatingPointError`` (before any parameter changes) if the loss is not finite on any process.
+        """
+        acc = self.accelerator
+        local_targets = int((batch["labels"][:, 1:] != IGNORE_INDEX).sum())
+        batch = {k: v.to(acc.device, non_blocking=True) for k, v in batch.items()}
+        loss = self.model(**batch).loss
+
+        # One host sync per update: a non-finite loss must be caught before it reaches the weights.
+        if acc.num_processes > 1:
+            check = torch.stack([loss.detach().float() * local_targets, (~torch.isfinite(loss.detach())).float()])
+            nll_sum, bad = acc.reduce(check, reduction="sum").tolist()
+        else:
+            value = loss.item()
+            nll_sum, bad = value * local_targets, not math.isfinite(value)
+        if bad:
+            raise FloatingPointError(f"non-finite training loss ({nll_sum / max(global_targets, 1)})")
+
+        scale = local_targets * acc.num_processes / global_targets
+        acc.backward(loss * scale if scale != 1.0 else loss)
+        if self.config.max_grad_norm is not None:
+            acc.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
+        self._last_lr = self.optimizer.param_groups[0]["lr"]
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return nll_sum
+
+    def train_epoch(self, interrupt: _DeferredInterrupt | None = None) -> bool:
+        """Train on the rest of epoch ``state.epoch``. Returns True when the epoch is complete, False
+        when ``max_steps`` stopped it early."""
+        config, st = self.config, self.state
+        self.sampler.set_epoch(st.epoch, st.step_in_epoch)
+        global_tokens = [int(self.targets_per_block[b].sum()) for b in self.sampler.global_batches(st.epoch)]
+        steps_per_epoch = self.sampler.steps_per_epoch
+        self.model.train()
+        bar = tqdm(
+            total=steps_per_epoch,
+            initial=st.step_in_epoch,
+            desc=f"epoch {st.epoch + 1}/{config.num_epochs}",
+            disable=not (self.accelerator.is_main_process and config.progress_bar),
+            dynamic_ncols=True,
+            mininterval=0.5,
+        )
+        window_nll, window_tokens, window_start = 0.0, 0, time.perf_counter()
+        epoch_start = time.perf_counter() - st.epoch_time_s
+        try:
+            for batch in self.train_loader:
+                n_global = global_tokens[st.step_in_epoch]
+                try:
+                    nll_sum = self.training_step(batch, n_global)
+                except FloatingPointError as err:
+                    # Every process saw the same flag, so the checkpoint can be written collectively.
+                    self.save_checkpoint()
+                    raise FloatingPointError(
+                        f"{err} at update {st.global_step + 1} (epoch {st.epoch + 1}, batch {st.step_in_epoch + 1}); "
+                        f"training stopped; the last good state is saved in {checkpoints_dir(self.output_dir)}"
+                        f"/checkpoint-{st.global_step}"
+                    ) from None
+                # The update is done: move the counters before anything else can interrupt.
+                st.step_in_epoch += 1
+                st.global_step += 1
+                st.epoch_nll_sum += nll_sum
+                st.epoch_tokens += n_global
+                st.train_tokens += n_global
+                window_nll += nll_sum
+                window_tokens += n_global
+                bar.update(1)
+
+                if st.global_step % config.logging_steps == 0:
+                    now = time.perf_counter()
+                    loss = window_nll / window_tokens
+                    record = {
+                        "type": "step",
+                        "epoch": st.epoch,
+                        "step_in_epoch": st.step_in_epoch,
+                        "global_step": st.global_step,
+                        "train_loss": loss,
+                        "train_ppl": math.exp(min(loss, 50.0)),
+                        "lr": self._last_lr,
+                        "tokens_per_s": window_tokens / max(now - window_start, 1e-9),
+                        "elapsed_s": self._elapsed(),
+                    }
+                    self._log(record)
+                    bar.set_postfix(loss=f"{loss:.3f}", ppl=f"{record['train_ppl']:.1f}", lr=f"{self._last_lr:.3g}")
+                    window_nll, window_tokens, window_start = 0.0, 0, now
+                st.epoch_time_s = time.perf_counter() - epoch_start
+
+                if config.save_steps is not None and st.global_step % config.save_steps == 0:
+                    self.save_checkpoint()
+                if interrupt is not None:
+                    interrupt.check()
+                if config.max_steps is not None and st.global_step >= config.max_steps:
+                    break
+        finally:
+            bar.close()
+            st.epoch_time_s = time.perf_counter() - epoch_start
+        return st.step_in_epoch >= steps_per_epoch
+
+    def validation_loss(self) -> float | None:
+        """Mean NLL per target on the validation split (every token predicted once), or None without one.
+
+        The blocks are split across processes and the sums added up, so each process does 1/P of the work.
+        """
+        if self.val_data is None:
+            return None
+        acc = self.accelerator
+        shard = torch.tensor_split(torch.arange(len(self.val_data)), acc.num_processes)[acc.process_index]
+        loader = DataLoader(
+            Subset(self.val_data, shard.tolist()), batch_size=self.config.eval_batch_size, collate_fn=collate_blocks
+        )
+        total, count = summed_nll(self.unwrapped_model, loader, acc.device)
+        if acc.num_processes > 1:
+            sums = acc.reduce(torch.tensor([total, count], dtype=torch.float64, device=acc.device), reduction="sum")
+            total, count = sums.tolist()
+        return total / count
+
+    def _end_epoch(self) -> None:
+        """Validation, best weights, early-stopping counter, the epoch's log record, a checkpoint."""
+        config, st, acc = self.config, self.state, self.accelerator
+        val_loss = self.validation_loss()
+        val_ppl = math.exp(val_loss) if val_loss is not None else None
+        if val_ppl is not None:
+            if st.best_val_ppl is None or val_ppl < st.best_val_ppl:
+                st.best_val_ppl, st.best_epoch, st.epochs_without_improvement = val_ppl, st.epoch, 0
+                if acc.is_main_process:
+                    save_pretrained_atomic(self.output_dir / BEST_MODEL_DIR, self.unwrapped_model, self.tokenizer)
+            else:
+                st.epochs_without_improvement += 1
+        train_loss = st.epoch_nll_sum / max(st.epoch_tokens, 1)
+        record = {
+            "type": "epoch",
+            "epoch": st.epoch,
+            "global_step": st.global_step,
+            "train_loss": train_loss,
+            "train_ppl": math.exp(min(train_loss, 50.0)),
+            "val_loss": val_loss,
+            "val_ppl": val_ppl,
+            "best_val_ppl": st.best_val_ppl,
+            "lr": self._last_lr,
+            "tokens_per_s": st.epoch_tokens / max(st.epoch_time_s, 1e-9),
+            "elapsed_s": self._elapsed(),
+        }
+        self._log(record)
+        if acc.is_main_process and config.progress_bar:
+            shown = f"val ppl {val_ppl:.2f}" if val_ppl is not None else "no validation split"
+            tqdm.write(f"epoch {st.epoch + 1}: train ppl {record['train_ppl']:.2f}, {shown}")
+        st.epoch += 1
+        st.step_in_epoch = 0
+        st.epoch_nll_sum, st.epoch_tokens, st.epoch_time_s = 0.0, 0, 0.0
+        self.save_checkpoint()
+        if acc.is_main_process:
+            plot_curves(self.log_path, self.output_dir / "curves.png")
+
+    def _patience_exhausted(self) -> bool:
+        patience = self.config.early_stopping_patience
+        return patience is not None and self.state.epochs_without_improvement >= patience
+
+    def train(self) -> dict:
+        """Run (or resume) training, then save the best model and evaluate it. Returns the results."""
+        config, acc = self.config, self.accelerator
+        if config.resume_from_checkpoint:
+            self.load_checkpoint(config.resume_from_checkpoint)
+        else:
+            # Dropout masks etc.; different per process so they do not all drop the same units.
+            torch.manual_seed(config.seed + acc.process_index)
+            if acc.is_main_process and self.log_path.exists():
+                self.log_path.unlink()  # a fresh run starts a fresh log
+        self._elapsed_at_start = self.state.elapsed_s
+        self._run_start = time.perf_counter()
+
+        st = self.state
+        try:
+            with _DeferredInterrupt() as interrupt:
+                while st.epoch < config.num_epochs:
+                    if self._patience_exhausted():
+                        st.stop_reason = "early_stopping"
+                        break
+                    if config.max_steps is not None and st.global_step >= config.max_steps:
+                        st.stop_reason = "max_steps"
+                        break
+                    completed = self.train_epoch(interrupt)
+                    if not completed:  # max_steps in the middle of an epoch
+                        st.stop_reason = "max_steps"
+                        if self._last_saved_step != st.global_step:
+                            self.save_checkpoint()
+                        break
+                    self._end_epoch()
+                else:
+                    st.stop_reason = "num_epochs"
+        except BaseException:
+            # No run dies without a checkpoint: save the last completed update (other processes may
+            # be dead or stuck, so no collective calls), then let the error propagate.
+            if self._last_saved_step != st.global_step:
+                try:
+                    self.save_checkpoint(collective=False)
+                except Exception as save_err:  # never hide the original error
+                    warnings.warn(f"could not write a checkpoint after the error: {save_err}", stacklevel=2)
+            raise
+        return self.finish()
+
+    def finish(self) -> dict:
+        """Load the best weights, save model + tokenizer into output_dir, evaluate, write the card and results."""
+        config, st, acc = self.config, self.state, self.accelerator
+        acc.wait_for_everyone()
+        best_dir = self.output_dir / BEST_MODEL_DIR
+        if st.best_val_ppl is not None and best_dir.is_dir():
+            load_model_weights(best_dir, self.unwrapped_model)
+        results: dict = {}
+        if acc.is_main_process:
+            model = self.unwrapped_model
+            with quiet_progress_bars():
+                model.save_pretrained(self.output_dir, safe_serialization=True)
+            self.tokenizer.save_pretrained(self.output_dir)
+            evaluations = {}
+            for split in ("validation", "test"):
+                if split in self.datasets and (split != "test" or config.eval_test):
+                    evaluations[split] = evaluate_lm(
+                        model,
+                        self.datasets[split],
+                        self.tokenizer,
+                        block_size=config.block_size,
+                        batch_size=config.eval_batch_size,
+                        device=acc.device,
+                        show_progress=config.progress_bar,
+                    )
+            num_parameters = sum(p.numel() for p in model.parameters())
+            results = {
+                **evaluations,
+                "train": dict(self.train_stats),
+                "best_epoch": st.best_epoch,
+                "best_val_ppl": st.best_val_ppl,
+                "epochs_completed": st.epoch,
+                "global_step": st.global_step,
+                "stop_reason": st.stop_reason,
+                "train_tokens": st.train_tokens,
+                "elapsed_s": self._elapsed(),
+                "num_parameters": num_parameters,
+                "num_processes": acc.num_processes,
+            }
+            training = {k: v for k, v in config.to_dict().items() if k not in ("output_dir", "resume_from_checkpoint")}
+            training.update(stop_reason=st.stop_reason, epochs_completed=st.epoch, global_step=st.global_step)
+            write_model_card(
+                self.output_dir,
+                model.config,
+                results=evaluations,
+                dataset=self.dataset_name,
+                training=training,
+                num_parameters=num_parameters,
+            )
+            with open(self.output_dir / "results.json", "w", encoding="utf-8") as f:
+                json.dump(results, f, indent=2, sort_keys=True)
+            plot_curves(self.log_path, self.output_dir / "curves.png")
+        acc.wait_for_everyone()
+        return results
+
+
+def _texts(split) -> list[str]:
+    if hasattr(split, "column_names"):
+        if "text" not in split.column_names:
+            raise KeyError(f"a split has columns {split.column_names}; expected a 'text' column")
+        return split["text"]
+    return list(split)
+
+
+def train_lm(
+    model,
+    tokenizer,
+    datasets,
+    config: TrainingConfig,
+    accelerator: Accelerator | None = None,
+    dataset_name: str | None = None,
+) -> dict:
+    """Train a causal LM with :class:`TrainingConfig` and return the results (also in ``results.json``).
+
+    See :class:`LMTrainer` for the arguments. Writes into ``config.output_dir``: the best model
+    (by validation perplexity) with its tokenizer and generation config, ``README.md`` (model card),
+    ``results.json``, ``log.jsonl``, ``curves.png``, ``checkpoints/`` and ``best_model/``.
+    ``model`` is trained in place and holds the best weights afterwards.
+    """
+    return LMTrainer(model, tokenizer, datasets, config, accelerator=accelerator, dataset_name=dataset_name).train()
+
