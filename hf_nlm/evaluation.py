@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
@@ -64,9 +62,10 @@ def evaluate_lm(
         tokenizer: the model's tokenizer.
 
     Returns:
-        ``loss`` (mean NLL per token, nats), ``perplexity`` (per token), ``word_perplexity`` (per
-        whitespace word incl. sentence ends: comparable across tokenizations), ``num_tokens``,
-        ``num_words``, ``num_unk`` (targets that are ``<unk>``).
+        The ``perplexity`` metric's output (``hf_nlm.metrics``) -- ``perplexity`` (per token),
+        ``word_perplexity`` (per whitespace word incl. sentence ends: comparable across tokenizations),
+        ``nll_per_token``, ``bits_per_token``, ``total_nll``, ``num_tokens``, ``num_words`` -- plus
+        ``loss`` (= ``nll_per_token``) and ``num_unk`` (targets that are ``<unk>``).
     """
     if hasattr(dataset, "keys") and not hasattr(dataset, "column_names") or isinstance(dataset, dict):
         raise TypeError("evaluate_lm takes one split (e.g. dataset['test']), not a DatasetDict")
@@ -81,10 +80,7 @@ def evaluate_lm(
     total, count = summed_nll(model, loader, device, desc="evaluate" if show_progress else None)
     if count != stats["num_tokens"]:
         raise RuntimeError(f"evaluated {count} targets but the split has {stats['num_tokens']} tokens")
-    loss = total / count
-    return {
-        "loss": loss,
-        "perplexity": math.exp(loss),
-        "word_perplexity": math.exp(total / stats["num_words"]),
-        **stats,
-    }
+    from .metrics import Perplexity  # evaluate is slow to import; only evaluation needs it
+
+    scores = Perplexity().compute(nll=[total], num_tokens=[count], num_words=[stats["num_words"]])
+    return {"loss": scores["nll_per_token"], **scores, "num_unk": stats["num_unk"]}

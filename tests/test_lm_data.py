@@ -33,6 +33,8 @@ def test_word_level_decode_round_trip_and_save_load(tmp_path, toy_texts):
     tok = train_word_level_tokenizer(toy_texts)
     ids = tok("the dog saw the cat")["input_ids"]
     assert tok.decode(ids).strip() == "the dog saw the cat"
+    # A continuation decoded on its own brings its leading space (pipeline appends it to the prompt).
+    assert "the dog" + tok.decode(ids[2:]) == "the dog saw the cat"
     tok.save_pretrained(tmp_path)
     again = AutoTokenizer.from_pretrained(tmp_path)
     assert again("the dog saw the cat")["input_ids"] == ids

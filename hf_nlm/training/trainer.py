@@ -71,6 +71,8 @@ class TrainerState:
     epoch_nll_sum: float = 0.0  # summed NLL of the targets trained on so far in `epoch`
     epoch_tokens: int = 0  # targets trained on so far in `epoch` (all processes)
     epoch_time_s: float = 0.0  # training seconds spent so far in `epoch`
+    window_nll_sum: float = 0.0  # summed NLL since the last step record of log.jsonl
+    window_tokens: int = 0  # targets since the last step record
     train_tokens: int = 0  # targets trained on in the whole run
     elapsed_s: float = 0.0  # wall-clock seconds of the whole run, across resumptions
     stop_reason: str | None = None
@@ -133,8 +135,14 @@ class LMTrainer:
         self.config = config
         self.tokenizer = tokenizer
         self.dataset_name = dataset_name
-        self.accelerator = accelerator or Accelerator(cpu=config.cpu, mixed_precision=config.mixed_precision)
+        self.accelerator = accelerator or make_accelerator(config)
         acc = self.accelerator
+        launched = int(os.environ.get("WORLD_SIZE", "1"))
+        if acc.num_processes != launched:
+            raise RuntimeError(
+                f"launched as {launched} processes (WORLD_SIZE) but the Accelerator sees {acc.num_processes}: "
+                "each process would train alone. On a machine without GPUs pass Accelerator(cpu=True)."
+            )
         self.output_dir = Path(config.output_dir)
         if acc.is_main_process:
             self.output_dir.mkdir(parents=True, exist_ok=True)
@@ -321,7 +329,7 @@ class LMTrainer:
             dynamic_ncols=True,
             mininterval=0.5,
         )
-        window_nll, window_tokens, window_start = 0.0, 0, time.perf_counter()
+        window_start = time.perf_counter()
         epoch_start = time.perf_counter() - st.epoch_time_s
         try:
             for batch in self.train_loader:
@@ -342,13 +350,13 @@ class LMTrainer:
                 st.epoch_nll_sum += nll_sum
                 st.epoch_tokens += n_global
                 st.train_tokens += n_global
-                window_nll += nll_sum
-                window_tokens += n_global
+                st.window_nll_sum += nll_sum
+                st.window_tokens += n_global
                 bar.update(1)
 
                 if st.global_step % config.logging_steps == 0:
                     now = time.perf_counter()
-                    loss = window_nll / window_tokens
+                    loss = st.window_nll_sum / st.window_tokens
                     record = {
                         "type": "step",
                         "epoch": st.epoch,
@@ -357,12 +365,12 @@ class LMTrainer:
                         "train_loss": loss,
                         "train_ppl": math.exp(min(loss, 50.0)),
                         "lr": self._last_lr,
-                        "tokens_per_s": window_tokens / max(now - window_start, 1e-9),
+                        "tokens_per_s": st.window_tokens / max(now - window_start, 1e-9),
                         "elapsed_s": self._elapsed(),
                     }
                     self._log(record)
                     bar.set_postfix(loss=f"{loss:.3f}", ppl=f"{record['train_ppl']:.1f}", lr=f"{self._last_lr:.3g}")
-                    window_nll, window_tokens, window_start = 0.0, 0, now
+                    st.window_nll_sum, st.window_tokens, window_start = 0.0, 0, now
                 st.epoch_time_s = time.perf_counter() - epoch_start
 
                 if config.save_steps is not None and st.global_step % config.save_steps == 0:
@@ -532,6 +540,18 @@ class LMTrainer:
             plot_curves(self.log_path, self.output_dir / "curves.png")
         acc.wait_for_everyone()
         return results
+
+
+def make_accelerator(config: TrainingConfig) -> Accelerator:
+    """The ``Accelerator`` for ``config``.
+
+    Under ``torchrun`` on a machine without CUDA, accelerate only sets up the (gloo) process group
+    when told ``cpu=True``; without it every process silently trains alone. So no CUDA + several
+    processes means cpu=True.
+    """
+    several = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    cpu = config.cpu or (several and not torch.cuda.is_available())
+    return Accelerator(cpu=cpu, mixed_precision=config.mixed_precision)
 
 
 def _texts(split) -> list[str]:

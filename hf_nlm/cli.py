@@ -1,0 +1,371 @@
+"""The ``hf-nlm`` command: train, evaluate and sample from the package's language models.
+
+    hf-nlm train --corpus brown --output-dir runs/mlp1 --context-size 4 --hidden-size 50 --embedding-size 60
+    hf-nlm train --train-file train.txt --validation-file valid.txt --test-file test.txt --output-dir runs/toy
+    hf-nlm evaluate runs/mlp1 --corpus brown --split test
+    hf-nlm generate runs/mlp1 "the president said" --num-beams 5 --max-new-tokens 20
+    hf-nlm download brown ptb sotu
+
+The command is a thin layer over the library: each ``build_*`` / ``load_*`` function below turns
+parsed arguments into one library call, so ``examples/train_lm.py`` reuses them step by step.
+Bad input (unknown corpus, missing file, bad hyperparameter) ends with an argparse error (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from .training.config import TrainingConfig
+
+NAMED_CORPORA = ("brown", "ptb", "sotu")
+FILE_CORPORA = ("text", "csv")
+TOKENIZERS = ("word", "bpe", "wordpiece")
+MODELS = ("nplm",)
+
+
+# ----------------------------------------------------------------------------- arguments
+
+
+def _optional(convert: Callable) -> Callable:
+    """argparse type for an optional number: 'none' gives None."""
+
+    def parse(text: str):
+        return None if text.lower() == "none" else convert(text)
+
+    parse.__name__ = convert.__name__  # argparse names the type in its error message
+    return parse
+
+
+def add_data_arguments(parser: argparse.ArgumentParser, require_train: bool = True) -> None:
+    group = parser.add_argument_group("data")
+    group.add_argument("--corpus", choices=NAMED_CORPORA + FILE_CORPORA, default=None,
+                       help="a named corpus (brown, ptb, sotu; fetch with `hf-nlm download`) or text/csv files "
+                            "(default: text when --train-file is given)")
+    group.add_argument("--data-dir", default=None,
+                       help="folder holding the named corpus (default: where `hf-nlm download` puts it)")
+    for split in ("train", "validation", "test"):
+        group.add_argument(f"--{split}-file", nargs="+", default=None, metavar="FILE",
+                           help=f"{split} split: text files (one sentence or line per line) or CSV files")
+    group.add_argument("--text-column", default="text", help="CSV column holding the text (default: text)")
+
+
+def add_tokenizer_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("tokenizer")
+    group.add_argument("--tokenizer", choices=TOKENIZERS, default="word",
+                       help="word: whitespace words with a frequency cut-off (the papers' setting); bpe / wordpiece: subwords")
+    group.add_argument("--min-frequency", type=int, default=1,
+                       help="keep words (word) or merges (bpe/wordpiece) seen at least this often; Bengio et al. "
+                            "merge Brown words of frequency <= 3, i.e. 4 (default: 1)")
+    group.add_argument("--vocab-size", type=_optional(int), default=None,
+                       help="maximum vocabulary size (required for bpe/wordpiece; optional cap for word)")
+    group.add_argument("--lowercase", action="store_true", help="lowercase the text before tokenizing")
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("model (NPLM: Bengio et al. 2003; defaults are the paper's MLP1)")
+    group.add_argument("--model", choices=MODELS, default="nplm", help="model architecture (default: nplm)")
+    group.add_argument("--context-size", type=int, default=4, help="n - 1, previous tokens seen (default: 4)")
+    group.add_argument("--embedding-size", type=int, default=60, help="m, word feature size (default: 60)")
+    group.add_argument("--hidden-size", type=int, default=50, help="h, tanh hidden units; 0 = none (default: 50)")
+    group.add_argument("--no-direct", dest="direct_connections", action="store_false",
+                       help="drop the direct connections W x from the word features to the output")
+    group.add_argument("--initializer-range", type=float, default=0.1,
+                       help="half-width of the uniform weight initialisation (default: 0.1)")
+
+
+def add_training_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per :class:`TrainingConfig` field (``--learning-rate`` for ``learning_rate``), plus ``--resume``."""
+    group = parser.add_argument_group("training (TrainingConfig)")
+    for f in dataclasses.fields(TrainingConfig):
+        if f.name == "resume_from_checkpoint":
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        help_text = f.metadata.get("help", "")
+        kind = str(f.type)
+        if f.name == "output_dir":
+            group.add_argument(flag, required=True, help=help_text)
+        elif kind == "bool":
+            group.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=help_text)
+        else:
+            base = {"int": int, "float": float, "str": str}[kind.split(" |")[0]]
+            convert = _optional(base) if "None" in kind else base
+            group.add_argument(flag, type=convert, default=f.default, choices=f.metadata.get("choices"),
+                               help=f"{help_text} (default: {f.default})")
+    group.add_argument("--resume", nargs="?", const="latest", default=None, metavar="CHECKPOINT",
+                       help="resume from CHECKPOINT (a checkpoint folder, or a run's output dir); without a value "
+                            "the newest checkpoint in --output-dir")
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Every argument of ``hf-nlm train`` (also used by ``examples/train_lm.py``)."""
+    add_data_arguments(parser)
+    add_tokenizer_arguments(parser)
+    add_model_arguments(parser)
+    add_training_arguments(parser)
+    return parser
+
+
+# ----------------------------------------------------------------------------- library calls
+
+
+def _fail(parser: argparse.ArgumentParser, message: str):
+    parser.error(message)  # prints usage + message to stderr, exits with status 2
+
+
+def corpus_name(args: argparse.Namespace) -> str:
+    files = [args.train_file, args.validation_file, args.test_file]
+    if args.corpus in NAMED_CORPORA and any(files):
+        raise ValueError(f"--corpus {args.corpus} reads its own files; drop --train-file/--validation-file/--test-file")
+    if args.corpus is not None:
+        return args.corpus
+    if not any(files):
+        raise ValueError("give --corpus (brown, ptb, sotu) or --train-file FILE [--validation-file ...] [--test-file ...]")
+    given = [p for group in files if group for p in group]
+    return "csv" if all(str(p).lower().endswith(".csv") for p in given) else "text"
+
+
+def load_corpus(args: argparse.Namespace):
+    """The ``DatasetDict`` the arguments name (``hf_nlm.data.corpora`` loaders)."""
+    from .data import corpora
+
+    name = corpus_name(args)
+    if name in NAMED_CORPORA:
+        loader = {"brown": corpora.load_brown, "ptb": corpora.load_ptb, "sotu": corpora.load_sotu}[name]
+        return loader(path=args.data_dir)
+    files = {"train": args.train_file, "validation": args.validation_file, "test": args.test_file}
+    for paths in files.values():
+        for path in paths or []:
+            if not Path(path).is_file():
+                raise FileNotFoundError(f"no such file: {path}")
+    if name == "csv":
+        return corpora.load_csv_files(**files, text_column=args.text_column)
+    return corpora.load_text_files(**files)
+
+
+def build_tokenizer(args: argparse.Namespace, train_texts):
+    """Train the tokenizer the arguments ask for on the training texts."""
+    if args.min_frequency < 1:
+        raise ValueError(f"--min-frequency must be >= 1, got {args.min_frequency}")
+    if args.tokenizer == "word":
+        from .tokenization import train_word_level_tokenizer
+
+        return train_word_level_tokenizer(
+            train_texts, min_frequency=args.min_frequency, lowercase=args.lowercase, max_vocab_size=args.vocab_size
+        )
+    if args.vocab_size is None:
+        raise ValueError(f"--tokenizer {args.tokenizer} needs --vocab-size")
+    try:
+        from .tokenization import subword
+    except ImportError as err:
+        raise ValueError(f"--tokenizer {args.tokenizer} is not available in this install ({err})") from err
+    train = subword.train_bpe_tokenizer if args.tokenizer == "bpe" else subword.train_wordpiece_tokenizer
+    return train(train_texts, vocab_size=args.vocab_size, min_frequency=args.min_frequency, lowercase=args.lowercase)
+
+
+def build_model(args: argparse.Namespace, tokenizer):
+    """A freshly initialised model (seeded with ``--seed``) sized for ``tokenizer``."""
+    import torch
+
+    from .models import NPLMConfig, NPLMForCausalLM
+
+    eos = tokenizer.eos_token_id
+    bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else eos
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    config = NPLMConfig(
+        vocab_size=len(tokenizer),
+        context_size=args.context_size,
+        embedding_size=args.embedding_size,
+        hidden_size=args.hidden_size,
+        direct_connections=args.direct_connections,
+        initializer_range=args.initializer_range,
+        bos_token_id=bos,
+        eos_token_id=eos,
+        pad_token_id=pad,
+    )
+    torch.manual_seed(args.seed)  # the same initial weights on every process and every rerun
+    return NPLMForCausalLM(config)
+
+
+def training_config(args: argparse.Namespace, resume_from_checkpoint: str | None = None) -> TrainingConfig:
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainingConfig) if hasattr(args, f.name)}
+    return TrainingConfig(**values, resume_from_checkpoint=resume_from_checkpoint)
+
+
+def resume_checkpoint(args: argparse.Namespace) -> Path | None:
+    """The checkpoint folder ``--resume`` names (checked to hold a model of type ``--model``), or None."""
+    if args.resume is None:
+        return None
+    from .modeling_utils import check_checkpoint_model_type
+    from .training.checkpoint import resolve_checkpoint
+
+    folder = resolve_checkpoint(args.resume, args.output_dir)
+    check_checkpoint_model_type(folder, args.model)
+    return folder
+
+
+def prepare_training(args: argparse.Namespace):
+    """Corpus, tokenizer, model and ``TrainingConfig`` from parsed ``train`` arguments.
+
+    Resuming reads the tokenizer and the model's configuration from the checkpoint, so the vocabulary
+    is the one the interrupted run trained with. Raises ValueError / FileNotFoundError on bad input.
+    """
+    checkpoint = resume_checkpoint(args)
+    config = training_config(args, resume_from_checkpoint=os.fspath(checkpoint) if checkpoint else None)
+    datasets = load_corpus(args)
+    if "train" not in datasets:
+        raise ValueError("the corpus has no train split (give --train-file)")
+    if checkpoint is not None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+        model = AutoModelForCausalLM.from_pretrained(checkpoint)
+    else:
+        tokenizer = build_tokenizer(args, datasets["train"]["text"])
+        model = build_model(args, tokenizer)
+    return datasets, tokenizer, model, config
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from .training import LMTrainer
+
+    try:
+        datasets, tokenizer, model, config = prepare_training(args)
+        # Building the trainer checks the data against the batch settings (e.g. too few blocks).
+        trainer = LMTrainer(model, tokenizer, datasets, config, dataset_name=corpus_name(args))
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        _fail(args.parser, str(err))
+    results = trainer.train()
+    if results:
+        print(json.dumps({k: results[k] for k in ("validation", "test", "best_val_ppl", "stop_reason") if k in results}))
+    return 0
+
+
+def _load_saved_model(parser: argparse.ArgumentParser, folder: str):
+    if not (Path(folder) / "config.json").is_file():
+        _fail(parser, f"{folder} is not a saved model folder (no config.json)")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import hf_nlm  # noqa: F401  (registers the model types with the Auto classes)
+
+    try:
+        return AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    except (ValueError, OSError) as err:
+        _fail(parser, f"cannot load the model in {folder}: {err}")
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from .evaluation import evaluate_lm
+
+    model, tokenizer = _load_saved_model(args.parser, args.model_dir)
+    try:
+        datasets = load_corpus(args)
+    except (ValueError, FileNotFoundError) as err:
+        _fail(args.parser, str(err))
+    if args.split not in datasets:
+        _fail(args.parser, f"the corpus has no {args.split!r} split (it has {', '.join(datasets)})")
+    result = evaluate_lm(model, datasets[args.split], tokenizer, block_size=args.block_size, batch_size=args.batch_size,
+                         show_progress=sys.stderr.isatty())
+    print(json.dumps({"split": args.split, **result}))
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    import torch
+
+    model, tokenizer = _load_saved_model(args.parser, args.model_dir)
+    if args.seed is not None:
+        torch.manual_seed(args.seed)
+    model.eval()
+    for prompt in args.prompts:
+        ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False).input_ids
+        if ids.shape[1] == 0:  # an empty prompt: start from a sentence boundary
+            ids = torch.tensor([[tokenizer.eos_token_id]])
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=args.max_new_tokens,
+            num_beams=args.num_beams,
+            do_sample=args.do_sample,
+            temperature=args.temperature if args.do_sample else None,
+            top_k=args.top_k if args.do_sample else None,
+            top_p=args.top_p if args.do_sample else None,
+            num_return_sequences=args.num_return_sequences,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+        texts = [tokenizer.decode(seq[ids.shape[1]:], skip_special_tokens=True) for seq in out]
+        if args.json:
+            print(json.dumps({"prompt": prompt, "generations": texts}))
+        else:
+            for text in texts:
+                print(f"{prompt} {text}".strip())
+    return 0
+
+
+def cmd_download(argv: list[str]) -> int:
+    from .data.download import main as download_main
+
+    return download_main(argv)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hf-nlm", description="Classic neural language models on Hugging Face.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{train,evaluate,generate,download}")
+
+    train = add_train_arguments(sub.add_parser("train", help="train a language model", description="Train a language model."))
+    train.set_defaults(func=cmd_train, parser=train)
+
+    evaluate = sub.add_parser("evaluate", help="perplexity of a saved model on a corpus split (JSON)")
+    evaluate.add_argument("model_dir", help="a saved model folder (e.g. a training run's --output-dir)")
+    add_data_arguments(evaluate)
+    evaluate.add_argument("--split", default="test", help="split to evaluate (default: test)")
+    evaluate.add_argument("--block-size", type=int, default=256, help="targets per evaluation block (default: 256)")
+    evaluate.add_argument("--batch-size", type=int, default=32, help="blocks per batch (default: 32)")
+    evaluate.set_defaults(func=cmd_evaluate, parser=evaluate)
+
+    generate = sub.add_parser("generate", help="continue prompts with a saved model")
+    generate.add_argument("model_dir", help="a saved model folder")
+    generate.add_argument("prompts", nargs="+", metavar="PROMPT", help="text to continue")
+    generate.add_argument("--max-new-tokens", type=int, default=20, help="tokens to add (default: 20)")
+    generate.add_argument("--num-beams", type=int, default=1, help="beam width; 1 = greedy or sampling (default: 1)")
+    generate.add_argument("--do-sample", action="store_true", help="sample instead of greedy / beam search")
+    generate.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default: 1.0)")
+    generate.add_argument("--top-k", type=int, default=0, help="sample from the k most likely tokens; 0 = all")
+    generate.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass (default: 1.0)")
+    generate.add_argument("--num-return-sequences", type=int, default=1, help="continuations per prompt (default: 1)")
+    generate.add_argument("--seed", type=int, default=None, help="seed for sampling")
+    generate.add_argument("--json", action="store_true", help="print one JSON object per prompt")
+    generate.set_defaults(func=cmd_generate, parser=generate)
+
+    # `download` has its own parser (hf_nlm.data.download.main); listed here for --help only.
+    sub.add_parser("download", help="fetch the brown / ptb / sotu corpora (see `hf-nlm download --help`)", add_help=False)
+    return parser
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    for name in ("max_new_tokens", "num_beams", "num_return_sequences", "block_size", "batch_size"):
+        value = getattr(args, name, None)
+        if isinstance(value, int) and value < 1:
+            _fail(args.parser, f"--{name.replace('_', '-')} must be >= 1, got {value}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``hf-nlm`` console script. Returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "download":
+        return cmd_download(argv[1:])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _check_numbers(args)
+    return args.func(args)
+
+if __name__ == "__main__":
+    sys.exit(main())
