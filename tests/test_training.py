@@ -7,6 +7,8 @@ import json
 import math
 import os
 import random
+import runpy
+import signal
 import subprocess
 import sys
 import textwrap
@@ -38,6 +40,16 @@ def toy_sentences(n: int, seed: int) -> list[str]:
     verbs = ["sat on", "ran to", "saw"]
     objects = ["the mat", "a log", "the house"]
     return [f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(objects)}" for _ in range(n)]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models run fastest on one thread, and on a busy 2-core machine two OpenMP threads can
+    make each step 100x slower (spin-waiting for a core)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -215,13 +227,13 @@ class FailAt:
 @pytest.mark.parametrize("interruption", ["exception", "max_steps"])
 def test_resume_equals_uninterrupted(toy_data, toy_tokenizer, tmp_path, interruption):
     # Momentum, weight decay, clipping and a decaying rate: optimizer and scheduler state must round-trip.
-    settings = dict(num_epochs=3, optimizer="sgd", momentum=0.9, weight_decay=1e-3, max_grad_norm=1.0,
+    settings = dict(num_epochs=2, optimizer="sgd", momentum=0.9, weight_decay=1e-3, max_grad_norm=1.0,
                     lr_scheduler="bengio", lr_decay=0.01, learning_rate=0.3, save_total_limit=None)
     full_dir, cut_dir = tmp_path / "full", tmp_path / "cut"
     train_lm(tiny_model(toy_tokenizer), toy_tokenizer, toy_data, tiny_config(full_dir, **settings))
 
     # Interrupt in the middle of the second epoch.
-    steps_per_epoch = read_log(full_dir)[-1]["global_step"] // 3
+    steps_per_epoch = read_log(full_dir)[-1]["global_step"] // 2
     stop = steps_per_epoch + steps_per_epoch // 2
     model = tiny_model(toy_tokenizer)
     if interruption == "exception":
@@ -237,7 +249,7 @@ def test_resume_equals_uninterrupted(toy_data, toy_tokenizer, tmp_path, interrup
     resumed = tiny_model(toy_tokenizer, seed=123)  # other initial weights: all must come from the checkpoint
     train_lm(resumed, toy_tokenizer, toy_data, tiny_config(cut_dir, resume_from_checkpoint="latest", **settings))
 
-    last = f"checkpoint-{3 * steps_per_epoch}"
+    last = f"checkpoint-{2 * steps_per_epoch}"
     assert_bitwise_equal(weights(full_dir / "checkpoints" / last), weights(cut_dir / "checkpoints" / last))
     assert_bitwise_equal(weights(full_dir), weights(cut_dir))  # the best model
     opt_full = torch.load(full_dir / "checkpoints" / last / "optimizer.pt", weights_only=True)
@@ -304,6 +316,19 @@ def test_config_rejects_bad_values(tmp_path):
 
 # ----------------------------------------------------------------------------- two processes
 
+def run_to_completion(cmd: list[str], cwd: Path, env: dict, timeout: float = 180) -> None:
+    """Run ``cmd``; on a timeout kill its whole process group (torchrun's workers too)."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    assert proc.returncode == 0, err[-3000:]
+
+
 DDP_SCRIPT = textwrap.dedent(
     """
     import os, sys
@@ -327,19 +352,21 @@ DDP_SCRIPT = textwrap.dedent(
 )
 
 
-def test_two_process_ddp_equals_one_process_on_the_global_batch(tmp_path):
+def test_two_process_ddp_equals_one_process_on_the_global_batch(tmp_path, monkeypatch):
     """torchrun, 2 CPU processes (gloo) with batch b == 1 process with batch 2b, same data order."""
     (tmp_path / "train.txt").write_text("\n".join(toy_sentences(48, 0)) + "\n")
     (tmp_path / "valid.txt").write_text("\n".join(toy_sentences(8, 1)) + "\n")
     (tmp_path / "script.py").write_text(DDP_SCRIPT)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     env.pop("WORLD_SIZE", None)
-    two = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "0",
+    # --standalone: a free port on localhost, so parallel test runs do not collide.
+    two = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
            "script.py", "two", "3"]
-    one = [sys.executable, "script.py", "one", "6"]
-    for cmd in (two, one):
-        proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
-        assert proc.returncode == 0, proc.stderr[-3000:]
+    run_to_completion(two, tmp_path, env)
+    # The same script as one process with the global batch, run in this process (saves a start-up).
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["script.py", "one", "6"])
+    runpy.run_path(str(tmp_path / "script.py"), run_name="__main__")
 
     # The data give a short last global batch (split unevenly) and a padded last block.
     blocks = -(-sum(len(t.split()) + 1 for t in toy_sentences(48, 0)) // 8)

@@ -184,6 +184,8 @@ class LMTrainer:
         self.state = TrainerState()
         self._last_saved_step: int | None = None
         self._last_lr = config.learning_rate
+        self._elapsed_at_start, self._run_start = 0.0, time.perf_counter()
+        self._last_plot = self._run_start
 
     # ------------------------------------------------------------------ helpers
 
@@ -436,8 +438,10 @@ class LMTrainer:
         st.step_in_epoch = 0
         st.epoch_nll_sum, st.epoch_tokens, st.epoch_time_s = 0.0, 0, 0.0
         self.save_checkpoint()
-        if acc.is_main_process:
+        # Redraw the curves for whoever watches a long run, at most every 30 s (a plot costs ~0.3 s).
+        if acc.is_main_process and time.perf_counter() - self._last_plot > 30:
             plot_curves(self.log_path, self.output_dir / "curves.png")
+            self._last_plot = time.perf_counter()
 
     def _patience_exhausted(self) -> bool:
         patience = self.config.early_stopping_patience
@@ -455,6 +459,7 @@ class LMTrainer:
                 self.log_path.unlink()  # a fresh run starts a fresh log
         self._elapsed_at_start = self.state.elapsed_s
         self._run_start = time.perf_counter()
+        self._last_plot = self._run_start
 
         st = self.state
         try:

@@ -1,0 +1,157 @@
+"""Build time and perplexities of the count-based n-gram baselines (``hf_nlm.ngram``) on Brown and PTB.
+
+Prints one JSON object per line on stdout (progress on stderr):
+- ``kn5_brown_build``: seconds to count and smooth a 5-gram KN model of Brown train (best of 3).
+- ``brown_kn{3,4,5}_{valid,test}``, ``brown_interp3_{valid,test}``: perplexities with Bengio et al.
+  (2003)'s split and vocabulary rule (words seen <= 3 times -> ``<unk>``; lowercased), every word and
+  sentence end predicted once, as ``hf_nlm.evaluation.evaluate_lm`` counts them. ``paper`` is the
+  figure Bengio et al. report for their copy of the corpus (Table 1).
+- ``ptb_kn{3,4,5}_{valid,test}``: Mikolov's PTB (``paper``: KN5 141.2, Mikolov et al. 2011).
+- ``arpa_roundtrip_*``: ARPA export and import of the Brown KN3 model, and the largest difference in
+  test log-probabilities between the model and its ARPA copy.
+
+``--quick`` runs the same cases on the first 20% of every split (a few seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from hf_nlm.data.corpora import load_brown, load_ptb
+from hf_nlm.data.lm import tokenize_corpus
+from hf_nlm.ngram import ArpaLM, InterpolatedLM, KneserNeyLM
+from hf_nlm.tokenization import train_word_level_tokenizer
+
+BENCHMARK = "ngram_build"
+BROWN_PAPER = {"kn3": 323, "kn4": 321, "kn5": 321, "interp3": 336}  # Bengio et al. 2003, Table 1 (test)
+PTB_PAPER = {"kn5": 141.2}  # Mikolov et al. 2011, "Empirical evaluation and combination ...", test
+
+
+def emit(case: str, value: float, unit: str, better: str, **context) -> None:
+    print(
+        json.dumps(
+            {
+                "benchmark": BENCHMARK,
+                "case": case,
+                "value": float(f"{value:.6g}"),
+                "unit": unit,
+                "better": better,
+                **context,
+            }
+        ),
+        flush=True,
+    )
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def streams(ds, min_frequency: int, fraction: float):
+    """Word-level tokenizer trained on train, and every split as one id stream."""
+    texts = {split: ds[split]["text"] for split in ds}
+    if fraction < 1:
+        texts = {split: t[: max(1, int(len(t) * fraction))] for split, t in texts.items()}
+    tokenizer = train_word_level_tokenizer(texts["train"], min_frequency=min_frequency)
+    ids = {split: tokenize_corpus(t, tokenizer)[0].numpy() for split, t in texts.items()}
+    return tokenizer, ids
+
+
+def ppl(lm, ids: np.ndarray) -> float:
+    total, count = lm.score_stream(ids)
+    return float(np.exp(total / count))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="use the first 20%% of every split")
+    args = parser.parse_args()
+    fraction = 0.2 if args.quick else 1.0
+    info = {"quick": args.quick, "cpus": os.cpu_count()}
+
+    log("Brown: loading and tokenizing")
+    tokenizer, ids = streams(load_brown(), min_frequency=4, fraction=fraction)
+    sizes = {"vocab_size": len(tokenizer), "train_tokens": int(ids["train"].size)}
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        kn5 = KneserNeyLM.from_ids(ids["train"], 5, len(tokenizer))
+        times.append(time.perf_counter() - start)
+    grams = sum(int(k.size) for k in kn5.gram_keys[2:]) + len(tokenizer)
+    emit("kn5_brown_build", min(times), "s", "lower", target=60, ngrams=grams, **sizes, **info)
+
+    for n in (3, 4, 5):
+        log(f"Brown: KN{n}")
+        lm = kn5 if n == 5 else KneserNeyLM.from_ids(ids["train"], n, len(tokenizer))
+        emit(f"brown_kn{n}_valid", ppl(lm, ids["validation"]), "ppl", "lower", **sizes, **info)
+        emit(
+            f"brown_kn{n}_test",
+            ppl(lm, ids["test"]),
+            "ppl",
+            "lower",
+            paper=BROWN_PAPER[f"kn{n}"],
+            **sizes,
+            **info,
+        )
+        if n == 3:
+            kn3 = lm
+    log("Brown: interpolated trigram (weights by EM on validation)")
+    interp = InterpolatedLM.from_ids(ids["train"], 3, len(tokenizer), valid_ids=ids["validation"])
+    emit(
+        "brown_interp3_valid",
+        ppl(interp, ids["validation"]),
+        "ppl",
+        "lower",
+        weights_fitted_on="validation",
+        **sizes,
+        **info,
+    )
+    emit(
+        "brown_interp3_test",
+        ppl(interp, ids["test"]),
+        "ppl",
+        "lower",
+        paper=BROWN_PAPER["interp3"],
+        **sizes,
+        **info,
+    )
+
+    log("Brown: ARPA round trip of KN3")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "kn3.arpa")
+        start = time.perf_counter()
+        kn3.to_arpa(path, vocab=tokenizer)
+        export_s = time.perf_counter() - start
+        megabytes = os.path.getsize(path) / 2**20
+        start = time.perf_counter()
+        arpa = ArpaLM.from_arpa(path, vocab=tokenizer)
+        import_s = time.perf_counter() - start
+    test = np.concatenate([np.full(2, kn3.bos_id), ids["test"]])
+    windows = np.lib.stride_tricks.sliding_window_view(test, 3)
+    diff = np.abs(
+        kn3.log_prob(windows[:, :2], windows[:, 2]) - arpa.log_prob(windows[:, :2], windows[:, 2])
+    ).max()
+    emit("arpa_roundtrip_export", export_s, "s", "lower", file_mb=round(megabytes, 1), **info)
+    emit("arpa_roundtrip_import", import_s, "s", "lower", file_mb=round(megabytes, 1), **info)
+    emit("arpa_roundtrip_max_abs_logprob_diff", float(diff), "nats", "lower", **info)
+
+    log("PTB: loading and tokenizing")
+    tokenizer, ids = streams(load_ptb(), min_frequency=1, fraction=fraction)
+    sizes = {"vocab_size": len(tokenizer), "train_tokens": int(ids["train"].size)}
+    for n in (3, 4, 5):
+        log(f"PTB: KN{n}")
+        lm = KneserNeyLM.from_ids(ids["train"], n, len(tokenizer))
+        emit(f"ptb_kn{n}_valid", ppl(lm, ids["validation"]), "ppl", "lower", **sizes, **info)
+        extra = {"paper": PTB_PAPER[f"kn{n}"]} if f"kn{n}" in PTB_PAPER else {}
+        emit(f"ptb_kn{n}_test", ppl(lm, ids["test"]), "ppl", "lower", **extra, **sizes, **info)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""NPLM training throughput: hf_nlm's training loop against a minimal hand-written PyTorch loop.
+
+Both sides train Bengio et al.'s MLP1 (n = 5, m = 60, h = 50, direct connections; JMLR 2003) on a
+synthetic Zipf token stream with |V| ~ 16k, with plain SGD, on the same blocks in the same order,
+for the same number of updates. Ours is ``LMTrainer.train_epoch`` (DataLoader, progress bar,
+logging, the non-finite check: everything of a real epoch except validation and checkpointing);
+the reference is nn.Embedding + Linear + tanh + cross_entropy written inline. The repetitions
+alternate between the two sides, and each side's median is reported.
+
+Prints one JSON object per line on stdout (progress on stderr):
+    {"benchmark": "train_throughput", "case": "nplm_overhead", "value": <reference tokens/s / ours>, ...}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from datasets import Dataset, DatasetDict
+from torch import nn
+
+from hf_nlm import NPLMConfig, NPLMForCausalLM
+from hf_nlm.tokenization import train_word_level_tokenizer
+from hf_nlm.training import LMTrainer, TrainingConfig
+
+BENCHMARK = "train_throughput"
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def zipf_texts(vocab_size: int, num_tokens: int, seed: int, line_length: int = 20) -> list[str]:
+    """Lines of words w0..w{V-1} drawn with p(rank k) ~ 1/k."""
+    rng = np.random.default_rng(seed)
+    p = 1.0 / np.arange(1, vocab_size + 1)
+    ids = rng.choice(vocab_size, size=num_tokens, p=p / p.sum())
+    words = np.array([f"w{i}" for i in range(vocab_size)])[ids]
+    lines = [" ".join(words[i : i + line_length]) for i in range(0, num_tokens, line_length)]
+    return lines
+
+
+class ReferenceNPLM(nn.Module):
+    """y = b + W x + U tanh(d + H x), written out; [U W] as one Linear over [tanh(d + H x); x]."""
+
+    def __init__(self, vocab_size: int, context_size: int, m: int, h: int) -> None:
+        super().__init__()
+        self.n_1 = context_size
+        self.C = nn.Embedding(vocab_size, m)
+        self.H = nn.Linear(context_size * m, h)
+        self.out = nn.Linear(h + context_size * m, vocab_size)
+
+    def loss(self, input_ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        n = self.n_1 + 1
+        windows = input_ids.unfold(1, n, 1)  # (B, T, n): n-1 context tokens, then the target
+        targets = labels[:, self.n_1 :]  # the label of each window's last token
+        x = self.C(windows[..., :-1].flip(-1)).flatten(2)  # (B, T, (n-1) m), w_{t-1} first
+        z = torch.cat([torch.tanh(self.H(x)), x], dim=-1)
+        return F.cross_entropy(self.out(z).flatten(0, 1), targets.flatten(), ignore_index=-100)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a run of well under a minute")
+    parser.add_argument("--vocab-size", type=int, default=16_000)
+    parser.add_argument("--batch-size", type=int, default=8, help="blocks per update")
+    parser.add_argument("--block-size", type=int, default=64, help="targets per block")
+    parser.add_argument("--steps", type=int, default=None, help="updates per repetition (default 30, quick 8)")
+    parser.add_argument("--reps", type=int, default=None, help="repetitions per side (default 5, quick 3)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    parser.add_argument("--cpu", action="store_true", help="stay on the CPU even with a GPU")
+    args = parser.parse_args(argv)
+    steps = args.steps or (8 if args.quick else 30)
+    reps = args.reps or (3 if args.quick else 5)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+    # One epoch of ours = `steps` updates: the training stream holds steps x batch blocks.
+    n_1, m, h = 4, 60, 50
+    line_length = 20
+    num_tokens = steps * args.batch_size * args.block_size * line_length // (line_length + 1)  # + <eos> per line
+    texts = zipf_texts(args.vocab_size, num_tokens, seed=0, line_length=line_length)
+    # The vocabulary: every word w0..w{V-1} (one extra line holds each once), as a big corpus would give.
+    tokenizer = train_word_level_tokenizer([*texts, " ".join(f"w{i}" for i in range(args.vocab_size))])
+    datasets = DatasetDict({"train": Dataset.from_dict({"text": texts})})
+    torch.manual_seed(0)
+    model = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=n_1, embedding_size=m, hidden_size=h))
+
+    with tempfile.TemporaryDirectory() as out:
+        config = TrainingConfig(
+            output_dir=out, block_size=args.block_size, batch_size=args.batch_size, num_epochs=10**6,
+            optimizer="sgd", learning_rate=0.1, lr_scheduler="constant", weight_decay=0.0,
+            early_stopping_patience=None, cpu=args.cpu,
+        )
+        trainer = LMTrainer(model, tokenizer, datasets, config)
+        device = trainer.accelerator.device
+        sampler = trainer.sampler
+        blocks = trainer.train_data.blocks
+        steps_per_epoch = sampler.steps_per_epoch
+
+        torch.manual_seed(0)
+        reference = ReferenceNPLM(len(tokenizer), n_1, m, h).to(device)
+        ref_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+
+        def run_ours(epoch: int) -> tuple[float, int]:
+            trainer.state.epoch, trainer.state.step_in_epoch = epoch, 0
+            before = trainer.state.train_tokens
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            trainer.train_epoch()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            return time.perf_counter() - start, trainer.state.train_tokens - before
+
+        def run_reference(epoch: int) -> tuple[float, int]:
+            order = sampler.order(epoch)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            tokens = 0
+            for k in range(steps_per_epoch):
+                idx = order[k * args.batch_size : (k + 1) * args.batch_size]
+                input_ids, labels = blocks["input_ids"][idx].to(device), blocks["labels"][idx].to(device)
+                loss = reference.loss(input_ids, labels)
+                loss.backward()
+                ref_optimizer.step()
+                ref_optimizer.zero_grad(set_to_none=True)
+                tokens += int((labels != -100).sum())
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            return time.perf_counter() - start, tokens
+
+        log(f"|V| = {len(tokenizer)}, {steps_per_epoch} updates of {args.batch_size} x {args.block_size} targets, "
+            f"{reps} repetitions per side, {torch.get_num_threads()} threads, {device}")
+        run_ours(0), run_reference(0)  # warm-up (allocator, first-call costs)
+        ours, ref = [], []
+        for rep in range(1, reps + 1):
+            # Alternate which side goes first, so drifting machine load hits both alike.
+            sides = [("ours", run_ours, ours), ("reference", run_reference, ref)]
+            for name, run, results in sides if rep % 2 else sides[::-1]:
+                seconds, tokens = run(rep)
+                results.append(tokens / seconds)
+                log(f"rep {rep} {name}: {tokens / seconds:,.0f} tokens/s")
+
+    ours_tps, ref_tps = statistics.median(ours), statistics.median(ref)
+    context = {
+        "vocab_size": len(tokenizer),
+        "batch_tokens": args.batch_size * args.block_size,
+        "steps": steps_per_epoch,
+        "reps": reps,
+        "threads": torch.get_num_threads(),
+        "device": str(device),
+        "model": "NPLM MLP1 n=5 m=60 h=50 direct",
+    }
+    for case, value in [("nplm_ours", ours_tps), ("nplm_reference", ref_tps)]:
+        print(json.dumps({"benchmark": BENCHMARK, "case": case, "value": round(value, 1), "unit": "tokens/s",
+                          "better": "higher", **context}))
+    print(json.dumps({"benchmark": BENCHMARK, "case": "nplm_overhead", "value": round(ref_tps / ours_tps, 4),
+                      "unit": "x", "better": "lower", "target": 1.1, "ours_tokens_per_s": round(ours_tps, 1),
+                      "reference_tokens_per_s": round(ref_tps, 1), **context}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""Vectorised n-gram counting over token-id streams, with integer keys instead of tuples.
+
+Conventions (the same as ``hf_nlm.data.lm`` and ``hf_nlm.evaluation.evaluate_lm``): a split is one
+stream of ids, every token of it is a target exactly once, and the context before the first token is
+made of ``bos_id`` tokens (``<eos>``, read as "a sentence starts here"). An order-n model therefore
+pads the stream with ``n - 1`` bos tokens in front and counts one n-gram per target.
+
+Keys. A context of length j before target position t is stored MOST RECENT WORD FIRST, as a path in a
+trie: ``(w_{t-1})``, then ``(w_{t-1}, w_{t-2})``, ... Each length-j context gets an integer id (its
+rank among the distinct length-j contexts) and the key of a length-j context is
+
+    key_j = id_{j-1}(w_{t-1} .. w_{t-j+1}) * V + w_{t-j}
+
+so dropping the oldest word (the backoff step of every smoothing method) is ``key // V`` and every
+key fits an int64 (ids < number of tokens, so keys < tokens * V). An n-gram is stored as
+``id_{n-1}(context) * V + w``. Everything is built with ``np.unique`` on int64 arrays: no Python loop
+over n-grams.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+
+def as_id_array(ids: npt.ArrayLike, vocab_size: int, what: str = "data") -> np.ndarray:
+    """``ids`` (list, numpy array or torch tensor) as a flat int64 array, checked to lie in [0, vocab_size).
+
+    Raises:
+        ValueError: an id outside the vocabulary; the message names its position in ``what``.
+    """
+    if hasattr(ids, "detach"):  # a torch tensor, without importing torch here
+        ids = ids.detach().cpu().numpy()
+    arr = np.asarray(ids)
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"token ids in {what} must be integers, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64, copy=False)
+    bad = np.flatnonzero((arr < 0) | (arr >= vocab_size))
+    if bad.size:
+        pos = np.unravel_index(bad[0], arr.shape)
+        where = pos[0] if len(pos) == 1 else tuple(int(p) for p in pos)
+        raise ValueError(
+            f"token id {int(arr.flat[bad[0]])} at position {where} of {what} is outside the vocabulary "
+            f"[0, {vocab_size}) ({bad.size} such ids in all)"
+        )
+    return arr
+
+
+def lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of ``keys`` in the sorted unique array ``sorted_keys``, and a mask of which were found.
+
+    Positions of keys that are not found are 0 (a valid index, so callers can gather and mask).
+    """
+    if sorted_keys.size == 0:
+        return np.zeros(keys.shape, dtype=np.int64), np.zeros(keys.shape, dtype=bool)
+    idx = np.searchsorted(sorted_keys, keys)
+    idx = np.minimum(idx, sorted_keys.size - 1)
+    found = sorted_keys[idx] == keys
+    return np.where(found, idx, 0), found
+
+
+def context_ids(contexts: np.ndarray, ctx_keys: list[np.ndarray], vocab_size: int) -> np.ndarray:
+    """Trie ids of every suffix of each context: ``out[i, j]`` = id of the last j words of row i, or -1.
+
+    Args:
+        contexts: (N, m) ids, OLDEST FIRST (``w_{t-m} .. w_{t-1}``).
+        ctx_keys: ``ctx_keys[j]`` = sorted keys of the known length-j contexts (``ctx_keys[0] = [0]``).
+
+    Returns:
+        (N, m + 1) int64; column 0 is 0 (the empty context); once a suffix is unknown, every longer
+        one is unknown too (-1), since a trie path cannot skip a node.
+    """
+    n, m = contexts.shape
+    out = np.full((n, m + 1), -1, dtype=np.int64)
+    out[:, 0] = 0
+    cid = np.zeros(n, dtype=np.int64)
+    alive = np.ones(n, dtype=bool)
+    for j in range(1, min(m, len(ctx_keys) - 1) + 1):
+        idx, found = lookup(ctx_keys[j], cid * vocab_size + contexts[:, m - j])
+        alive &= found
+        cid = np.where(alive, idx, 0)
+        out[:, j] = np.where(alive, cid, -1)
+        if not alive.any():
+            break
+    return out
+
+
+def context_words(ctx_keys: list[np.ndarray], vocab_size: int) -> list[np.ndarray]:
+    """The words of every stored context, oldest first: ``out[j]`` has shape (len(ctx_keys[j]), j)."""
+    out = [np.zeros((1, 0), dtype=np.int64)]
+    for j in range(1, len(ctx_keys)):
+        parent, oldest = np.divmod(ctx_keys[j], vocab_size)
+        out.append(np.concatenate([oldest[:, None], out[j - 1][parent]], axis=1))
+    return out
+
+
+def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ranges ``[lo_i, hi_i)``: (row index i, position) for every position of every range, vectorised."""
+    lens = hi - lo
+    rows = np.repeat(np.arange(lo.size), lens)
+    starts = np.repeat(lo - (np.cumsum(lens) - lens), lens)
+    return rows, starts + np.arange(int(lens.sum()))
+
+
+@dataclass
+class NgramCounts:
+    """Counts of every order 1..n over one padded stream (see the module docstring for the keys).
+
+    Attributes:
+        order: n.
+        vocab_size: V.
+        num_tokens: number of targets (= length of the unpadded stream).
+        ctx_keys: ``ctx_keys[j]`` (j = 0..n-1): sorted keys of the distinct length-j contexts.
+        gram_keys: ``gram_keys[k]`` (k = 1..n; index 0 unused): sorted keys of the distinct k-grams.
+        gram_counts: ``gram_counts[k]``: how often each k-gram occurs before a target (raw counts c).
+    """
+
+    order: int
+    vocab_size: int
+    num_tokens: int
+    ctx_keys: list[np.ndarray]
+    gram_keys: list[np.ndarray]
+    gram_counts: list[np.ndarray]
+
+    def suffix_index(self, k: int, keys: np.ndarray) -> np.ndarray:
+        """Index in ``gram_keys[k - 1]`` of the (k-1)-gram suffix (oldest word dropped) of each k-gram key."""
+        ctx, w = np.divmod(keys, self.vocab_size)
+        suffix = (self.ctx_keys[k - 1][ctx] // self.vocab_size) * self.vocab_size + w
+        idx, found = lookup(self.gram_keys[k - 1], suffix)
+        assert found.all(), "every k-gram's suffix is a (k-1)-gram of the same stream"
+        return idx
+
+    def continuation_counts(self, k: int) -> np.ndarray:
+        """N1+(. g) for every k-gram g (k < n): how many distinct words precede g (Chen & Goodman sec. 3.5).
+
+        Every k-gram of the padded stream has a word before it (the bos padding is n - 1 long), so the
+        distinct (k+1)-grams map onto all k-grams and the counts come out in ``gram_keys[k]`` order.
+        """
+        counts = np.bincount(
+            self.suffix_index(k + 1, self.gram_keys[k + 1]), minlength=self.gram_keys[k].size
+        )
+        return counts.astype(np.int64)
+
+
+def count_ngrams(ids: np.ndarray, order: int, vocab_size: int, bos_id: int) -> NgramCounts:
+    """Count every k-gram (k = 1..order) ending at a target of ``ids`` padded with ``order - 1`` bos ids.
+
+    Args:
+        ids: the training stream (already checked by :func:`as_id_array`), non-empty.
+        order: n >= 1.
+        vocab_size: V; keys are built in base V.
+        bos_id: the id the context before the first token is made of (``<eos>``).
+    """
+    n, V = order, vocab_size
+    stream = np.concatenate([np.full(n - 1, bos_id, dtype=np.int64), ids])
+    targets = stream[n - 1 :]
+    ctx_keys = [np.zeros(1, dtype=np.int64)]
+    cid = np.zeros(targets.size, dtype=np.int64)  # id of the length-j context of every target
+    gram_keys: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+    gram_counts: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+    for k in range(1, n + 1):
+        keys, counts = np.unique(cid * V + targets, return_counts=True)
+        gram_keys.append(keys)
+        gram_counts.append(counts.astype(np.int64))
+        if k < n:
+            # Grow every target's context by one older word: w_{t-k} sits k places before the target.
+            uniq, cid = np.unique(cid * V + stream[n - 1 - k : stream.size - k], return_inverse=True)
+            ctx_keys.append(uniq)
+            cid = cid.reshape(-1)
+    return NgramCounts(n, V, int(targets.size), ctx_keys, gram_keys, gram_counts)

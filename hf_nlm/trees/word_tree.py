@@ -1,0 +1,353 @@
+"""The binary word tree of a hierarchical softmax: structure, validation, tensors, save/load.
+
+Morin & Bengio (2005), "Hierarchical Probabilistic Neural Network Language Model", and Mnih & Hinton
+(2008), "A Scalable Hierarchical Distributed Language Model": the words are the leaves of a binary
+tree; a word's *code* is the path from the root to one of its leaves, a sequence of
+(internal node i, bit d_i) pairs, and
+
+    P(w | h) = sum_{codes d of w} prod_i P(d_i | q_i, h),   P(d_i = 1 | q_i, h) = sigmoid(h . q_i + b_i)
+
+(Mnih & Hinton 2008, eq. 3-4). A word may sit at several leaves (several codes), as in their
+ADAPTIVE(eps) trees.
+
+Storage: ``children`` is a ``(num_nodes, 2)`` int64 array; ``children[n, d]`` is the child of
+internal node ``n`` on branch ``d`` (bit 0 or 1). A value ``>= 0`` is another internal node, a value
+``< 0`` is a leaf holding word ``-value - 1``. Node 0 is the root. This is compact (|V| - 1 rows
+for a tree with one code per word) and makes "binary" a matter of shape; ``codes(word)`` gives the
+per-word list of codes, each a list of ``(node, bit)`` from the root down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+_FORMAT = "hf_nlm.word_tree"
+_VERSION = 1
+
+
+class TreeTensors(NamedTuple):
+    """The padded per-word paths a tree head gathers from, each of shape (|V|, max_codes, max_depth).
+
+    ``nodes[w, c, l]`` is the l-th internal node on word w's c-th code, ``bits[w, c, l]`` the branch
+    taken there, ``mask[w, c, l]`` whether that step exists (paths are padded with node 0 / bit 0).
+    A code slot ``c`` whose mask is all False is absent (the word has fewer codes than max_codes).
+    """
+
+    nodes: torch.Tensor  # int64
+    bits: torch.Tensor  # bool
+    mask: torch.Tensor  # bool
+
+
+def leaf(word: int) -> int:
+    """The ``children`` entry that stands for a leaf holding ``word``."""
+    return -int(word) - 1
+
+
+class WordTree:
+    """A validated binary tree over the words ``0 .. vocab_size - 1`` (see the module docstring).
+
+    Build one with :func:`balanced_tree`, :func:`random_tree`, :func:`huffman_tree`,
+    :func:`adaptive_tree`, or from explicit codes with :meth:`WordTree.from_codes`.
+    """
+
+    def __init__(self, children: np.ndarray | Sequence[Sequence[int]], vocab_size: int) -> None:
+        rows = [len(r) for r in children] if not isinstance(children, np.ndarray) else None
+        if rows is not None:
+            for n, k in enumerate(rows):
+                if k != 2:
+                    raise ValueError(f"node {n} has {k} children; a word tree is binary (exactly 2 per node)")
+        arr = np.asarray(children, dtype=np.int64)
+        if arr.ndim != 2 or arr.shape[1] != 2:
+            raise ValueError(f"children must have shape (num_nodes, 2) (binary nodes), got {arr.shape}")
+        if vocab_size < 2:
+            raise ValueError(f"a word tree needs at least 2 words, got vocab_size={vocab_size}")
+        self.children = arr
+        self.children.setflags(write=False)
+        self.vocab_size = int(vocab_size)
+        self._validate()
+
+    # ------------------------------------------------------------------ validation
+    def _validate(self) -> None:
+        ch, V = self.children, self.vocab_size
+        M = ch.shape[0]
+        if M == 0:
+            raise ValueError("a word tree needs at least one internal node")
+        internal = ch >= 0
+        if (ch[internal] >= M).any():
+            bad = int(ch[internal][ch[internal] >= M][0])
+            raise ValueError(f"child node {bad} does not exist (the tree has {M} internal nodes, 0..{M - 1})")
+        words = -ch[~internal] - 1
+        if (words >= V).any():
+            bad = int(words[words >= V][0])
+            raise ValueError(f"leaf holds word {bad}, outside the vocabulary 0..{V - 1}")
+        # Every internal node but the root has exactly one parent.
+        n_parents = np.bincount(ch[internal], minlength=M)
+        if n_parents[0] > 0:
+            raise ValueError("node 0 is the root and must not be the child of another node")
+        if (n_parents[1:] != 1).any():
+            n = int(np.flatnonzero(n_parents[1:] != 1)[0]) + 1
+            raise ValueError(f"node {n} has {int(n_parents[n])} parents; every non-root node needs exactly one")
+        # Walk down from the root level by level: depth, parent, and reachability in one pass.
+        parent = np.full(M, -1, dtype=np.int64)
+        parent_bit = np.zeros(M, dtype=np.int64)
+        depth = np.full(M, -1, dtype=np.int64)
+        depth[0] = 0
+        frontier = np.array([0], dtype=np.int64)
+        d = 0
+        while frontier.size:
+            kids = ch[frontier]  # (F, 2)
+            for bit in (0, 1):
+                k = kids[:, bit]
+                is_node = k >= 0
+                parent[k[is_node]] = frontier[is_node]
+                parent_bit[k[is_node]] = bit
+                depth[k[is_node]] = d + 1
+            frontier = kids[kids >= 0]
+            d += 1
+        if (depth < 0).any():
+            n = int(np.flatnonzero(depth < 0)[0])
+            raise ValueError(f"node {n} is not reachable from the root (node 0)")
+        missing = np.setdiff1d(np.arange(V), words)
+        if missing.size:
+            raise ValueError(
+                f"word {int(missing[0])} is missing from the tree ({missing.size} word(s) have no leaf); "
+                "every word needs at least one code"
+            )
+        self.parent, self.parent_bit, self.depth = parent, parent_bit, depth
+        for a in (parent, parent_bit, depth):
+            a.setflags(write=False)
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def num_nodes(self) -> int:
+        """Number of internal nodes (= rows of the node-vector matrix q)."""
+        return int(self.children.shape[0])
+
+    @property
+    def num_leaves(self) -> int:
+        """Number of leaves = total number of codes = num_nodes + 1."""
+        return self.num_nodes + 1
+
+    def _leaves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(node, bit, word) of every leaf, in a fixed order (by node, then bit)."""
+        node, bit = np.nonzero(self.children < 0)
+        return node, bit, -self.children[node, bit] - 1
+
+    def num_codes(self) -> np.ndarray:
+        """How many codes (leaves) each word has, shape (|V|,)."""
+        return np.bincount(self._leaves()[2], minlength=self.vocab_size)
+
+    @property
+    def max_codes(self) -> int:
+        return int(self.num_codes().max())
+
+    @property
+    def max_depth(self) -> int:
+        """The longest code (number of internal nodes on the deepest root-to-leaf path)."""
+        return int(self.depth.max()) + 1
+
+    def code_lengths(self) -> list[list[int]]:
+        """Per word, the lengths of its codes."""
+        node, _, word = self._leaves()
+        out: list[list[int]] = [[] for _ in range(self.vocab_size)]
+        for n, w in zip(node.tolist(), word.tolist(), strict=True):
+            out[w].append(int(self.depth[n]) + 1)
+        return out
+
+    def expected_code_length(self, counts: Sequence[float] | np.ndarray) -> float:
+        """sum_w p(w) * len(code(w)), with p proportional to ``counts`` (mean length if several codes).
+
+        For a Huffman tree this is the optimal expected code length (Huffman 1952), between the
+        entropy H(p) and H(p) + 1 bits.
+        """
+        p = np.asarray(counts, dtype=np.float64)
+        if p.shape != (self.vocab_size,):
+            raise ValueError(f"counts must have one entry per word ({self.vocab_size}), got shape {p.shape}")
+        p = p / p.sum()
+        mean_len = np.array([np.mean(ls) for ls in self.code_lengths()])
+        return float((p * mean_len).sum())
+
+    # ------------------------------------------------------------------ codes
+    def codes(self, word: int) -> list[list[tuple[int, int]]]:
+        """The codes of ``word``: each a list of (node, bit) from the root down to one of its leaves."""
+        if not 0 <= word < self.vocab_size:
+            raise ValueError(f"word {word} is outside the vocabulary 0..{self.vocab_size - 1}")
+        out = []
+        nodes, bits = np.nonzero(self.children == leaf(word))
+        for n, b in zip(nodes.tolist(), bits.tolist(), strict=True):
+            path = [(n, b)]
+            while self.parent[n] >= 0:
+                n, b = int(self.parent[n]), int(self.parent_bit[n])
+                path.append((n, b))
+            out.append(path[::-1])
+        return out
+
+    def all_codes(self) -> list[list[list[tuple[int, int]]]]:
+        """``codes(w)`` for every word (the per-word view of the tree)."""
+        t = self.to_tensors()
+        out: list[list[list[tuple[int, int]]]] = []
+        for w in range(self.vocab_size):
+            word_codes = []
+            for c in range(t.nodes.shape[1]):
+                m = t.mask[w, c]
+                if m.any():
+                    word_codes.append(list(zip(t.nodes[w, c][m].tolist(), t.bits[w, c][m].long().tolist(), strict=True)))
+            out.append(word_codes)
+        return out
+
+    @classmethod
+    def from_codes(cls, codes: Sequence[Sequence[Sequence[tuple[int, int]]]]) -> WordTree:
+        """Build a tree from per-word codes: ``codes[w]`` is a list of codes, each a list of (node, bit).
+
+        Node ids must be 0..M-1 with the root 0, and the codes must describe one binary tree:
+        each (node, bit) branch leads to one place, every node has both branches, no two codes end
+        at the same leaf.
+        """
+        V = len(codes)
+        slot: dict[tuple[int, int], int] = {}  # (node, bit) -> child entry (node id or leaf)
+        where: dict[tuple[int, int], str] = {}
+        for w, word_codes in enumerate(codes):
+            if len(word_codes) == 0:
+                raise ValueError(f"word {w} has no code: it is missing from the tree")
+            for c, code in enumerate(word_codes):
+                if len(code) == 0:
+                    raise ValueError(f"word {w}, code {c} is empty; a code is a root-to-leaf path of (node, bit)")
+                if int(code[0][0]) != 0:
+                    raise ValueError(f"word {w}, code {c} starts at node {code[0][0]}; every code starts at the root, node 0")
+                for i, (node, bit) in enumerate(code):
+                    node, bit = int(node), int(bit)
+                    if bit not in (0, 1):
+                        raise ValueError(
+                            f"word {w}, code {c}: node {node} has a branch with bit {bit}; "
+                            "a word tree is binary (bits 0 and 1)"
+                        )
+                    if node < 0:
+                        raise ValueError(f"word {w}, code {c}: node id {node} is negative")
+                    child = int(code[i + 1][0]) if i + 1 < len(code) else leaf(w)
+                    here = f"word {w}, code {c}"
+                    old = slot.setdefault((node, bit), child)
+                    if old != child:
+                        if child < 0 and old < 0:
+                            other = -old - 1
+                            if other == w:
+                                raise ValueError(f"word {w} has the same code twice ({where[(node, bit)]} and code {c})")
+                            raise ValueError(f"words {other} and {w} have the same code (node {node}, bit {bit})")
+                        raise ValueError(
+                            f"{here}: branch (node {node}, bit {bit}) leads to {_describe(child)} but "
+                            f"{where[(node, bit)]} says it leads to {_describe(old)}"
+                        )
+                    where.setdefault((node, bit), here)
+        M = max(n for n, _ in slot) + 1
+        children = np.full((M, 2), np.iinfo(np.int64).min, dtype=np.int64)
+        for (n, b), child in slot.items():
+            children[n, b] = child
+        unset = np.argwhere(children == np.iinfo(np.int64).min)
+        if unset.size:
+            n, b = (int(x) for x in unset[0])
+            if (children[n] == np.iinfo(np.int64).min).all():
+                raise ValueError(f"node ids must be 0..{M - 1}, but node {n} appears in no code")
+            raise ValueError(f"node {n} has only one child (no code takes bit {b}); a word tree is binary")
+        return cls(children, V)
+
+    # ------------------------------------------------------------------ tensors
+    def to_tensors(self) -> TreeTensors:
+        """The padded (|V|, max_codes, max_depth) node / bit / mask arrays a tree head gathers from."""
+        V, L = self.vocab_size, self.max_depth
+        leaf_node, leaf_bit, leaf_word = self._leaves()
+        K = leaf_node.size
+        length = self.depth[leaf_node] + 1
+        nodes = np.zeros((K, L), dtype=np.int64)
+        bits = np.zeros((K, L), dtype=np.int64)
+        mask = np.zeros((K, L), dtype=bool)
+        # Fill each path bottom-up, all leaves at once: step s writes position length - 1 - s.
+        cur, cur_bit, rows = leaf_node.copy(), leaf_bit.copy(), np.arange(K)
+        for s in range(L):
+            live = length - 1 - s >= 0
+            if not live.any():
+                break
+            r, pos = rows[live], (length - 1 - s)[live]
+            nodes[r, pos], bits[r, pos], mask[r, pos] = cur[live], cur_bit[live], True
+            cur_bit = np.where(live, self.parent_bit[cur], 0)
+            cur = np.where(live, np.maximum(self.parent[cur], 0), 0)
+        # Group the leaves by word: code slot c = rank of the leaf among its word's leaves.
+        order = np.argsort(leaf_word, kind="stable")
+        w_sorted = leaf_word[order]
+        first = np.searchsorted(w_sorted, w_sorted, side="left")
+        slot = np.arange(K) - first
+        C = int(slot.max()) + 1
+        out_nodes = np.zeros((V, C, L), dtype=np.int64)
+        out_bits = np.zeros((V, C, L), dtype=bool)
+        out_mask = np.zeros((V, C, L), dtype=bool)
+        out_nodes[w_sorted, slot] = nodes[order]
+        out_bits[w_sorted, slot] = bits[order].astype(bool)
+        out_mask[w_sorted, slot] = mask[order]
+        return TreeTensors(torch.from_numpy(out_nodes), torch.from_numpy(out_bits), torch.from_numpy(out_mask))
+
+    @classmethod
+    def from_tensors(cls, nodes: torch.Tensor, bits: torch.Tensor, mask: torch.Tensor) -> WordTree:
+        """Rebuild a tree from :meth:`to_tensors`' arrays (e.g. the buffers of a loaded tree head)."""
+        nodes_np = nodes.detach().cpu().numpy().astype(np.int64)
+        bits_np = bits.detach().cpu().numpy().astype(np.int64)
+        mask_np = mask.detach().cpu().numpy().astype(bool)
+        if not (nodes_np.shape == bits_np.shape == mask_np.shape) or nodes_np.ndim != 3:
+            raise ValueError("nodes, bits and mask must share one shape (vocab_size, max_codes, max_depth)")
+        V = nodes_np.shape[0]
+        codes = []
+        for w in range(V):
+            word_codes = []
+            for c in range(nodes_np.shape[1]):
+                m = mask_np[w, c]
+                if m.any():
+                    word_codes.append(list(zip(nodes_np[w, c][m].tolist(), bits_np[w, c][m].tolist(), strict=True)))
+            codes.append(word_codes)
+        return cls.from_codes(codes)
+
+    # ------------------------------------------------------------------ save / load
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the tree as JSON (``children`` rows; negative = leaf of word -x-1). No pickle."""
+        data = {"format": _FORMAT, "version": _VERSION, "vocab_size": self.vocab_size, "children": self.children.tolist()}
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(data, f, separators=(",", ":"))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> WordTree:
+        """Read a tree written by :meth:`save`; a malformed file raises ValueError naming it."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{os.fspath(path)}: not a JSON word tree ({err})") from err
+        if not isinstance(data, dict) or data.get("format") != _FORMAT:
+            raise ValueError(f"{os.fspath(path)}: not a word tree file (expected \"format\": \"{_FORMAT}\")")
+        if data.get("version") != _VERSION:
+            raise ValueError(f"{os.fspath(path)}: word tree format version {data.get('version')}, this code reads {_VERSION}")
+        try:
+            return cls(data["children"], int(data["vocab_size"]))
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"{os.fspath(path)}: invalid word tree: {err}") from err
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, WordTree)
+            and self.vocab_size == other.vocab_size
+            and np.array_equal(self.children, other.children)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.vocab_size, self.children.tobytes()))
+
+    def __repr__(self) -> str:
+        return (
+            f"WordTree(vocab_size={self.vocab_size}, num_nodes={self.num_nodes}, "
+            f"max_depth={self.max_depth}, max_codes={self.max_codes})"
+        )
+
+
+def _describe(entry: int) -> str:
+    return f"node {entry}" if entry >= 0 else f"the leaf of word {-entry - 1}"
