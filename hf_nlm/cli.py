@@ -306,7 +306,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             print(json.dumps({"prompt": prompt, "generations": texts}))
         else:
             for text in texts:
-                print(f"{prompt} {text}".strip())
+                print(f"{prompt} {text.strip()}".strip())
     return 0
 
 

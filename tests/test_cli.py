@@ -51,8 +51,9 @@ def test_train_writes_a_loadable_model(trained):
     for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json",
                  "README.md", "results.json", "log.jsonl", "curves.png"):
         assert (out / name).is_file(), name
-    import hf_nlm  # noqa: F401
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import hf_nlm  # noqa: F401
 
     model = AutoModelForCausalLM.from_pretrained(out)
     tokenizer = AutoTokenizer.from_pretrained(out)

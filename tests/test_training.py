@@ -136,7 +136,7 @@ def test_linear_and_cosine_schedules_reach_zero(toy_tokenizer, tmp_path):
             optimizer.step()
             scheduler.step()
         assert lrs[0] < lrs[1] < lrs[2] == 1.0  # warm-up, then the peak
-        assert all(a >= b for a, b in zip(lrs[2:], lrs[3:]))  # then non-increasing
+        assert all(a >= b for a, b in zip(lrs[2:], lrs[3:], strict=False))  # then non-increasing
         assert optimizer.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
 
 
@@ -172,10 +172,10 @@ def test_sampler_splits_global_batch_like_one_process():
         for s in two:
             s.set_epoch(epoch)
         whole = list(one)
-        halves = list(zip(*two))
+        halves = list(zip(*two, strict=True))
         # 23 = 3 x 6 + 5: the short last batch (5 >= 2 processes) is kept, split 3 + 2.
         assert len(whole) == len(halves) == 4
-        for batch, (a, b) in zip(whole, halves):
+        for batch, (a, b) in zip(whole, halves, strict=True):
             assert a + b == batch
         assert sorted(i for batch in whole for i in batch) == list(range(23))
     one.set_epoch(0), one.set_epoch(1)
@@ -382,3 +382,12 @@ def test_two_process_ddp_equals_one_process_on_the_global_batch(tmp_path, monkey
     assert len(loss_two) == len(loss_one) == 2 * (blocks // 6 + 1)
     assert loss_two == pytest.approx(loss_one, rel=1e-5)
     assert json.loads((tmp_path / "two" / "results.json").read_text())["num_processes"] == 2
+
+
+def test_fresh_run_refuses_a_folder_with_checkpoints(toy_data, toy_tokenizer, tmp_path):
+    (tmp_path / "checkpoints" / "checkpoint-9").mkdir(parents=True)
+    with pytest.raises(ValueError, match="already holds checkpoints"):
+        train_lm(tiny_model(toy_tokenizer), toy_tokenizer, toy_data, tiny_config(tmp_path))
+    results = train_lm(tiny_model(toy_tokenizer), toy_tokenizer, toy_data,
+                       tiny_config(tmp_path, num_epochs=1, overwrite_output_dir=True))
+    assert [p.name for p in list_checkpoints(tmp_path)] == [f"checkpoint-{results['global_step']}"]

@@ -11,5 +11,7 @@ Every head offers the same three things (see docs in DESIGN.md, "body x head"):
 """
 
 from .softmax import SoftmaxHead
+from .split import SplitSoftmaxHead
+from .tree import TreeSoftmaxHead
 
-__all__ = ["SoftmaxHead"]
+__all__ = ["SoftmaxHead", "SplitSoftmaxHead", "TreeSoftmaxHead"]

@@ -21,19 +21,9 @@ def _f(default, help: str, **kwargs):
 
 @dataclass
 class TrainingConfig:
-    """How :func:`hf_nlm.training.train_lm` trains a model. Fields (defaults in brackets):
+    """How :func:`hf_nlm.training.train_lm` trains a model.
 
-    Output: ``output_dir`` (required). Data: ``block_size`` [128], ``batch_size`` [32],
-    ``eval_batch_size`` [64]. Length: ``num_epochs`` [10], ``max_steps`` [None].
-    Optimiser: ``optimizer`` [sgd], ``learning_rate`` [0.1], ``momentum`` [0], ``adam_beta1`` [0.9],
-    ``adam_beta2`` [0.999], ``adam_epsilon`` [1e-8], ``weight_decay`` [1e-4], ``max_grad_norm`` [None].
-    Schedule: ``lr_scheduler`` [bengio], ``lr_decay`` [1e-8], ``warmup_steps`` [0].
-    Early stopping: ``early_stopping_patience`` [3]. Bookkeeping: ``logging_steps`` [50],
-    ``save_steps`` [None], ``save_total_limit`` [2], ``seed`` [42], ``resume_from_checkpoint`` [None].
-    Hardware: ``mixed_precision`` [no], ``cpu`` [False]. Output extras: ``progress_bar`` [True],
-    ``eval_test`` [True].
-
-    Each field's meaning is in its ``metadata["help"]`` (shown by ``hf-nlm train --help``).
+    Each field's meaning is in its ``metadata["help"]`` (also the ``--help`` of ``hf-nlm train``).
 
     The schedule ``bengio`` is the one of Bengio et al., "A Neural Probabilistic Language Model",
     JMLR 2003, sec. 4: eps_t = eps_0 / (1 + r t), t = number of parameter updates done; the paper
@@ -84,6 +74,9 @@ class TrainingConfig:
     save_steps: int | None = _f(None, "also checkpoint every this many updates (a checkpoint is always written per epoch)")
     save_total_limit: int | None = _f(2, "keep only the newest this many checkpoints; None = keep all")
     seed: int = _f(42, "seed of the per-epoch shuffling (epoch e uses seed + e) and of the training RNG")
+    overwrite_output_dir: bool = _f(
+        False, "start afresh in an output_dir that holds another run's checkpoints (they are deleted)"
+    )
     resume_from_checkpoint: str | None = _f(
         None, "checkpoint folder to resume from, or 'latest' for the newest one in output_dir/checkpoints"
     )

@@ -1,0 +1,168 @@
+"""Training-step speed of the output heads: full softmax vs split vs tree vs torch's adaptive softmax.
+
+For |V| in {10k, 50k, 200k}, Zipf-distributed targets, a fixed small body (one nn.Linear on random
+inputs) and N tokens of width D, one training step = forward + backward of ``head.nll(...).mean()``
+(no optimizer step). Every method runs once per repetition, alternating, and the median over
+repetitions is reported. Also: the cost of exact full-vocabulary log-probabilities, tree vs softmax.
+
+Prints one JSON object per result on stdout (progress on stderr), e.g.
+{"benchmark": "heads_speed", "case": "tree_vs_full", "vocab_size": 200000, "value": 61.3, "unit": "x",
+ "better": "higher", "target": 20}
+
+    python benchmarks/heads_speed.py            # a few minutes on 2 CPU cores
+    python benchmarks/heads_speed.py --quick    # about a minute, same output shape
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from hf_nlm.heads import SoftmaxHead, SplitSoftmaxHead, TreeSoftmaxHead
+from hf_nlm.trees import balanced_tree, huffman_tree
+
+# Cut-offs per vocabulary size; 200k uses the AWD-LSTM reference splits for |V| > 75k.
+CUTOFFS = {10_000: [1_000, 4_000], 50_000: [2_800, 20_000], 200_000: [2_800, 20_000, 76_000]}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def emit(**fields) -> None:
+    print(json.dumps({"benchmark": "heads_speed", **fields}), flush=True)
+
+
+def zipf_targets(vocab_size: int, n: int, generator: torch.Generator, s: float = 1.0) -> torch.Tensor:
+    """n word ids with P(rank r) proportional to 1 / (r + 1)^s: frequent words have small ids."""
+    p = 1.0 / torch.arange(1, vocab_size + 1, dtype=torch.float64) ** s
+    return torch.multinomial(p / p.sum(), n, replacement=True, generator=generator)
+
+
+def cutoffs_for(vocab_size: int) -> list[int]:
+    if vocab_size in CUTOFFS:
+        return CUTOFFS[vocab_size]
+    return [c for c in (vocab_size // 20, vocab_size // 5) if 0 < c < vocab_size]
+
+
+def time_alternating(fns: dict[str, Callable[[], None]], repeats: int, warmup: int = 1) -> dict[str, float]:
+    """Median seconds per call of each function, the functions run in turn within each repetition."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def train_step(body: nn.Module, head: nn.Module, x: torch.Tensor, target: torch.Tensor) -> Callable[[], None]:
+    params = list(body.parameters()) + list(head.parameters())
+
+    def step() -> None:
+        for p in params:
+            p.grad = None
+        h = body(x)
+        if isinstance(head, nn.AdaptiveLogSoftmaxWithLoss):
+            loss = -head(h, target).output.mean()
+        else:
+            loss = head.nll(h, target).mean()
+        loss.backward()
+
+    return step
+
+
+def bench_vocab(vocab_size: int, args: argparse.Namespace, gen: torch.Generator) -> None:
+    D, N = args.dim, args.tokens
+    cutoffs = cutoffs_for(vocab_size)
+    target = zipf_targets(vocab_size, N, gen)
+    counts = 1.0 / np.arange(1, vocab_size + 1)  # the Zipf law the targets follow, for Huffman
+    x = torch.randn(N, D, generator=gen)
+    body = nn.Linear(D, D)
+    log(f"|V|={vocab_size}: building trees and heads (cutoffs {cutoffs})")
+    heads: dict[str, nn.Module] = {
+        "full": SoftmaxHead(D, vocab_size),
+        "split": SplitSoftmaxHead(D, vocab_size, cutoffs),
+        "tree": TreeSoftmaxHead(D, balanced_tree(vocab_size)),
+        "tree_huffman": TreeSoftmaxHead(D, huffman_tree(counts)),
+        "adaptive_div1": nn.AdaptiveLogSoftmaxWithLoss(D, vocab_size, cutoffs, div_value=1.0),
+        "adaptive_div4": nn.AdaptiveLogSoftmaxWithLoss(D, vocab_size, cutoffs, div_value=4.0),
+    }
+    steps = {name: train_step(body, head, x, target) for name, head in heads.items()}
+    log(f"|V|={vocab_size}: timing training steps, N={N} tokens, D={D}, {args.repeats} repetitions")
+    sec = time_alternating(steps, args.repeats)
+    context = {"vocab_size": vocab_size, "tokens": N, "dim": D, "cutoffs": cutoffs, "threads": torch.get_num_threads()}
+    for name, s in sec.items():
+        emit(case=f"train_{name}", value=round(N / s, 1), unit="tokens/s", better="higher", seconds=round(s, 5), **context)
+    big = vocab_size >= 200_000
+    emit(case="tree_vs_full", value=round(sec["full"] / sec["tree"], 2), unit="x", better="higher",
+         **({"target": 20} if big else {}), tree="balanced", **context)
+    emit(case="huffman_tree_vs_full", value=round(sec["full"] / sec["tree_huffman"], 2), unit="x", better="higher",
+         **({"target": 20} if big else {}), tree="huffman", **context)
+    emit(case="split_vs_adaptive", value=round(sec["adaptive_div1"] / sec["split"], 3), unit="x", better="higher",
+         target=1.0, div_value=1.0, **context)
+    emit(case="split_vs_adaptive_div4", value=round(sec["adaptive_div4"] / sec["split"], 3), unit="x", better="higher",
+         div_value=4.0, **context)
+    emit(case="split_vs_full", value=round(sec["full"] / sec["split"], 2), unit="x", better="higher", **context)
+
+    # Exact full-vocabulary log-probabilities (evaluation / generate): tree vs softmax, no grad.
+    n_eval = args.eval_tokens
+    h = torch.randn(n_eval, D, generator=gen)
+    with torch.no_grad():
+        evals = {
+            "full": lambda: heads["full"].log_probs(h),
+            "tree": lambda: heads["tree"].log_probs(h),
+            "tree_huffman": lambda: heads["tree_huffman"].log_probs(h),
+            "split": lambda: heads["split"].log_probs(h),
+        }
+        log(f"|V|={vocab_size}: timing full log-probs, {n_eval} rows")
+        sec = time_alternating(evals, args.repeats)
+    ctx = {**context, "tokens": n_eval}
+    emit(case="tree_logprobs_vs_full", value=round(sec["tree"] / sec["full"], 3), unit="x", better="lower", target=3,
+         tree="balanced", seconds=round(sec["tree"], 5), full_seconds=round(sec["full"], 5), **ctx)
+    emit(case="huffman_tree_logprobs_vs_full", value=round(sec["tree_huffman"] / sec["full"], 3), unit="x",
+         better="lower", target=3, tree="huffman", seconds=round(sec["tree_huffman"], 5), **ctx)
+    emit(case="split_logprobs_vs_full", value=round(sec["split"] / sec["full"], 3), unit="x", better="lower",
+         seconds=round(sec["split"], 5), **ctx)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer tokens and repetitions (about a minute)")
+    ap.add_argument("--vocab-sizes", type=int, nargs="+", default=[10_000, 50_000, 200_000])
+    ap.add_argument("--tokens", type=int, default=None, help="tokens per training step (default 2048, quick 512)")
+    ap.add_argument("--eval-tokens", type=int, default=None, help="rows for full log-probs (default 256, quick 64)")
+    ap.add_argument("--dim", type=int, default=256)
+    ap.add_argument("--repeats", type=int, default=None, help="timed repetitions (default 5, quick 3)")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    args.tokens = args.tokens or (512 if args.quick else 2048)
+    args.eval_tokens = args.eval_tokens or (64 if args.quick else 256)
+    args.repeats = args.repeats or (3 if args.quick else 5)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    log(f"heads_speed on {platform.processor() or platform.machine()}, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads")
+    gen = torch.Generator().manual_seed(args.seed)
+    torch.manual_seed(args.seed)
+    t0 = time.perf_counter()
+    for V in args.vocab_sizes:
+        bench_vocab(V, args, gen)
+    log(f"done in {time.perf_counter() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""Split softmax with tombstones (Merity et al.'s SplitCrossEntropyLoss; seed 001, sec. 5.3).
+
+S. Merity, N. S. Keskar, R. Socher, "Regularizing and Optimizing LSTM Language Models", ICLR 2018,
+reference code ``splitcross.py``. The vocabulary is sorted by frequency and cut at
+0 = s_0 < s_1 < ... < s_m = |V|. With one output matrix W (|V| x D) and bias b (|V|):
+
+    Y_head = h [W[s_0:s_1]; W_tail]^T + [b[s_0:s_1]; b_tail]       head scores: s_1 words + m-1 tombstones
+    P_head = log_softmax(Y_head)
+    log P(w | h) = P_head[w]                                          for w in [s_0, s_1)
+    log P(w | h) = P_head[tomb_p] + log_softmax(h W[s_{p-1}:s_p]^T + b[s_{p-1}:s_p])[w - s_{p-1}]
+                                                                       for w in cluster p = [s_{p-1}, s_p)
+
+(seed 001, sec. 5.3.2: P^{p'} = log Prob(Tomb_p) + log Prob(Words | Tomb_p)). Unlike torch's
+``AdaptiveLogSoftmaxWithLoss``, the tail clusters use the rows of the same full-width W, so W has
+the shape of an input embedding and can be tied to it.
+
+The training loss only evaluates a tail cluster's softmax on the tokens whose target lies in it, so
+its cost is |head| + sum_p n_p |cluster p| per batch instead of N |V|.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def _upcast(x: torch.Tensor) -> torch.Tensor:
+    # Softmax statistics in at least float32 (bf16/fp16 logits lose the tail), float64 stays float64.
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
+class SplitSoftmaxHead(nn.Module):
+    """Frequency-split softmax: a head softmax over the s_1 most frequent words and m-1 tombstones.
+
+    Args:
+        in_features: D, the size of the hidden vector h.
+        vocab_size: |V|; word ids must be sorted by decreasing frequency.
+        cutoffs: [s_1, ..., s_{m-1}], strictly increasing inside (0, |V|). ``[]`` is a full softmax.
+        bias: learn b (|V|) and the tombstone biases.
+
+    Parameters: ``weight`` (|V| x D, tie-able to an input embedding), ``bias`` (|V|),
+    ``tombstone_weight`` (m-1 x D, the seed's W_tail) and ``tombstone_bias`` (m-1, b_tail).
+    """
+
+    def __init__(self, in_features: int, vocab_size: int, cutoffs: Sequence[int], bias: bool = True) -> None:
+        super().__init__()
+        cutoffs = [int(c) for c in cutoffs]
+        prev = 0
+        for c in cutoffs:
+            if not 0 < c < vocab_size:
+                raise ValueError(f"cutoff {c} is outside (0, vocab_size={vocab_size}); cutoffs are [s_1, ..., s_(m-1)]")
+            if c <= prev:
+                raise ValueError(f"cutoffs must be strictly increasing, but {c} follows {prev}: {cutoffs}")
+            prev = c
+        self.in_features = in_features
+        self.vocab_size = vocab_size
+        self.cutoffs = cutoffs
+        self.boundaries = [0, *cutoffs, vocab_size]  # s_0 .. s_m
+        self.head_size = self.boundaries[1]
+        n_tails = len(cutoffs)
+        self.weight = nn.Parameter(torch.empty(vocab_size, in_features))
+        self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
+        self.tombstone_weight = nn.Parameter(torch.empty(n_tails, in_features))
+        self.tombstone_bias = nn.Parameter(torch.zeros(n_tails)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self, std: float | None = None) -> None:
+        # As SoftmaxHead: nn.Linear's uniform(+-1/sqrt(D)) unless a normal std is asked for.
+        for w in (self.weight, self.tombstone_weight):
+            if std is None:
+                bound = 1.0 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
+                nn.init.uniform_(w, -bound, bound)
+            else:
+                nn.init.normal_(w, std=std)
+        for b in (self.bias, self.tombstone_bias):
+            if b is not None:
+                nn.init.zeros_(b)
+
+    # ------------------------------------------------------------------ pieces
+    def head_scores(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Y_head: scores of the s_1 head words followed by the m-1 tombstones, one matmul."""
+        w = torch.cat([self.weight[: self.head_size], self.tombstone_weight])
+        b = None if self.bias is None else torch.cat([self.bias[: self.head_size], self.tombstone_bias])
+        return F.linear(hidden, w, b)
+
+    def tail_scores(self, hidden: torch.Tensor, p: int) -> torch.Tensor:
+        """Y^p = h W[s_{p-1}:s_p]^T + b[s_{p-1}:s_p] for tail cluster p = 1..m-1 (0-based: the p-th tail)."""
+        lo, hi = self.boundaries[p], self.boundaries[p + 1]
+        return F.linear(hidden, self.weight[lo:hi], None if self.bias is None else self.bias[lo:hi])
+
+    def cluster_of(self, target: torch.Tensor) -> torch.Tensor:
+        """0 for a head word, p for a word of tail cluster p (s_p <= w < s_{p+1})."""
+        # A fresh tiny tensor, not a buffer: nothing to go stale on .to() or meta-device loading.
+        return torch.bucketize(target, torch.tensor(self.cutoffs, dtype=target.dtype, device=target.device), right=True)
+
+    # ------------------------------------------------------------------ interface
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Exact log-probabilities (already normalised, so log_softmax leaves them unchanged)."""
+        return self.log_probs(hidden)
+
+    def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        """log P(w | h) for every word, shape ``hidden.shape[:-1] + (|V|,)``."""
+        head = torch.log_softmax(_upcast(self.head_scores(hidden)), dim=-1)
+        parts = [head[..., : self.head_size]]
+        for p in range(1, len(self.boundaries) - 1):
+            tomb = head[..., self.head_size + p - 1 : self.head_size + p]
+            parts.append(tomb + torch.log_softmax(_upcast(self.tail_scores(hidden, p)), dim=-1))
+        return torch.cat(parts, dim=-1)
+
+    def nll(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Per-token -log P(target | h), shape ``target.shape``; target -100 gives 0 (ignored).
+
+        The head softmax runs on all N rows in one matmul; tail cluster p's softmax only on the rows
+        whose target lies in it (one matmul per cluster). No (N, |V|) tensor is built.
+        """
+        h = hidden.reshape(-1, hidden.shape[-1])
+        t = target.reshape(-1)
+        cluster = self.cluster_of(t)
+        # Head cross-entropy: a head word is its own column, a tail word its cluster's tombstone.
+        head_target = torch.where(cluster == 0, t, self.head_size + cluster - 1)
+        loss = F.cross_entropy(_upcast(self.head_scores(h)), head_target, reduction="none")
+        for p in range(1, len(self.boundaries) - 1):
+            rows = torch.nonzero(cluster == p).squeeze(1)
+            if rows.numel() == 0:
+                continue
+            tail = _upcast(self.tail_scores(h.index_select(0, rows), p))
+            tail_loss = F.cross_entropy(tail, t.index_select(0, rows) - self.boundaries[p], reduction="none")
+            loss = loss.index_add(0, rows, tail_loss.to(loss.dtype))
+        return loss.view(target.shape)
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, vocab_size={self.vocab_size}, cutoffs={self.cutoffs}, "
+            f"bias={self.bias is not None}"
+        )

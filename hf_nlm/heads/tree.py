@@ -1,0 +1,230 @@
+"""Tree (binary hierarchical) softmax: Morin & Bengio 2005; Mnih & Hinton 2008 (HLBL).
+
+F. Morin, Y. Bengio, "Hierarchical Probabilistic Neural Network Language Model", AISTATS 2005;
+A. Mnih, G. Hinton, "A Scalable Hierarchical Distributed Language Model", NIPS 2008, eq. 3-4:
+
+    P(d_i = 1 | q_i, h) = sigmoid(h . q_i + b_i)
+    P(w | h) = sum_{d in D(w)} prod_i P(d_i | q_i, h)
+
+where D(w) are the codes of w (root-to-leaf paths, see :mod:`hf_nlm.trees`), q_i the vector and b_i
+the bias of the i-th internal node on the path, d_i the branch taken. Since
+P(d_i = 0 | .) = sigmoid(-(h . q_i + b_i)), each factor is sigmoid(+-(h . q_i + b_i)).
+
+Training touches only the O(log |V|) nodes on the target's path(s); exact full-vocabulary
+log-probabilities cost one (N, num_nodes) matmul plus O(|V|) additions per row (top-down over the
+tree levels), about the price of a full softmax.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..trees import WordTree
+
+
+def _upcast(x: torch.Tensor) -> torch.Tensor:
+    # Sigmoid products in at least float32; float64 (gradcheck) stays float64.
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
+class TreeSoftmaxHead(nn.Module):
+    """Binary tree softmax over a :class:`~hf_nlm.trees.WordTree`.
+
+    Args:
+        in_features: D, the size of the hidden (predicted) vector h.
+        tree: the word tree. Leave it ``None`` and give ``vocab_size``, ``num_nodes``, ``max_codes``,
+            ``max_depth`` (see :meth:`tree_shape`) to build an empty head of the right shapes whose
+            tree comes from ``load_state_dict`` / ``from_pretrained``.
+        bias: learn a bias b_i per internal node.
+
+    Parameters: ``weight`` (num_nodes x D, the node vectors q_i) and ``bias`` (num_nodes, b_i).
+    Persistent buffers (saved in the state dict / safetensors with the model):
+    ``tree_nodes`` (|V|, max_codes, max_depth) int64, ``tree_bits`` (same shape) bool,
+    ``tree_mask`` (same shape) bool; see :class:`~hf_nlm.trees.TreeTensors`.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        tree: WordTree | None = None,
+        bias: bool = True,
+        *,
+        vocab_size: int | None = None,
+        num_nodes: int | None = None,
+        max_codes: int | None = None,
+        max_depth: int | None = None,
+    ) -> None:
+        super().__init__()
+        if tree is not None:
+            shape = self.tree_shape(tree)
+            tensors = tree.to_tensors()
+        else:
+            given = {"vocab_size": vocab_size, "num_nodes": num_nodes, "max_codes": max_codes, "max_depth": max_depth}
+            missing = [k for k, v in given.items() if v is None]
+            if missing:
+                raise ValueError(f"TreeSoftmaxHead needs a tree, or the tree's shape; missing {missing}")
+            shape = {k: int(v) for k, v in given.items()}
+            V, C, L = shape["vocab_size"], shape["max_codes"], shape["max_depth"]
+            # Placeholder tree (every code absent) to be overwritten by a state dict of these shapes.
+            z = torch.zeros(V, C, L, dtype=torch.int64)
+            tensors = (z, z.bool(), z.bool())
+        self.in_features = in_features
+        self.vocab_size = shape["vocab_size"]
+        self.num_nodes = shape["num_nodes"]
+        self.weight = nn.Parameter(torch.empty(self.num_nodes, in_features))
+        self.bias = nn.Parameter(torch.zeros(self.num_nodes)) if bias else None
+        nodes, bits, mask = tensors
+        self.register_buffer("tree_nodes", nodes.clone())
+        self.register_buffer("tree_bits", bits.clone())
+        self.register_buffer("tree_mask", mask.clone())
+        self._structure_cache: tuple | None = None
+        self.reset_parameters()
+
+    @staticmethod
+    def tree_shape(tree: WordTree) -> dict[str, int]:
+        """The sizes a model config must record to rebuild this head before loading its weights."""
+        return {
+            "vocab_size": tree.vocab_size,
+            "num_nodes": tree.num_nodes,
+            "max_codes": tree.max_codes,
+            "max_depth": tree.max_depth,
+        }
+
+    def reset_parameters(self, std: float | None = None) -> None:
+        if std is None:
+            bound = 1.0 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
+            nn.init.uniform_(self.weight, -bound, bound)
+        else:
+            nn.init.normal_(self.weight, std=std)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+
+    def tree(self) -> WordTree:
+        """The word tree held in the buffers (validated)."""
+        return WordTree.from_tensors(self.tree_nodes, self.tree_bits, self.tree_mask)
+
+    # ------------------------------------------------------------------ training path
+    def nll(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Per-token -log P(target | h) (Mnih & Hinton 2008, eq. 3-4), shape ``target.shape``.
+
+        One gather of the target's padded path node vectors, one batched dot product, logsigmoid,
+        masked sum over the path, logsumexp over the codes. Target -100 gives 0 (ignored).
+        """
+        h = hidden.reshape(-1, hidden.shape[-1])
+        t = target.reshape(-1)
+        ignore = t == -100
+        t = t.masked_fill(ignore, 0)
+        nodes, bits, mask = self.tree_nodes[t], self.tree_bits[t], self.tree_mask[t]  # (N, C, L)
+        N, C, L = nodes.shape
+        q = F.embedding(nodes.view(N, C * L), self.weight)  # (N, C*L, D): q_i on the path(s)
+        score = torch.bmm(q, h.unsqueeze(-1)).view(N, C, L)  # h . q_i
+        if self.bias is not None:
+            score = score + self.bias[nodes]
+        score = _upcast(score)
+        # log sigmoid(+-(h . q_i + b_i)): + for bit 1, - for bit 0; padded steps contribute 0.
+        sign = bits.to(score.dtype) * 2 - 1
+        log_p = (F.logsigmoid(sign * score) * mask).sum(-1)  # (N, C): log prob of each code
+        if C == 1:
+            log_p = log_p.squeeze(-1)
+        else:
+            log_p = log_p.masked_fill(~mask[..., 0], float("-inf")).logsumexp(-1)  # sum over codes
+        return (-log_p).masked_fill(ignore, 0.0).view(target.shape)
+
+    # ------------------------------------------------------------------ full distribution
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Exact log-probabilities (normalised by construction; log_softmax leaves them unchanged)."""
+        return self.log_probs(hidden)
+
+    def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        """log P(w | h) for every word, shape ``hidden.shape[:-1] + (|V|,)``.
+
+        All node scores at once (h q^T + b, one matmul), then the log-probability of reaching each
+        node top-down, one tree level at a time (each level a gather from the one above), then each
+        leaf = its parent's reach + the last branch; a word's leaves are combined by logsumexp.
+        """
+        s = self._structure()
+        lead = hidden.shape[:-1]
+        h = hidden.reshape(-1, hidden.shape[-1])
+        N, M = h.shape[0], self.num_nodes
+        score = _upcast(F.linear(h, self.weight, self.bias))  # (N, M)
+        log_sig = F.logsigmoid(score)
+        # Edge table: column node + M * bit holds log P(bit | node): bit 0 -> logsigmoid(-x) = logsigmoid(x) - x.
+        edge = torch.cat([log_sig - score, log_sig], dim=1)
+        level = score.new_zeros(N, 1)  # the root is reached with probability 1
+        reach = [level]
+        for local_parent, edge_index in s["levels"]:
+            level = level.index_select(1, local_parent) + edge.index_select(1, edge_index)
+            reach.append(level)
+        reach_all = torch.cat(reach, dim=1)  # nodes in depth order
+        leaf = reach_all.index_select(1, s["leaf_pos"]) + edge.index_select(1, s["leaf_edge"])  # (N, V*C)
+        V, C = self.vocab_size, s["max_codes"]
+        if C == 1:
+            out = leaf
+        else:
+            out = leaf.view(N, V, C).masked_fill(~s["code_mask"], float("-inf")).logsumexp(-1)
+        return out.view(*lead, V)
+
+    def _structure(self) -> dict:
+        """Per-level parent/edge indices and per-leaf indices, derived from the buffers (cached).
+
+        Derived rather than stored so that the saved state is just the tree; the cache key follows
+        the buffers' identity and version, so ``load_state_dict`` or ``.to(device)`` refresh it.
+        """
+        key = tuple((b.data_ptr(), b._version, b.device) for b in (self.tree_nodes, self.tree_bits, self.tree_mask))
+        if self._structure_cache is not None and self._structure_cache[0] == key:
+            return self._structure_cache[1]
+        if not bool(self.tree_mask.any()):
+            raise ValueError(
+                "this TreeSoftmaxHead holds no tree yet (it was built from shapes only): "
+                "load a state dict / checkpoint that contains tree_nodes, tree_bits, tree_mask"
+            )
+        with torch.no_grad():
+            V, C, L = self.tree_nodes.shape
+            M, dev = self.num_nodes, self.tree_nodes.device
+            nodes = self.tree_nodes.reshape(V * C, L)
+            bits = self.tree_bits.reshape(V * C, L).long()
+            mask = self.tree_mask.reshape(V * C, L)
+            # Along every path, node l's parent is node l-1, reached by bit l-1.
+            step = mask[:, 1:]
+            child = nodes[:, 1:][step]
+            parent = torch.zeros(M, dtype=torch.int64, device=dev)
+            parent_edge = torch.zeros(M, dtype=torch.int64, device=dev)
+            depth = torch.zeros(M, dtype=torch.int64, device=dev)
+            parent[child] = nodes[:, :-1][step]
+            parent_edge[child] = nodes[:, :-1][step] + M * bits[:, :-1][step]
+            depth[child] = torch.arange(1, L, device=dev).expand(V * C, L - 1)[step]
+            order = torch.argsort(depth, stable=True)
+            pos = torch.empty_like(order)
+            pos[order] = torch.arange(M, device=dev)
+            counts = torch.bincount(depth, minlength=1).tolist()
+            starts = [0]
+            for c in counts:
+                starts.append(starts[-1] + c)
+            levels = []
+            for d in range(1, len(counts)):
+                at_d = order[starts[d] : starts[d + 1]]
+                levels.append((pos[parent[at_d]] - starts[d - 1], parent_edge[at_d]))
+            length = mask.sum(1)
+            last = (length - 1).clamp_min(0).unsqueeze(1)
+            leaf_node = nodes.gather(1, last).squeeze(1)
+            leaf_bit = bits.gather(1, last).squeeze(1)
+            structure = {
+                "levels": levels,
+                "leaf_pos": pos[leaf_node],
+                "leaf_edge": leaf_node + M * leaf_bit,
+                "code_mask": (length > 0).view(V, C),
+                "max_codes": C,
+            }
+        self._structure_cache = (key, structure)
+        return structure
+
+    def extra_repr(self) -> str:
+        V, C, L = self.tree_nodes.shape
+        return (
+            f"in_features={self.in_features}, vocab_size={V}, num_nodes={self.num_nodes}, "
+            f"max_codes={C}, max_depth={L}, bias={self.bias is not None}"
+        )
