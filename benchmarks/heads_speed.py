@@ -103,19 +103,61 @@ def bench_vocab(vocab_size: int, args: argparse.Namespace, gen: torch.Generator)
     steps = {name: train_step(body, head, x, target) for name, head in heads.items()}
     log(f"|V|={vocab_size}: timing training steps, N={N} tokens, D={D}, {args.repeats} repetitions")
     sec = time_alternating(steps, args.repeats)
-    context = {"vocab_size": vocab_size, "tokens": N, "dim": D, "cutoffs": cutoffs, "threads": torch.get_num_threads()}
+    context = {
+        "vocab_size": vocab_size,
+        "tokens": N,
+        "dim": D,
+        "cutoffs": cutoffs,
+        "threads": torch.get_num_threads(),
+    }
     for name, s in sec.items():
-        emit(case=f"train_{name}", value=round(N / s, 1), unit="tokens/s", better="higher", seconds=round(s, 5), **context)
+        emit(
+            case=f"train_{name}",
+            value=round(N / s, 1),
+            unit="tokens/s",
+            better="higher",
+            seconds=round(s, 5),
+            **context,
+        )
     big = vocab_size >= 200_000
-    emit(case="tree_vs_full", value=round(sec["full"] / sec["tree"], 2), unit="x", better="higher",
-         **({"target": 20} if big else {}), tree="balanced", **context)
-    emit(case="huffman_tree_vs_full", value=round(sec["full"] / sec["tree_huffman"], 2), unit="x", better="higher",
-         **({"target": 20} if big else {}), tree="huffman", **context)
-    emit(case="split_vs_adaptive", value=round(sec["adaptive_div1"] / sec["split"], 3), unit="x", better="higher",
-         target=1.0, div_value=1.0, **context)
-    emit(case="split_vs_adaptive_div4", value=round(sec["adaptive_div4"] / sec["split"], 3), unit="x", better="higher",
-         div_value=4.0, **context)
-    emit(case="split_vs_full", value=round(sec["full"] / sec["split"], 2), unit="x", better="higher", **context)
+    emit(
+        case="tree_vs_full",
+        value=round(sec["full"] / sec["tree"], 2),
+        unit="x",
+        better="higher",
+        **({"target": 20} if big else {}),
+        tree="balanced",
+        **context,
+    )
+    emit(
+        case="huffman_tree_vs_full",
+        value=round(sec["full"] / sec["tree_huffman"], 2),
+        unit="x",
+        better="higher",
+        **({"target": 20} if big else {}),
+        tree="huffman",
+        **context,
+    )
+    emit(
+        case="split_vs_adaptive",
+        value=round(sec["adaptive_div1"] / sec["split"], 3),
+        unit="x",
+        better="higher",
+        target=1.0,
+        div_value=1.0,
+        **context,
+    )
+    emit(
+        case="split_vs_adaptive_div4",
+        value=round(sec["adaptive_div4"] / sec["split"], 3),
+        unit="x",
+        better="higher",
+        div_value=4.0,
+        **context,
+    )
+    emit(
+        case="split_vs_full", value=round(sec["full"] / sec["split"], 2), unit="x", better="higher", **context
+    )
 
     # Exact full-vocabulary log-probabilities (evaluation / generate): tree vs softmax, no grad.
     n_eval = args.eval_tokens
@@ -130,20 +172,47 @@ def bench_vocab(vocab_size: int, args: argparse.Namespace, gen: torch.Generator)
         log(f"|V|={vocab_size}: timing full log-probs, {n_eval} rows")
         sec = time_alternating(evals, args.repeats)
     ctx = {**context, "tokens": n_eval}
-    emit(case="tree_logprobs_vs_full", value=round(sec["tree"] / sec["full"], 3), unit="x", better="lower", target=3,
-         tree="balanced", seconds=round(sec["tree"], 5), full_seconds=round(sec["full"], 5), **ctx)
-    emit(case="huffman_tree_logprobs_vs_full", value=round(sec["tree_huffman"] / sec["full"], 3), unit="x",
-         better="lower", target=3, tree="huffman", seconds=round(sec["tree_huffman"], 5), **ctx)
-    emit(case="split_logprobs_vs_full", value=round(sec["split"] / sec["full"], 3), unit="x", better="lower",
-         seconds=round(sec["split"], 5), **ctx)
+    emit(
+        case="tree_logprobs_vs_full",
+        value=round(sec["tree"] / sec["full"], 3),
+        unit="x",
+        better="lower",
+        target=3,
+        tree="balanced",
+        seconds=round(sec["tree"], 5),
+        full_seconds=round(sec["full"], 5),
+        **ctx,
+    )
+    emit(
+        case="huffman_tree_logprobs_vs_full",
+        value=round(sec["tree_huffman"] / sec["full"], 3),
+        unit="x",
+        better="lower",
+        target=3,
+        tree="huffman",
+        seconds=round(sec["tree_huffman"], 5),
+        **ctx,
+    )
+    emit(
+        case="split_logprobs_vs_full",
+        value=round(sec["split"] / sec["full"], 3),
+        unit="x",
+        better="lower",
+        seconds=round(sec["split"], 5),
+        **ctx,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer tokens and repetitions (about a minute)")
     ap.add_argument("--vocab-sizes", type=int, nargs="+", default=[10_000, 50_000, 200_000])
-    ap.add_argument("--tokens", type=int, default=None, help="tokens per training step (default 2048, quick 512)")
-    ap.add_argument("--eval-tokens", type=int, default=None, help="rows for full log-probs (default 256, quick 64)")
+    ap.add_argument(
+        "--tokens", type=int, default=None, help="tokens per training step (default 2048, quick 512)"
+    )
+    ap.add_argument(
+        "--eval-tokens", type=int, default=None, help="rows for full log-probs (default 256, quick 64)"
+    )
     ap.add_argument("--dim", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=None, help="timed repetitions (default 5, quick 3)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
@@ -154,8 +223,10 @@ def main(argv: list[str] | None = None) -> None:
     args.repeats = args.repeats or (3 if args.quick else 5)
     if args.threads:
         torch.set_num_threads(args.threads)
-    log(f"heads_speed on {platform.processor() or platform.machine()}, torch {torch.__version__}, "
-        f"{torch.get_num_threads()} threads")
+    log(
+        f"heads_speed on {platform.processor() or platform.machine()}, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads"
+    )
     gen = torch.Generator().manual_seed(args.seed)
     torch.manual_seed(args.seed)
     t0 = time.perf_counter()

@@ -9,7 +9,7 @@ from .corpora import (
     load_text_files,
     read_text_file,
 )
-from .download import data_home, download
+from .download import data_home
 from .lm import (
     IGNORE_INDEX,
     LMBlockDataset,
@@ -26,7 +26,6 @@ __all__ = [
     "build_lm_dataset",
     "collate_blocks",
     "data_home",
-    "download",
     "group_into_blocks",
     "load_brown",
     "load_csv_files",

@@ -52,7 +52,9 @@ class SplitSoftmaxHead(nn.Module):
         prev = 0
         for c in cutoffs:
             if not 0 < c < vocab_size:
-                raise ValueError(f"cutoff {c} is outside (0, vocab_size={vocab_size}); cutoffs are [s_1, ..., s_(m-1)]")
+                raise ValueError(
+                    f"cutoff {c} is outside (0, vocab_size={vocab_size}); cutoffs are [s_1, ..., s_(m-1)]"
+                )
             if c <= prev:
                 raise ValueError(f"cutoffs must be strictly increasing, but {c} follows {prev}: {cutoffs}")
             prev = c
@@ -95,7 +97,9 @@ class SplitSoftmaxHead(nn.Module):
     def cluster_of(self, target: torch.Tensor) -> torch.Tensor:
         """0 for a head word, p for a word of tail cluster p (s_p <= w < s_{p+1})."""
         # A fresh tiny tensor, not a buffer: nothing to go stale on .to() or meta-device loading.
-        return torch.bucketize(target, torch.tensor(self.cutoffs, dtype=target.dtype, device=target.device), right=True)
+        return torch.bucketize(
+            target, torch.tensor(self.cutoffs, dtype=target.dtype, device=target.device), right=True
+        )
 
     # ------------------------------------------------------------------ interface
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:

@@ -61,9 +61,15 @@ class TreeSoftmaxHead(nn.Module):
         super().__init__()
         if tree is not None:
             shape = self.tree_shape(tree)
-            tensors = tree.to_tensors()
+            # Breadth-first numbering makes each tree level a contiguous block of node vectors.
+            tensors = tree.renumbered_breadth_first().to_tensors()
         else:
-            given = {"vocab_size": vocab_size, "num_nodes": num_nodes, "max_codes": max_codes, "max_depth": max_depth}
+            given = {
+                "vocab_size": vocab_size,
+                "num_nodes": num_nodes,
+                "max_codes": max_codes,
+                "max_depth": max_depth,
+            }
             missing = [k for k, v in given.items() if v is None]
             if missing:
                 raise ValueError(f"TreeSoftmaxHead needs a tree, or the tree's shape; missing {missing}")
@@ -104,7 +110,7 @@ class TreeSoftmaxHead(nn.Module):
             nn.init.zeros_(self.bias)
 
     def tree(self) -> WordTree:
-        """The word tree held in the buffers (validated)."""
+        """The word tree held in the buffers (validated; internal nodes numbered breadth-first)."""
         return WordTree.from_tensors(self.tree_nodes, self.tree_bits, self.tree_mask)
 
     # ------------------------------------------------------------------ training path
@@ -142,39 +148,61 @@ class TreeSoftmaxHead(nn.Module):
     def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
         """log P(w | h) for every word, shape ``hidden.shape[:-1] + (|V|,)``.
 
-        All node scores at once (h q^T + b, one matmul), then the log-probability of reaching each
-        node top-down, one tree level at a time (each level a gather from the one above), then each
-        leaf = its parent's reach + the last branch; a word's leaves are combined by logsumexp.
+        All node scores at once (q h + b, one matmul), then top-down one tree level at a time: the
+        log-probability of taking each edge (node, bit) is the node's reach plus
+        log sigmoid(+-(h . q_i + b_i)); the next level's nodes are the internal ones among those edges,
+        the leaves are the rest; a word's leaves are combined by logsumexp. The work per row is
+        O(num_nodes) after the matmul, so the cost stays close to a full softmax's (which also needs
+        a |V| x D matmul). Rows are processed in chunks to keep the (num_nodes, chunk) tables in cache.
         """
         s = self._structure()
         lead = hidden.shape[:-1]
         h = hidden.reshape(-1, hidden.shape[-1])
-        N, M = h.shape[0], self.num_nodes
-        score = _upcast(F.linear(h, self.weight, self.bias))  # (N, M)
-        log_sig = F.logsigmoid(score)
-        # Edge table: column node + M * bit holds log P(bit | node): bit 0 -> logsigmoid(-x) = logsigmoid(x) - x.
-        edge = torch.cat([log_sig - score, log_sig], dim=1)
-        level = score.new_zeros(N, 1)  # the root is reached with probability 1
-        reach = [level]
-        for local_parent, edge_index in s["levels"]:
-            level = level.index_select(1, local_parent) + edge.index_select(1, edge_index)
-            reach.append(level)
-        reach_all = torch.cat(reach, dim=1)  # nodes in depth order
-        leaf = reach_all.index_select(1, s["leaf_pos"]) + edge.index_select(1, s["leaf_edge"])  # (N, V*C)
+        weight, bias = self.weight, self.bias
+        if s["node_order"] is not None:  # buffers not stored level by level (never from __init__)
+            weight = weight.index_select(0, s["node_order"])
+            bias = None if bias is None else bias.index_select(0, s["node_order"])
+        chunks = [
+            self._log_probs_chunk(h[i : i + self.chunk_size], weight, bias, s)
+            for i in range(0, h.shape[0], self.chunk_size)
+        ]
+        out = torch.cat(chunks, dim=0) if chunks else h.new_zeros(0, self.vocab_size)
+        return out.view(*lead, self.vocab_size)
+
+    # Rows per block of log_probs: (num_nodes x chunk) tables stay small enough for the CPU caches.
+    chunk_size = 64
+
+    def _log_probs_chunk(
+        self, h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, s: dict
+    ) -> torch.Tensor:
+        n, M = h.shape[0], self.num_nodes
+        # Node-major layout (M, n): one tree level is a contiguous block of rows.
+        score = weight @ h.t() if bias is None else torch.addmm(bias[:, None], weight, h.t())
+        score = _upcast(score)
+        log_sig = F.logsigmoid(score)  # log P(bit 1 | node); log P(bit 0 | node) = log_sig - score
+        edge = score.new_empty(M, 2, n)  # log-prob of reaching each (node, bit) edge
+        reach = score.new_zeros(1, n)  # the root is reached with probability 1
+        for (start, end), next_nodes in zip(s["level_bounds"], s["level_children"], strict=True):
+            take_1 = reach + log_sig[start:end]
+            edge[start:end, 1] = take_1
+            edge[start:end, 0] = take_1 - score[start:end]
+            # The next level: the internal children of this level, gathered from its edges.
+            reach = edge[start:end].reshape(2 * (end - start), n).index_select(0, next_nodes)
+        leaf = edge.view(2 * M, n).index_select(0, s["leaf_edge"])  # (V * C, n)
         V, C = self.vocab_size, s["max_codes"]
-        if C == 1:
-            out = leaf
-        else:
-            out = leaf.view(N, V, C).masked_fill(~s["code_mask"], float("-inf")).logsumexp(-1)
-        return out.view(*lead, V)
+        if C > 1:
+            leaf = leaf.view(V, C, n).masked_fill(~s["code_mask"][..., None], float("-inf")).logsumexp(1)
+        return leaf.t()
 
     def _structure(self) -> dict:
-        """Per-level parent/edge indices and per-leaf indices, derived from the buffers (cached).
+        """Level blocks, child and leaf indices derived from the buffers (cached).
 
         Derived rather than stored so that the saved state is just the tree; the cache key follows
         the buffers' identity and version, so ``load_state_dict`` or ``.to(device)`` refresh it.
         """
-        key = tuple((b.data_ptr(), b._version, b.device) for b in (self.tree_nodes, self.tree_bits, self.tree_mask))
+        key = tuple(
+            (b.data_ptr(), b._version, b.device) for b in (self.tree_nodes, self.tree_bits, self.tree_mask)
+        )
         if self._structure_cache is not None and self._structure_cache[0] == key:
             return self._structure_cache[1]
         if not bool(self.tree_mask.any()):
@@ -192,32 +220,41 @@ class TreeSoftmaxHead(nn.Module):
             step = mask[:, 1:]
             child = nodes[:, 1:][step]
             parent = torch.zeros(M, dtype=torch.int64, device=dev)
-            parent_edge = torch.zeros(M, dtype=torch.int64, device=dev)
+            parent_bit = torch.zeros(M, dtype=torch.int64, device=dev)
             depth = torch.zeros(M, dtype=torch.int64, device=dev)
             parent[child] = nodes[:, :-1][step]
-            parent_edge[child] = nodes[:, :-1][step] + M * bits[:, :-1][step]
+            parent_bit[child] = bits[:, :-1][step]
             depth[child] = torch.arange(1, L, device=dev).expand(V * C, L - 1)[step]
+            # Work in depth order (identity for trees stored by __init__, which numbers breadth-first).
             order = torch.argsort(depth, stable=True)
+            identity = bool((order == torch.arange(M, device=dev)).all())
             pos = torch.empty_like(order)
             pos[order] = torch.arange(M, device=dev)
             counts = torch.bincount(depth, minlength=1).tolist()
             starts = [0]
             for c in counts:
                 starts.append(starts[-1] + c)
-            levels = []
-            for d in range(1, len(counts)):
-                at_d = order[starts[d] : starts[d + 1]]
-                levels.append((pos[parent[at_d]] - starts[d - 1], parent_edge[at_d]))
+            bounds = [(starts[d], starts[d + 1]) for d in range(len(counts))]
+            # Edge (node, bit) of a depth-ordered node p is row 2 p + bit of the (2M, n) edge table.
+            edge_of_node = 2 * pos[parent] + parent_bit  # the edge leading into each node
+            level_children = []
+            for d, (a, _) in enumerate(bounds):
+                if d + 1 < len(bounds):
+                    nxt = order[bounds[d + 1][0] : bounds[d + 1][1]]
+                    level_children.append(edge_of_node[nxt] - 2 * a)  # local to this level's edges
+                else:
+                    level_children.append(torch.zeros(0, dtype=torch.int64, device=dev))
             length = mask.sum(1)
             last = (length - 1).clamp_min(0).unsqueeze(1)
             leaf_node = nodes.gather(1, last).squeeze(1)
             leaf_bit = bits.gather(1, last).squeeze(1)
             structure = {
-                "levels": levels,
-                "leaf_pos": pos[leaf_node],
-                "leaf_edge": leaf_node + M * leaf_bit,
+                "level_bounds": bounds,
+                "level_children": level_children,
+                "leaf_edge": 2 * pos[leaf_node] + leaf_bit,
                 "code_mask": (length > 0).view(V, C),
                 "max_codes": C,
+                "node_order": None if identity else order,
             }
         self._structure_cache = (key, structure)
         return structure

@@ -137,7 +137,9 @@ def _em_responsibilities(
         n1 = segsum(r)
         n0 = n - n1
         sum1 = segsum(r[:, None] * X)
-        mu = torch.stack([sum1 / n1.clamp_min(1e-300)[:, None], (sum_x - sum1) / n0.clamp_min(1e-300)[:, None]], 1)
+        mu = torch.stack(
+            [sum1 / n1.clamp_min(1e-300)[:, None], (sum_x - sum1) / n0.clamp_min(1e-300)[:, None]], 1
+        )
         xmu = torch.bmm(mu[seg], X[:, :, None]).squeeze(-1)  # (R, 2): x . mu_1, x . mu_0
         dist = (xx[:, None] - 2 * xmu + (mu * mu).sum(-1)[seg]).clamp_min(0)
         d1, d0 = dist[:, 0], dist[:, 1]
@@ -188,7 +190,9 @@ def _split(
     return left | both, ~left | both
 
 
-def _balanced_left(r: torch.Tensor, score: torch.Tensor, word: torch.Tensor, seg: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+def _balanced_left(
+    r: torch.Tensor, score: torch.Tensor, word: torch.Tensor, seg: torch.Tensor, n: torch.Tensor
+) -> torch.Tensor:
     """BALANCED split: within each segment, the ceil(n/2) rows with the largest responsibility."""
     # Sort by segment, then responsibility (descending), then projection, then word id (determinism).
     order = np.lexsort((word.numpy(), -score.numpy(), -r.numpy(), seg.numpy()))
@@ -199,7 +203,9 @@ def _balanced_left(r: torch.Tensor, score: torch.Tensor, word: torch.Tensor, seg
     return rank < (n[seg] + 1) // 2
 
 
-def word_vectors_from_predictions(hidden: torch.Tensor, targets: torch.Tensor, vocab_size: int) -> torch.Tensor:
+def word_vectors_from_predictions(
+    hidden: torch.Tensor, targets: torch.Tensor, vocab_size: int
+) -> torch.Tensor:
     """Each word's average predicted vector over the contexts it occurs in (Mnih & Hinton 2008, sec. 4).
 
     ``hidden`` (N, D) are the predicted vectors r_hat (the head's input) at N positions and ``targets``

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .word_tree import WordTree
+from .word_tree import WordTree, bfs_renumber
 
 
 def balanced_tree(vocab_size: int, order: Sequence[int] | np.ndarray | None = None) -> WordTree:
@@ -92,24 +92,4 @@ def huffman_tree(counts: Sequence[float] | np.ndarray) -> WordTree:
         b, wb = pop()
         kids.append((a, b))
         merged_w.append(wa + wb)
-    return WordTree(_bfs_renumber(np.array(kids, dtype=np.int64), root=V - 2), V)
-
-
-def _bfs_renumber(children: np.ndarray, root: int) -> np.ndarray:
-    """Renumber internal nodes breadth-first from ``root`` (which becomes node 0)."""
-    M = children.shape[0]
-    new_id = np.full(M, -1, dtype=np.int64)
-    order = []
-    frontier = np.array([root], dtype=np.int64)
-    n = 0
-    while frontier.size:
-        new_id[frontier] = np.arange(n, n + frontier.size)
-        n += frontier.size
-        order.append(frontier)
-        kids = children[frontier].reshape(-1)
-        frontier = kids[kids >= 0]
-    old = np.concatenate(order)
-    out = children[old].copy()
-    internal = out >= 0
-    out[internal] = new_id[out[internal]]
-    return out
+    return WordTree(bfs_renumber(np.array(kids, dtype=np.int64), root=V - 2), V)

@@ -92,7 +92,9 @@ class WordTree:
             raise ValueError("node 0 is the root and must not be the child of another node")
         if (n_parents[1:] != 1).any():
             n = int(np.flatnonzero(n_parents[1:] != 1)[0]) + 1
-            raise ValueError(f"node {n} has {int(n_parents[n])} parents; every non-root node needs exactly one")
+            raise ValueError(
+                f"node {n} has {int(n_parents[n])} parents; every non-root node needs exactly one"
+            )
         # Walk down from the root level by level: depth, parent, and reachability in one pass.
         parent = np.full(M, -1, dtype=np.int64)
         parent_bit = np.zeros(M, dtype=np.int64)
@@ -197,7 +199,9 @@ class WordTree:
             for c in range(t.nodes.shape[1]):
                 m = t.mask[w, c]
                 if m.any():
-                    word_codes.append(list(zip(t.nodes[w, c][m].tolist(), t.bits[w, c][m].long().tolist(), strict=True)))
+                    word_codes.append(
+                        list(zip(t.nodes[w, c][m].tolist(), t.bits[w, c][m].long().tolist(), strict=True))
+                    )
             out.append(word_codes)
         return out
 
@@ -217,9 +221,13 @@ class WordTree:
                 raise ValueError(f"word {w} has no code: it is missing from the tree")
             for c, code in enumerate(word_codes):
                 if len(code) == 0:
-                    raise ValueError(f"word {w}, code {c} is empty; a code is a root-to-leaf path of (node, bit)")
+                    raise ValueError(
+                        f"word {w}, code {c} is empty; a code is a root-to-leaf path of (node, bit)"
+                    )
                 if int(code[0][0]) != 0:
-                    raise ValueError(f"word {w}, code {c} starts at node {code[0][0]}; every code starts at the root, node 0")
+                    raise ValueError(
+                        f"word {w}, code {c} starts at node {code[0][0]}; every code starts at the root, node 0"
+                    )
                 for i, (node, bit) in enumerate(code):
                     node, bit = int(node), int(bit)
                     if bit not in (0, 1):
@@ -236,8 +244,12 @@ class WordTree:
                         if child < 0 and old < 0:
                             other = -old - 1
                             if other == w:
-                                raise ValueError(f"word {w} has the same code twice ({where[(node, bit)]} and code {c})")
-                            raise ValueError(f"words {other} and {w} have the same code (node {node}, bit {bit})")
+                                raise ValueError(
+                                    f"word {w} has the same code twice ({where[(node, bit)]} and code {c})"
+                                )
+                            raise ValueError(
+                                f"words {other} and {w} have the same code (node {node}, bit {bit})"
+                            )
                         raise ValueError(
                             f"{here}: branch (node {node}, bit {bit}) leads to {_describe(child)} but "
                             f"{where[(node, bit)]} says it leads to {_describe(old)}"
@@ -287,7 +299,9 @@ class WordTree:
         out_nodes[w_sorted, slot] = nodes[order]
         out_bits[w_sorted, slot] = bits[order].astype(bool)
         out_mask[w_sorted, slot] = mask[order]
-        return TreeTensors(torch.from_numpy(out_nodes), torch.from_numpy(out_bits), torch.from_numpy(out_mask))
+        return TreeTensors(
+            torch.from_numpy(out_nodes), torch.from_numpy(out_bits), torch.from_numpy(out_mask)
+        )
 
     @classmethod
     def from_tensors(cls, nodes: torch.Tensor, bits: torch.Tensor, mask: torch.Tensor) -> WordTree:
@@ -304,14 +318,29 @@ class WordTree:
             for c in range(nodes_np.shape[1]):
                 m = mask_np[w, c]
                 if m.any():
-                    word_codes.append(list(zip(nodes_np[w, c][m].tolist(), bits_np[w, c][m].tolist(), strict=True)))
+                    word_codes.append(
+                        list(zip(nodes_np[w, c][m].tolist(), bits_np[w, c][m].tolist(), strict=True))
+                    )
             codes.append(word_codes)
         return cls.from_codes(codes)
+
+    def renumbered_breadth_first(self) -> WordTree:
+        """The same tree with internal nodes numbered breadth-first (root 0, then depth 1, ...).
+
+        The builders already number this way; a tree head stores its tree in this order so that
+        each tree level is a contiguous block of node vectors.
+        """
+        return WordTree(bfs_renumber(self.children, root=0), self.vocab_size)
 
     # ------------------------------------------------------------------ save / load
     def save(self, path: str | os.PathLike) -> None:
         """Write the tree as JSON (``children`` rows; negative = leaf of word -x-1). No pickle."""
-        data = {"format": _FORMAT, "version": _VERSION, "vocab_size": self.vocab_size, "children": self.children.tolist()}
+        data = {
+            "format": _FORMAT,
+            "version": _VERSION,
+            "vocab_size": self.vocab_size,
+            "children": self.children.tolist(),
+        }
         with open(path, "w", encoding="utf-8") as f:
             json.dump(data, f, separators=(",", ":"))
 
@@ -324,9 +353,11 @@ class WordTree:
         except json.JSONDecodeError as err:
             raise ValueError(f"{os.fspath(path)}: not a JSON word tree ({err})") from err
         if not isinstance(data, dict) or data.get("format") != _FORMAT:
-            raise ValueError(f"{os.fspath(path)}: not a word tree file (expected \"format\": \"{_FORMAT}\")")
+            raise ValueError(f'{os.fspath(path)}: not a word tree file (expected "format": "{_FORMAT}")')
         if data.get("version") != _VERSION:
-            raise ValueError(f"{os.fspath(path)}: word tree format version {data.get('version')}, this code reads {_VERSION}")
+            raise ValueError(
+                f"{os.fspath(path)}: word tree format version {data.get('version')}, this code reads {_VERSION}"
+            )
         try:
             return cls(data["children"], int(data["vocab_size"]))
         except (KeyError, TypeError, ValueError) as err:
@@ -347,6 +378,26 @@ class WordTree:
             f"WordTree(vocab_size={self.vocab_size}, num_nodes={self.num_nodes}, "
             f"max_depth={self.max_depth}, max_codes={self.max_codes})"
         )
+
+
+def bfs_renumber(children: np.ndarray, root: int) -> np.ndarray:
+    """``children`` with the internal nodes renumbered breadth-first from ``root`` (which becomes 0)."""
+    M = children.shape[0]
+    new_id = np.full(M, -1, dtype=np.int64)
+    order = []
+    frontier = np.array([root], dtype=np.int64)
+    n = 0
+    while frontier.size:
+        new_id[frontier] = np.arange(n, n + frontier.size)
+        n += frontier.size
+        order.append(frontier)
+        kids = children[frontier].reshape(-1)
+        frontier = kids[kids >= 0]
+    old = np.concatenate(order)
+    out = children[old].copy()
+    internal = out >= 0
+    out[internal] = new_id[out[internal]]
+    return out
 
 
 def _describe(entry: int) -> str:

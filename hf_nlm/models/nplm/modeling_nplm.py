@@ -18,7 +18,6 @@ of ``hf_nlm.heads`` replace the softmax, as the paper suggests; with ``hidden_si
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from transformers import GenerationMixin
 from transformers.modeling_outputs import BaseModelOutput, CausalLMOutputWithPast
