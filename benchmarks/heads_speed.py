@@ -11,12 +11,22 @@ Prints one JSON object per result on stdout (progress on stderr), e.g.
 
     python benchmarks/heads_speed.py            # a few minutes on 2 CPU cores
     python benchmarks/heads_speed.py --quick    # about a minute, same output shape
+
+Notes on reading the numbers. Every dense |V| x D gradient (full softmax, split softmax, tree head
+without ``sparse=True``) is a fresh allocation per step; glibc serves blocks over 32 MB with mmap,
+so each step pays page faults for it (about 20 ms per 50 MB here). torch's adaptive softmax keeps
+each cluster in its own, smaller matrix and can dodge that at 50k; the split softmax cannot (one
+|V| x D matrix, so that it can be tied to the input embedding). Run with
+``MALLOC_MMAP_THRESHOLD_=1000000000`` in the environment to compare the algorithms without the
+allocator effect; the value is recorded in every line. On a machine shared with other jobs, use
+``--threads 1``: multi-threaded kernels wait on descheduled threads and the timings scatter.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -97,6 +107,8 @@ def bench_vocab(vocab_size: int, args: argparse.Namespace, gen: torch.Generator)
         "split": SplitSoftmaxHead(D, vocab_size, cutoffs),
         "tree": TreeSoftmaxHead(D, balanced_tree(vocab_size)),
         "tree_huffman": TreeSoftmaxHead(D, huffman_tree(counts)),
+        # The same balanced tree with a sparse gradient of the node vectors (for SGD-style optimizers).
+        "tree_sparse": TreeSoftmaxHead(D, balanced_tree(vocab_size), sparse=True),
         "adaptive_div1": nn.AdaptiveLogSoftmaxWithLoss(D, vocab_size, cutoffs, div_value=1.0),
         "adaptive_div4": nn.AdaptiveLogSoftmaxWithLoss(D, vocab_size, cutoffs, div_value=4.0),
     }
@@ -104,6 +116,7 @@ def bench_vocab(vocab_size: int, args: argparse.Namespace, gen: torch.Generator)
     log(f"|V|={vocab_size}: timing training steps, N={N} tokens, D={D}, {args.repeats} repetitions")
     sec = time_alternating(steps, args.repeats)
     context = {
+        "malloc_mmap_threshold": os.environ.get("MALLOC_MMAP_THRESHOLD_"),
         "vocab_size": vocab_size,
         "tokens": N,
         "dim": D,
@@ -136,6 +149,14 @@ def bench_vocab(vocab_size: int, args: argparse.Namespace, gen: torch.Generator)
         better="higher",
         **({"target": 20} if big else {}),
         tree="huffman",
+        **context,
+    )
+    emit(
+        case="sparse_tree_vs_full",
+        value=round(sec["full"] / sec["tree_sparse"], 2),
+        unit="x",
+        better="higher",
+        tree="balanced",
         **context,
     )
     emit(

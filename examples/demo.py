@@ -60,8 +60,11 @@ def main(argv: list[str] | None = None) -> dict:
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
     )
     model = hf_nlm.NPLMForCausalLM(config)
-    # Beam search over an n-gram model loves to loop; forbid repeating any trigram.
-    model.generation_config.update(num_beams=5, max_new_tokens=15, no_repeat_ngram_size=3, do_sample=False)
+    # Beam search prefers short hypotheses (". <eos>" is very likely) and, over an n-gram model, loops:
+    # ask for at least 8 words and forbid repeating any trigram.
+    model.generation_config.update(
+        num_beams=5, max_new_tokens=15, min_new_tokens=8, no_repeat_ngram_size=3, do_sample=False
+    )
     print(f"NPLM n={config.order} m={config.embedding_size} h={config.hidden_size}: {model.num_parameters():,} parameters")
 
     training = TrainingConfig(

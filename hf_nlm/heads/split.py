@@ -27,6 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .fused import split_softmax_nll
+
 
 def _upcast(x: torch.Tensor) -> torch.Tensor:
     # Softmax statistics in at least float32 (bf16/fp16 logits lose the tail), float64 stays float64.
@@ -83,16 +85,25 @@ class SplitSoftmaxHead(nn.Module):
                 nn.init.zeros_(b)
 
     # ------------------------------------------------------------------ pieces
-    def head_scores(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Y_head: scores of the s_1 head words followed by the m-1 tombstones, one matmul."""
-        w = torch.cat([self.weight[: self.head_size], self.tombstone_weight])
-        b = None if self.bias is None else torch.cat([self.bias[: self.head_size], self.tombstone_bias])
-        return F.linear(hidden, w, b)
+    def clusters(self) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+        """(W[s_p:s_{p+1}], b[s_p:s_{p+1}]) for p = 0 .. m-1: the head words' rows, then each tail's.
 
-    def tail_scores(self, hidden: torch.Tensor, p: int) -> torch.Tensor:
-        """Y^p = h W[s_{p-1}:s_p]^T + b[s_{p-1}:s_p] for tail cluster p = 1..m-1 (0-based: the p-th tail)."""
-        lo, hi = self.boundaries[p], self.boundaries[p + 1]
-        return F.linear(hidden, self.weight[lo:hi], None if self.bias is None else self.bias[lo:hi])
+        One ``split`` rather than several slices: the backward of a split writes all the pieces'
+        gradients into one |V| x D tensor, where each slice's backward would allocate its own
+        zero-filled |V| x D gradient and add them up.
+        """
+        sizes = [hi - lo for lo, hi in zip(self.boundaries[:-1], self.boundaries[1:], strict=True)]
+        weights = self.weight.split(sizes)
+        biases = self.bias.split(sizes) if self.bias is not None else [None] * len(sizes)
+        return list(zip(weights, biases, strict=True))
+
+    def head_scores(
+        self, hidden: torch.Tensor, head_weight: torch.Tensor, head_bias: torch.Tensor | None
+    ) -> torch.Tensor:
+        """Y_head = h [W[0:s_1]; W_tail]^T + [b[0:s_1]; b_tail]: head words then tombstones, one matmul."""
+        w = torch.cat([head_weight, self.tombstone_weight])
+        b = None if head_bias is None else torch.cat([head_bias, self.tombstone_bias])
+        return F.linear(hidden, w, b)
 
     def cluster_of(self, target: torch.Tensor) -> torch.Tensor:
         """0 for a head word, p for a word of tail cluster p (s_p <= w < s_{p+1})."""
@@ -108,30 +119,49 @@ class SplitSoftmaxHead(nn.Module):
 
     def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
         """log P(w | h) for every word, shape ``hidden.shape[:-1] + (|V|,)``."""
-        head = torch.log_softmax(_upcast(self.head_scores(hidden)), dim=-1)
+        (head_w, head_b), *tails = self.clusters()
+        head = torch.log_softmax(_upcast(self.head_scores(hidden, head_w, head_b)), dim=-1)
         parts = [head[..., : self.head_size]]
-        for p in range(1, len(self.boundaries) - 1):
+        for p, (w, b) in enumerate(tails, start=1):
+            # log P(tombstone_p | h) + log softmax of cluster p's own scores (seed 001, sec. 5.3.2).
             tomb = head[..., self.head_size + p - 1 : self.head_size + p]
-            parts.append(tomb + torch.log_softmax(_upcast(self.tail_scores(hidden, p)), dim=-1))
+            parts.append(tomb + torch.log_softmax(_upcast(F.linear(hidden, w, b)), dim=-1))
         return torch.cat(parts, dim=-1)
 
     def nll(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """Per-token -log P(target | h), shape ``target.shape``; target -100 gives 0 (ignored).
 
         The head softmax runs on all N rows in one matmul; tail cluster p's softmax only on the rows
-        whose target lies in it (one matmul per cluster). No (N, |V|) tensor is built.
+        whose target lies in it (one matmul per cluster). No (N, |V|) tensor is built. Forward and
+        backward are fused (:mod:`hf_nlm.heads.fused`); :meth:`nll_reference` is the same loss
+        left to autograd.
         """
+        h = hidden.reshape(-1, hidden.shape[-1])
+        loss = split_softmax_nll(
+            h,
+            self.weight,
+            self.bias,
+            self.tombstone_weight,
+            self.tombstone_bias,
+            target.reshape(-1),
+            self.boundaries,
+        )
+        return loss.view(target.shape)
+
+    def nll_reference(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """:meth:`nll` written with autograd only (readable; slower backward: one |V| x D copy more)."""
         h = hidden.reshape(-1, hidden.shape[-1])
         t = target.reshape(-1)
         cluster = self.cluster_of(t)
+        (head_w, head_b), *tails = self.clusters()
         # Head cross-entropy: a head word is its own column, a tail word its cluster's tombstone.
         head_target = torch.where(cluster == 0, t, self.head_size + cluster - 1)
-        loss = F.cross_entropy(_upcast(self.head_scores(h)), head_target, reduction="none")
-        for p in range(1, len(self.boundaries) - 1):
+        loss = F.cross_entropy(_upcast(self.head_scores(h, head_w, head_b)), head_target, reduction="none")
+        for p, (w, b) in enumerate(tails, start=1):
             rows = torch.nonzero(cluster == p).squeeze(1)
             if rows.numel() == 0:
                 continue
-            tail = _upcast(self.tail_scores(h.index_select(0, rows), p))
+            tail = _upcast(F.linear(h.index_select(0, rows), w, b))
             tail_loss = F.cross_entropy(tail, t.index_select(0, rows) - self.boundaries[p], reduction="none")
             loss = loss.index_add(0, rows, tail_loss.to(loss.dtype))
         return loss.view(target.shape)

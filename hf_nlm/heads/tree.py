@@ -40,6 +40,10 @@ class TreeSoftmaxHead(nn.Module):
             ``max_depth`` (see :meth:`tree_shape`) to build an empty head of the right shapes whose
             tree comes from ``load_state_dict`` / ``from_pretrained``.
         bias: learn a bias b_i per internal node.
+        sparse: give ``nll``'s gradient of ``weight`` as a sparse tensor (as
+            ``nn.Embedding(sparse=True)``): only the O(N log |V|) touched rows, no dense
+            num_nodes x D gradient per step. For optimizers that accept sparse gradients (SGD,
+            SparseAdam, Adagrad), as in Mnih & Hinton's and word2vec's SGD training.
 
     Parameters: ``weight`` (num_nodes x D, the node vectors q_i) and ``bias`` (num_nodes, b_i).
     Persistent buffers (saved in the state dict / safetensors with the model):
@@ -53,6 +57,7 @@ class TreeSoftmaxHead(nn.Module):
         tree: WordTree | None = None,
         bias: bool = True,
         *,
+        sparse: bool = False,
         vocab_size: int | None = None,
         num_nodes: int | None = None,
         max_codes: int | None = None,
@@ -79,6 +84,7 @@ class TreeSoftmaxHead(nn.Module):
             z = torch.zeros(V, C, L, dtype=torch.int64)
             tensors = (z, z.bool(), z.bool())
         self.in_features = in_features
+        self.sparse = sparse
         self.vocab_size = shape["vocab_size"]
         self.num_nodes = shape["num_nodes"]
         self.weight = nn.Parameter(torch.empty(self.num_nodes, in_features))
@@ -126,10 +132,12 @@ class TreeSoftmaxHead(nn.Module):
         t = t.masked_fill(ignore, 0)
         nodes, bits, mask = self.tree_nodes[t], self.tree_bits[t], self.tree_mask[t]  # (N, C, L)
         N, C, L = nodes.shape
-        q = F.embedding(nodes.view(N, C * L), self.weight)  # (N, C*L, D): q_i on the path(s)
+        q = F.embedding(
+            nodes.view(N, C * L), self.weight, sparse=self.sparse
+        )  # (N, C*L, D): q_i on the path(s)
         score = torch.bmm(q, h.unsqueeze(-1)).view(N, C, L)  # h . q_i
         if self.bias is not None:
-            score = score + self.bias[nodes]
+            score = score + self.bias[nodes]  # dense gradient: num_nodes floats, cheap
         score = _upcast(score)
         # log sigmoid(+-(h . q_i + b_i)): + for bit 1, - for bit 0; padded steps contribute 0.
         sign = bits.to(score.dtype) * 2 - 1
