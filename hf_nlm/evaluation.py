@@ -6,7 +6,7 @@ import torch
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
-from .data.lm import build_lm_dataset, collate_blocks
+from .data.lm import build_lm_dataset, collate_blocks, tokenize_corpus
 from .modeling_utils import NLMPreTrainedModel
 
 
@@ -67,20 +67,61 @@ def evaluate_lm(
         ``nll_per_token``, ``bits_per_token``, ``total_nll``, ``num_tokens``, ``num_words`` -- plus
         ``loss`` (= ``nll_per_token``) and ``num_unk`` (targets that are ``<unk>``).
     """
-    if hasattr(dataset, "keys") and not hasattr(dataset, "column_names") or isinstance(dataset, dict):
-        raise TypeError("evaluate_lm takes one split (e.g. dataset['test']), not a DatasetDict")
-    if hasattr(dataset, "column_names"):
-        if text_column not in dataset.column_names:
-            raise KeyError(f"dataset has columns {dataset.column_names}, expected a text column {text_column!r}")
-        texts = dataset[text_column]
-    else:
-        texts = list(dataset)
+    texts = split_texts(dataset, text_column)
     lm_data, stats = build_lm_dataset(texts, tokenizer, block_size, lm_context_size(model))
     loader = DataLoader(lm_data, batch_size=batch_size, shuffle=False, collate_fn=collate_blocks)
     total, count = summed_nll(model, loader, device, desc="evaluate" if show_progress else None)
     if count != stats["num_tokens"]:
         raise RuntimeError(f"evaluated {count} targets but the split has {stats['num_tokens']} tokens")
+    return perplexity_report(total, count, stats["num_words"], stats["num_unk"])
+
+
+def split_texts(dataset, text_column: str = "text") -> list[str]:
+    """The texts of one split: a ``datasets.Dataset`` with ``text_column``, or a list of strings."""
+    if isinstance(dataset, dict) or (hasattr(dataset, "keys") and not hasattr(dataset, "column_names")):
+        raise TypeError("pass one split (e.g. dataset['test']), not a DatasetDict")
+    if hasattr(dataset, "column_names"):
+        if text_column not in dataset.column_names:
+            raise KeyError(f"dataset has columns {dataset.column_names}, expected a text column {text_column!r}")
+        return dataset[text_column]
+    return list(dataset)
+
+
+def perplexity_report(total_nll: float, num_tokens: int, num_words: int, num_unk: int) -> dict[str, float | int]:
+    """The ``perplexity`` metric's output for summed NLL and counts, plus ``loss`` and ``num_unk``:
+    the one result format of every evaluation in the package (neural, n-gram, mixture)."""
     from .metrics import Perplexity  # evaluate is slow to import; only evaluation needs it
 
-    scores = Perplexity().compute(nll=[total], num_tokens=[count], num_words=[stats["num_words"]])
-    return {"loss": scores["nll_per_token"], **scores, "num_unk": stats["num_unk"]}
+    scores = Perplexity().compute(nll=[total_nll], num_tokens=[num_tokens], num_words=[num_words])
+    return {"loss": scores["nll_per_token"], **scores, "num_unk": num_unk}
+
+
+@torch.no_grad()
+def token_log_probs(
+    model, texts, tokenizer, block_size: int = 256, batch_size: int = 32, device=None
+) -> tuple[torch.LongTensor, torch.Tensor, int]:
+    """log p(w_t | context) of every token of a split's stream, in stream order.
+
+    Returns ``(ids, log_probs, num_words)``: the stream (as ``tokenize_corpus`` builds it) and one
+    natural-log probability per token. Mixtures combine these with another model's, token by token.
+    """
+    texts = split_texts(texts)
+    lm_data, _ = build_lm_dataset(texts, tokenizer, block_size, lm_context_size(model))
+    ids, num_words = tokenize_corpus(texts, tokenizer)
+    device = device or next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    out = []
+    try:
+        for batch in DataLoader(lm_data, batch_size=batch_size, shuffle=False, collate_fn=collate_blocks):
+            labels = batch["labels"][:, 1:].to(device)
+            logits = model(input_ids=batch["input_ids"].to(device)).logits[:, :-1]
+            keep = labels != -100
+            logp = torch.log_softmax(logits[keep].float(), dim=-1)
+            out.append(logp.gather(1, labels[keep][:, None]).squeeze(1).cpu())
+    finally:
+        model.train(was_training)
+    log_probs = torch.cat(out)
+    if log_probs.numel() != ids.numel():
+        raise RuntimeError(f"scored {log_probs.numel()} tokens but the stream has {ids.numel()}")
+    return ids, log_probs, num_words

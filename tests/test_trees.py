@@ -60,7 +60,9 @@ def test_random_tree_is_a_seeded_permutation_of_the_balanced_shape():
     a, b, c = random_tree(50, seed=1), random_tree(50, seed=1), random_tree(50, seed=2)
     check_is_proper_tree(a)
     assert a == b and a != c
-    assert sorted(ls[0] for ls in a.code_lengths()) == sorted(ls[0] for ls in balanced_tree(50).code_lengths())
+    assert sorted(ls[0] for ls in a.code_lengths()) == sorted(
+        ls[0] for ls in balanced_tree(50).code_lengths()
+    )
     assert words_under(a, 0, 0) != set(range(25))
 
 
@@ -201,14 +203,24 @@ def test_word_vectors_from_predictions_averages_per_target():
 
 def test_to_tensors_matches_codes_and_round_trips():
     X = ambiguous_vectors()
-    for tree in (balanced_tree(7), huffman_tree([5, 1, 1, 2, 8, 3, 1]), adaptive_tree(X, mode="adaptive", eps=0.3)):
+    for tree in (
+        balanced_tree(7),
+        huffman_tree([5, 1, 1, 2, 8, 3, 1]),
+        adaptive_tree(X, mode="adaptive", eps=0.3),
+    ):
         t = tree.to_tensors()
         V, C, L = t.nodes.shape
         assert (V, C, L) == (tree.vocab_size, tree.max_codes, tree.max_depth)
         assert t.nodes.dtype == torch.int64 and t.bits.dtype == torch.bool and t.mask.dtype == torch.bool
         for w in range(V):
             got = sorted(
-                list(zip(t.nodes[w, c][t.mask[w, c]].tolist(), t.bits[w, c][t.mask[w, c]].long().tolist(), strict=True))
+                list(
+                    zip(
+                        t.nodes[w, c][t.mask[w, c]].tolist(),
+                        t.bits[w, c][t.mask[w, c]].long().tolist(),
+                        strict=True,
+                    )
+                )
                 for c in range(C)
                 if t.mask[w, c].any()
             )

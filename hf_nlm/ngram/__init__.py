@@ -24,6 +24,7 @@ from .base import BackoffLM, NgramLM
 from .counts import NgramCounts, count_ngrams
 from .interpolated import InterpolatedLM
 from .kneser_ney import KneserNeyLM, modified_kn_discounts
+from .mixture import NgramMixtureLogitsProcessor, evaluate_mixture, fit_mixture_weight, mix_log_probs
 
 __all__ = [
     "ArpaLM",
@@ -32,7 +33,11 @@ __all__ = [
     "KneserNeyLM",
     "NgramCounts",
     "NgramLM",
+    "NgramMixtureLogitsProcessor",
     "count_ngrams",
+    "evaluate_mixture",
+    "fit_mixture_weight",
+    "mix_log_probs",
     "modified_kn_discounts",
     "read_arpa",
     "write_arpa",

@@ -103,6 +103,18 @@ class NgramLM:
         """
         return self._log_probs(self._check_contexts(contexts))
 
+    def stream_log_probs(self, ids: npt.ArrayLike, batch_size: int = 1 << 20) -> np.ndarray:
+        """log p(w_t | w_{t-n+1} .. w_{t-1}) of every token of a stream, in order (see :meth:`score_stream`)."""
+        if not self.is_fitted:
+            raise RuntimeError(f"this {type(self).__name__} has not been fitted: call fit(ids) first")
+        ids = as_id_array(ids, self.vocab_size, "the scored stream").reshape(-1)
+        n = self.order
+        stream = np.concatenate([np.full(n - 1, self.bos_id, dtype=np.int64), ids])
+        windows = np.lib.stride_tricks.sliding_window_view(stream, n)  # row t = (w_{t-n+1} .. w_t)
+        return np.concatenate(
+            [self._log_prob(w[:, :-1], w[:, -1]) for w in np.array_split(windows, max(1, -(-ids.size // batch_size)))]
+        )
+
     def score_stream(self, ids: npt.ArrayLike, batch_size: int = 1 << 20) -> tuple[float, int]:
         """Summed NLL (nats) of every token of a stream and the number of tokens scored.
 
@@ -110,17 +122,8 @@ class NgramLM:
         ``bos_id`` tokens (sentence start), and every token of ``ids`` is a target exactly once, so
         ``num_tokens == len(ids)`` and the result is comparable with a neural model's.
         """
-        if not self.is_fitted:
-            raise RuntimeError(f"this {type(self).__name__} has not been fitted: call fit(ids) first")
-        ids = as_id_array(ids, self.vocab_size, "the scored stream").reshape(-1)
-        n = self.order
-        stream = np.concatenate([np.full(n - 1, self.bos_id, dtype=np.int64), ids])
-        windows = np.lib.stride_tricks.sliding_window_view(stream, n)  # row t = (w_{t-n+1} .. w_t)
-        total = 0.0
-        for start in range(0, ids.size, batch_size):
-            block = windows[start : start + batch_size]
-            total += -float(np.sum(self._log_prob(block[:, :-1], block[:, -1])))
-        return total, int(ids.size)
+        log_probs = self.stream_log_probs(ids, batch_size)
+        return -float(log_probs.sum()), int(log_probs.size)
 
     def evaluate(self, dataset, tokenizer, text_column: str = "text") -> dict[str, float | int]:
         """Perplexity on one split of raw text, with the keys and conventions of ``evaluate_lm``.
@@ -134,18 +137,9 @@ class NgramLM:
             ``num_tokens``, ``num_words``, ``nll_per_word``, plus ``loss`` and ``num_unk``.
         """
         from ..data.lm import tokenize_corpus
-        from ..metrics import Perplexity  # evaluate is slow to import; only evaluation needs it
+        from ..evaluation import perplexity_report, split_texts
 
-        if hasattr(dataset, "column_names"):
-            if text_column not in dataset.column_names:
-                raise KeyError(
-                    f"dataset has columns {dataset.column_names}, expected a text column {text_column!r}"
-                )
-            texts = dataset[text_column]
-        elif isinstance(dataset, dict) or hasattr(dataset, "keys"):
-            raise TypeError("evaluate takes one split (e.g. dataset['test']), not a DatasetDict")
-        else:
-            texts = list(dataset)
+        texts = split_texts(dataset, text_column)
         bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
         if bos != self.bos_id:
             raise ValueError(
@@ -154,10 +148,8 @@ class NgramLM:
         ids, num_words = tokenize_corpus(texts, tokenizer)
         ids = ids.numpy()
         total, count = self.score_stream(ids)
-        scores = Perplexity().compute(nll=[total], num_tokens=[count], num_words=[num_words])
         unk = tokenizer.unk_token_id
-        num_unk = int((ids == unk).sum()) if unk is not None else 0
-        return {"loss": scores["nll_per_token"], **scores, "num_unk": num_unk}
+        return perplexity_report(total, count, num_words, int((ids == unk).sum()) if unk is not None else 0)
 
     # -- save / load -------------------------------------------------------------------------
 

@@ -239,6 +239,10 @@ class WordTree:
                         raise ValueError(f"word {w}, code {c}: node id {node} is negative")
                     child = int(code[i + 1][0]) if i + 1 < len(code) else leaf(w)
                     here = f"word {w}, code {c}"
+                    if child < 0 and slot.get((node, bit)) == child:  # this very leaf was claimed before
+                        raise ValueError(
+                            f"word {w} has the same code twice ({where[(node, bit)]} and code {c})"
+                        )
                     old = slot.setdefault((node, bit), child)
                     if old != child:
                         if child < 0 and old < 0:

@@ -1,0 +1,300 @@
+"""Output heads: full, split (tombstones) and tree softmax against independent computations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from hf_nlm.heads import SoftmaxHead, SplitSoftmaxHead, TreeSoftmaxHead
+from hf_nlm.trees import WordTree, adaptive_tree, balanced_tree, huffman_tree, leaf, random_tree
+
+V, D = 30, 5
+
+
+def ambiguous_vectors() -> np.ndarray:
+    """30 word vectors in two overlapping mirror-image clusters; ADAPTIVE(eps) duplicates some words."""
+    A = np.random.default_rng(0).normal(size=(14, 3))
+    A[:, 0] += 2.0
+    return np.concatenate([A, -A, np.zeros((2, 3))])
+
+
+TREES = {
+    "balanced": lambda: balanced_tree(V),
+    "random": lambda: random_tree(V, seed=3),
+    "huffman": lambda: huffman_tree(1.0 / np.arange(1, V + 1)),
+    "adaptive": lambda: adaptive_tree(ambiguous_vectors(), mode="adaptive"),
+    "adaptive_balanced": lambda: adaptive_tree(ambiguous_vectors(), mode="balanced"),
+    "adaptive_eps": lambda: adaptive_tree(ambiguous_vectors(), mode="adaptive", eps=0.3),
+}
+
+HEADS = {
+    "softmax": lambda: SoftmaxHead(D, V),
+    "split1": lambda: SplitSoftmaxHead(D, V, [8]),
+    "split2": lambda: SplitSoftmaxHead(D, V, [5, 17]),
+    "split3": lambda: SplitSoftmaxHead(D, V, [3, 10, 20]),
+    "split2_nobias": lambda: SplitSoftmaxHead(D, V, [5, 17], bias=False),
+    **{f"tree_{k}": (lambda k=k: TreeSoftmaxHead(D, TREES[k]())) for k in TREES},
+    "tree_nobias": lambda: TreeSoftmaxHead(D, balanced_tree(V), bias=False),
+}
+
+
+def make_head(name: str) -> nn.Module:
+    torch.manual_seed(0)
+    head = HEADS[name]().double()
+    with torch.no_grad():  # random biases too, so that they matter in every check
+        for p in head.parameters():
+            p.normal_(0, 0.7)
+    return head
+
+
+def test_adaptive_eps_tree_has_multiple_codes():
+    assert TREES["adaptive_eps"]().max_codes >= 2
+
+
+@pytest.mark.parametrize("name", list(HEADS))
+def test_log_probs_normalised_and_nll_consistent(name):
+    head = make_head(name)
+    torch.manual_seed(1)
+    hidden = torch.randn(3, 47, D, dtype=torch.float64)  # 141 rows: several log_probs chunks for the tree
+    target = torch.randint(0, V, (3, 47))
+    target[0, :V] = torch.arange(V)  # every word at least once
+    lp = head.log_probs(hidden)
+    assert lp.shape == (3, 47, V)
+    torch.testing.assert_close(lp.exp().sum(-1), torch.ones(3, 47, dtype=torch.float64))
+    nll = head.nll(hidden, target)
+    assert nll.shape == target.shape
+    torch.testing.assert_close(nll, -lp.gather(-1, target[..., None]).squeeze(-1))
+    # forward() may return unnormalised scores: its log_softmax must be the exact distribution.
+    torch.testing.assert_close(torch.log_softmax(head(hidden), -1), lp)
+
+
+@pytest.mark.parametrize("name", [n for n in HEADS if n != "softmax"])
+def test_nll_ignores_minus_100(name):
+    # (the model drops -100 labels before the head; split and tree heads also accept them)
+    head = make_head(name)
+    hidden = torch.randn(6, D, dtype=torch.float64, requires_grad=True)
+    target = torch.tensor([1, -100, 7, 25, -100, 12])
+    nll = head.nll(hidden, target)
+    assert nll[1] == 0 and nll[4] == 0
+    nll.sum().backward()
+    assert (hidden.grad[[1, 4]] == 0).all() and (hidden.grad[[0, 2, 3, 5]] != 0).any()
+
+
+class _NLL(nn.Module):
+    def __init__(self, head: nn.Module) -> None:
+        super().__init__()
+        self.head = head
+
+    def forward(self, hidden: torch.Tensor, target: torch.Tensor, log_probs: bool = False) -> torch.Tensor:
+        if log_probs:  # a fixed random projection of the full distribution
+            lp = self.head.log_probs(hidden)
+            return (lp * torch.linspace(-1, 1, lp.shape[-1], dtype=lp.dtype)).sum(-1)
+        return self.head.nll(hidden, target)
+
+
+@pytest.mark.parametrize(
+    "name", ["softmax", "split1", "split3", "split2_nobias", "tree_huffman", "tree_adaptive_eps"]
+)
+@pytest.mark.parametrize("which", ["nll", "log_probs"])
+def test_gradients_match_finite_differences(name, which):
+    head = make_head(name)
+    wrapper = _NLL(head)
+    names = [n for n, _ in wrapper.named_parameters()]
+    params = [p.detach().clone().requires_grad_() for p in wrapper.parameters()]
+    torch.manual_seed(2)
+    hidden = torch.randn(7, D, dtype=torch.float64, requires_grad=True)
+    target = torch.tensor([0, 4, 9, 13, 21, 29, 2])
+
+    def f(h, *ps):
+        return torch.func.functional_call(
+            wrapper, dict(zip(names, ps, strict=True)), (h, target, which == "log_probs")
+        )
+
+    assert torch.autograd.gradcheck(f, (hidden, *params))
+
+
+# ---------------------------------------------------------------- split softmax by hand
+
+
+def split_by_hand(head: SplitSoftmaxHead, h: torch.Tensor) -> torch.Tensor:
+    """Seed 001 sec. 5.3.2 with explicit softmaxes: head over [s_0, s_1) + tombstones, then tails."""
+    W, b = head.weight, head.bias
+    s = [0, *head.cutoffs, V]
+    Y_head = h @ torch.cat([W[: s[1]], head.tombstone_weight]).T + torch.cat([b[: s[1]], head.tombstone_bias])
+    P_head = torch.exp(Y_head) / torch.exp(Y_head).sum(-1, keepdim=True)
+    out = torch.empty(h.shape[0], V, dtype=h.dtype)
+    for w in range(V):
+        if w < s[1]:
+            out[:, w] = P_head[:, w]
+            continue
+        p = max(i for i in range(1, len(s) - 1) if s[i] <= w)  # tail cluster of w: [s_p, s_{p+1})
+        Y_p = h @ W[s[p] : s[p + 1]].T + b[s[p] : s[p + 1]]
+        P_p = torch.exp(Y_p) / torch.exp(Y_p).sum(-1, keepdim=True)
+        out[:, w] = P_head[:, s[1] + p - 1] * P_p[:, w - s[p]]
+    return out
+
+
+@pytest.mark.parametrize("cutoffs", [[8], [5, 17], [3, 10, 20], [1, 2, 29]])
+def test_split_softmax_matches_the_formula(cutoffs):
+    torch.manual_seed(0)
+    head = SplitSoftmaxHead(D, V, cutoffs).double()
+    with torch.no_grad():
+        head.bias.normal_()
+        head.tombstone_bias.normal_()
+    h = torch.randn(9, D, dtype=torch.float64)
+    with torch.no_grad():
+        expected = split_by_hand(head, h)
+        torch.testing.assert_close(head.log_probs(h).exp(), expected)
+        t = torch.randint(0, V, (9,))
+        torch.testing.assert_close(head.nll(h, t), -expected.log().gather(1, t[:, None]).squeeze(1))
+
+
+def test_split_fused_nll_equals_autograd_reference():
+    head = make_head("split3")
+    h = torch.randn(40, D, dtype=torch.float64, requires_grad=True)
+    t = torch.randint(0, V, (40,))
+    t[5] = -100
+    t[t >= 20] = 3  # the last cluster gets no target: its gradient rows must be exactly zero
+    w = torch.randn(40, dtype=torch.float64)
+    grads = []
+    for fn in (head.nll, head.nll_reference):
+        loss = fn(h, t)
+        grads.append((loss, *torch.autograd.grad((loss * w).sum(), [h, *head.parameters()])))
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(a, b)
+    assert (grads[0][2][20:] == 0).all()
+
+
+def test_split_weight_is_tieable_to_an_embedding():
+    emb = nn.Embedding(V, D)
+    head = SplitSoftmaxHead(D, V, [5, 17])
+    head.weight = emb.weight  # what _tied_weights_keys does
+    ids = torch.randint(0, V, (4, 6))
+    head.nll(emb(ids)[:, :-1], ids[:, 1:]).mean().backward()
+    assert emb.weight.grad is not None and emb.weight.grad.shape == (V, D)
+    assert head.weight is emb.weight
+
+
+@pytest.mark.parametrize(
+    ("cutoffs", "message"),
+    [
+        ([5, 5], "strictly increasing, but 5 follows 5"),
+        ([10, 4], "strictly increasing, but 4 follows 10"),
+        ([0, 4], "cutoff 0 is outside"),
+        ([4, V], f"cutoff {V} is outside"),
+        ([-3], "cutoff -3 is outside"),
+    ],
+)
+def test_split_bad_cutoffs(cutoffs, message):
+    with pytest.raises(ValueError, match=message):
+        SplitSoftmaxHead(D, V, cutoffs)
+
+
+# ---------------------------------------------------------------- tree softmax by hand
+
+
+def tree_by_hand(head: TreeSoftmaxHead, tree: WordTree, h: torch.Tensor) -> torch.Tensor:
+    """Mnih & Hinton 2008 eq. 3-4 word by word: sum over codes of prod sigmoid(+-(h.q_i + b_i))."""
+    q, b = head.weight, head.bias
+    out = torch.zeros(h.shape[0], tree.vocab_size, dtype=h.dtype)
+    for w in range(tree.vocab_size):
+        for code in tree.codes(w):
+            p = torch.ones(h.shape[0], dtype=h.dtype)
+            for node, bit in code:
+                x = h @ q[node] + (b[node] if b is not None else 0.0)
+                p = p * (torch.sigmoid(x) if bit == 1 else 1 - torch.sigmoid(x))
+            out[:, w] += p
+    return out
+
+
+@pytest.mark.parametrize("kind", list(TREES))
+def test_tree_softmax_matches_the_formula(kind):
+    tree = TREES[kind]()
+    head = make_head(f"tree_{kind}")
+    assert head.tree() == tree.renumbered_breadth_first() == tree  # the builders number breadth-first
+    h = torch.randn(6, D, dtype=torch.float64)
+    with torch.no_grad():
+        expected = tree_by_hand(head, tree, h)
+        torch.testing.assert_close(head.log_probs(h).exp(), expected)
+        assert math.isclose(float(expected.sum(1).mean()), 1.0, rel_tol=1e-12)
+
+
+def test_tree_head_renumbers_a_depth_unsorted_tree():
+    # Node 1 is deeper than node 2: 0 -> (2, w0), 2 -> (1, w1), 1 -> (w2, w3)
+    tree = WordTree([[2, leaf(0)], [leaf(2), leaf(3)], [1, leaf(1)]], 4)
+    head = TreeSoftmaxHead(3, tree).double()
+    stored = head.tree()
+    assert stored == tree.renumbered_breadth_first() and stored != tree
+    h = torch.randn(5, 3, dtype=torch.float64)
+    with torch.no_grad():
+        torch.testing.assert_close(head.log_probs(h).exp(), tree_by_hand(head, stored, h))
+
+
+def test_tree_log_probs_with_buffers_not_in_depth_order():
+    """Buffers loaded from elsewhere need not be breadth-first; log_probs must still be exact."""
+    tree = huffman_tree(1.0 / np.arange(1, V + 1))
+    head = make_head("tree_huffman")
+    h = torch.randn(4, D, dtype=torch.float64)
+    with torch.no_grad():
+        before = head.log_probs(h)
+        perm = torch.randperm(tree.num_nodes, generator=torch.Generator().manual_seed(0))
+        new_id = torch.empty_like(perm)
+        new_id[perm] = torch.arange(tree.num_nodes)  # old node perm[i] becomes node i
+        head.tree_nodes.copy_(new_id[head.tree_nodes])
+        head.weight.copy_(head.weight[perm])
+        head.bias.copy_(head.bias[perm])
+        assert head._structure()["node_order"] is not None
+        torch.testing.assert_close(head.log_probs(h), before)
+        t = torch.randint(0, V, (4,))
+        torch.testing.assert_close(head.nll(h, t), -before.gather(1, t[:, None]).squeeze(1))
+
+
+def test_tree_sparse_gradient_equals_dense():
+    tree = balanced_tree(V)
+    dense, sparse = TreeSoftmaxHead(D, tree), TreeSoftmaxHead(D, tree, sparse=True)
+    sparse.load_state_dict(dense.state_dict())
+    h, t = torch.randn(8, D), torch.randint(0, V, (8,))
+    for head in (dense, sparse):
+        head.nll(h, t).sum().backward()
+    assert sparse.weight.grad.is_sparse
+    torch.testing.assert_close(sparse.weight.grad.to_dense(), dense.weight.grad)
+    torch.testing.assert_close(sparse.bias.grad, dense.bias.grad)
+    torch.optim.SGD(sparse.parameters(), lr=0.1).step()  # an optimizer that takes sparse gradients
+
+
+def test_tree_state_dict_round_trip_through_safetensors(tmp_path):
+    tree = TREES["adaptive_eps"]()
+    head = make_head("tree_adaptive_eps").float()
+    sd = head.state_dict()
+    assert {"weight", "bias", "tree_nodes", "tree_bits", "tree_mask"} <= set(sd)
+    assert sd["tree_nodes"].dtype == torch.int64 and sd["tree_bits"].dtype == torch.bool
+    save_file(sd, tmp_path / "head.safetensors")
+    # A fresh head knows only the shapes (as a model config would record them), not the tree.
+    fresh = TreeSoftmaxHead(D, **TreeSoftmaxHead.tree_shape(tree))
+    with pytest.raises(ValueError, match="holds no tree yet"):
+        fresh.log_probs(torch.randn(1, D))
+    fresh.load_state_dict(load_file(tmp_path / "head.safetensors"))
+    assert fresh.tree() == head.tree()
+    h = torch.randn(5, D)
+    torch.testing.assert_close(fresh.log_probs(h), head.log_probs(h), rtol=0, atol=0)
+    torch.testing.assert_close(fresh.nll(h, torch.arange(5)), head.nll(h, torch.arange(5)), rtol=0, atol=0)
+
+
+def test_tree_head_needs_a_tree_or_its_shape():
+    with pytest.raises(ValueError, match=r"missing \['num_nodes', 'max_depth'\]"):
+        TreeSoftmaxHead(D, vocab_size=V, max_codes=1)
+
+
+def test_tree_training_touches_only_the_target_paths():
+    tree = balanced_tree(V)
+    head = TreeSoftmaxHead(D, tree)
+    head.nll(torch.randn(1, D), torch.tensor([7])).sum().backward()
+    on_path = {n for n, _ in tree.codes(7)[0]}
+    touched = set(torch.nonzero(head.weight.grad.abs().sum(1)).flatten().tolist())
+    assert touched == on_path
+    assert len(on_path) in (tree.max_depth, tree.max_depth - 1)
