@@ -221,5 +221,5 @@ def test_fused_softmax_nll_matches_autograd_cross_entropy():
     torch.testing.assert_close(fused, reference)
     grads = torch.autograd.grad(fused.sum(), (hidden, head.weight, head.bias))
     ref_grads = torch.autograd.grad(reference.sum(), (hidden, head.weight, head.bias))
-    for g, r in zip(grads, ref_grads):
+    for g, r in zip(grads, ref_grads, strict=True):
         torch.testing.assert_close(g, r)
