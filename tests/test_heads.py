@@ -298,3 +298,40 @@ def test_tree_training_touches_only_the_target_paths():
     touched = set(torch.nonzero(head.weight.grad.abs().sum(1)).flatten().tolist())
     assert touched == on_path
     assert len(on_path) in (tree.max_depth, tree.max_depth - 1)
+
+
+def test_tree_head_survives_save_pretrained_from_pretrained(tmp_path):
+    """The tree lives in the checkpoint (persistent buffers); the config only records its shape."""
+    from transformers import PretrainedConfig, PreTrainedModel
+
+    class TinyConfig(PretrainedConfig):
+        model_type = "hf_nlm_test_tree_head"
+
+        def __init__(self, vocab_size=V, num_nodes=1, max_codes=1, max_depth=1, **kwargs):
+            self.num_nodes, self.max_codes, self.max_depth = num_nodes, max_codes, max_depth
+            super().__init__(vocab_size=vocab_size, **kwargs)
+
+    class Tiny(PreTrainedModel):
+        config_class = TinyConfig
+
+        def __init__(self, config):
+            super().__init__(config)
+            self.emb = nn.Embedding(config.vocab_size, D)
+            shape = {k: getattr(config, k) for k in ("vocab_size", "num_nodes", "max_codes", "max_depth")}
+            self.lm_head = TreeSoftmaxHead(D, **shape)
+            self.post_init()
+
+        def _init_weights(self, module):
+            pass
+
+        def forward(self, ids):
+            return self.lm_head.log_probs(self.emb(ids))
+
+    tree = TREES["adaptive_eps"]()
+    model = Tiny(TinyConfig(**TreeSoftmaxHead.tree_shape(tree)))
+    model.lm_head.load_state_dict(TreeSoftmaxHead(D, tree).state_dict())
+    ids = torch.arange(V)[None]
+    model.save_pretrained(tmp_path)
+    loaded = Tiny.from_pretrained(tmp_path)
+    assert loaded.lm_head.tree() == tree
+    torch.testing.assert_close(loaded(ids), model(ids), rtol=0, atol=0)

@@ -284,6 +284,15 @@ def test_early_stopping_keeps_best_weights(toy_tokenizer, tmp_path):
     assert not torch.equal(weights(tmp_path)["lm_head.weight"], weights(checkpoints[-1])["lm_head.weight"])
 
 
+def test_time_budget_starts_no_epoch_that_would_overrun(toy_data, toy_tokenizer, tmp_path):
+    # Any budget shorter than two epochs: the first epoch always runs, the second would end too late.
+    config = tiny_config(tmp_path, num_epochs=5, max_time_s=1e-3)
+    results = train_lm(tiny_model(toy_tokenizer), toy_tokenizer, toy_data, config)
+    assert results["stop_reason"] == "max_time" and results["epochs_completed"] == 1
+    generous = tiny_config(tmp_path / "generous", num_epochs=2, max_time_s=3600)
+    assert train_lm(tiny_model(toy_tokenizer), toy_tokenizer, toy_data, generous)["stop_reason"] == "num_epochs"
+
+
 def test_non_finite_loss_raises_and_checkpoints(toy_data, toy_tokenizer, tmp_path):
     model = tiny_model(toy_tokenizer)
     FailAt(model, at=5, mode="nan")

@@ -41,6 +41,9 @@ class TrainingConfig:
     # Length of training.
     num_epochs: int = _f(10, "maximum number of passes over the training split")
     max_steps: int | None = _f(None, "stop after this many optimizer updates in total (across epochs); None = no limit")
+    max_time_s: float | None = _f(
+        None, "time budget: start no further epoch that would end after this many seconds of the run; None = no limit"
+    )
 
     # Optimiser.
     optimizer: str = _f("sgd", "sgd | adam | adamw", choices=OPTIMIZERS)

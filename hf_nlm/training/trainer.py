@@ -462,6 +462,13 @@ class LMTrainer:
             plot_curves(self.log_path, self.output_dir / "curves.png")
             self._last_plot = time.perf_counter()
 
+    def _out_of_time(self) -> bool:
+        """Would another epoch, as long as the last one, end past ``max_time_s``? (Never before the first.)"""
+        budget = self.config.max_time_s
+        if budget is None or not self._epoch_seconds:
+            return False
+        return self._elapsed() + self._epoch_seconds[-1] > budget
+
     def _patience_exhausted(self) -> bool:
         patience = self.config.early_stopping_patience
         return patience is not None and self.state.epochs_without_improvement >= patience
@@ -479,6 +486,7 @@ class LMTrainer:
         self._elapsed_at_start = self.state.elapsed_s
         self._run_start = time.perf_counter()
         self._last_plot = self._run_start
+        self._epoch_seconds: list[float] = []
 
         st = self.state
         try:
@@ -490,6 +498,10 @@ class LMTrainer:
                     if config.max_steps is not None and st.global_step >= config.max_steps:
                         st.stop_reason = "max_steps"
                         break
+                    if self._out_of_time():
+                        st.stop_reason = "max_time"
+                        break
+                    epoch_started = time.perf_counter()
                     completed = self.train_epoch(interrupt)
                     if not completed:  # max_steps in the middle of an epoch
                         st.stop_reason = "max_steps"
@@ -497,6 +509,7 @@ class LMTrainer:
                             self.save_checkpoint()
                         break
                     self._end_epoch()
+                    self._epoch_seconds.append(time.perf_counter() - epoch_started)
                 else:
                     st.stop_reason = "num_epochs"
         except BaseException:

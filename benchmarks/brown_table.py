@@ -1,0 +1,218 @@
+"""Bengio et al. (2003), Table 1 on the Brown corpus, reproduced side by side with the paper.
+
+Rows, each trained and evaluated by this library on the paper's split (first 800,000 words train, next
+200,000 validation, the rest test):
+
+* MLP1, MLP3, MLP5, MLP7, MLP9: NPLMs with the paper's (n, h, m, direct) settings, trained with the
+  paper's recipe: plain SGD, learning rate eps_t = eps_0 / (1 + r t), weight decay 1e-4 on the weights,
+  early stopping on validation perplexity;
+* MLP10: MLP9 interpolated with the deleted-interpolation trigram, weight 0.5 (the paper's "mix");
+* the n-gram rows: interpolated (Jelinek-Mercer) trigram, Kneser-Ney 3-, 4-, 5-gram.
+
+Vocabulary: ``--vocab paper`` (default) keeps words seen at least 4 times in the whole corpus, the rule
+that gives the paper's |V| = 16,383 on its copy (16,691 ids here, with <unk> and <eos>); ``--vocab
+train`` counts the training split only. Every token is predicted, sentence ends (<eos>) and <unk>
+included, as in ``hf_nlm.evaluation.evaluate_lm``, so our perplexities are not on exactly the paper's
+footing: the paper's are the reference points, not targets to hit digit for digit.
+
+Learning rate: the paper updates after every example with eps_0 = 1e-3. We average the loss over
+batches of B targets, so eps_0 = 1e-3 x B gives the same step per example (``--lr-per-example``).
+
+Prints one JSON line per row on stdout (progress on stderr) and writes ``brown_table.md`` and
+``brown_table.json`` into ``--output-dir``. ``--quick`` trains on a slice of the data for a minute or two.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+from datasets import Dataset, DatasetDict
+
+import hf_nlm
+from hf_nlm.data import load_brown
+from hf_nlm.ngram import InterpolatedLM, KneserNeyLM, evaluate_mixture
+from hf_nlm.tokenization import train_word_level_tokenizer, word_counts
+from hf_nlm.training import TrainingConfig, train_lm
+
+BENCHMARK = "brown_table"
+
+# name: (n, h, m, direct connections, paper test perplexity). Bengio et al. 2003, Table 1.
+MLP_ROWS = {
+    "MLP1": (5, 50, 60, True, 268),
+    "MLP3": (5, 0, 60, True, 310),
+    "MLP5": (5, 50, 30, True, 279),
+    "MLP7": (3, 50, 30, True, 293),
+    "MLP9": (5, 100, 30, False, 276),
+}
+MIX_ROWS = {"MLP10": ("MLP9", 252)}  # MLP9 + interpolated trigram, weight 0.5
+NGRAM_ROWS = {"Del. Int. (trigram)": ("interpolated", 3, 336), "Kneser-Ney 3-gram": ("kn", 3, 323),
+              "Kneser-Ney 4-gram": ("kn", 4, 321), "Kneser-Ney 5-gram": ("kn", 5, 321)}
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def emit(row: dict) -> None:
+    print(json.dumps({"benchmark": BENCHMARK, **row}), flush=True)
+
+
+def paper_vocabulary(corpus: DatasetDict, min_frequency: int = 4):
+    """Words seen >= min_frequency times in the whole corpus (all splits), as the paper's |V| suggests."""
+    all_text = [t for split in corpus.values() for t in split["text"]]
+    return train_word_level_tokenizer(all_text, min_frequency=min_frequency)
+
+
+def quick_slice(corpus: DatasetDict, train_lines: int, eval_lines: int) -> DatasetDict:
+    return DatasetDict({
+        "train": Dataset.from_dict({"text": corpus["train"]["text"][:train_lines]}),
+        "validation": Dataset.from_dict({"text": corpus["validation"]["text"][:eval_lines]}),
+        "test": Dataset.from_dict({"text": corpus["test"]["text"][:eval_lines]}),
+    })
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a slice of the data, one short epoch: minutes")
+    parser.add_argument("--vocab", choices=["paper", "train"], default="paper")
+    parser.add_argument("--rows", nargs="+", default=[*MLP_ROWS, *MIX_ROWS, *NGRAM_ROWS], help="rows to run")
+    parser.add_argument("--epochs", type=int, default=20, help="maximum epochs per MLP (early stopping decides)")
+    parser.add_argument("--time-budget", type=float, default=900.0,
+                        help="seconds per MLP row: no epoch is started that would end after it")
+    parser.add_argument("--batch-size", type=int, default=16, help="blocks per update")
+    parser.add_argument("--block-size", type=int, default=64, help="targets per block")
+    parser.add_argument("--lr-per-example", type=float, default=1e-3, help="the paper's eps_0")
+    parser.add_argument("--lr-decay", type=float, default=1e-8, help="the paper's r")
+    parser.add_argument("--weight-decay", type=float, default=1e-4)
+    parser.add_argument("--mix-weight", type=float, default=0.5)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--output-dir", default="benchmarks/results")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    out = Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    suffix = "_quick" if args.quick else ""
+
+    corpus = load_brown()
+    if args.quick:
+        corpus = quick_slice(corpus, train_lines=2500, eval_lines=800)
+        args.epochs, args.time_budget = 1, min(args.time_budget, 60.0)
+    tokenizer = paper_vocabulary(corpus) if args.vocab == "paper" else train_word_level_tokenizer(
+        corpus["train"]["text"], min_frequency=4)
+    train_words = sum(word_counts(corpus["train"]["text"]).values())
+    log(f"brown: {train_words:,} training words, |V| = {len(tokenizer):,} ({args.vocab} vocabulary)")
+    common = {"vocab_size": len(tokenizer), "vocab": args.vocab, "quick": args.quick, "threads": torch.get_num_threads()}
+
+    rows: list[dict] = []
+    models: dict[str, torch.nn.Module] = {}
+    tokens_per_update = args.batch_size * args.block_size
+    for name, (n, h, m, direct, paper) in MLP_ROWS.items():
+        needed_for_mix = any(base == name and mix in args.rows for mix, (base, _) in MIX_ROWS.items())
+        if name not in args.rows and not needed_for_mix:
+            continue
+        torch.manual_seed(0)
+        config = hf_nlm.NPLMConfig(
+            vocab_size=len(tokenizer), context_size=n - 1, embedding_size=m, hidden_size=h, direct_connections=direct,
+            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        )
+        model = hf_nlm.NPLMForCausalLM(config)
+        training = TrainingConfig(
+            output_dir=str(out / f"runs{suffix}" / name), overwrite_output_dir=True,
+            num_epochs=args.epochs, max_time_s=args.time_budget,
+            batch_size=args.batch_size, block_size=args.block_size, optimizer="sgd",
+            learning_rate=args.lr_per_example * tokens_per_update, lr_scheduler="bengio", lr_decay=args.lr_decay,
+            weight_decay=args.weight_decay, early_stopping_patience=1, logging_steps=100, save_total_limit=1,
+        )
+        log(f"{name}: n={n} h={h} m={m} direct={direct}, {model.num_parameters():,} parameters")
+        start = time.perf_counter()
+        results = train_lm(model, tokenizer, corpus, training, dataset_name="brown")
+        seconds = time.perf_counter() - start
+        models[name] = model
+        row = {
+            "case": name, "value": results["test"]["perplexity"], "unit": "ppl", "better": "lower",
+            "valid_ppl": results["validation"]["perplexity"], "paper_test_ppl": paper,
+            "n": n, "h": h, "m": m, "direct": direct, "mix": False,
+            "num_parameters": model.num_parameters(), "train_time_s": round(seconds, 1),
+            "epochs": results["epochs_completed"], "stop_reason": results["stop_reason"], **common,
+        }
+        rows.append(row)
+        emit(row)
+
+    ngrams: dict[str, object] = {}
+    for name, (kind, order, paper) in NGRAM_ROWS.items():
+        needed_for_mix = kind == "interpolated" and any(mix in args.rows for mix in MIX_ROWS)
+        if name not in args.rows and not needed_for_mix:
+            continue
+        start = time.perf_counter()
+        if kind == "kn":
+            lm = KneserNeyLM.from_texts(corpus["train"]["text"], tokenizer, order=order)
+        else:
+            lm = InterpolatedLM.from_texts(corpus["train"]["text"], tokenizer, order=order,
+                                           valid_texts=corpus["validation"]["text"])
+        seconds = time.perf_counter() - start
+        ngrams[name] = lm
+        if name not in args.rows:
+            continue
+        valid, test = lm.evaluate(corpus["validation"], tokenizer), lm.evaluate(corpus["test"], tokenizer)
+        row = {"case": name, "value": test["perplexity"], "unit": "ppl", "better": "lower",
+               "valid_ppl": valid["perplexity"], "paper_test_ppl": paper, "order": order,
+               "train_time_s": round(seconds, 1), **common}
+        rows.append(row)
+        emit(row)
+
+    for name, (base, paper) in MIX_ROWS.items():
+        if name not in args.rows:
+            continue
+        trigram = ngrams["Del. Int. (trigram)"]
+        r_valid = evaluate_mixture(models[base], trigram, corpus["validation"], tokenizer, weight=args.mix_weight)
+        r_test = evaluate_mixture(models[base], trigram, corpus["test"], tokenizer, weight=args.mix_weight)
+        base_row = next(r for r in rows if r["case"] == base)
+        row = {"case": name, "value": r_test["perplexity"], "unit": "ppl", "better": "lower",
+               "valid_ppl": r_valid["perplexity"], "paper_test_ppl": paper, "mix": True, "mix_weight": args.mix_weight,
+               **{k: base_row[k] for k in ("n", "h", "m", "direct", "num_parameters", "train_time_s", "epochs")},
+               **common}
+        rows.append(row)
+        emit(row)
+
+    by_case = {r["case"]: r for r in rows}
+    kn5 = by_case.get("Kneser-Ney 5-gram")
+    if kn5:
+        for case, target, paper_ratio in [("MLP1", 1.0, 268 / 321), ("MLP10", 0.85, 252 / 321)]:
+            if case in by_case:
+                emit({"case": f"{case}_vs_kn5", "value": by_case[case]["value"] / kn5["value"], "unit": "x",
+                      "better": "lower", "target": target, "paper_ratio": round(paper_ratio, 3), **common})
+
+    write_table(rows, out / f"brown_table{suffix}.md", args)
+    (out / f"brown_table{suffix}.json").write_text(json.dumps(rows, indent=1))
+    return rows
+
+
+def write_table(rows: list[dict], path: Path, args) -> None:
+    lines = [
+        f"Brown corpus, Bengio et al.'s split, {args.vocab} vocabulary (|V| = {rows[0]['vocab_size']:,} ids)"
+        + (" -- QUICK MODE: a slice of the data, one short epoch" if args.quick else "") + ".",
+        "",
+        "| model | n | h | m | direct | mix | params | epochs | train time | valid ppl | test ppl | paper test ppl |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        def cell(key, fmt="{}"):
+            return fmt.format(r[key]) if key in r else ""
+        lines.append(
+            f"| {r['case']} | {cell('n') or cell('order')} | {cell('h')} | {cell('m')} | "
+            f"{'yes' if r.get('direct') else ('no' if 'direct' in r else '')} | "
+            f"{'yes' if r.get('mix') else ('no' if 'mix' in r else '')} | {cell('num_parameters', '{:,}')} | "
+            f"{cell('epochs')} | {r['train_time_s']:.0f} s | {r['valid_ppl']:.1f} | {r['value']:.1f} | {r['paper_test_ppl']} |"
+        )
+    path.write_text("\n".join(lines) + "\n")
+    log(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
