@@ -36,7 +36,7 @@ from torch.utils.data import DataLoader, Subset
 from tqdm.auto import tqdm
 
 from ..data.lm import IGNORE_INDEX, build_lm_dataset, collate_blocks
-from ..evaluation import evaluate_lm, lm_context_size, summed_nll
+from ..evaluation import evaluate_lm, lm_context_size, split_texts, summed_nll
 from ..model_card import write_model_card
 from ..modeling_utils import check_checkpoint_model_type
 from .checkpoint import (
@@ -164,10 +164,10 @@ class LMTrainer:
             raise ValueError(f"datasets needs a 'train' split, got {list(datasets)}")
         self.datasets = datasets
         context = lm_context_size(model)
-        self.train_data, self.train_stats = build_lm_dataset(_texts(datasets["train"]), tokenizer, config.block_size, context)
+        self.train_data, self.train_stats = build_lm_dataset(split_texts(datasets["train"]), tokenizer, config.block_size, context)
         self.val_data = None
         if "validation" in datasets:
-            self.val_data, _ = build_lm_dataset(_texts(datasets["validation"]), tokenizer, config.block_size, context)
+            self.val_data, _ = build_lm_dataset(split_texts(datasets["validation"]), tokenizer, config.block_size, context)
         # Targets per block (the model predicts labels[:, 1:]); summed per global batch on the CPU so
         # each process knows its share of the batch's targets without communicating.
         self.targets_per_block = (self.train_data.blocks["labels"][:, 1:] != IGNORE_INDEX).sum(1)
@@ -589,14 +589,6 @@ def make_accelerator(config: TrainingConfig) -> Accelerator:
     several = int(os.environ.get("WORLD_SIZE", "1")) > 1
     cpu = config.cpu or (several and not torch.cuda.is_available())
     return Accelerator(cpu=cpu, mixed_precision=config.mixed_precision)
-
-
-def _texts(split) -> list[str]:
-    if hasattr(split, "column_names"):
-        if "text" not in split.column_names:
-            raise KeyError(f"a split has columns {split.column_names}; expected a 'text' column")
-        return split["text"]
-    return list(split)
 
 
 def train_lm(
