@@ -21,6 +21,16 @@ from hf_nlm.trees import (
 from hf_nlm.trees.adaptive import _em_responsibilities
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    # Tiny tensors gain nothing from threads, and on a busy 2-core machine the thread pool's barriers
+    # make every small op wait for a descheduled thread (tests ran 5x slower under load).
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def words_under(tree: WordTree, node: int, bit: int) -> set[int]:
     """Words with a code passing through branch (node, bit), from the per-word codes."""
     return {w for w in range(tree.vocab_size) for code in tree.codes(w) if (node, bit) in code}

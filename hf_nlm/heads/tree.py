@@ -132,9 +132,8 @@ class TreeSoftmaxHead(nn.Module):
         t = t.masked_fill(ignore, 0)
         nodes, bits, mask = self.tree_nodes[t], self.tree_bits[t], self.tree_mask[t]  # (N, C, L)
         N, C, L = nodes.shape
-        q = F.embedding(
-            nodes.view(N, C * L), self.weight, sparse=self.sparse
-        )  # (N, C*L, D): q_i on the path(s)
+        # (N, C*L, D): the vectors q_i of the nodes on the target's path(s), one gather.
+        q = F.embedding(nodes.view(N, C * L), self.weight, sparse=self.sparse)
         score = torch.bmm(q, h.unsqueeze(-1)).view(N, C, L)  # h . q_i
         if self.bias is not None:
             score = score + self.bias[nodes]  # dense gradient: num_nodes floats, cheap
