@@ -8,7 +8,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-torch.set_num_threads(min(2, torch.get_num_threads()))
+# Test models are tiny: one thread is fastest, and on a busy 2-core machine two OpenMP threads
+# spin-wait for each other on every small op.
+torch.set_num_threads(1)
 
 
 @pytest.fixture

@@ -26,22 +26,25 @@ class SoftmaxNLL(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, hidden, weight, bias, target):
+        # Target -100 (ignored) gives a loss of 0 and no gradient, as in cross_entropy.
+        valid = target != -100
+        target = target.masked_fill(~valid, 0)
         logits = upcast(F.linear(hidden, weight, bias))
         lse = torch.logsumexp(logits, dim=-1)
-        nll = lse - logits.gather(1, target[:, None]).squeeze(1)
-        ctx.save_for_backward(hidden, weight, logits, lse, target)
+        nll = (lse - logits.gather(1, target[:, None]).squeeze(1)).masked_fill(~valid, 0.0)
+        ctx.save_for_backward(hidden, weight, logits, lse, target, valid)
         ctx.has_bias = bias is not None
         return nll
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_nll):
-        hidden, weight, logits, lse, target = ctx.saved_tensors
+        hidden, weight, logits, lse, target, valid = ctx.saved_tensors
         # softmax(y), then everything else in that one buffer (the saved logits stay intact, so a
         # retained graph can be differentiated again).
         grad = torch.sub(logits, lse[:, None]).exp_()
         grad.scatter_add_(1, target[:, None], torch.full_like(lse[:, None], -1.0))
-        grad.mul_(grad_nll[:, None].to(grad.dtype))
+        grad.mul_((grad_nll * valid)[:, None].to(grad.dtype))
         grad = grad.to(weight.dtype)
         grad_hidden = grad @ weight if ctx.needs_input_grad[0] else None
         grad_weight = grad.t() @ hidden if ctx.needs_input_grad[1] else None
