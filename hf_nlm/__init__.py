@@ -7,13 +7,27 @@ Importing the package registers every model with the transformers Auto classes, 
 
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
-from .models import NPLMConfig, NPLMForCausalLM, NPLMModel
+from .models import (
+    HLBLConfig,
+    HLBLForCausalLM,
+    HLBLModel,
+    LBLConfig,
+    LBLForCausalLM,
+    LBLModel,
+    NPLMConfig,
+    NPLMForCausalLM,
+    NPLMModel,
+)
 
 __version__ = "0.1.0.dev0"
 
 
 def _register() -> None:
-    for config_class, base_class, lm_class in [(NPLMConfig, NPLMModel, NPLMForCausalLM)]:
+    for config_class, base_class, lm_class in [
+        (NPLMConfig, NPLMModel, NPLMForCausalLM),
+        (LBLConfig, LBLModel, LBLForCausalLM),
+        (HLBLConfig, HLBLModel, HLBLForCausalLM),
+    ]:
         AutoConfig.register(config_class.model_type, config_class, exist_ok=True)
         AutoModel.register(config_class, base_class, exist_ok=True)
         AutoModelForCausalLM.register(config_class, lm_class, exist_ok=True)
@@ -21,4 +35,15 @@ def _register() -> None:
 
 _register()
 
-__all__ = ["NPLMConfig", "NPLMForCausalLM", "NPLMModel", "__version__"]
+__all__ = [
+    "HLBLConfig",
+    "HLBLForCausalLM",
+    "HLBLModel",
+    "LBLConfig",
+    "LBLForCausalLM",
+    "LBLModel",
+    "NPLMConfig",
+    "NPLMForCausalLM",
+    "NPLMModel",
+    "__version__",
+]

@@ -2,6 +2,9 @@
 
     hf-nlm train --corpus brown --output-dir runs/mlp1 --context-size 4 --hidden-size 50 --embedding-size 60
     hf-nlm train --train-file train.txt --validation-file valid.txt --test-file test.txt --output-dir runs/toy
+    hf-nlm train --corpus brown --model lbl --embedding-size 100 --output-dir runs/lbl
+    hf-nlm train --corpus brown --model hlbl --tree huffman --output-dir runs/hlbl-huffman
+    hf-nlm build-tree --corpus brown --tree-mode adaptive --eps 0.25 --output-dir runs/hlbl-adaptive
     hf-nlm evaluate runs/mlp1 --corpus brown --split test
     hf-nlm generate runs/mlp1 "the president said" --num-beams 5 --max-new-tokens 20
     hf-nlm download brown ptb sotu
@@ -26,7 +29,10 @@ from .training.config import TrainingConfig
 NAMED_CORPORA = ("brown", "ptb", "sotu")
 FILE_CORPORA = ("text", "csv")
 TOKENIZERS = ("word", "bpe", "wordpiece")
-MODELS = ("nplm",)
+MODELS = ("nplm", "lbl", "hlbl")
+HEAD_CHOICES = ("softmax", "split", "tree")
+TREE_CHOICES = ("random", "balanced", "huffman")
+TREE_MODES = ("adaptive", "balanced")
 
 
 # ----------------------------------------------------------------------------- arguments
@@ -67,19 +73,36 @@ def add_tokenizer_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--lowercase", action="store_true", help="lowercase the text before tokenizing")
 
 
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("model (NPLM: Bengio et al. 2003; defaults are the paper's MLP1)")
-    group.add_argument("--model", choices=MODELS, default="nplm", help="model architecture (default: nplm)")
-    group.add_argument("--context-size", type=int, default=4, help="n - 1, previous tokens seen (default: 4)")
-    group.add_argument("--embedding-size", type=int, default=60, help="m, word feature size (default: 60)")
-    group.add_argument("--hidden-size", type=int, default=50, help="h, tanh hidden units; 0 = none (default: 50)")
-    group.add_argument("--no-direct", dest="direct_connections", action="store_false",
-                       help="drop the direct connections W x from the word features to the output")
+def add_model_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...] = MODELS) -> None:
+    group = parser.add_argument_group(
+        "model (NPLM: Bengio et al. 2003, defaults are the paper's MLP1; LBL / HLBL: Mnih & Hinton 2007 / 2008)"
+    )
+    group.add_argument("--model", choices=models, default=models[0], help=f"model architecture (default: {models[0]})")
+    group.add_argument("--context-size", type=int, default=None, help="n - 1, previous tokens seen (default: 4 NPLM, 5 LBL)")
+    group.add_argument("--embedding-size", type=int, default=None,
+                       help="word feature size: the NPLM's m (default 60), the LBL's D (default 100)")
+    if "nplm" in models:
+        group.add_argument("--hidden-size", type=int, default=None,
+                           help="NPLM only: h, tanh hidden units; 0 = none (default: 50)")
+        group.add_argument("--no-direct", dest="direct_connections", action="store_false",
+                           help="NPLM only: drop the direct connections W x from the word features to the output")
+    group.add_argument("--diagonal-context", action="store_true",
+                       help="LBL / HLBL only: diagonal position matrices C_i (cost linear in D)")
     group.add_argument("--initializer-range", type=float, default=0.1,
                        help="half-width of the uniform weight initialisation (default: 0.1)")
+    if "nplm" in models or "lbl" in models:
+        group.add_argument("--head", choices=HEAD_CHOICES, default=None,
+                           help="output layer: softmax, split (needs --cutoffs) or tree (default: softmax; tree for hlbl)")
+        group.add_argument("--cutoffs", type=int, nargs="+", default=None, metavar="S",
+                           help="split softmax cluster boundaries s_1 < s_2 < ... inside (0, |V|) (word ids are by frequency)")
+        group.add_argument("--tree", choices=TREE_CHOICES, default=None,
+                           help="tree head: random (default), balanced or huffman (by training-set frequency)")
+        group.add_argument("--tree-file", default=None, metavar="JSON",
+                           help="tree head: a word tree saved with WordTree.save (e.g. a build-tree run's word_tree.json)")
+    group.add_argument("--tree-seed", type=int, default=0, help="seed of the random tree (default: 0)")
 
 
-def add_training_arguments(parser: argparse.ArgumentParser) -> None:
+def add_training_arguments(parser: argparse.ArgumentParser, resume: bool = True) -> None:
     """One flag per :class:`TrainingConfig` field (``--learning-rate`` for ``learning_rate``), plus ``--resume``."""
     group = parser.add_argument_group("training (TrainingConfig)")
     for f in dataclasses.fields(TrainingConfig):
@@ -97,6 +120,8 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
             convert = _optional(base) if "None" in kind else base
             group.add_argument(flag, type=convert, default=f.default, choices=f.metadata.get("choices"),
                                help=f"{help_text} (default: {f.default})")
+    if not resume:
+        return
     group.add_argument("--resume", nargs="?", const="latest", default=None, metavar="CHECKPOINT",
                        help="resume from CHECKPOINT (a checkpoint folder, or a run's output dir); without a value "
                             "the newest checkpoint in --output-dir")
@@ -108,6 +133,24 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     add_tokenizer_arguments(parser)
     add_model_arguments(parser)
     add_training_arguments(parser)
+    return parser
+
+
+def add_build_tree_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Every argument of ``hf-nlm build-tree`` (also used by ``examples/train_hlbl.py``)."""
+    add_data_arguments(parser)
+    add_tokenizer_arguments(parser)
+    add_model_arguments(parser, models=("hlbl",))
+    group = parser.add_argument_group("word tree (Mnih & Hinton 2008, sec. 4)")
+    group.add_argument("--tree-mode", choices=TREE_MODES, default="adaptive",
+                       help="split rule of the EM tree: adaptive (more responsible component) or balanced "
+                            "(sorted by responsibility, cut in half) (default: adaptive)")
+    group.add_argument("--eps", type=float, default=0.0,
+                       help="adaptive only: words whose responsibility is within eps of 1/2 go down both "
+                            "branches (several codes); in [0, 0.5) (default: 0)")
+    group.add_argument("--first-stage-epochs", type=int, default=None,
+                       help="epochs of the random-tree model of step 1 (default: --num-epochs)")
+    add_training_arguments(parser, resume=False)
     return parser
 
 
@@ -168,28 +211,103 @@ def build_tokenizer(args: argparse.Namespace, train_texts):
     return train(train_texts, vocab_size=args.vocab_size, min_frequency=args.min_frequency, lowercase=args.lowercase)
 
 
-def build_model(args: argparse.Namespace, tokenizer):
-    """A freshly initialised model (seeded with ``--seed``) sized for ``tokenizer``."""
-    import torch
+def _head(args: argparse.Namespace) -> str:
+    head = getattr(args, "head", None)
+    if args.model == "hlbl":
+        if head not in (None, "tree"):
+            raise ValueError(f"--model hlbl always has a tree head (got --head {head}); use --model lbl for {head}")
+        return "tree"
+    return head or "softmax"
 
-    from .models import NPLMConfig, NPLMForCausalLM
+
+def build_config(args: argparse.Namespace, tokenizer):
+    """The model configuration the arguments describe, sized for ``tokenizer`` (no tree shape yet)."""
+    from .models import HLBLConfig, LBLConfig, NPLMConfig
 
     eos = tokenizer.eos_token_id
     bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else eos
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
-    config = NPLMConfig(
+    head = _head(args)
+    common = dict(
         vocab_size=len(tokenizer),
-        context_size=args.context_size,
-        embedding_size=args.embedding_size,
-        hidden_size=args.hidden_size,
-        direct_connections=args.direct_connections,
         initializer_range=args.initializer_range,
+        head=head,
+        cutoffs=getattr(args, "cutoffs", None),
         bos_token_id=bos,
         eos_token_id=eos,
         pad_token_id=pad,
     )
+    if args.model == "nplm":
+        if args.diagonal_context:
+            raise ValueError("--diagonal-context applies to --model lbl / hlbl only")
+        return NPLMConfig(
+            context_size=4 if args.context_size is None else args.context_size,
+            embedding_size=60 if args.embedding_size is None else args.embedding_size,
+            hidden_size=50 if args.hidden_size is None else args.hidden_size,
+            direct_connections=args.direct_connections,
+            **common,
+        )
+    if getattr(args, "hidden_size", None) is not None:
+        raise ValueError(f"--hidden-size is the NPLM's tanh layer; the {args.model.upper()}'s feature size D is --embedding-size")
+    if not getattr(args, "direct_connections", True):
+        raise ValueError("--no-direct applies to --model nplm only")
+    config_class = HLBLConfig if args.model == "hlbl" else LBLConfig
+    return config_class(
+        context_size=5 if args.context_size is None else args.context_size,
+        hidden_size=100 if args.embedding_size is None else args.embedding_size,
+        diagonal_context=args.diagonal_context,
+        tie_word_embeddings=head != "tree",  # one feature table R for context and next word (softmax / split)
+        **common,
+    )
+
+
+def build_tree(args: argparse.Namespace, tokenizer, train_texts=None):
+    """The word tree of a tree head: ``--tree-file``, or a random / balanced / Huffman tree over the vocabulary."""
+    from .trees import WordTree, balanced_tree, huffman_tree, random_tree
+
+    kind, path, V = getattr(args, "tree", None), getattr(args, "tree_file", None), len(tokenizer)
+    if kind is not None and path is not None:
+        raise ValueError("give --tree or --tree-file, not both")
+    if path is not None:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"no such file: {path}")
+        tree = WordTree.load(path)
+        if tree.vocab_size != V:
+            raise ValueError(f"{path}: the tree covers {tree.vocab_size} words but the vocabulary has {V}")
+        return tree
+    kind = kind or "random"
+    if kind == "random":
+        return random_tree(V, seed=args.tree_seed)
+    if kind == "balanced":
+        return balanced_tree(V)
+    if train_texts is None:
+        raise ValueError("--tree huffman needs the training texts to count word frequencies")
+    import torch
+
+    from .data.lm import tokenize_corpus
+
+    ids, _ = tokenize_corpus(list(train_texts), tokenizer)
+    return huffman_tree(torch.bincount(ids, minlength=V).numpy())
+
+
+def build_model(args: argparse.Namespace, tokenizer, train_texts=None):
+    """A freshly initialised model (seeded with ``--seed``) sized for ``tokenizer``.
+
+    ``train_texts`` are only read for a Huffman tree (word frequencies).
+    """
+    import torch
+
+    from .models import HLBLForCausalLM, LBLForCausalLM, NPLMForCausalLM
+
+    config = build_config(args, tokenizer)
+    tree = None
+    if config.head == "tree":
+        tree = build_tree(args, tokenizer, train_texts)
+    elif getattr(args, "tree", None) is not None or getattr(args, "tree_file", None) is not None:
+        raise ValueError(f"--tree / --tree-file need a tree head (--head tree or --model hlbl), not --head {config.head}")
+    model_class = {"nplm": NPLMForCausalLM, "lbl": LBLForCausalLM, "hlbl": HLBLForCausalLM}[args.model]
     torch.manual_seed(args.seed)  # the same initial weights on every process and every rerun
-    return NPLMForCausalLM(config)
+    return model_class(config, tree=tree)
 
 
 def training_config(args: argparse.Namespace, resume_from_checkpoint: str | None = None) -> TrainingConfig:
@@ -227,7 +345,7 @@ def prepare_training(args: argparse.Namespace):
         model = AutoModelForCausalLM.from_pretrained(checkpoint)
     else:
         tokenizer = build_tokenizer(args, datasets["train"]["text"])
-        model = build_model(args, tokenizer)
+        model = build_model(args, tokenizer, datasets["train"]["text"])
     return datasets, tokenizer, model, config
 
 
@@ -310,6 +428,35 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_build_tree(args: argparse.Namespace) -> int:
+    """Mnih & Hinton's recipe: HLBL on a random tree -> data-built tree -> fresh HLBL on it."""
+    from .models.hlbl.recipe import train_with_data_tree
+
+    if not 0.0 <= args.eps < 0.5:
+        _fail(args.parser, f"--eps must lie in [0, 0.5), got {args.eps}")
+    if args.eps > 0 and args.tree_mode != "adaptive":
+        _fail(args.parser, f"--eps applies to --tree-mode adaptive, not {args.tree_mode}")
+    if args.first_stage_epochs is not None and args.first_stage_epochs < 1:
+        _fail(args.parser, f"--first-stage-epochs must be >= 1, got {args.first_stage_epochs}")
+    try:
+        config = training_config(args)
+        datasets = load_corpus(args)
+        if "train" not in datasets:
+            raise ValueError("the corpus has no train split (give --train-file)")
+        tokenizer = build_tokenizer(args, datasets["train"]["text"])
+        model_config = build_config(args, tokenizer)
+        results = train_with_data_tree(
+            model_config, tokenizer, datasets, config, mode=args.tree_mode, eps=args.eps,
+            first_stage_epochs=args.first_stage_epochs, tree_seed=args.tree_seed, dataset_name=corpus_name(args),
+        )
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        _fail(args.parser, str(err))
+    keep = ("validation", "test", "best_val_ppl", "stop_reason", "elapsed_s")
+    summary = {stage: {k: results[stage][k] for k in keep if k in results[stage]} for stage in ("random_tree", "data_tree")}
+    print(json.dumps({**summary, "tree": results["tree"], "output_dir": config.output_dir}))
+    return 0
+
+
 def cmd_download(argv: list[str]) -> int:
     from .data.download import main as download_main
 
@@ -318,10 +465,19 @@ def cmd_download(argv: list[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hf-nlm", description="Classic neural language models on Hugging Face.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{train,evaluate,generate,download}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{train,build-tree,evaluate,generate,download}")
 
     train = add_train_arguments(sub.add_parser("train", help="train a language model", description="Train a language model."))
     train.set_defaults(func=cmd_train, parser=train)
+
+    build_tree_parser = add_build_tree_arguments(sub.add_parser(
+        "build-tree", help="HLBL with a data-built word tree (Mnih & Hinton 2008): train, build the tree, retrain",
+        description="Mnih & Hinton's (2008) recipe: train an HLBL on a random tree, represent each word by its "
+                    "average predicted vector, build a tree by recursive EM (--tree-mode, --eps), train a fresh "
+                    "HLBL on it. Output: OUTPUT_DIR (final model), OUTPUT_DIR/random_tree (step 1), "
+                    "OUTPUT_DIR/word_tree.json.",
+    ))
+    build_tree_parser.set_defaults(func=cmd_build_tree, parser=build_tree_parser)
 
     evaluate = sub.add_parser("evaluate", help="perplexity of a saved model on a corpus split (JSON)")
     evaluate.add_argument("model_dir", help="a saved model folder (e.g. a training run's --output-dir)")

@@ -8,10 +8,22 @@ Every head offers the same three things (see docs in DESIGN.md, "body x head"):
 * ``nll(hidden, target)``: the per-token negative log-likelihood used for training; heads that can
   avoid building a ``|V|``-wide tensor (tree, split softmax) do so here.
 * ``log_probs(hidden)``: exact full-vocabulary log-probabilities, for evaluation.
+
+A model chooses its head with its config's ``head`` field; :func:`build_head` builds it.
 """
 
+from .factory import HEADS, build_head, check_head_config, init_head, tree_config_fields
 from .softmax import SoftmaxHead
 from .split import SplitSoftmaxHead
 from .tree import TreeSoftmaxHead
 
-__all__ = ["SoftmaxHead", "SplitSoftmaxHead", "TreeSoftmaxHead"]
+__all__ = [
+    "HEADS",
+    "SoftmaxHead",
+    "SplitSoftmaxHead",
+    "TreeSoftmaxHead",
+    "build_head",
+    "check_head_config",
+    "init_head",
+    "tree_config_fields",
+]

@@ -15,9 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-
-def _upcast(x: torch.Tensor) -> torch.Tensor:
-    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+from .softmax import upcast
 
 
 class SplitSoftmaxNLL(torch.autograd.Function):
@@ -34,7 +32,7 @@ class SplitSoftmaxNLL(torch.autograd.Function):
         # Head: the s_1 head words and the m-1 tombstones in one matmul (Y_head, seed 001 sec. 5.3.2).
         head_w = torch.cat([weight[:s1], tomb_weight])
         head_b = None if bias is None else torch.cat([bias[:s1], tomb_bias])
-        head_lp = torch.log_softmax(_upcast(F.linear(hidden, head_w, head_b)), dim=-1)
+        head_lp = torch.log_softmax(upcast(F.linear(hidden, head_w, head_b)), dim=-1)
         head_t = torch.where(cluster == 0, t, s1 + cluster - 1)
         loss = -head_lp.gather(1, head_t[:, None]).squeeze(1)
         tails = []
@@ -46,7 +44,7 @@ class SplitSoftmaxNLL(torch.autograd.Function):
             lo, hi = boundaries[p], boundaries[p + 1]
             h_p = hidden.index_select(0, rows)
             lp = torch.log_softmax(
-                _upcast(F.linear(h_p, weight[lo:hi], None if bias is None else bias[lo:hi])), -1
+                upcast(F.linear(h_p, weight[lo:hi], None if bias is None else bias[lo:hi])), -1
             )
             t_p = t.index_select(0, rows) - lo
             loss.index_add_(0, rows, -lp.gather(1, t_p[:, None]).squeeze(1))

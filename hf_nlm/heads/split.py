@@ -28,11 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .fused import split_softmax_nll
-
-
-def _upcast(x: torch.Tensor) -> torch.Tensor:
-    # Softmax statistics in at least float32 (bf16/fp16 logits lose the tail), float64 stays float64.
-    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+from .softmax import upcast
 
 
 class SplitSoftmaxHead(nn.Module):
@@ -120,12 +116,12 @@ class SplitSoftmaxHead(nn.Module):
     def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
         """log P(w | h) for every word, shape ``hidden.shape[:-1] + (|V|,)``."""
         (head_w, head_b), *tails = self.clusters()
-        head = torch.log_softmax(_upcast(self.head_scores(hidden, head_w, head_b)), dim=-1)
+        head = torch.log_softmax(upcast(self.head_scores(hidden, head_w, head_b)), dim=-1)
         parts = [head[..., : self.head_size]]
         for p, (w, b) in enumerate(tails, start=1):
             # log P(tombstone_p | h) + log softmax of cluster p's own scores (seed 001, sec. 5.3.2).
             tomb = head[..., self.head_size + p - 1 : self.head_size + p]
-            parts.append(tomb + torch.log_softmax(_upcast(F.linear(hidden, w, b)), dim=-1))
+            parts.append(tomb + torch.log_softmax(upcast(F.linear(hidden, w, b)), dim=-1))
         return torch.cat(parts, dim=-1)
 
     def nll(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -156,12 +152,12 @@ class SplitSoftmaxHead(nn.Module):
         (head_w, head_b), *tails = self.clusters()
         # Head cross-entropy: a head word is its own column, a tail word its cluster's tombstone.
         head_target = torch.where(cluster == 0, t, self.head_size + cluster - 1)
-        loss = F.cross_entropy(_upcast(self.head_scores(h, head_w, head_b)), head_target, reduction="none")
+        loss = F.cross_entropy(upcast(self.head_scores(h, head_w, head_b)), head_target, reduction="none")
         for p, (w, b) in enumerate(tails, start=1):
             rows = torch.nonzero(cluster == p).squeeze(1)
             if rows.numel() == 0:
                 continue
-            tail = _upcast(F.linear(h.index_select(0, rows), w, b))
+            tail = upcast(F.linear(h.index_select(0, rows), w, b))
             tail_loss = F.cross_entropy(tail, t.index_select(0, rows) - self.boundaries[p], reduction="none")
             loss = loss.index_add(0, rows, tail_loss.to(loss.dtype))
         return loss.view(target.shape)

@@ -24,11 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..trees import WordTree
-
-
-def _upcast(x: torch.Tensor) -> torch.Tensor:
-    # Sigmoid products in at least float32; float64 (gradcheck) stays float64.
-    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+from .softmax import upcast
 
 
 class TreeSoftmaxHead(nn.Module):
@@ -137,7 +133,7 @@ class TreeSoftmaxHead(nn.Module):
         score = torch.bmm(q, h.unsqueeze(-1)).view(N, C, L)  # h . q_i
         if self.bias is not None:
             score = score + self.bias[nodes]  # dense gradient: num_nodes floats, cheap
-        score = _upcast(score)
+        score = upcast(score)
         # log sigmoid(+-(h . q_i + b_i)): + for bit 1, - for bit 0; padded steps contribute 0.
         sign = bits.to(score.dtype) * 2 - 1
         log_p = (F.logsigmoid(sign * score) * mask).sum(-1)  # (N, C): log prob of each code
@@ -185,7 +181,7 @@ class TreeSoftmaxHead(nn.Module):
         n, M = h.shape[0], self.num_nodes
         # Node-major layout (M, n): one tree level is a contiguous block of rows.
         score = weight @ h.t() if bias is None else torch.addmm(bias[:, None], weight, h.t())
-        score = _upcast(score)
+        score = upcast(score)
         log_sig = F.logsigmoid(score)  # log P(bit 1 | node); log P(bit 0 | node) = log_sig - score
         edge = score.new_empty(M, 2, n)  # log-prob of reaching each (node, bit) edge
         reach = score.new_zeros(1, n)  # the root is reached with probability 1

@@ -1,5 +1,17 @@
 """One folder per architecture, transformers-style (configuration_x.py + modeling_x.py)."""
 
+from .hlbl import HLBLConfig, HLBLForCausalLM, HLBLModel
+from .lbl import LBLConfig, LBLForCausalLM, LBLModel
 from .nplm import NPLMConfig, NPLMForCausalLM, NPLMModel
 
-__all__ = ["NPLMConfig", "NPLMForCausalLM", "NPLMModel"]
+__all__ = [
+    "HLBLConfig",
+    "HLBLForCausalLM",
+    "HLBLModel",
+    "LBLConfig",
+    "LBLForCausalLM",
+    "LBLModel",
+    "NPLMConfig",
+    "NPLMForCausalLM",
+    "NPLMModel",
+]

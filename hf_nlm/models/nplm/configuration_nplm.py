@@ -5,6 +5,8 @@ from __future__ import annotations
 from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
 
+from ...heads.factory import check_head_config
+
 
 @strict
 class NPLMConfig(PreTrainedConfig):
@@ -28,6 +30,16 @@ class NPLMConfig(PreTrainedConfig):
             Whether the output also sees the word features directly (the paper's W x term); `False` sets W = 0.
         initializer_range (`float`, defaults to 0.1):
             Half-width of the uniform initialisation of C, H and the output layer's weights (biases start at 0).
+        head (`str`, defaults to `"softmax"`):
+            The output layer: `"softmax"` (the paper's), `"split"` (split softmax with tombstones over a
+            frequency-sorted vocabulary, needs `cutoffs`) or `"tree"` (binary tree softmax: Morin & Bengio's
+            hierarchical NPLM, AISTATS 2005). See `hf_nlm.heads`.
+        cutoffs (`list[int]`, *optional*):
+            With `head="split"`: the cluster boundaries [s_1, ..., s_(m-1)], strictly increasing inside (0, |V|).
+        tree_num_nodes, tree_max_codes, tree_max_depth (`int`, *optional*):
+            With `head="tree"`: the word tree's shape (`hf_nlm.heads.tree_config_fields(tree)`), so that
+            `from_pretrained` can rebuild the head before loading the tree saved with the weights. Leave them
+            unset when building a fresh model with `NPLMForCausalLM(config, tree=tree)`, which fills them.
         tie_word_embeddings (`bool`, defaults to `False`):
             Always `False`: the NPLM's output matrix [U W] does not have the shape of C.
         use_cache (`bool`, defaults to `False`):
@@ -49,6 +61,11 @@ class NPLMConfig(PreTrainedConfig):
     hidden_size: int = 50
     direct_connections: bool = True
     initializer_range: float = 0.1
+    head: str = "softmax"
+    cutoffs: list[int] | None = None
+    tree_num_nodes: int | None = None
+    tree_max_codes: int | None = None
+    tree_max_depth: int | None = None
     tie_word_embeddings: bool = False
     use_cache: bool = False
     bos_token_id: int | None = 1
@@ -71,6 +88,7 @@ class NPLMConfig(PreTrainedConfig):
             )
         if self.tie_word_embeddings:
             raise ValueError("NPLMConfig.tie_word_embeddings must be False: [U W] is not shaped like C")
+        check_head_config(self, "NPLMConfig")
         super().__post_init__(**kwargs)
 
     @property

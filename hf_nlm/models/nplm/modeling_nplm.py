@@ -13,6 +13,11 @@ We write the output as one affine map of z = [tanh(d + H x); x]:  y = b + [U W] 
 This is the same function (the output weight is the block matrix [U W]) and it lets any output head
 of ``hf_nlm.heads`` replace the softmax, as the paper suggests; with ``hidden_size = 0`` z = x
 (the paper's MLP3), with ``direct_connections=False`` z = tanh(d + H x) (W = 0).
+
+``config.head`` picks the output layer: ``"softmax"`` (the paper's), ``"split"`` (split softmax), or
+``"tree"``: the hierarchical NPLM of F. Morin, Y. Bengio, "Hierarchical Probabilistic Neural Network
+Language Model", AISTATS 2005, where P(w | context) = prod_i sigmoid(+-(z . q_i + b_i)) along w's path
+in a binary word tree (build it with ``NPLMForCausalLM(config, tree=tree)``).
 """
 
 from __future__ import annotations
@@ -20,10 +25,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 from transformers import GenerationMixin
+from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutput, CausalLMOutputWithPast
 
-from ...heads import SoftmaxHead
-from ...modeling_utils import NLMPreTrainedModel, shifted_targets
+from ...heads import SoftmaxHead, SplitSoftmaxHead, TreeSoftmaxHead, init_head
+from ...modeling_utils import NLMPreTrainedModel
+from ...trees import WordTree
+from ..window import WindowCausalLMMixin, context_window
 from .configuration_nplm import NPLMConfig
 
 
@@ -34,17 +42,16 @@ class NPLMPreTrainedModel(NLMPreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
+        # Uniform(+-r) weights, zero biases (transformers.initialization skips tensors loaded from a checkpoint).
         r = self.config.initializer_range
         if isinstance(module, nn.Embedding):
-            nn.init.uniform_(module.weight, -r, r)
+            init.uniform_(module.weight, -r, r)
         elif isinstance(module, nn.Linear):
-            nn.init.uniform_(module.weight, -r, r)
+            init.uniform_(module.weight, -r, r)
             if module.bias is not None:
-                nn.init.zeros_(module.bias)
-        elif isinstance(module, SoftmaxHead):
-            nn.init.uniform_(module.weight, -r, r)
-            if module.bias is not None:
-                nn.init.zeros_(module.bias)
+                init.zeros_(module.bias)
+        elif isinstance(module, (SoftmaxHead, SplitSoftmaxHead, TreeSoftmaxHead)):
+            init_head(module, r, init=init)
 
 
 class NPLMModel(NPLMPreTrainedModel):
@@ -70,23 +77,7 @@ class NPLMModel(NPLMPreTrainedModel):
         Position t sees w_t, w_{t-1}, ..., w_{t-n+2} and predicts w_{t+1}. Before the start of the
         input, and where ``attention_mask`` is 0 (left padding), the context holds ``bos_token_id``.
         """
-        n_1 = self.config.context_size
-        if attention_mask is not None:
-            input_ids = input_ids.masked_fill(attention_mask.to(input_ids.device) == 0, self._fill_id())
-        if n_1 > 1:
-            fill = input_ids.new_full((input_ids.shape[0], n_1 - 1), self._fill_id())
-            input_ids = torch.cat([fill, input_ids], dim=1)
-        # (B, T, n-1), oldest -> newest, then flipped to the paper's order (w_{t-1} first).
-        return input_ids.unfold(1, n_1, 1).flip(-1)
-
-    def _fill_id(self) -> int:
-        if self.config.bos_token_id is None:
-            raise ValueError(
-                f"this NPLM looks at {self.config.context_size} previous tokens but the input is shorter (or padded) "
-                "and config.bos_token_id is None, so there is nothing to fill the missing context with; "
-                "set config.bos_token_id or give at least context_size tokens"
-            )
-        return self.config.bos_token_id
+        return context_window(input_ids, attention_mask, self.config.context_size, self.config.bos_token_id, "NPLM")
 
     def forward(
         self,
@@ -106,27 +97,30 @@ class NPLMModel(NPLMPreTrainedModel):
         return BaseModelOutput(last_hidden_state=z)
 
 
-class NPLMForCausalLM(NPLMPreTrainedModel, GenerationMixin):
-    """NPLM body + output head (full softmax b + [U W] z by default).
+class NPLMForCausalLM(WindowCausalLMMixin, NPLMPreTrainedModel, GenerationMixin):
+    """NPLM body + output head (full softmax b + [U W] z by default; ``config.head`` picks another).
 
     ``forward(input_ids, labels=input_ids)`` returns the mean NLL of every labelled next token
     (labels are shifted inside; -100 is ignored). In training mode with labels, the |V|-wide
     ``logits`` are not materialised (``logits=None``): the head computes the loss directly.
+
+    Args:
+        config: the :class:`NPLMConfig`.
+        tree: with ``config.head == "tree"``, the word tree of the head (a
+            :class:`~hf_nlm.trees.WordTree`; its shape is written into the config). Not needed when the
+            config already records a tree shape (``from_pretrained`` then loads the saved tree).
     """
 
-    def __init__(self, config: NPLMConfig) -> None:
+    def __init__(self, config: NPLMConfig, tree: WordTree | None = None) -> None:
         super().__init__(config)
         self.model = NPLMModel(config)
-        # The output layer: lm_head.weight is [U W] (|V| x (h + (n-1) m)), lm_head.bias is b.
-        self.lm_head = SoftmaxHead(config.output_input_size, config.vocab_size)
+        # The output layer: lm_head.weight is [U W] (|V| x (h + (n-1) m)), lm_head.bias is b
+        # (for a tree head: the node vectors q_i and biases b_i).
+        self.lm_head = self._build_head(config.output_input_size, tree=tree)
         self.post_init()
 
     def get_output_embeddings(self):
         return None  # [U W] is not an embedding matrix: nothing to tie or resize with C
-
-    @classmethod
-    def _supports_default_dynamic_cache(cls) -> bool:
-        return False  # no key/value cache: each step re-reads the last n - 1 tokens
 
     def forward(
         self,
@@ -138,29 +132,7 @@ class NPLMForCausalLM(NPLMPreTrainedModel, GenerationMixin):
         **kwargs,
     ) -> CausalLMOutputWithPast:
         z = self.model(input_ids, attention_mask=attention_mask).last_hidden_state
-
-        loss = None
-        if labels is not None:
-            z_sel, targets = shifted_targets(z, labels)
-            if targets.numel() == 0:
-                raise ValueError("labels hold no target: every label after the shift is -100")
-            loss = self.lm_head.nll(z_sel, targets).mean()
-
-        logits = None
-        if labels is None or not self.training:
-            # generate() asks only for the last position(s): never score positions it will not read.
-            z_out = z[:, -logits_to_keep:] if logits_to_keep else z
-            logits = self.lm_head(z_out)
-
-        return CausalLMOutputWithPast(loss=loss, logits=logits)
-
-    def prepare_inputs_for_generation(self, input_ids, attention_mask=None, **kwargs):
-        # The model is a function of the last n - 1 tokens only; the rest of the prefix is dead weight.
-        n_1 = self.config.context_size
-        input_ids = input_ids[:, -n_1:]
-        if attention_mask is not None:
-            attention_mask = attention_mask[:, -n_1:]
-        return {"input_ids": input_ids, "attention_mask": attention_mask, "logits_to_keep": 1}
+        return self.lm_output(z, labels, logits_to_keep)
 
 
 __all__ = ["NPLMForCausalLM", "NPLMModel", "NPLMPreTrainedModel"]

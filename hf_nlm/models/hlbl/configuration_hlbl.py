@@ -1,0 +1,36 @@
+"""Configuration of Mnih & Hinton's hierarchical log-bilinear language model (HLBL)."""
+
+from __future__ import annotations
+
+from huggingface_hub.dataclasses import strict
+
+from ..lbl.configuration_lbl import LBLConfig
+
+
+@strict
+class HLBLConfig(LBLConfig):
+    r"""
+    Configuration for [`HLBLForCausalLM`]: the LBL body with a binary tree softmax, from A. Mnih, G. Hinton,
+    "A Scalable Hierarchical Distributed Language Model", NIPS 2008.
+
+    The fields are those of [`LBLConfig`], with `head="tree"` (required) and `tie_word_embeddings=False`
+    (the node vectors q_i are not word vectors). The tree itself is saved with the weights; the config records
+    its shape (`tree_num_nodes`, `tree_max_codes`, `tree_max_depth`), filled in when the model is built with
+    `HLBLForCausalLM(config, tree=tree)`.
+    """
+
+    model_type = "hlbl"
+
+    head: str = "tree"
+    tie_word_embeddings: bool = False
+
+    def __post_init__(self, **kwargs):
+        if self.head != "tree":
+            raise ValueError(
+                f"HLBLConfig.head must be 'tree' (the HLBL is the LBL with a tree softmax), got {self.head!r}; "
+                "for a softmax or split head use LBLConfig"
+            )
+        super().__post_init__(**kwargs)
+
+
+__all__ = ["HLBLConfig"]

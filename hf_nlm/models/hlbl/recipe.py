@@ -1,0 +1,200 @@
+"""Mnih & Hinton's (2008) recipe for a data-built word tree, as library calls.
+
+A. Mnih, G. Hinton, "A Scalable Hierarchical Distributed Language Model", NIPS 2008, sec. 4:
+
+1. train an HLBL with a random tree;
+2. represent each word by the average of the predicted vectors r_hat over the contexts in which
+   it occurs (:func:`word_vectors_from_model`);
+3. build a tree by recursive two-component spherical-Gaussian EM on those vectors, with BALANCED,
+   ADAPTIVE or ADAPTIVE(eps) splits (:func:`hf_nlm.trees.adaptive_tree`);
+4. train a fresh HLBL on the new tree.
+
+:func:`train_with_data_tree` runs all four steps through :func:`hf_nlm.training.train_lm`; the
+``hf-nlm build-tree`` command and ``examples/train_hlbl.py`` call it. Steps 2-3 work for any
+tree-headed fixed-window model (HLBL, or Morin & Bengio's hierarchical NPLM): the vectors are the
+body's output, i.e. what the tree head reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from ...data.lm import build_lm_dataset
+from ...evaluation import split_texts
+from ...heads.factory import TREE_FIELDS
+from ...modeling_utils import shifted_targets
+from ...trees import WordTree, adaptive_tree, random_tree
+from .configuration_hlbl import HLBLConfig
+from .modeling_hlbl import HLBLForCausalLM
+
+TREE_MODES = ("adaptive", "balanced")
+
+
+@torch.no_grad()
+def word_vectors_from_model(
+    model,
+    texts: Sequence[str],
+    tokenizer,
+    block_size: int = 256,
+    batch_size: int = 32,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """Each word's average predicted vector r_hat over the contexts it occurs in (step 2), shape (|V|, D).
+
+    Streams ``texts`` through the model's body in blocks, so memory stays O(|V| D) however long the
+    corpus is. The same result as :func:`hf_nlm.trees.word_vectors_from_predictions` on all (r_hat,
+    next word) pairs at once; a word that never occurs gets the mean of all predicted vectors.
+    """
+    dataset, _ = build_lm_dataset(list(texts), tokenizer, block_size, model.config.context_size)
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    V = model.config.vocab_size
+    sums = counts = total = None
+    n_total = 0
+    try:
+        for start in range(0, len(dataset), batch_size):
+            batch = dataset.__getitems__(list(range(start, min(start + batch_size, len(dataset)))))
+            ids, labels = batch["input_ids"].to(device), batch["labels"].to(device)
+            r_hat = model.model(ids).last_hidden_state
+            hidden, targets = shifted_targets(r_hat, labels)
+            hidden = hidden.double()
+            if sums is None:
+                sums = hidden.new_zeros(V, hidden.shape[1])
+                counts = hidden.new_zeros(V)
+                total = hidden.new_zeros(hidden.shape[1])
+            sums.index_add_(0, targets, hidden)
+            counts += torch.bincount(targets, minlength=V).to(counts.dtype)
+            total += hidden.sum(0)
+            n_total += hidden.shape[0]
+    finally:
+        model.train(was_training)
+    if sums is None or n_total == 0:
+        raise ValueError("the texts hold no token to compute word vectors from")
+    mean_all = total / n_total
+    return torch.where(counts[:, None] > 0, sums / counts.clamp_min(1)[:, None], mean_all).cpu()
+
+
+def build_data_tree(
+    model,
+    texts: Sequence[str],
+    tokenizer,
+    mode: str = "adaptive",
+    eps: float = 0.0,
+    block_size: int = 256,
+    batch_size: int = 32,
+    seed: int = 0,
+    max_codes: int = 8,
+) -> WordTree:
+    """Steps 2-3: the word tree Mnih & Hinton build from a trained model's predicted vectors.
+
+    ``mode``: ``"balanced"`` or ``"adaptive"``; ``eps`` > 0 (adaptive only) lets words whose
+    responsibilities are within eps of 1/2 go down both branches (several codes).
+    """
+    if mode not in TREE_MODES:
+        raise ValueError(f"tree mode must be one of {', '.join(TREE_MODES)}, got {mode!r}")
+    vectors = word_vectors_from_model(model, texts, tokenizer, block_size=block_size, batch_size=batch_size)
+    return adaptive_tree(vectors, mode=mode, eps=eps, seed=seed, max_codes=max_codes)
+
+
+def config_for_tree(config, tree: WordTree):
+    """A copy of ``config`` whose tree shape fields describe ``tree`` (for a fresh model on it)."""
+    values = config.to_dict()
+    for name in TREE_FIELDS:
+        values[name] = None
+    return type(config).from_dict(values)
+
+
+def tree_summary(tree: WordTree) -> dict:
+    """Sizes of a tree, for logs and results."""
+    lengths = [length for word in tree.code_lengths() for length in word]
+    return {
+        "vocab_size": tree.vocab_size,
+        "num_nodes": tree.num_nodes,
+        "max_depth": tree.max_depth,
+        "max_codes": tree.max_codes,
+        "words_with_several_codes": int((tree.num_codes() > 1).sum()),
+        "mean_code_length": sum(lengths) / len(lengths),
+    }
+
+
+def train_with_data_tree(
+    config: HLBLConfig,
+    tokenizer,
+    datasets,
+    training,
+    mode: str = "adaptive",
+    eps: float = 0.0,
+    first_stage_epochs: int | None = None,
+    tree_seed: int = 0,
+    dataset_name: str | None = None,
+) -> dict:
+    """Mnih & Hinton's whole recipe (steps 1-4); returns both runs' results and the tree's summary.
+
+    Writes into ``training.output_dir``:
+
+    * ``random_tree/``: the run of step 1 (an HLBL on ``random_tree(|V|, tree_seed)``, trained with
+      ``training``, for ``first_stage_epochs`` epochs if given);
+    * ``word_tree.json``: the data-built tree (:meth:`hf_nlm.trees.WordTree.save`);
+    * the final model of step 4 (a fresh HLBL on that tree, same settings), with the usual files of
+      :func:`hf_nlm.training.train_lm` (``config.json``, ``model.safetensors``, ``results.json``, ...).
+
+    Args:
+        config: the HLBL's configuration (its tree fields are filled from each tree).
+        tokenizer, datasets: as for ``train_lm`` (``datasets`` has ``train``, ideally ``validation``/``test``).
+        training: a :class:`hf_nlm.training.TrainingConfig`; its ``seed`` also seeds both models' initial weights.
+        mode, eps: the tree of step 3 (``"adaptive"`` / ``"balanced"``; ``eps`` for ADAPTIVE(eps)).
+    """
+    from ...training import train_lm
+
+    if mode not in TREE_MODES:
+        raise ValueError(f"tree mode must be one of {', '.join(TREE_MODES)}, got {mode!r}")
+    if not 0.0 <= eps < 0.5:
+        raise ValueError(f"eps must lie in [0, 0.5), got {eps}")
+    if eps > 0 and mode != "adaptive":
+        raise ValueError(f"eps={eps} (words down both branches) needs the adaptive tree mode, not {mode!r}")
+    out = Path(training.output_dir)
+    V = config.vocab_size
+
+    # 1. An HLBL on a random tree.
+    first = random_tree(V, seed=tree_seed)
+    torch.manual_seed(training.seed)
+    model = HLBLForCausalLM(config_for_tree(config, first), tree=first)
+    stage1 = dataclasses.replace(training, output_dir=os.fspath(out / "random_tree"))
+    if first_stage_epochs is not None:
+        stage1 = dataclasses.replace(stage1, num_epochs=first_stage_epochs)
+    first_results = train_lm(model, tokenizer, datasets, stage1, dataset_name=dataset_name)
+
+    # 2-3. Word vectors = average predicted r_hat; recursive EM tree.
+    tree = build_data_tree(
+        model, split_texts(datasets["train"]), tokenizer, mode=mode, eps=eps,
+        block_size=training.block_size, batch_size=training.eval_batch_size, seed=tree_seed,
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    tree.save(out / "word_tree.json")
+
+    # 4. A fresh HLBL on the data-built tree.
+    torch.manual_seed(training.seed)
+    final = HLBLForCausalLM(config_for_tree(config, tree), tree=tree)
+    final_results = train_lm(final, tokenizer, datasets, training, dataset_name=dataset_name)
+    return {
+        "random_tree": first_results,
+        "data_tree": final_results,
+        "tree": {"mode": mode, "eps": eps, **tree_summary(tree)},
+        "model": final,
+    }
+
+
+__all__ = [
+    "TREE_MODES",
+    "build_data_tree",
+    "config_for_tree",
+    "train_with_data_tree",
+    "tree_summary",
+    "word_vectors_from_model",
+]

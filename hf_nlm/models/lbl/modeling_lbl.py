@@ -1,0 +1,137 @@
+"""Mnih & Hinton's log-bilinear language model (LBL) as a transformers causal LM.
+
+A. Mnih, G. Hinton, "Three New Graphical Models for Statistical Language Modelling", ICML 2007
+(sec. 3.3, the log-bilinear model); A. Mnih, G. Hinton, "A Scalable Hierarchical Distributed
+Language Model", NIPS 2008 (sec. 2, eq. 1-2).
+
+Every word w has a real-valued feature vector r_w, a row of the |V| x D table R. For the n - 1
+previous words w_{t-1}, ..., w_{t-n+1} the model *predicts* the feature vector of the next word by
+a linear combination of the context words' feature vectors,
+
+    r_hat = sum_{i=1}^{n-1} C_i r_{w_{t-i}}                              (eq. 1 of the 2008 paper)
+
+with one D x D matrix C_i per context position (``diagonal_context=True``: diagonal C_i, stored as
+vectors c_i, r_hat = sum_i c_i * r_{w_{t-i}}, linear in D). The next word's distribution scores each
+word by how well its feature vector matches the prediction:
+
+    P(w_t = w | context) = exp(r_hat . r_w + b_w) / sum_j exp(r_hat . r_j + b_j)   (eq. 2)
+
+The same table R serves the context words and the predicted word: ``lm_head.weight`` is tied to
+``model.R.weight`` (``tie_word_embeddings=True``) and ``lm_head.bias`` is b. Any head of
+``hf_nlm.heads`` may replace the softmax (``config.head``); with a tree head this is the HLBL
+(:mod:`hf_nlm.models.hlbl`).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from transformers import GenerationMixin
+from transformers import initialization as init
+from transformers.modeling_outputs import BaseModelOutput, CausalLMOutputWithPast
+
+from ...heads import SoftmaxHead, SplitSoftmaxHead, TreeSoftmaxHead, init_head
+from ...modeling_utils import NLMPreTrainedModel
+from ...trees import WordTree
+from ..window import WindowCausalLMMixin, context_window
+from .configuration_lbl import LBLConfig
+
+
+class LBLPreTrainedModel(NLMPreTrainedModel):
+    config_class = LBLConfig
+    base_model_prefix = "model"
+    main_input_name = "input_ids"
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        # Uniform(+-r) weights, zero biases (transformers.initialization skips tensors loaded from a checkpoint).
+        r = self.config.initializer_range
+        if isinstance(module, nn.Embedding):
+            init.uniform_(module.weight, -r, r)
+        elif isinstance(module, LBLModel):
+            init.uniform_(module.C, -r, r)
+        elif isinstance(module, (SoftmaxHead, SplitSoftmaxHead, TreeSoftmaxHead)):
+            init_head(module, r, init=init)
+
+
+class LBLModel(LBLPreTrainedModel):
+    """The LBL body: the n - 1 previous words -> the predicted feature vector r_hat at every position.
+
+    Parameters: ``R`` (the |V| x D feature table, an ``nn.Embedding``) and ``C`` (the position
+    matrices: (n-1, D, D), or (n-1, D) for diagonal C_i). ``C[i - 1]`` acts on word w_{t-i}.
+    """
+
+    def __init__(self, config: LBLConfig) -> None:
+        super().__init__(config)
+        n_1, D = config.context_size, config.hidden_size
+        self.R = nn.Embedding(config.vocab_size, D)
+        self.C = nn.Parameter(torch.empty((n_1, D) if config.diagonal_context else (n_1, D, D)))
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.R
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.R = value
+
+    def contexts(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None) -> torch.LongTensor:
+        """The ids w_{t-1}, ..., w_{t-n+1} each position conditions on, most recent first: (B, T, n - 1)."""
+        return context_window(input_ids, attention_mask, self.config.context_size, self.config.bos_token_id, "LBL")
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> BaseModelOutput:
+        r = self.R(self.contexts(input_ids, attention_mask))  # (B, T, n-1, D): r_{w_{t-i}}
+        if self.config.diagonal_context:
+            r_hat = (r * self.C).sum(dim=2)  # sum_i c_i * r_{w_{t-i}}
+        else:
+            r_hat = torch.einsum("btid,ied->bte", r, self.C)  # sum_i C_i r_{w_{t-i}}
+        return BaseModelOutput(last_hidden_state=r_hat)
+
+
+class LBLForCausalLM(WindowCausalLMMixin, LBLPreTrainedModel, GenerationMixin):
+    """LBL body + output head: P(w | context) = softmax(r_hat . r_w + b_w) with the input table R.
+
+    ``forward(input_ids, labels=input_ids)`` returns the mean NLL of every labelled next token
+    (labels are shifted inside; -100 is ignored); in training mode the |V|-wide logits are not built.
+
+    Args:
+        config: the :class:`LBLConfig`.
+        tree: with ``config.head == "tree"``, the word tree of the head (its shape is written into the
+            config). Not needed when the config already records a tree shape (``from_pretrained``).
+    """
+
+    # One feature table R for context and target words (Mnih & Hinton): used when config.tie_word_embeddings.
+    _tied_weights_keys = {"lm_head.weight": "model.R.weight"}
+    base_model_class = LBLModel  # the body (HLBLForCausalLM uses HLBLModel)
+
+    def __init__(self, config: LBLConfig, tree: WordTree | None = None) -> None:
+        super().__init__(config)
+        self.model = self.base_model_class(config)
+        # Softmax / split head: weight = R (tied), bias = b_w. Tree head: node vectors q_i, biases b_i.
+        self.lm_head = self._build_head(config.hidden_size, tree=tree)
+        self.post_init()
+
+    def get_output_embeddings(self):
+        # The tie is declared by _tied_weights_keys; the heads are not nn.Linear, so transformers must
+        # not try to resize them as one.
+        return None
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        logits_to_keep: int = 0,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> CausalLMOutputWithPast:
+        r_hat = self.model(input_ids, attention_mask=attention_mask).last_hidden_state
+        return self.lm_output(r_hat, labels, logits_to_keep)
+
+
+__all__ = ["LBLForCausalLM", "LBLModel", "LBLPreTrainedModel"]
