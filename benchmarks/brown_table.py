@@ -202,8 +202,9 @@ def write_table(rows: list[dict], path: Path, args) -> None:
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        def cell(key, fmt="{}"):
+        def cell(key, fmt="{}", r=r):
             return fmt.format(r[key]) if key in r else ""
+
         lines.append(
             f"| {r['case']} | {cell('n') or cell('order')} | {cell('h')} | {cell('m')} | "
             f"{'yes' if r.get('direct') else ('no' if 'direct' in r else '')} | "

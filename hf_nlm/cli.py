@@ -98,7 +98,8 @@ def add_model_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...]
         group.add_argument("--tree", choices=TREE_CHOICES, default=None,
                            help="tree head: random (default), balanced or huffman (by training-set frequency)")
         group.add_argument("--tree-file", default=None, metavar="JSON",
-                           help="tree head: a word tree saved with WordTree.save (e.g. a build-tree run's word_tree.json)")
+                           help="tree head: a word tree saved with WordTree.save (e.g. a build-tree run's word_tree.json); "
+                                "its word ids must be those of this run's tokenizer (same corpus and tokenizer flags)")
     group.add_argument("--tree-seed", type=int, default=0, help="seed of the random tree (default: 0)")
 
 

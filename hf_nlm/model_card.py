@@ -8,6 +8,8 @@ from collections.abc import Mapping
 
 PAPERS = {
     "nplm": "Bengio, Ducharme, Vincent & Jauvin, *A Neural Probabilistic Language Model*, JMLR 3 (2003)",
+    "lbl": "Mnih & Hinton, *Three New Graphical Models for Statistical Language Modelling*, ICML 2007",
+    "hlbl": "Mnih & Hinton, *A Scalable Hierarchical Distributed Language Model*, NIPS 2008",
 }
 
 

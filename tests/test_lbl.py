@@ -526,3 +526,19 @@ def test_example_train_hlbl_runs(tmp_path, monkeypatch, capsys):
     printed = capsys.readouterr().out
     assert "balanced tree: test perplexity" in printed
     assert (out / "word_tree.json").is_file() and isinstance(AutoModelForCausalLM.from_pretrained(out), HLBLForCausalLM)
+
+
+def test_pipeline_text_generation_with_hlbl(tmp_path, toy_texts):
+    from transformers import pipeline
+
+    from hf_nlm.tokenization import train_word_level_tokenizer
+
+    tok = train_word_level_tokenizer(toy_texts)
+    torch.manual_seed(0)
+    model = HLBLForCausalLM(HLBLConfig(vocab_size=len(tok), context_size=2, hidden_size=4), tree=random_tree(len(tok)))
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    gen = pipeline("text-generation", model=str(tmp_path), tokenizer=str(tmp_path))
+    out = gen("the cat", max_new_tokens=4, min_new_tokens=4, num_beams=2, do_sample=False,
+              skip_special_tokens=False)[0]["generated_text"]
+    assert out.startswith("the cat ") and len(out.split()) == 6

@@ -70,8 +70,8 @@ class WindowCausalLMMixin:
     def set_tree(self, tree: WordTree) -> None:
         """Replace the tree head by a fresh one over ``tree`` (new node vectors q_i, initialised as at
         construction; the body is kept). The config's tree shape fields follow the new tree, so
-        ``save_pretrained`` / ``from_pretrained`` keep it. This is step 4 of Mnih & Hinton's (2008)
-        recipe when retraining in place; :func:`hf_nlm.models.hlbl.retrain_on_tree` builds a new model."""
+        ``save_pretrained`` / ``from_pretrained`` keep it. (Mnih & Hinton's (2008) recipe retrains a
+        fresh model on the new tree instead: :func:`hf_nlm.models.hlbl.recipe.train_with_data_tree`.)"""
         if self.config.head != "tree":
             raise ValueError(f"set_tree needs a model with head='tree'; this one has head={self.config.head!r}")
         old = self.lm_head
