@@ -26,7 +26,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 data: install
-	$(PY) -m hf_nlm.data.download brown ptb sotu
+	$(VENV)/bin/hf-nlm download brown ptb sotu
 
 demo: data
 	$(OFFLINE) $(PY) examples/demo.py
