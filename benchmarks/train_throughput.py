@@ -128,7 +128,8 @@ def main(argv: list[str] | None = None) -> None:
                 torch.cuda.synchronize()
             return time.perf_counter() - start, trainer.state.train_tokens - before
 
-        def run_reference(epoch: int) -> tuple[float, int]:
+        def run_plain(epoch: int, step) -> tuple[float, int]:
+            """One epoch of ``step(input_ids, labels)`` over the same batches as ours, no loop machinery."""
             order = sampler.order(epoch)
             if device.type == "cuda":
                 torch.cuda.synchronize()
@@ -137,31 +138,27 @@ def main(argv: list[str] | None = None) -> None:
             for k in range(steps_per_epoch):
                 idx = order[k * args.batch_size : (k + 1) * args.batch_size]
                 input_ids, labels = blocks["input_ids"][idx].to(device), blocks["labels"][idx].to(device)
-                loss = reference.loss(input_ids, labels)
-                loss.backward()
-                ref_optimizer.step()
-                ref_optimizer.zero_grad(set_to_none=True)
-                tokens += int((labels != -100).sum())
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            return time.perf_counter() - start, tokens
-
-        def run_bare(epoch: int) -> tuple[float, int]:
-            order = sampler.order(epoch)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            start = time.perf_counter()
-            tokens = 0
-            for k in range(steps_per_epoch):
-                idx = order[k * args.batch_size : (k + 1) * args.batch_size]
-                input_ids, labels = blocks["input_ids"][idx].to(device), blocks["labels"][idx].to(device)
-                bare(input_ids=input_ids, labels=labels).loss.backward()
-                bare_optimizer.step()
-                bare_optimizer.zero_grad(set_to_none=True)
+                step(input_ids, labels)
                 tokens += int((labels[:, 1:] != -100).sum())
             if device.type == "cuda":
                 torch.cuda.synchronize()
             return time.perf_counter() - start, tokens
+
+        def reference_step(input_ids, labels) -> None:
+            reference.loss(input_ids, labels).backward()
+            ref_optimizer.step()
+            ref_optimizer.zero_grad(set_to_none=True)
+
+        def bare_step(input_ids, labels) -> None:
+            bare(input_ids=input_ids, labels=labels).loss.backward()
+            bare_optimizer.step()
+            bare_optimizer.zero_grad(set_to_none=True)
+
+        def run_reference(epoch: int) -> tuple[float, int]:
+            return run_plain(epoch, reference_step)
+
+        def run_bare(epoch: int) -> tuple[float, int]:
+            return run_plain(epoch, bare_step)
 
         log(f"|V| = {len(tokenizer)}, {steps_per_epoch} updates of {args.batch_size} x {args.block_size} targets, "
             f"{reps} repetitions per side, {torch.get_num_threads()} threads, {device}")
