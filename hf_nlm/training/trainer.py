@@ -23,6 +23,7 @@ import math
 import os
 import shutil
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -452,7 +453,8 @@ class LMTrainer:
         self._log(record)
         if acc.is_main_process and config.progress_bar:
             shown = f"val ppl {val_ppl:.2f}" if val_ppl is not None else "no validation split"
-            tqdm.write(f"epoch {st.epoch + 1}: train ppl {record['train_ppl']:.2f}, {shown}")
+            # stderr, with the progress bar: stdout stays for the caller's results (benchmarks print JSON there).
+            tqdm.write(f"epoch {st.epoch + 1}: train ppl {record['train_ppl']:.2f}, {shown}", file=sys.stderr)
         st.epoch += 1
         st.step_in_epoch = 0
         st.epoch_nll_sum, st.epoch_tokens, st.epoch_time_s = 0.0, 0, 0.0
