@@ -8,6 +8,9 @@ Importing the package registers every model with the transformers Auto classes, 
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
 from .models import (
+    AWDLSTMConfig,
+    AWDLSTMForCausalLM,
+    AWDLSTMModel,
     HLBLConfig,
     HLBLForCausalLM,
     HLBLModel,
@@ -27,6 +30,7 @@ def _register() -> None:
         (NPLMConfig, NPLMModel, NPLMForCausalLM),
         (LBLConfig, LBLModel, LBLForCausalLM),
         (HLBLConfig, HLBLModel, HLBLForCausalLM),
+        (AWDLSTMConfig, AWDLSTMModel, AWDLSTMForCausalLM),
     ]:
         AutoConfig.register(config_class.model_type, config_class, exist_ok=True)
         AutoModel.register(config_class, base_class, exist_ok=True)
@@ -36,6 +40,9 @@ def _register() -> None:
 _register()
 
 __all__ = [
+    "AWDLSTMConfig",
+    "AWDLSTMForCausalLM",
+    "AWDLSTMModel",
     "HLBLConfig",
     "HLBLForCausalLM",
     "HLBLModel",

@@ -10,6 +10,7 @@ PAPERS = {
     "nplm": "Bengio, Ducharme, Vincent & Jauvin, *A Neural Probabilistic Language Model*, JMLR 3 (2003)",
     "lbl": "Mnih & Hinton, *Three New Graphical Models for Statistical Language Modelling*, ICML 2007",
     "hlbl": "Mnih & Hinton, *A Scalable Hierarchical Distributed Language Model*, NIPS 2008",
+    "awd_lstm": "Merity, Keskar & Socher, *Regularizing and Optimizing LSTM Language Models*, ICLR 2018",
 }
 
 

@@ -1,0 +1,163 @@
+"""A recurrent-state ``Cache`` for ``generate()`` and beam search.
+
+A transformer's cache grows with every token (keys and values of the whole prefix); a recurrent
+network's "cache" is just its state after the prefix: for an LSTM, the pair (h_t, c_t) of every
+layer (Hochreiter & Schmidhuber 1997). Feeding only the new tokens from that state gives exactly
+the outputs of re-reading the whole prefix, at a cost per step that does not grow with the prefix.
+
+:class:`RecurrentCache` holds that state as lists of (B, H_l) tensors, batch on dim 0, so that
+``generate()`` can reorder it between beam-search steps (``reorder_cache``) and expand or select
+batch rows (``batch_repeat_interleave`` / ``batch_select_indices``). It also counts the tokens
+consumed so far (``get_seq_length``), which ``prepare_inputs_for_generation`` uses to feed only the
+tokens not yet read. A recurrent state cannot be cut back to an earlier length: ``crop`` refuses,
+and a model using this cache sets ``_is_stateful = True`` so that generate() rejects assisted
+decoding (which needs cropping).
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers.cache_utils import Cache
+
+
+class RecurrentCache(Cache):
+    """Per-layer LSTM states (h, c), each a (batch, hidden) tensor, plus the number of tokens read.
+
+    Args:
+        hidden: h_t of each layer, a list of (B, H_l) tensors (``None``: empty cache).
+        cell: c_t of each layer, a list of (B, H_l) tensors, same shapes as ``hidden``.
+        seq_length: the number of positions (padding included) already consumed.
+    """
+
+    # The state is a summary of the whole prefix: it cannot be rolled back token by token.
+    _is_stateful = True
+
+    def __init__(
+        self,
+        hidden: list[torch.Tensor] | None = None,
+        cell: list[torch.Tensor] | None = None,
+        seq_length: int = 0,
+    ) -> None:
+        # Cache.__init__ wants attention layers; a recurrent state has none, so give it an empty list.
+        super().__init__(layers=[])
+        hidden = list(hidden) if hidden is not None else []
+        cell = list(cell) if cell is not None else []
+        if len(hidden) != len(cell):
+            raise ValueError(f"RecurrentCache: {len(hidden)} hidden states but {len(cell)} cell states")
+        for layer, (h, c) in enumerate(zip(hidden, cell, strict=True)):
+            if h.ndim != 2 or h.shape != c.shape:
+                raise ValueError(
+                    f"RecurrentCache: layer {layer} needs h and c of the same shape (batch, hidden); "
+                    f"got {tuple(h.shape)} and {tuple(c.shape)}"
+                )
+        self.hidden = hidden
+        self.cell = cell
+        self.seq_length = seq_length
+
+    def __repr__(self) -> str:
+        shapes = [tuple(h.shape) for h in self.hidden]
+        return f"{type(self).__name__}(seq_length={self.seq_length}, layers={shapes})"
+
+    def __len__(self) -> int:
+        return len(self.hidden)
+
+    # --- what the model calls -------------------------------------------------------------------
+
+    def update_state(self, layer_idx: int, h: torch.Tensor, c: torch.Tensor) -> None:
+        """Store layer ``layer_idx``'s new state (layers are filled in order 0, 1, ...)."""
+        if layer_idx < len(self.hidden):
+            self.hidden[layer_idx], self.cell[layer_idx] = h, c
+        elif layer_idx == len(self.hidden):
+            self.hidden.append(h)
+            self.cell.append(c)
+        else:
+            raise IndexError(f"RecurrentCache: layer {layer_idx} set before layer {len(self.hidden)}")
+
+    def get_state(self, layer_idx: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(h, c) of layer ``layer_idx``, or ``None`` if the cache holds no state for it yet."""
+        if layer_idx >= len(self.hidden):
+            return None
+        return self.hidden[layer_idx], self.cell[layer_idx]
+
+    # --- what generate() calls ------------------------------------------------------------------
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        """The number of positions already consumed (the same for every layer and batch row)."""
+        return self.seq_length
+
+    def get_max_length(self, layer_idx: int | None = None) -> int:
+        return -1  # no limit: the state has a fixed size whatever the length
+
+    def has_previous_state(self, layer_idx: int | None = None, state_idx: int | None = None) -> bool:
+        return len(self.hidden) > 0
+
+    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+        """Beam search: row i of the new state is row ``beam_idx[i]`` of the old one (in place)."""
+        for layer in range(len(self.hidden)):
+            idx = beam_idx.to(self.hidden[layer].device)
+            self.hidden[layer] = self.hidden[layer].index_select(0, idx)
+            self.cell[layer] = self.cell[layer].index_select(0, idx)
+
+    def batch_repeat_interleave(self, repeats: int) -> None:
+        """Repeat every batch row ``repeats`` times in a row (as ``generate`` expands inputs)."""
+        self.hidden = [h.repeat_interleave(repeats, dim=0) for h in self.hidden]
+        self.cell = [c.repeat_interleave(repeats, dim=0) for c in self.cell]
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        """Keep only the batch rows ``indices``."""
+        self.hidden = [h[indices] for h in self.hidden]
+        self.cell = [c[indices] for c in self.cell]
+
+    def crop(self, max_length: int) -> None:
+        """Keep the first ``max_length`` positions (negative: drop that many), as ``DynamicCache.crop``.
+
+        Only the trivial cases are possible for a recurrent state: keeping everything (no-op) or
+        nothing (back to the empty state).
+        """
+        keep = self.seq_length + max_length if max_length < 0 else max_length
+        if keep >= self.seq_length:
+            return
+        if keep <= 0:
+            self.reset()
+            return
+        raise ValueError(
+            "RecurrentCache cannot be cropped: an LSTM state summarises the whole prefix and cannot be "
+            "rolled back to an earlier length (assisted generation is not supported for recurrent models)"
+        )
+
+    def reset(self) -> None:
+        self.hidden, self.cell, self.seq_length = [], [], 0
+
+    def detach(self) -> RecurrentCache:
+        """A copy whose tensors are cut from the autograd graph (truncated BPTT across batches)."""
+        return RecurrentCache(
+            [h.detach() for h in self.hidden], [c.detach() for c in self.cell], self.seq_length
+        )
+
+    @property
+    def batch_size(self) -> int:
+        return self.hidden[0].shape[0] if self.hidden else 0
+
+    @property
+    def max_batch_size(self) -> int:
+        return self.batch_size
+
+    @property
+    def is_compileable(self) -> bool:
+        # No fixed-shape key/value buffers: generate() must not build 4D attention masks for it.
+        return False
+
+    @property
+    def is_initialized(self) -> bool:
+        return len(self.hidden) > 0
+
+    @property
+    def is_croppable(self) -> bool:
+        return False
+
+    @property
+    def is_sliding(self) -> list[bool]:
+        return [False] * len(self.hidden)
+
+
+__all__ = ["RecurrentCache"]

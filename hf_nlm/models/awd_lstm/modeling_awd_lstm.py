@@ -1,0 +1,357 @@
+"""The AWD-LSTM language model as a transformers causal LM.
+
+S. Merity, N. S. Keskar, R. Socher, "Regularizing and Optimizing LSTM Language Models", ICLR 2018.
+
+A stack of L LSTM layers reads the embedded words x_t = E[w_t] and the last layer's output h^L_t
+is scored by an output head (the full softmax over E's rows when the embeddings are tied, or any
+head of :mod:`hf_nlm.heads`, e.g. the split softmax of seed 001). Every LSTM layer computes
+
+    i_t = sigma(W^i x_t + U^i h_{t-1}),  f_t = sigma(W^f x_t + U^f h_{t-1}),
+    o_t = sigma(W^o x_t + U^o h_{t-1}),  c~_t = tanh(W^c x_t + U^c h_{t-1}),
+    c_t = i_t * c~_t + f_t * c_{t-1},     h_t = o_t * tanh(c_t)                  (sec. 2, eq. 1)
+
+and the paper's regularisers act as follows (all only in training mode):
+
+* **Weight drop** (sec. 2): DropConnect (Wan et al. 2013) on the hidden-to-hidden matrices
+  U = [U^i, U^f, U^o, U^c], one mask per forward pass shared by every time step. Here each layer is an
+  ``nn.LSTM`` called through ``torch.func.functional_call`` with the masked ``weight_hh_l0``, so the
+  fused LSTM kernel runs unchanged (no per-step Python loop, no warnings; the reference code's
+  WeightDrop wrapper broke on PyTorch 0.2, 1.0 and 1.4).
+* **Embedding dropout** (sec. 4.3, Gal & Ghahramani 2016): whole rows of E (word types) dropped for the
+  forward pass, kept rows scaled by 1 / (1 - p_e).
+* **Locked (variational) dropout** (sec. 4.2): one Bernoulli mask per sequence, shared over time, on
+  the inputs of the first layer, between layers and on the last layer's outputs.
+* **AR / TAR** (sec. 4.6): alpha * L2(m * h^L_t) on the dropped last-layer outputs and
+  beta * L2(h^L_t - h^L_{t+1}) on the undropped ones, added to the loss (``output.loss``); the plain
+  NLL stays in ``output.nll`` for perplexity.
+
+The recurrent state (h^l_t, c^l_t) of every layer is returned as a
+:class:`~hf_nlm.cache.RecurrentCache` in ``past_key_values``; given back, only the new tokens are read,
+which is what ``generate()`` (greedy, sampling, beam search) does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import GenerationMixin
+from transformers import initialization as init
+from transformers.modeling_outputs import CausalLMOutputWithPast
+from transformers.utils import ModelOutput
+
+from ...cache import RecurrentCache
+from ...heads import SoftmaxHead, SplitSoftmaxHead, TreeSoftmaxHead, build_head, init_head, tree_config_fields
+from ...modeling_utils import NLMPreTrainedModel, shifted_targets
+from ...trees import WordTree
+from .configuration_awd_lstm import AWDLSTMConfig
+
+
+def locked_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """Variational dropout on ``x`` (B, T, D): one mask per sequence and feature, the same at every step t."""
+    if not training or p == 0.0:
+        return x
+    mask = x.new_empty(x.shape[0], 1, x.shape[2]).bernoulli_(1.0 - p) / (1.0 - p)
+    return x * mask  # the (B, 1, D) mask broadcasts over time
+
+
+def embedding_dropout(weight: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """Drop whole rows of the embedding matrix (word types) with probability p, scale the rest by 1/(1-p)."""
+    if not training or p == 0.0:
+        return weight
+    mask = weight.new_empty(weight.shape[0], 1).bernoulli_(1.0 - p) / (1.0 - p)
+    return weight * mask
+
+
+class WeightDropLSTM(nn.Module):
+    """One LSTM layer with DropConnect on its hidden-to-hidden matrix U (``weight_hh_l0``).
+
+    The masked matrix is computed once per forward (so every time step sees the same mask) and handed
+    to the unchanged ``nn.LSTM`` through ``torch.func.functional_call``: the stored parameter is never
+    replaced (no ``del``/re-register tricks), gradients flow to it through the mask, and the fused
+    kernel is used. ``nn.LSTM`` notices the swapped tensor (``_weights_have_changed``, added to PyTorch
+    for ``functional_call``) and, on a GPU, re-packs its weights for cuDNN, which is what keeps the
+    "weights are not part of single contiguous chunk" warning away there (checked on CPU only so far).
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, weight_drop: float = 0.0) -> None:
+        super().__init__()
+        self.weight_drop = weight_drop
+        self.lstm = nn.LSTM(input_size, hidden_size, batch_first=True)
+
+    @property
+    def hidden_size(self) -> int:
+        return self.lstm.hidden_size
+
+    def dropped_weights(self) -> dict[str, torch.Tensor]:
+        """The parameters to run with: ``weight_hh_l0`` masked in training (one fresh mask), else nothing."""
+        if not self.training or self.weight_drop == 0.0:
+            return {}
+        w_hh, p = self.lstm.weight_hh_l0, self.weight_drop
+        # Same distribution as F.dropout (keep with probability 1 - p, scale by 1 / (1 - p)), but
+        # thresholding uniform noise is ~3x faster on a CPU than bernoulli_ for a 4H x H matrix.
+        mask = (torch.rand_like(w_hh) >= p).to(w_hh.dtype).div_(1.0 - p)
+        return {"weight_hh_l0": w_hh * mask}
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        state: tuple[torch.Tensor, torch.Tensor],
+        mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """Run over ``x`` (B, T, D_in) from ``state`` = (h, c), each (B, H).
+
+        ``mask`` (B, T) bool: positions where it is False (padding) leave the state unchanged: the
+        columns up to the last one holding padding are read one step at a time (still one weight mask
+        for all steps), the rest in one fused call. Without padding the whole sequence goes through the
+        fused kernel in one call.
+        """
+        weights = self.dropped_weights()
+
+        def step(inp: torch.Tensor, h: torch.Tensor, c: torch.Tensor):
+            # nn.LSTM wants states as (num_layers=1, B, H).
+            out, (h_n, c_n) = torch.func.functional_call(self.lstm, weights, (inp, (h[None], c[None])))
+            return out, h_n[0], c_n[0]
+
+        h, c = state
+        if mask is None or bool(mask.all()):
+            out, h, c = step(x, h, c)
+            return out, (h, c)
+        # Step by step up to the last padded column (for left padding: the padding prefix), then the
+        # rest, where every row is real, in one fused call.
+        padded_cols = (~mask).any(dim=0).nonzero()
+        k = int(padded_cols[-1]) + 1
+        outputs = []
+        for t in range(k):
+            _, h_new, c_new = step(x[:, t : t + 1], h, c)
+            keep = mask[:, t, None]
+            h = torch.where(keep, h_new, h)
+            c = torch.where(keep, c_new, c)
+            outputs.append(h[:, None])  # a padded position outputs the (unchanged) state
+        if k < x.shape[1]:
+            out, h, c = step(x[:, k:], h, c)
+            outputs.append(out)
+        return torch.cat(outputs, dim=1), (h, c)
+
+
+@dataclass
+class AWDLSTMModelOutput(ModelOutput):
+    """The body's outputs.
+
+    Args:
+        last_hidden_state: the last layer's outputs after output (locked) dropout, what the head reads: (B, T, H_L).
+        raw_last_hidden_state: the same before dropout (TAR acts on these).
+        past_key_values: the state after the input, when ``use_cache``.
+    """
+
+    last_hidden_state: torch.FloatTensor | None = None
+    raw_last_hidden_state: torch.FloatTensor | None = None
+    past_key_values: RecurrentCache | None = None
+
+
+@dataclass
+class AWDLSTMCausalLMOutput(CausalLMOutputWithPast):
+    """``CausalLMOutputWithPast`` plus the pieces of the training loss.
+
+    Args:
+        loss: in training mode with labels, nll + activation_regularization + temporal_activation_regularization
+            (sec. 4.6); in eval mode the NLL alone.
+        nll: mean negative log-likelihood of the shifted labels (use this for perplexity).
+        activation_regularization: alpha * mean((m * h^L)^2) (training only).
+        temporal_activation_regularization: beta * mean((h^L_t - h^L_{t+1})^2) (training only).
+    """
+
+    nll: torch.FloatTensor | None = None
+    activation_regularization: torch.FloatTensor | None = None
+    temporal_activation_regularization: torch.FloatTensor | None = None
+
+
+class AWDLSTMPreTrainedModel(NLMPreTrainedModel):
+    config_class = AWDLSTMConfig
+    base_model_prefix = "model"
+    main_input_name = "input_ids"
+    # The LSTM state summarises the prefix and cannot be rolled back (generate() refuses assisted decoding).
+    _is_stateful = True
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        # transformers.initialization skips tensors already loaded from a checkpoint.
+        r = self.config.initializer_range
+        if isinstance(module, nn.Embedding):
+            init.uniform_(module.weight, -r, r)  # the reference code's encoder init
+        elif isinstance(module, nn.LSTM):
+            bound = module.hidden_size**-0.5  # PyTorch's own LSTM init, Uniform(+-1/sqrt(H))
+            for p in module.parameters():
+                init.uniform_(p, -bound, bound)
+        elif isinstance(module, (SoftmaxHead, SplitSoftmaxHead, TreeSoftmaxHead)):
+            init_head(module, r, init=init)
+
+
+class AWDLSTMModel(AWDLSTMPreTrainedModel):
+    """The AWD-LSTM body: token ids -> the last LSTM layer's outputs (and the new recurrent state)."""
+
+    def __init__(self, config: AWDLSTMConfig) -> None:
+        super().__init__(config)
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.embedding_size)
+        sizes = config.layer_sizes
+        inputs = [config.embedding_size, *sizes[:-1]]
+        self.layers = nn.ModuleList(
+            WeightDropLSTM(d_in, d_out, config.weight_drop) for d_in, d_out in zip(inputs, sizes, strict=True)
+        )
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embed_tokens
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embed_tokens = value
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        past_key_values: RecurrentCache | None = None,
+        use_cache: bool | None = None,
+        **kwargs,
+    ) -> AWDLSTMModelOutput:
+        cfg = self.config
+        use_cache = cfg.use_cache if use_cache is None else use_cache
+        if past_key_values is not None and not isinstance(past_key_values, RecurrentCache):
+            raise TypeError(
+                f"AWD-LSTM carries its LSTM state in a hf_nlm.cache.RecurrentCache, got {type(past_key_values).__name__}"
+            )
+        B, T = input_ids.shape
+        mask = None
+        if attention_mask is not None:
+            if attention_mask.shape[1] < T:
+                raise ValueError(
+                    f"attention_mask covers {attention_mask.shape[1]} positions but input_ids has {T} new tokens"
+                )
+            # generate() passes the mask of the whole sequence; the new tokens are the last T columns.
+            mask = attention_mask[:, -T:].to(device=input_ids.device, dtype=torch.bool)
+
+        weight = embedding_dropout(self.embed_tokens.weight, cfg.dropout_embedding, self.training)
+        x = locked_dropout(F.embedding(input_ids, weight), cfg.dropout_input, self.training)
+
+        new_states = []
+        for idx, layer in enumerate(self.layers):
+            state = past_key_values.get_state(idx) if past_key_values is not None else None
+            if state is None:
+                zeros = x.new_zeros(B, layer.hidden_size)
+                state = (zeros, zeros)
+            raw, new_state = layer(x, state, mask)
+            new_states.append(new_state)
+            # Between layers: the hidden dropout; after the last one: the output dropout.
+            p = cfg.dropout if idx == len(self.layers) - 1 else cfg.dropout_hidden
+            x = locked_dropout(raw, p, self.training)
+
+        cache = None
+        if use_cache:
+            cache = past_key_values if past_key_values is not None else RecurrentCache()
+            for idx, (h, c) in enumerate(new_states):
+                cache.update_state(idx, h, c)
+            cache.seq_length += T
+        return AWDLSTMModelOutput(last_hidden_state=x, raw_last_hidden_state=raw, past_key_values=cache)
+
+
+class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
+    """AWD-LSTM body + output head; tied embeddings by default (``lm_head.weight`` is ``model.embed_tokens.weight``).
+
+    ``forward(input_ids, labels=input_ids)`` returns the mean NLL of the shifted labels (-100 ignored) in
+    ``output.nll``; in training mode ``output.loss`` adds AR and TAR. In training mode with labels the
+    |V|-wide logits are not built.
+
+    Args:
+        config: the :class:`AWDLSTMConfig`.
+        tree: with ``config.head == "tree"``, the word tree of the head.
+    """
+
+    _tied_weights_keys = {"lm_head.weight": "model.embed_tokens.weight"}
+
+    def __init__(self, config: AWDLSTMConfig, tree: WordTree | None = None) -> None:
+        super().__init__(config)
+        self.model = AWDLSTMModel(config)
+        self.lm_head = build_head(config, config.output_size, tree=tree)
+        if tree is not None:
+            # Recorded so that from_pretrained can rebuild the empty tree head before loading.
+            for name, value in tree_config_fields(tree).items():
+                setattr(self.config, name, value)
+        self.post_init()
+
+    def get_output_embeddings(self):
+        # The tie is declared by _tied_weights_keys; the heads are not nn.Linear and must not be resized as one.
+        return None
+
+    @classmethod
+    def _supports_default_dynamic_cache(cls) -> bool:
+        return False  # the state lives in a RecurrentCache that forward() creates, not a key/value cache
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        past_key_values: RecurrentCache | None = None,
+        labels: torch.LongTensor | None = None,
+        use_cache: bool | None = None,
+        logits_to_keep: int = 0,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> AWDLSTMCausalLMOutput:
+        body = self.model(
+            input_ids, attention_mask=attention_mask, past_key_values=past_key_values, use_cache=use_cache
+        )
+        hidden = body.last_hidden_state
+
+        loss = nll = ar = tar = None
+        if labels is not None:
+            h_sel, targets = shifted_targets(hidden, labels)
+            if targets.numel() == 0:
+                raise ValueError("labels hold no target: every label after the shift is -100")
+            nll = self.lm_head.nll(h_sel, targets).mean()
+            loss = nll
+            if self.training:
+                # Sec. 4.6: AR on the dropped outputs m * h_t, TAR on the raw outputs' step-to-step change.
+                # Like the reference code, both average over every position (padding included).
+                ar = self.config.alpha * hidden.pow(2).mean()
+                raw = body.raw_last_hidden_state
+                tar = raw.new_zeros(()) if raw.shape[1] < 2 else (raw[:, 1:] - raw[:, :-1]).pow(2).mean()
+                tar = self.config.beta * tar
+                loss = nll + ar + tar
+
+        logits = None
+        if labels is None or not self.training:
+            # generate() reads only the last position: never score the ones it will not read.
+            logits = self.lm_head(hidden[:, -logits_to_keep:] if logits_to_keep else hidden)
+        return AWDLSTMCausalLMOutput(
+            loss=loss,
+            logits=logits,
+            past_key_values=body.past_key_values,
+            nll=nll,
+            activation_regularization=ar,
+            temporal_activation_regularization=tar,
+        )
+
+    def prepare_inputs_for_generation(
+        self,
+        input_ids: torch.LongTensor,
+        past_key_values: RecurrentCache | None = None,
+        attention_mask: torch.Tensor | None = None,
+        use_cache: bool | None = None,
+        **kwargs,
+    ) -> dict:
+        # With a state, feed only the tokens it has not read yet; without one (first step, or
+        # use_cache=False), the whole prefix. attention_mask stays whole: forward() takes its last columns.
+        if past_key_values is not None:
+            input_ids = input_ids[:, past_key_values.get_seq_length() :]
+        return {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "past_key_values": past_key_values,
+            "use_cache": use_cache,
+            "logits_to_keep": 1,
+        }
+
+
+__all__ = ["AWDLSTMForCausalLM", "AWDLSTMModel", "AWDLSTMPreTrainedModel"]

@@ -1,0 +1,330 @@
+"""AWD-LSTM (Merity, Keskar & Socher 2018) and the recurrent-state cache for generate()."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from transformers import AutoConfig, AutoModelForCausalLM
+
+from hf_nlm.cache import RecurrentCache
+from hf_nlm.models.awd_lstm import AWDLSTMConfig, AWDLSTMForCausalLM
+from hf_nlm.models.awd_lstm.modeling_awd_lstm import WeightDropLSTM, embedding_dropout, locked_dropout
+
+V = 23
+
+
+def tiny_config(**kwargs) -> AWDLSTMConfig:
+    fields = dict(
+        vocab_size=V,
+        embedding_size=8,
+        hidden_size=12,
+        num_hidden_layers=2,
+        eos_token_id=None,  # generate the full length so that every step is compared
+        pad_token_id=0,
+        bos_token_id=0,
+    )
+    fields.update(kwargs)
+    return AWDLSTMConfig(**fields)
+
+
+def tiny_model(**kwargs) -> AWDLSTMForCausalLM:
+    torch.manual_seed(0)
+    return AWDLSTMForCausalLM(tiny_config(**kwargs)).eval()
+
+
+def prompts(batch: int = 2, length: int = 5) -> torch.Tensor:
+    g = torch.Generator().manual_seed(1)
+    return torch.randint(1, V, (batch, length), generator=g)
+
+
+# --- RecurrentCache ---------------------------------------------------------------------------------
+
+
+def test_cache_reorder_repeat_select():
+    h = [torch.arange(6.0).view(3, 2)]
+    c = [-torch.arange(6.0).view(3, 2)]
+    cache = RecurrentCache(h, c, seq_length=4)
+    assert cache.get_seq_length() == 4 and cache.batch_size == 3 and len(cache) == 1
+    assert not cache.is_compileable and cache._is_stateful
+    cache.reorder_cache(torch.tensor([2, 0, 0]))
+    assert torch.equal(cache.hidden[0], torch.tensor([[4.0, 5.0], [0.0, 1.0], [0.0, 1.0]]))
+    assert torch.equal(cache.cell[0], -cache.hidden[0])
+    cache.batch_repeat_interleave(2)
+    assert cache.batch_size == 6 and torch.equal(cache.hidden[0][0], cache.hidden[0][1])
+    cache.batch_select_indices(torch.tensor([0, 2]))
+    assert torch.equal(cache.hidden[0], torch.tensor([[4.0, 5.0], [0.0, 1.0]]))
+    cache.crop(4)  # keeping everything is a no-op
+    assert cache.get_seq_length() == 4
+    with pytest.raises(ValueError, match="cannot be cropped"):
+        cache.crop(-1)
+    cache.crop(0)
+    assert cache.get_seq_length() == 0 and not cache.has_previous_state()
+
+
+def test_cache_rejects_mismatched_states():
+    with pytest.raises(ValueError, match="same shape"):
+        RecurrentCache([torch.zeros(2, 3)], [torch.zeros(2, 4)])
+
+
+# --- regularisers -----------------------------------------------------------------------------------
+
+
+def test_locked_dropout_one_mask_over_time():
+    torch.manual_seed(0)
+    x = torch.ones(4, 9, 16)
+    y = locked_dropout(x, 0.5, training=True)
+    assert torch.equal(y, y[:, :1].expand_as(y))  # the same mask at every step
+    assert set(y.unique().tolist()) == {0.0, 2.0}  # dropped or rescaled by 1 / (1 - p)
+    assert not torch.equal(y[0], y[1])  # but a different mask per sequence
+    assert torch.equal(locked_dropout(x, 0.5, training=False), x)
+
+
+def test_embedding_dropout_drops_whole_rows():
+    torch.manual_seed(0)
+    w = torch.ones(50, 6)
+    d = embedding_dropout(w, 0.5, training=True)
+    row_values = d.unique(dim=0)
+    assert {tuple(r.tolist()) for r in row_values} == {(0.0,) * 6, (2.0,) * 6}
+    assert torch.equal(embedding_dropout(w, 0.5, training=False), w)
+
+
+def test_weight_drop_masks_only_hidden_to_hidden_with_one_mask():
+    torch.manual_seed(0)
+    layer = WeightDropLSTM(5, 7, weight_drop=0.5).train()
+    seen = []
+    original = layer.dropped_weights
+
+    def record():
+        weights = original()
+        seen.append(weights)
+        return weights
+
+    layer.dropped_weights = record
+    x = torch.randn(3, 6, 5)
+    zeros = torch.zeros(3, 7)
+    out, (h, c) = layer(x, (zeros, zeros))
+    assert len(seen) == 1 and set(seen[0]) == {"weight_hh_l0"}  # W_ih and biases untouched
+    w_hh = seen[0]["weight_hh_l0"]
+    dropped = w_hh == 0
+    assert 0.3 < dropped.float().mean() < 0.7
+    kept = ~dropped
+    assert torch.allclose(w_hh[kept], 2 * layer.lstm.weight_hh_l0[kept])
+    # One mask for the whole sequence: a plain LSTM with that one masked matrix gives the same outputs.
+    ref = nn.LSTM(5, 7, batch_first=True)
+    ref.load_state_dict({**layer.lstm.state_dict(), "weight_hh_l0": w_hh.detach()})
+    ref_out, _ = ref(x)
+    assert torch.allclose(out, ref_out, atol=1e-6)
+    # Gradients reach the stored parameter through the mask, and only where it kept entries.
+    out.sum().backward()
+    grad = layer.lstm.weight_hh_l0.grad
+    assert torch.all(grad[dropped] == 0) and grad[kept].abs().sum() > 0
+    # Eval: no mask at all.
+    layer.eval()
+    layer.dropped_weights = original
+    assert layer.dropped_weights() == {}
+    a, _ = layer(x, (zeros, zeros))
+    b, _ = nn.LSTM.forward(layer.lstm, x)
+    assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_training_forward_raises_no_warnings(recwarn):
+    model = tiny_model().train()
+    x = prompts(3, 8)
+    out = model(x, labels=x)
+    out.loss.backward()
+    assert len(recwarn) == 0, [str(w.message) for w in recwarn]
+    assert model.model.layers[0].lstm.weight_hh_l0.grad is not None
+
+
+def test_loss_adds_ar_tar_in_training_only():
+    model = tiny_model(alpha=2.0, beta=1.0).train()
+    x = prompts(2, 8)
+    out = model(x, labels=x)
+    assert out.logits is None  # no |V|-wide scores in training
+    assert out.activation_regularization > 0 and out.temporal_activation_regularization > 0
+    assert torch.allclose(
+        out.loss, out.nll + out.activation_regularization + out.temporal_activation_regularization
+    )
+    model.eval()
+    out = model(x, labels=x)
+    assert torch.equal(out.loss, out.nll) and out.activation_regularization is None
+    assert out.logits.shape == (2, 8, V)
+
+
+def test_eval_is_deterministic():
+    model = tiny_model()
+    x = prompts()
+    assert torch.equal(model(x).logits, model(x).logits)
+
+
+# --- recurrent state --------------------------------------------------------------------------------
+
+
+def test_state_carried_across_calls_equals_one_call():
+    model = tiny_model()
+    x = prompts(2, 9)
+    full = model(x).logits
+    first = model(x[:, :4])
+    second = model(x[:, 4:], past_key_values=first.past_key_values)
+    assert second.past_key_values.get_seq_length() == 9
+    assert torch.allclose(torch.cat([first.logits, second.logits], dim=1), full, atol=1e-5)
+
+
+def test_left_padding_leaves_state_unchanged():
+    model = tiny_model()
+    x = prompts(1, 5)
+    alone = model(x).logits[:, -1]
+    padded = torch.cat([torch.zeros(1, 3, dtype=torch.long), x], dim=1)
+    mask = torch.tensor([[0, 0, 0, 1, 1, 1, 1, 1]])
+    assert torch.allclose(model(padded, attention_mask=mask).logits[:, -1], alone, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "gen_kwargs",
+    [
+        dict(do_sample=False),
+        dict(do_sample=False, num_beams=3),
+        dict(do_sample=False, num_beams=3, num_return_sequences=2),
+        dict(do_sample=True, top_k=0),
+        dict(do_sample=True, top_k=0, num_return_sequences=2),
+    ],
+    ids=["greedy", "beam3", "beam3_return2", "sample", "sample_return2"],
+)
+def test_cached_generation_equals_uncached(gen_kwargs):
+    model = tiny_model()
+    x = prompts(2, 5)
+    results = []
+    for use_cache in (True, False):
+        torch.manual_seed(123)
+        results.append(model.generate(x, max_new_tokens=6, use_cache=use_cache, **gen_kwargs))
+    assert results[0].shape[1] == 11
+    assert torch.equal(results[0], results[1])
+
+
+def test_left_padded_batch_generation():
+    model = tiny_model()
+    short, long = prompts(1, 3), prompts(1, 6)[:, 1:]
+    x = torch.cat([torch.cat([torch.zeros(1, 2, dtype=torch.long), short], dim=1), long])
+    mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+    for kwargs in (dict(do_sample=False), dict(do_sample=False, num_beams=3)):
+        cached = model.generate(x, attention_mask=mask, max_new_tokens=5, **kwargs)
+        uncached = model.generate(x, attention_mask=mask, max_new_tokens=5, use_cache=False, **kwargs)
+        assert torch.equal(cached, uncached)
+        # The padded row generates what the prompt generates alone.
+        alone = model.generate(short, max_new_tokens=5, **kwargs)
+        assert torch.equal(cached[0, 2:], alone[0])
+
+
+def test_split_head_tied_generates():
+    model = tiny_model(head="split", cutoffs=[5, 12])
+    assert model.lm_head.weight is model.model.embed_tokens.weight
+    x = prompts()
+    a = model.generate(x, max_new_tokens=4, num_beams=2, do_sample=False)
+    b = model.generate(x, max_new_tokens=4, num_beams=2, do_sample=False, use_cache=False)
+    assert torch.equal(a, b)
+
+
+# --- save / load ------------------------------------------------------------------------------------
+
+
+def test_save_load_keeps_tied_weights(tmp_path):
+    model = tiny_model()
+    assert model.lm_head.weight is model.model.embed_tokens.weight
+    model.save_pretrained(tmp_path)
+    loaded = AWDLSTMForCausalLM.from_pretrained(tmp_path).eval()
+    assert loaded.lm_head.weight.data_ptr() == loaded.model.embed_tokens.weight.data_ptr()
+    x = prompts()
+    assert torch.equal(loaded(x).logits, model(x).logits)
+
+
+def test_auto_round_trip(tmp_path):
+    AutoConfig.register("awd_lstm", AWDLSTMConfig, exist_ok=True)
+    AutoModelForCausalLM.register(AWDLSTMConfig, AWDLSTMForCausalLM, exist_ok=True)
+    model = tiny_model(tie_word_embeddings=False, last_hidden_size=10)
+    assert model.lm_head.in_features == 10
+    model.save_pretrained(tmp_path)
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path).eval()
+    assert isinstance(loaded, AWDLSTMForCausalLM) and loaded.config.last_hidden_size == 10
+    x = prompts()
+    assert torch.equal(loaded(x).logits, model(x).logits)
+
+
+# --- bad input --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "field", ["dropout", "dropout_hidden", "dropout_input", "dropout_embedding", "weight_drop"]
+)
+def test_dropout_out_of_range(field):
+    with pytest.raises(ValueError, match=f"{field} is a dropout probability"):
+        tiny_config(**{field: 1.0})
+    with pytest.raises(ValueError, match=field):
+        tiny_config(**{field: -0.1})
+
+
+def test_tied_sizes_must_match():
+    with pytest.raises(ValueError, match=r"last_hidden_size \(10\) must equal embedding_size \(8\)"):
+        tiny_config(last_hidden_size=10)
+    assert tiny_config().layer_sizes == [12, 8]  # tied: the last layer is embedding_size, as in the paper
+    assert tiny_config(tie_word_embeddings=False).layer_sizes == [12, 12]
+
+
+def test_bad_head_config():
+    with pytest.raises(ValueError, match="cutoff"):
+        tiny_config(head="split", cutoffs=[5, 40])
+    with pytest.raises(ValueError, match="tree"):
+        tiny_config(head="tree")
+
+
+def test_wrong_cache_type():
+    from transformers import DynamicCache
+
+    model = tiny_model()
+    with pytest.raises(TypeError, match="RecurrentCache"):
+        model(prompts(), past_key_values=DynamicCache())
+
+
+def test_cached_generation_feeds_one_token_per_step():
+    model = tiny_model()
+    lengths = []
+    hook = model.model.register_forward_pre_hook(
+        lambda module, args, kwargs: lengths.append(args[0].shape[1]), with_kwargs=True
+    )
+    try:
+        model.generate(prompts(2, 5), max_new_tokens=4, do_sample=False, num_beams=2)
+    finally:
+        hook.remove()
+    assert lengths == [5, 1, 1, 1]
+
+
+def test_tree_head_untied(tmp_path):
+    from hf_nlm.trees import random_tree
+
+    torch.manual_seed(0)
+    model = AWDLSTMForCausalLM(
+        tiny_config(head="tree", tie_word_embeddings=False), tree=random_tree(V)
+    ).eval()
+    x = prompts()
+    logp = torch.log_softmax(model(x).logits, dim=-1)
+    assert torch.allclose(logp.exp().sum(-1), torch.ones(2, 5), atol=1e-4)
+    model.save_pretrained(tmp_path)
+    loaded = AWDLSTMForCausalLM.from_pretrained(tmp_path).eval()
+    assert torch.allclose(loaded(x).logits, model(x).logits)
+
+
+def test_right_padding_freezes_state():
+    model = tiny_model()
+    full, short = prompts(1, 6), prompts(1, 4)
+    x = torch.cat([full, torch.cat([short, torch.zeros(1, 2, dtype=torch.long)], dim=1)])
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])
+    batch = model(x, attention_mask=mask)
+    alone_full, alone_short = model(full), model(short)
+    assert torch.allclose(batch.logits[0], alone_full.logits[0], atol=1e-5)
+    assert torch.allclose(batch.logits[1, :4], alone_short.logits[0], atol=1e-5)
+    for layer in range(2):
+        h_batch, c_batch = batch.past_key_values.get_state(layer)
+        h_short, c_short = alone_short.past_key_values.get_state(layer)
+        assert torch.allclose(h_batch[1], h_short[0], atol=1e-6) and torch.allclose(
+            c_batch[1], c_short[0], atol=1e-6
+        )
