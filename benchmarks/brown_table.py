@@ -31,10 +31,10 @@ import time
 from pathlib import Path
 
 import torch
-from datasets import Dataset, DatasetDict
+from datasets import DatasetDict
 
 import hf_nlm
-from hf_nlm.data import load_brown
+from hf_nlm.data import first_lines, load_brown
 from hf_nlm.ngram import InterpolatedLM, KneserNeyLM, evaluate_mixture
 from hf_nlm.tokenization import train_word_level_tokenizer, word_counts
 from hf_nlm.training import TrainingConfig, train_lm
@@ -68,13 +68,6 @@ def paper_vocabulary(corpus: DatasetDict, min_frequency: int = 4):
     return train_word_level_tokenizer(all_text, min_frequency=min_frequency)
 
 
-def quick_slice(corpus: DatasetDict, train_lines: int, eval_lines: int) -> DatasetDict:
-    return DatasetDict({
-        "train": Dataset.from_dict({"text": corpus["train"]["text"][:train_lines]}),
-        "validation": Dataset.from_dict({"text": corpus["validation"]["text"][:eval_lines]}),
-        "test": Dataset.from_dict({"text": corpus["test"]["text"][:eval_lines]}),
-    })
-
 
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -101,7 +94,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     corpus = load_brown()
     if args.quick:
-        corpus = quick_slice(corpus, train_lines=2500, eval_lines=800)
+        corpus = first_lines(corpus, train_lines=2500, eval_lines=800)
         args.epochs, args.time_budget = 1, min(args.time_budget, 60.0)
     tokenizer = paper_vocabulary(corpus) if args.vocab == "paper" else train_word_level_tokenizer(
         corpus["train"]["text"], min_frequency=4)

@@ -28,10 +28,9 @@ import time
 from pathlib import Path
 
 import torch
-from datasets import Dataset, DatasetDict
 
 from hf_nlm import HLBLConfig, HLBLForCausalLM, LBLConfig, LBLForCausalLM
-from hf_nlm.data import load_brown
+from hf_nlm.data import first_lines, load_brown
 from hf_nlm.data.lm import tokenize_corpus
 from hf_nlm.heads import tree_config_fields
 from hf_nlm.models.hlbl.recipe import build_data_tree, tree_summary
@@ -49,13 +48,6 @@ def log(message: str) -> None:
 def emit(row: dict) -> None:
     print(json.dumps({"benchmark": BENCHMARK, **row}), flush=True)
 
-
-def quick_slice(corpus: DatasetDict, train_lines: int, eval_lines: int) -> DatasetDict:
-    return DatasetDict({
-        "train": Dataset.from_dict({"text": corpus["train"]["text"][:train_lines]}),
-        "validation": Dataset.from_dict({"text": corpus["validation"]["text"][:eval_lines]}),
-        "test": Dataset.from_dict({"text": corpus["test"]["text"][:eval_lines]}),
-    })
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -85,7 +77,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     corpus = load_brown()
     if args.quick:
-        corpus = quick_slice(corpus, train_lines=6000, eval_lines=600)
+        corpus = first_lines(corpus, train_lines=6000, eval_lines=600)
         args.epochs, args.time_budget, args.batch_size = 3, min(args.time_budget, 45.0), min(args.batch_size, 16)
         args.learning_rate = max(args.learning_rate, 3e-3)
         args.min_frequency = min(args.min_frequency, 2)

@@ -2,6 +2,7 @@
 
 from .corpora import (
     CorpusFormatError,
+    first_lines,
     load_brown,
     load_csv_files,
     load_ptb,
@@ -26,6 +27,7 @@ __all__ = [
     "build_lm_dataset",
     "collate_blocks",
     "data_home",
+    "first_lines",
     "group_into_blocks",
     "load_brown",
     "load_csv_files",

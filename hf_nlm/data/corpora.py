@@ -31,6 +31,7 @@ from .download import data_home, parse_penn_module, penn_files
 
 __all__ = [
     "CorpusFormatError",
+    "first_lines",
     "load_brown",
     "load_csv_files",
     "load_ptb",
@@ -100,6 +101,17 @@ def _as_paths(files: SplitFiles) -> list[Path]:
     return [Path(f) for f in files]
 
 
+def _given_splits(loader: str, train: SplitFiles, validation: SplitFiles, test: SplitFiles):
+    """Yield ``(split, paths)`` for each split given a file (or files); an empty list is an error."""
+    for split, files in {"train": train, "validation": validation, "test": test}.items():
+        if files is None:
+            continue
+        paths = _as_paths(files)
+        if not paths:
+            raise ValueError(f"{loader}: the {split} split was given an empty list of files.")
+        yield split, paths
+
+
 def _text_dataset(rows: list[str]) -> Dataset:
     return Dataset.from_dict({"text": rows}, features=Features({"text": Value("string")}))
 
@@ -123,14 +135,8 @@ def load_text_files(
         ValueError: no split given.
         FileNotFoundError / CorpusFormatError: see :func:`read_text_file`.
     """
-    splits = {"train": train, "validation": validation, "test": test}
     result = DatasetDict()
-    for split, files in splits.items():
-        paths = _as_paths(files)
-        if files is None:
-            continue
-        if not paths:
-            raise ValueError(f"load_text_files: the {split} split was given an empty list of files.")
+    for split, paths in _given_splits("load_text_files", train, validation, test):
         rows: list[str] = []
         for path in paths:
             rows.extend(_lines(read_text_file(path)))
@@ -198,14 +204,8 @@ def load_csv_files(
     """
     if "text" in columns and text_column != "text":
         raise ValueError("columns= may not contain 'text': the text column is stored under that name.")
-    splits = {"train": train, "validation": validation, "test": test}
     result = DatasetDict()
-    for split, files in splits.items():
-        paths = _as_paths(files)
-        if files is None:
-            continue
-        if not paths:
-            raise ValueError(f"load_csv_files: the {split} split was given an empty list of files.")
+    for split, paths in _given_splits("load_csv_files", train, validation, test):
         merged: dict[str, list[str]] = {"text": [], **{name: [] for name in columns if name != text_column}}
         for path in paths:
             table = _read_csv(path, text_column, columns)
@@ -500,3 +500,12 @@ def load_sotu(path: PathLike | None = None, split_years: tuple[int, int] = (2000
         {"text": Value("string"), "year": Value("int32"), "president": Value("string"), "fileid": Value("string")}
     )
     return DatasetDict({split: Dataset.from_dict(cols, features=features) for split, cols in splits.items()})
+
+
+def first_lines(corpus: DatasetDict, train_lines: int, eval_lines: int) -> DatasetDict:
+    """The first ``train_lines`` rows of ``train`` and ``eval_lines`` of every other split: the
+    slice the benchmarks' ``--quick`` modes run on."""
+    return DatasetDict(
+        {name: split.select(range(min(train_lines if name == "train" else eval_lines, len(split))))
+         for name, split in corpus.items()}
+    )
