@@ -29,7 +29,7 @@ from .training.config import TrainingConfig
 NAMED_CORPORA = ("brown", "ptb", "sotu")
 FILE_CORPORA = ("text", "csv")
 TOKENIZERS = ("word", "bpe", "wordpiece")
-MODELS = ("nplm", "lbl", "hlbl")
+MODELS = ("nplm", "lbl", "hlbl", "awd_lstm")
 HEAD_CHOICES = ("softmax", "split", "tree")
 TREE_CHOICES = ("random", "balanced", "huffman")
 TREE_MODES = ("adaptive", "balanced")
@@ -75,15 +75,18 @@ def add_tokenizer_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_model_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...] = MODELS) -> None:
     group = parser.add_argument_group(
-        "model (NPLM: Bengio et al. 2003, defaults are the paper's MLP1; LBL / HLBL: Mnih & Hinton 2007 / 2008)"
+        "model (NPLM: Bengio et al. 2003, defaults are the paper's MLP1; LBL / HLBL: Mnih & Hinton 2007 / 2008; "
+        "AWD-LSTM: Merity et al. 2018, defaults are the paper's)"
     )
     group.add_argument("--model", choices=models, default=models[0], help=f"model architecture (default: {models[0]})")
     group.add_argument("--context-size", type=int, default=None, help="n - 1, previous tokens seen (default: 4 NPLM, 5 LBL)")
     group.add_argument("--embedding-size", type=int, default=None,
-                       help="word feature size: the NPLM's m (default 60), the LBL's D (default 100)")
+                       help="word feature size: the NPLM's m (default 60), the LBL's D (default 100), the AWD-LSTM's "
+                            "embedding (default 400)")
     if "nplm" in models:
         group.add_argument("--hidden-size", type=int, default=None,
-                           help="NPLM only: h, tanh hidden units; 0 = none (default: 50)")
+                           help="NPLM: h, tanh hidden units, 0 = none (default: 50); AWD-LSTM: units of the LSTM "
+                                "layers below the last (default: 1150)")
         group.add_argument("--no-direct", dest="direct_connections", action="store_false",
                            help="NPLM only: drop the direct connections W x from the word features to the output")
     group.add_argument("--diagonal-context", action="store_true",
@@ -101,6 +104,23 @@ def add_model_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...]
                            help="tree head: a word tree saved with WordTree.save (e.g. a build-tree run's word_tree.json); "
                                 "its word ids must be those of this run's tokenizer (same corpus and tokenizer flags)")
     group.add_argument("--tree-seed", type=int, default=0, help="seed of the random tree (default: 0)")
+    if "awd_lstm" in models:
+        from .models import AWDLSTMConfig
+
+        awd = parser.add_argument_group("model: AWD-LSTM only (see AWDLSTMConfig; PTB values of Merity et al. in brackets)")
+        for name, help_text in [
+            ("num_hidden_layers", "LSTM layers"),
+            ("dropout", "locked dropout on the last layer's outputs"),
+            ("dropout_hidden", "locked dropout between LSTM layers [0.25]"),
+            ("dropout_input", "locked dropout on the embeddings [0.4]"),
+            ("dropout_embedding", "embedding dropout: whole word rows"),
+            ("weight_drop", "DropConnect on the hidden-to-hidden weights"),
+            ("alpha", "activation regularisation (AR) weight"),
+            ("beta", "temporal activation regularisation (TAR) weight"),
+        ]:
+            default = AWDLSTMConfig.__dataclass_fields__[name].default
+            awd.add_argument("--" + name.replace("_", "-"), type=type(default), default=default,
+                             help=f"{help_text} (default: {default})")
 
 
 def add_training_arguments(parser: argparse.ArgumentParser, resume: bool = True) -> None:
@@ -123,6 +143,9 @@ def add_training_arguments(parser: argparse.ArgumentParser, resume: bool = True)
                                help=f"{help_text} (default: {f.default})")
     if not resume:
         return
+    group.add_argument("--init-from", default=None, metavar="MODEL_DIR",
+                       help="start from a saved model (its weights and tokenizer; the model and tokenizer flags are "
+                            "then unused), e.g. AWD-LSTM fine-tuning: --init-from RUN_DIR --fine-tune")
     group.add_argument("--resume", nargs="?", const="latest", default=None, metavar="CHECKPOINT",
                        help="resume from CHECKPOINT (a checkpoint folder, or a run's output dir); without a value "
                             "the newest checkpoint in --output-dir")
@@ -248,6 +271,20 @@ def build_config(args: argparse.Namespace, tokenizer):
             direct_connections=args.direct_connections,
             **common,
         )
+    if args.model == "awd_lstm":
+        from .models import AWDLSTMConfig
+
+        awd_fields = ["num_hidden_layers", "dropout", "dropout_hidden", "dropout_input", "dropout_embedding",
+                      "weight_drop", "alpha", "beta"]
+        unused = [flag for flag, given in [("--context-size", args.context_size is not None),
+                                           ("--diagonal-context", args.diagonal_context),
+                                           ("--no-direct", not args.direct_connections)] if given]
+        if unused:
+            raise ValueError(f"{', '.join(unused)} do not apply to --model awd_lstm (it reads the whole history)")
+        sizes = {k: v for k, v in [("embedding_size", args.embedding_size), ("hidden_size", args.hidden_size)] if v is not None}
+        return AWDLSTMConfig(
+            **sizes, **{k: getattr(args, k) for k in awd_fields}, tie_word_embeddings=head != "tree", **common
+        )
     if getattr(args, "hidden_size", None) is not None:
         raise ValueError(f"--hidden-size is the NPLM's tanh layer; the {args.model.upper()}'s feature size D is --embedding-size")
     if not getattr(args, "direct_connections", True):
@@ -298,7 +335,7 @@ def build_model(args: argparse.Namespace, tokenizer, train_texts=None):
     """
     import torch
 
-    from .models import HLBLForCausalLM, LBLForCausalLM, NPLMForCausalLM
+    from .models import AWDLSTMForCausalLM, HLBLForCausalLM, LBLForCausalLM, NPLMForCausalLM
 
     config = build_config(args, tokenizer)
     tree = None
@@ -306,7 +343,9 @@ def build_model(args: argparse.Namespace, tokenizer, train_texts=None):
         tree = build_tree(args, tokenizer, train_texts)
     elif getattr(args, "tree", None) is not None or getattr(args, "tree_file", None) is not None:
         raise ValueError(f"--tree / --tree-file need a tree head (--head tree or --model hlbl), not --head {config.head}")
-    model_class = {"nplm": NPLMForCausalLM, "lbl": LBLForCausalLM, "hlbl": HLBLForCausalLM}[args.model]
+    model_class = {
+        "nplm": NPLMForCausalLM, "lbl": LBLForCausalLM, "hlbl": HLBLForCausalLM, "awd_lstm": AWDLSTMForCausalLM
+    }[args.model]
     torch.manual_seed(args.seed)  # the same initial weights on every process and every rerun
     return model_class(config, tree=tree)
 
@@ -339,11 +378,19 @@ def prepare_training(args: argparse.Namespace):
     datasets = load_corpus(args)
     if "train" not in datasets:
         raise ValueError("the corpus has no train split (give --train-file)")
-    if checkpoint is not None:
+    init_from = getattr(args, "init_from", None)
+    if checkpoint is not None or init_from is not None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-        model = AutoModelForCausalLM.from_pretrained(checkpoint)
+        folder = checkpoint if checkpoint is not None else Path(init_from)
+        if not (Path(folder) / "config.json").is_file():
+            raise FileNotFoundError(f"{folder} is not a saved model folder (no config.json)")
+        from .training.checkpoint import quiet_progress_bars
+
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        with quiet_progress_bars():
+            model = AutoModelForCausalLM.from_pretrained(folder)
+        model.train()  # from_pretrained returns the model in eval mode
     else:
         tokenizer = build_tokenizer(args, datasets["train"]["text"])
         model = build_model(args, tokenizer, datasets["train"]["text"])
@@ -381,9 +428,18 @@ def _load_saved_model(parser: argparse.ArgumentParser, folder: str):
         _fail(parser, f"cannot load the model in {folder}: {err}")
 
 
+CACHE_DEFAULTS = {"cache_window": 500, "cache_theta": 1.0, "cache_lambda": 0.1}
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .evaluation import evaluate_lm
 
+    for name, default in CACHE_DEFAULTS.items():
+        flag = "--" + name.replace("_", "-")
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+        elif not args.neural_cache:
+            _fail(args.parser, f"{flag} needs --neural-cache")
     model, tokenizer = _load_saved_model(args.parser, args.model_dir)
     try:
         datasets = load_corpus(args)
@@ -391,8 +447,20 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         _fail(args.parser, str(err))
     if args.split not in datasets:
         _fail(args.parser, f"the corpus has no {args.split!r} split (it has {', '.join(datasets)})")
-    result = evaluate_lm(model, datasets[args.split], tokenizer, block_size=args.block_size, batch_size=args.batch_size,
-                         show_progress=sys.stderr.isatty())
+    if args.neural_cache:
+        from .neural_cache import evaluate_with_neural_cache
+
+        # Grave et al. (2017): one stream, batch 1, the state carried over blocks of --block-size tokens.
+        try:
+            result = evaluate_with_neural_cache(
+                model, datasets[args.split], tokenizer, window=args.cache_window, theta=args.cache_theta,
+                lambda_=args.cache_lambda, bptt=args.block_size, show_progress=sys.stderr.isatty(),
+            )
+        except (ValueError, FloatingPointError) as err:
+            _fail(args.parser, str(err))
+    else:
+        result = evaluate_lm(model, datasets[args.split], tokenizer, block_size=args.block_size,
+                             batch_size=args.batch_size, show_progress=sys.stderr.isatty())
     print(json.dumps({"split": args.split, **result}))
     return 0
 
@@ -486,6 +554,19 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--split", default="test", help="split to evaluate (default: test)")
     evaluate.add_argument("--block-size", type=int, default=256, help="targets per evaluation block (default: 256)")
     evaluate.add_argument("--batch-size", type=int, default=32, help="blocks per batch (default: 32)")
+    cache = evaluate.add_argument_group(
+        "neural cache (Grave, Joulin & Usunier 2017; recurrent models only, e.g. AWD-LSTM)",
+        "p(w) = (1 - lambda) p_model(w) + lambda p_cache(w), p_cache(w) proportional to the sum of "
+        "exp(theta h_t . h_i) over the last WINDOW positions i followed by w. The split is read as one stream, "
+        "batch 1, the state carried over blocks of --block-size tokens (--batch-size is unused).",
+    )
+    cache.add_argument("--neural-cache", action="store_true", help="evaluate with the neural cache pointer")
+    cache.add_argument("--cache-window", type=int, default=None,
+                       help=f"previous positions in the cache (default: {CACHE_DEFAULTS['cache_window']})")
+    cache.add_argument("--cache-theta", type=float, default=None,
+                       help=f"inverse temperature theta of the cache's softmax (default: {CACHE_DEFAULTS['cache_theta']})")
+    cache.add_argument("--cache-lambda", type=float, default=None,
+                       help=f"cache weight lambda in [0, 1] (default: {CACHE_DEFAULTS['cache_lambda']})")
     evaluate.set_defaults(func=cmd_evaluate, parser=evaluate)
 
     generate = sub.add_parser("generate", help="continue prompts with a saved model")

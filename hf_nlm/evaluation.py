@@ -6,13 +6,46 @@ import torch
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
-from .data.lm import build_lm_dataset, collate_blocks, tokenize_corpus
+from .data.lm import bos_token_id, build_lm_dataset, collate_blocks, stream_stats, tokenize_corpus
+from .data.stream import StreamColumns, bptt_chunks, stream_columns
 from .modeling_utils import NLMPreTrainedModel
 
 
 def lm_context_size(model) -> int:
     """How many input-only tokens each block needs: n - 1 for n-gram models, 1 otherwise."""
     return int(getattr(model.config, "context_size", 1) or 1)
+
+
+def is_stateful(model) -> bool:
+    """Does ``model`` carry a recurrent state from one chunk of text to the next (``_is_stateful``)?"""
+    return bool(getattr(model, "_is_stateful", False))
+
+
+@torch.no_grad()
+def stream_nll(
+    model, columns: StreamColumns, bptt: int, device=None, rows=None, desc: str | None = None
+) -> tuple[float, int]:
+    """Sum of -log p(target) over the targets of ``columns`` (or of its ``rows``), and their number,
+    reading each column in chunks of ``bptt`` with the recurrent state carried from chunk to chunk."""
+    device = device or next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    total, count, state = 0.0, 0, None
+    try:
+        for start, length in tqdm(bptt_chunks(columns.length, bptt), desc=desc, disable=desc is None, leave=False):
+            batch = {k: v.to(device) for k, v in columns.chunk(start, length, rows).items()}
+            out = model(**batch, past_key_values=state, use_cache=True, logits_to_keep=1)
+            state = out.past_key_values
+            n = int((batch["shift_labels"] != -100).sum())
+            if n == 0:
+                continue
+            if not torch.isfinite(out.loss):
+                raise FloatingPointError(f"evaluation loss is {out.loss.item()} (not finite) after {count} tokens")
+            total += out.loss.item() * n
+            count += n
+    finally:
+        model.train(was_training)
+    return total, count
 
 
 @torch.no_grad()
@@ -66,8 +99,21 @@ def evaluate_lm(
         ``word_perplexity`` (per whitespace word incl. sentence ends: comparable across tokenizations),
         ``nll_per_token``, ``bits_per_token``, ``total_nll``, ``num_tokens``, ``num_words`` -- plus
         ``loss`` (= ``nll_per_token``) and ``num_unk`` (targets that are ``<unk>``).
+
+    Recurrent models (``_is_stateful``) read the stream as ``batch_size`` columns side by side, in
+    chunks of ``block_size`` with the state carried over (``hf_nlm.data.stream``); each column starts
+    from an empty state, so ``batch_size=1`` gives the exact perplexity of the whole stream and larger
+    batches an approximation that is faster (Merity et al. evaluate the test set with batch 1).
     """
     texts = split_texts(dataset, text_column)
+    if is_stateful(model):
+        ids, num_words = tokenize_corpus(texts, tokenizer)
+        stats = stream_stats(ids, num_words, tokenizer)
+        columns = stream_columns(ids, min(batch_size, ids.numel()), bos_token_id(tokenizer))
+        total, count = stream_nll(model, columns, block_size, device, desc="evaluate" if show_progress else None)
+        if count != stats["num_tokens"]:
+            raise RuntimeError(f"evaluated {count} targets but the split has {stats['num_tokens']} tokens")
+        return perplexity_report(total, count, stats["num_words"], stats["num_unk"])
     lm_data, stats = build_lm_dataset(texts, tokenizer, block_size, lm_context_size(model))
     loader = DataLoader(lm_data, batch_size=batch_size, shuffle=False, collate_fn=collate_blocks)
     total, count = summed_nll(model, loader, device, desc="evaluate" if show_progress else None)

@@ -43,13 +43,26 @@ class NLMPreTrainedModel(PreTrainedModel):
         return super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
 
 
-def shifted_targets(hidden: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def shifted_targets(
+    hidden: torch.Tensor, labels: torch.Tensor | None = None, shift_labels: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Pair the hidden state at position t with the label at t + 1, keeping labels != -100.
+
+    ``labels`` follow the transformers convention (the same positions as ``input_ids``, shifted here);
+    ``shift_labels`` are already aligned (``shift_labels[:, t]`` is the target of position t), which
+    stateful BPTT needs so that a chunk's last position predicts a target too (``hf_nlm.data.stream``).
 
     Returns ``(hidden_selected (N, D), targets (N,))``. Selecting before the output layer means
     positions that carry no target (context prefixes, padding) never reach the |V|-wide softmax.
     """
-    hidden = hidden[:, :-1]
-    targets = labels[:, 1:].to(hidden.device)
+    if (labels is None) == (shift_labels is None):
+        raise ValueError("give exactly one of labels (shifted inside) and shift_labels (already aligned)")
+    if shift_labels is None:
+        hidden, targets = hidden[:, :-1], labels[:, 1:]
+    else:
+        if shift_labels.shape != hidden.shape[:2]:
+            raise ValueError(f"shift_labels has shape {tuple(shift_labels.shape)}, expected {tuple(hidden.shape[:2])}")
+        targets = shift_labels
+    targets = targets.to(hidden.device)
     keep = targets != -100
     return hidden[keep], targets[keep]

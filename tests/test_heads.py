@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import nn
 
@@ -348,3 +349,147 @@ def test_tree_head_survives_save_pretrained_from_pretrained(tmp_path):
     loaded = Tiny.from_pretrained(tmp_path)
     assert loaded.lm_head.tree() == tree
     torch.testing.assert_close(loaded(ids), model(ids), rtol=0, atol=0)
+
+
+# ---------------------------------------------------------------- tree softmax: ragged training path
+
+
+def padded_nll(head: TreeSoftmaxHead, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The former ``nll``, kept as a reference: every target pays max_codes x max_depth padded steps."""
+    h, t = hidden.reshape(-1, hidden.shape[-1]), target.reshape(-1)
+    ignore = t == -100
+    t = t.masked_fill(ignore, 0)
+    nodes, bits, mask = head.tree_nodes[t], head.tree_bits[t], head.tree_mask[t]  # (N, C, L)
+    score = torch.einsum("ncld,nd->ncl", head.weight[nodes], h)
+    if head.bias is not None:
+        score = score + head.bias[nodes]
+    log_p = (F.logsigmoid(torch.where(bits, score, -score)) * mask).sum(-1)
+    log_p = log_p.masked_fill(~mask.any(-1), -math.inf).logsumexp(-1)
+    return (-log_p).masked_fill(ignore, 0.0).view(target.shape)
+
+
+def multi_code_tree() -> WordTree:
+    """Word 0 has codes of lengths 2 and 3, word 3 two codes of length 3, words 1 and 2 one each."""
+    return WordTree([[1, 2], [leaf(0), 3], [leaf(1), 4], [leaf(2), leaf(3)], [leaf(0), leaf(3)]], 4)
+
+
+def steps_per_block(head: TreeSoftmaxHead, steps: int | None) -> None:
+    """Make the CPU training path work ``steps`` path steps at a time (None: all at once)."""
+    head.block_bytes = None if steps is None else steps * head.in_features * head.weight.element_size()
+
+
+@pytest.mark.parametrize("steps", [None, 1, 7])
+@pytest.mark.parametrize("kind", list(TREES))
+def test_tree_nll_equals_padded_and_brute_force(kind, steps):
+    tree = TREES[kind]()
+    head = make_head(f"tree_{kind}")
+    steps_per_block(head, steps)
+    torch.manual_seed(3)
+    hidden = torch.randn(3, 17, D, dtype=torch.float64)
+    target = torch.randint(0, V, (3, 17))
+    target[0, :15], target[1, :15] = torch.arange(15), torch.arange(15, V)
+    target[2, [1, 5, 6]] = -100
+    with torch.no_grad():
+        nll = head.nll(hidden, target)
+        torch.testing.assert_close(nll, padded_nll(head, hidden, target))
+        by_hand = -tree_by_hand(head, tree, hidden.reshape(-1, D)).log()
+        expected = by_hand.gather(1, target.reshape(-1, 1).clamp_min(0)).view(target.shape)
+        torch.testing.assert_close(nll, expected.masked_fill(target == -100, 0.0))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("kind", ["random", "huffman", "adaptive_eps"])
+def test_tree_nll_gradients_equal_the_padded_ones(kind, sparse):
+    head = make_head(f"tree_{kind}")
+    head.sparse = sparse
+    steps_per_block(head, 5)
+    torch.manual_seed(4)
+    hidden = torch.randn(40, D, dtype=torch.float64)
+    target = torch.randint(0, V, (40,))
+    target[::9] = -100
+    weights = torch.rand(40, dtype=torch.float64)  # distinct per-token weights in the loss
+    grads = []
+    for nll in (head.nll, lambda h, t: padded_nll(head, h, t)):
+        head.zero_grad(set_to_none=True)
+        h = hidden.clone().requires_grad_()
+        (nll(h, target) * weights).sum().backward()
+        grads.append((h.grad, head.weight.grad, head.bias.grad))
+    (gh, gw, gb), (rh, rw, rb) = grads
+    assert gw.is_sparse == sparse
+    if sparse:  # one row per touched node, not one per path step
+        assert gw._nnz() == gw.coalesce()._nnz()
+    torch.testing.assert_close(gh, rh)
+    torch.testing.assert_close(gw.to_dense(), rw)
+    torch.testing.assert_close(gb, rb)
+
+
+@pytest.mark.parametrize("steps", [None, 2])
+def test_tree_nll_gradcheck_with_multiple_codes(steps):
+    tree = multi_code_tree()
+    assert tree.max_codes == 2 and sorted(map(len, tree.code_lengths())) == [1, 1, 2, 2]
+    torch.manual_seed(5)
+    head = TreeSoftmaxHead(3, tree).double()
+    steps_per_block(head, steps)
+    wrapper = _NLL(head)
+    target = torch.tensor([0, 3, 1, -100, 2, 0, 3])
+    hidden = torch.randn(7, 3, dtype=torch.float64, requires_grad=True)
+    weight = (torch.randn(tree.num_nodes, 3, dtype=torch.float64) * 0.7).requires_grad_()
+    bias = (torch.randn(tree.num_nodes, dtype=torch.float64) * 0.7).requires_grad_()
+
+    def f(h, w, b):
+        return torch.func.functional_call(wrapper, {"head.weight": w, "head.bias": b}, (h, target))
+
+    assert torch.autograd.gradcheck(f, (hidden, weight, bias))
+
+
+def test_tree_nll_gathers_only_the_actual_path_steps(monkeypatch):
+    """The training cost follows the targets' code lengths, not max_codes x max_depth."""
+    from hf_nlm.heads import tree as tree_module
+
+    seen = []
+    original = tree_module._PathScores.apply
+
+    def spy(weight, hidden, node, row, *rest):
+        seen.append(node.numel())
+        return original(weight, hidden, node, row, *rest)
+
+    monkeypatch.setattr(tree_module._PathScores, "apply", spy)
+    for kind in ("huffman", "adaptive_eps"):
+        tree = TREES[kind]()
+        head = TreeSoftmaxHead(D, tree)
+        target = torch.tensor([0, 1, 29, -100, 5, 5])
+        head.nll(torch.randn(6, D), target)
+        lengths = tree.code_lengths()
+        assert seen[-1] == sum(sum(lengths[w]) for w in target.tolist() if w != -100)
+        assert seen[-1] < 5 * tree.max_codes * tree.max_depth
+
+
+def test_tree_nll_with_code_slots_in_any_order():
+    """Buffers loaded from elsewhere may leave a word's first code slots empty; nll must not care."""
+    head = make_head("tree_adaptive_eps")
+    assert head.tree_nodes.shape[1] >= 2
+    h = torch.randn(8, D, dtype=torch.float64)
+    t = torch.tensor([0, 3, 7, 11, 15, 20, 26, 29])
+    with torch.no_grad():
+        before_nll, before_lp = head.nll(h, t), head.log_probs(h)
+        for buf in (head.tree_nodes, head.tree_bits, head.tree_mask):
+            buf.copy_(buf.flip(1))  # a one-code word now sits in its last slot
+        assert not head.tree_mask[:, 0].all()
+        torch.testing.assert_close(head.nll(h, t), before_nll)
+        torch.testing.assert_close(head.log_probs(h), before_lp)
+
+
+def test_tree_nll_follows_a_newly_loaded_tree():
+    a, b = make_head("tree_balanced"), make_head("tree_random")
+    h, t = torch.randn(6, D, dtype=torch.float64), torch.arange(6)
+    with torch.no_grad():
+        expected = a.nll(h, t)
+        assert not torch.allclose(b.nll(h, t), expected)  # b's flat paths are now cached
+        b.load_state_dict(a.state_dict())
+        torch.testing.assert_close(b.nll(h, t), expected)
+
+
+def test_tree_nll_needs_a_tree():
+    fresh = TreeSoftmaxHead(D, **TreeSoftmaxHead.tree_shape(balanced_tree(V)))
+    with pytest.raises(ValueError, match="holds no tree yet"):
+        fresh.nll(torch.randn(2, D), torch.tensor([0, 1]))

@@ -112,12 +112,21 @@ def build_lm_dataset(
     """Tokenize a split and cut it into blocks. Returns the dataset and its counts
     (``num_tokens`` targets, ``num_words`` words incl. sentence ends, ``num_unk`` targets that are ``<unk>``)."""
     ids, num_words = tokenize_corpus(texts, tokenizer)
-    bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-    blocks = group_into_blocks(ids, block_size, context_size, bos)
+    blocks = group_into_blocks(ids, block_size, context_size, bos_token_id(tokenizer))
+    return LMBlockDataset(blocks), stream_stats(ids, num_words, tokenizer)
+
+
+def bos_token_id(tokenizer) -> int:
+    """The token a stream starts with: ``bos``, else ``eos`` (our tokenizers use ``<eos>`` for both)."""
+    return tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+
+
+def stream_stats(ids: torch.LongTensor, num_words: int, tokenizer) -> dict[str, int]:
+    """The counts every evaluation reports: ``num_tokens`` targets, ``num_words`` words incl. sentence
+    ends, ``num_unk`` targets that are ``<unk>``."""
     unk = tokenizer.unk_token_id
-    stats = {
+    return {
         "num_tokens": int(ids.numel()),
         "num_words": num_words,
         "num_unk": int((ids == unk).sum()) if unk is not None else 0,
     }
-    return LMBlockDataset(blocks), stats

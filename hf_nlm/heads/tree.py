@@ -10,9 +10,12 @@ where D(w) are the codes of w (root-to-leaf paths, see :mod:`hf_nlm.trees`), q_i
 the bias of the i-th internal node on the path, d_i the branch taken. Since
 P(d_i = 0 | .) = sigmoid(-(h . q_i + b_i)), each factor is sigmoid(+-(h . q_i + b_i)).
 
-Training touches only the O(log |V|) nodes on the target's path(s); exact full-vocabulary
-log-probabilities cost one (N, num_nodes) matmul plus O(|V|) additions per row (top-down over the
-tree levels), about the price of a full softmax.
+Training touches only the nodes on the target's path(s), and pays for each of them once: the paths
+are kept as one flat (ragged) list of (node, bit) steps per word, so a token costs the total length of
+its word's codes (about the expected code length for a Huffman tree, one path for a word with one
+code), not max_codes x max_depth. Exact full-vocabulary log-probabilities cost one (N, num_nodes)
+matmul plus O(|V|) additions per row (top-down over the tree levels), about the price of a full
+softmax.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 from ..trees import WordTree
 from .softmax import upcast
@@ -37,14 +41,16 @@ class TreeSoftmaxHead(nn.Module):
             tree comes from ``load_state_dict`` / ``from_pretrained``.
         bias: learn a bias b_i per internal node.
         sparse: give ``nll``'s gradient of ``weight`` as a sparse tensor (as
-            ``nn.Embedding(sparse=True)``): only the O(N log |V|) touched rows, no dense
-            num_nodes x D gradient per step. For optimizers that accept sparse gradients (SGD,
-            SparseAdam, Adagrad), as in Mnih & Hinton's and word2vec's SGD training.
+            ``nn.Embedding(sparse=True)``): only the touched rows, each once (nodes near the root are
+            on most paths), no dense num_nodes x D gradient per step. For optimizers that accept
+            sparse gradients (SGD, SparseAdam, Adagrad), as in Mnih & Hinton's and word2vec's SGD
+            training.
 
     Parameters: ``weight`` (num_nodes x D, the node vectors q_i) and ``bias`` (num_nodes, b_i).
     Persistent buffers (saved in the state dict / safetensors with the model):
     ``tree_nodes`` (|V|, max_codes, max_depth) int64, ``tree_bits`` (same shape) bool,
-    ``tree_mask`` (same shape) bool; see :class:`~hf_nlm.trees.TreeTensors`.
+    ``tree_mask`` (same shape) bool; see :class:`~hf_nlm.trees.TreeTensors`. The flat per-word paths
+    ``nll`` works from and the level tables of ``log_probs`` are derived from these and cached.
     """
 
     def __init__(
@@ -90,6 +96,7 @@ class TreeSoftmaxHead(nn.Module):
         self.register_buffer("tree_bits", bits.clone())
         self.register_buffer("tree_mask", mask.clone())
         self._structure_cache: tuple | None = None
+        self._paths_cache: tuple | None = None
         self.reset_parameters()
 
     @staticmethod
@@ -119,29 +126,103 @@ class TreeSoftmaxHead(nn.Module):
     def nll(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """Per-token -log P(target | h) (Mnih & Hinton 2008, eq. 3-4), shape ``target.shape``.
 
-        One gather of the target's padded path node vectors, one batched dot product, logsigmoid,
-        masked sum over the path, logsumexp over the codes. Target -100 gives 0 (ignored).
+        The (node, bit) steps of all the targets' codes are laid out flat, target after target and code
+        after code, so that the work is the total length of those codes: one dot product h . q_i per
+        step, log sigmoid(+-(h . q_i + b_i)), a sum per code, and a logsumexp over the codes of a word
+        with several. Target -100 gives 0 (ignored) and costs nothing.
         """
-        h = hidden.reshape(-1, hidden.shape[-1])
+        p = self._paths()
+        D = hidden.shape[-1]
+        h = hidden.reshape(-1, D)
         t = target.reshape(-1)
+        N = t.shape[0]
         ignore = t == -100
         t = t.masked_fill(ignore, 0)
-        nodes, bits, mask = self.tree_nodes[t], self.tree_bits[t], self.tree_mask[t]  # (N, C, L)
-        N, C, L = nodes.shape
-        # (N, C*L, D): the vectors q_i of the nodes on the target's path(s), one gather.
-        q = F.embedding(nodes.view(N, C * L), self.weight, sparse=self.sparse)
-        score = torch.bmm(q, h.unsqueeze(-1)).view(N, C, L)  # h . q_i
+        length = p["word_length"][t].masked_fill(ignore, 0)  # all codes' steps; none when ignored
+        ends = length.cumsum(0)
+        E = int(ends[-1]) if N else 0
+        rows = torch.arange(N, device=t.device)
+        row = torch.repeat_interleave(rows, length, output_size=E)  # the target of each step
+        # Step e of the batch is step (e - first step of its target) of that target's word.
+        entry = torch.arange(E, device=t.device) + (p["word_start"][t] - (ends - length)).index_select(0, row)
+        node = p["node"].index_select(0, entry)
+        score = _PathScores.apply(
+            self.weight, h.to(self.weight.dtype), node, row, self.sparse, self._block(D)
+        )
         if self.bias is not None:
-            score = score + self.bias[nodes]  # dense gradient: num_nodes floats, cheap
+            score = score + self.bias.index_select(0, node)  # dense gradient: num_nodes floats, cheap
         score = upcast(score)
-        # log sigmoid(+-(h . q_i + b_i)): + for bit 1, - for bit 0; padded steps contribute 0.
-        sign = bits.to(score.dtype) * 2 - 1
-        log_p = (F.logsigmoid(sign * score) * mask).sum(-1)  # (N, C): log prob of each code
-        if C == 1:
-            log_p = log_p.squeeze(-1)
+        # log sigmoid(+-(h . q_i + b_i)): + for bit 1, - for bit 0.
+        log_sig = F.logsigmoid(torch.where(p["bit"].index_select(0, entry), score, -score))
+        if not p["multi_code"]:
+            log_p = log_sig.new_zeros(N).index_add_(0, row, log_sig)
         else:
-            log_p = log_p.masked_fill(~mask[..., 0], float("-inf")).logsumexp(-1)  # sum over codes
+            # One segment per (target, code); an ignored target keeps one empty code (log-prob 0).
+            n_codes = p["word_codes"][t].masked_fill(ignore, 1)
+            code_ends = n_codes.cumsum(0)
+            S = int(code_ends[-1]) if N else 0
+            code = (code_ends - n_codes).index_select(0, row) + p["code"].index_select(0, entry)
+            log_code = log_sig.new_zeros(S).index_add_(0, code, log_sig)  # log prob of each code
+            owner = torch.repeat_interleave(rows, n_codes, output_size=S)
+            # Segment logsumexp over each target's codes; the max only stabilises, so no gradient.
+            top = log_code.new_full((N,), -math.inf).scatter_reduce_(0, owner, log_code.detach(), "amax")
+            total = log_code.new_zeros(N).index_add_(0, owner, (log_code - top.index_select(0, owner)).exp())
+            log_p = top + total.log()
         return (-log_p).masked_fill(ignore, 0.0).view(target.shape)
+
+    # Bytes of one (steps, D) block of the CPU training path (None: one pass). Small blocks stay in
+    # cache and reuse one buffer, where (all steps, D) tensors would be fresh allocations of tens of
+    # MB that glibc maps anew and page-faults on every step (2-3x slower at 2048 tokens, D=256).
+    block_bytes: int | None = 1 << 20
+
+    def _block(self, D: int) -> int | None:
+        if self.block_bytes is None or self.weight.device.type != "cpu":
+            return None  # accelerators: one pass, as many steps as possible per kernel
+        return max(1, self.block_bytes // max(1, D * self.weight.element_size()))
+
+    def _paths(self) -> dict:
+        """The flat per-word paths ``nll`` gathers from, derived from the buffers (cached).
+
+        Word w's steps are ``node[word_start[w] : word_start[w] + word_length[w]]`` (with ``bit``, and
+        ``code``, the rank of the code the step belongs to among w's ``word_codes[w]`` codes), code
+        after code, root first.
+        """
+        key = self._cache_key()
+        cache = getattr(self, "_paths_cache", None)  # absent from heads pickled before it existed
+        if cache is not None and cache[0] == key:
+            return cache[1]
+        self._check_has_tree()
+        with torch.no_grad():
+            V, C, L = self.tree_nodes.shape
+            mask = self.tree_mask
+            present = mask.any(-1)  # (V, C): which code slots exist
+            rank = present.long().cumsum(1) - 1  # code slots need not be packed at the front
+            length = mask.sum((1, 2))
+            word_codes = present.sum(1)
+            paths = {
+                "node": self.tree_nodes[mask],
+                "bit": self.tree_bits[mask],
+                "code": rank[:, :, None].expand(V, C, L)[mask],
+                "word_start": length.cumsum(0) - length,
+                "word_length": length,
+                "word_codes": word_codes,
+                "multi_code": bool((word_codes > 1).any()),
+            }
+        self._paths_cache = (key, paths)
+        return paths
+
+    def _cache_key(self) -> tuple:
+        # The buffers' identity and version: load_state_dict or .to(device) invalidate derived tables.
+        return tuple(
+            (b.data_ptr(), b._version, b.device) for b in (self.tree_nodes, self.tree_bits, self.tree_mask)
+        )
+
+    def _check_has_tree(self) -> None:
+        if not bool(self.tree_mask.any()):
+            raise ValueError(
+                "this TreeSoftmaxHead holds no tree yet (it was built from shapes only): "
+                "load a state dict / checkpoint that contains tree_nodes, tree_bits, tree_mask"
+            )
 
     # ------------------------------------------------------------------ full distribution
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -200,19 +281,12 @@ class TreeSoftmaxHead(nn.Module):
     def _structure(self) -> dict:
         """Level blocks, child and leaf indices derived from the buffers (cached).
 
-        Derived rather than stored so that the saved state is just the tree; the cache key follows
-        the buffers' identity and version, so ``load_state_dict`` or ``.to(device)`` refresh it.
+        Derived rather than stored so that the saved state is just the tree (see :meth:`_cache_key`).
         """
-        key = tuple(
-            (b.data_ptr(), b._version, b.device) for b in (self.tree_nodes, self.tree_bits, self.tree_mask)
-        )
+        key = self._cache_key()
         if self._structure_cache is not None and self._structure_cache[0] == key:
             return self._structure_cache[1]
-        if not bool(self.tree_mask.any()):
-            raise ValueError(
-                "this TreeSoftmaxHead holds no tree yet (it was built from shapes only): "
-                "load a state dict / checkpoint that contains tree_nodes, tree_bits, tree_mask"
-            )
+        self._check_has_tree()
         with torch.no_grad():
             V, C, L = self.tree_nodes.shape
             M, dev = self.num_nodes, self.tree_nodes.device
@@ -268,3 +342,63 @@ class TreeSoftmaxHead(nn.Module):
             f"in_features={self.in_features}, vocab_size={V}, num_nodes={self.num_nodes}, "
             f"max_codes={C}, max_depth={L}, bias={self.bias is not None}"
         )
+
+
+class _PathScores(torch.autograd.Function):
+    """``score[e] = weight[node[e]] . hidden[row[e]]``: one dot product per path step.
+
+    Autograd over gather + multiply + sum would allocate several (steps, D) tensors per training step
+    (the gathered node vectors and hidden rows, the product, their gradients). Here the forward keeps
+    none of them, and the backward regathers the rows and scatters the gradients straight into
+    ``weight``'s and ``hidden``'s, block by block (``block`` steps at a time; ``None``: all at once).
+    """
+
+    @staticmethod
+    def forward(ctx, weight, hidden, node, row, sparse, block):
+        # weight and hidden share a dtype (nll casts h), so every product below is taken in it.
+        E, D = node.shape[0], weight.shape[1]
+        block = max(E, 1) if block is None else block
+        score = weight.new_empty(E)
+        q_buf = weight.new_empty(min(block, E), D)
+        h_buf = weight.new_empty(min(block, E), D)
+        for a in range(0, E, block):
+            b = min(a + block, E)
+            q = torch.index_select(weight, 0, node[a:b], out=q_buf[: b - a])
+            h = torch.index_select(hidden, 0, row[a:b], out=h_buf[: b - a])
+            torch.sum(q.mul_(h), dim=1, out=score[a:b])
+        ctx.save_for_backward(weight, hidden, node, row)
+        ctx.sparse, ctx.block = sparse, block
+        return score
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_score):
+        weight, hidden, node, row = ctx.saved_tensors
+        need_w, need_h = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        (M, D), E = weight.shape, node.shape[0]
+        block, g = ctx.block, grad_score.contiguous()
+        grad_w = grad_h = rows = None
+        if need_w and ctx.sparse:
+            # One row per touched node, where nn.Embedding(sparse=True) would give one per path step:
+            # the nodes near the root are on almost every path, so this is several times smaller.
+            touched = torch.zeros(M, dtype=torch.bool, device=node.device).index_fill_(0, node, True)
+            rows = touched.nonzero().squeeze(1)
+            into = (touched.cumsum(0) - 1).index_select(0, node)
+            grad_w = weight.new_zeros(rows.shape[0], D)
+        elif need_w:
+            into, grad_w = node, torch.zeros_like(weight)
+        if need_h:
+            grad_h = torch.zeros_like(hidden)
+        buf = weight.new_empty(min(block, E), D)
+        for a in range(0, E, block):
+            b = min(a + block, E)
+            g_ab = g[a:b, None]
+            if need_h:
+                q = torch.index_select(weight, 0, node[a:b], out=buf[: b - a])
+                grad_h.index_add_(0, row[a:b], q.mul_(g_ab))
+            if need_w:
+                h = torch.index_select(hidden, 0, row[a:b], out=buf[: b - a])
+                grad_w.index_add_(0, into[a:b], h.mul_(g_ab))
+        if rows is not None:
+            grad_w = torch.sparse_coo_tensor(rows[None], grad_w, (M, D), check_invariants=False)
+        return grad_w, grad_h, None, None, None, None

@@ -6,6 +6,8 @@ A checkpoint is a folder ``<output_dir>/checkpoints/checkpoint-<global step>/`` 
 * the tokenizer files,
 * ``optimizer.pt`` and ``scheduler.pt`` (state dicts of plain tensors and numbers),
 * ``rng_state.pt`` (torch's CPU and CUDA generators, for dropout masks),
+* ``training_tensors.safetensors`` (when there are any): the NT-ASGD averaged weights and a
+  recurrent model's state carried across batches, so that a resumed run continues exactly,
 * ``trainer_state.json``: where training stands (epoch, step in epoch, global step, best
   validation perplexity, patience counter, ...) and the ``TrainingConfig``.
 
@@ -25,11 +27,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save_file
 from transformers.utils import logging as hf_logging
 
 from ..modeling_utils import check_checkpoint_model_type
 
 TRAINER_STATE = "trainer_state.json"
+TRAINING_TENSORS = "training_tensors.safetensors"
 _CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
 
 
@@ -120,10 +124,12 @@ def save_checkpoint(
     scheduler,
     state: dict,
     rng_states: dict[int, dict] | None = None,
+    tensors: dict[str, torch.Tensor] | None = None,
 ) -> Path:
     """Write a checkpoint into ``folder`` atomically (temp folder + rename). Returns ``folder``.
 
-    ``model`` is the unwrapped model; ``rng_states`` maps a process index to its RNG state.
+    ``model`` is the unwrapped model; ``rng_states`` maps a process index to its RNG state;
+    ``tensors`` (averaged weights, a carried recurrent state) go into ``training_tensors.safetensors``.
     """
 
     def write_extra(tmp: Path) -> None:
@@ -131,6 +137,8 @@ def save_checkpoint(
         torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
         for index, rng in (rng_states or {}).items():
             torch.save(rng, tmp / f"rng_state_{index}.pt")
+        if tensors:
+            save_file(tensors, tmp / TRAINING_TENSORS)
         with open(tmp / TRAINER_STATE, "w", encoding="utf-8") as f:
             json.dump(state, f, indent=2, sort_keys=True)
 
@@ -145,6 +153,12 @@ def rotate_checkpoints(output_dir: str | os.PathLike, keep: int | None, protect:
     for path in found[: max(0, len(found) - keep)]:
         if protect is None or path.resolve() != Path(protect).resolve():
             shutil.rmtree(path, ignore_errors=True)
+
+
+def load_training_tensors(folder: str | os.PathLike) -> dict[str, torch.Tensor]:
+    """The ``tensors`` a checkpoint was saved with (empty if none)."""
+    path = Path(folder) / TRAINING_TENSORS
+    return load_file(path) if path.is_file() else {}
 
 
 def read_trainer_state(folder: str | os.PathLike) -> dict:

@@ -34,8 +34,21 @@ class TrainingConfig:
     output_dir: str = _f(None, "folder for checkpoints, logs, the final model and results (required)")
 
     # Data.
-    block_size: int = _f(128, "targets per training block (each block also carries the model's n-1 context tokens)")
-    batch_size: int = _f(32, "blocks per batch on EACH process; the global batch is batch_size x number of processes")
+    block_size: int = _f(
+        128,
+        "targets per training block (each block also carries the model's n-1 context tokens); for recurrent "
+        "models the BPTT length: the state is carried from block to block (hf_nlm.data.stream)",
+    )
+    batch_size: int = _f(
+        32,
+        "blocks per batch on EACH process (recurrent models: parallel columns of the stream); the global "
+        "batch is batch_size x number of processes",
+    )
+    variable_bptt: bool = _f(
+        False,
+        "recurrent models: draw each chunk's length around block_size as Merity et al. 2018 do (N(block_size, 5), "
+        "with probability 0.05 N(block_size / 2, 5), at least 5) and scale the learning rate by length / block_size",
+    )
     eval_batch_size: int = _f(64, "blocks per batch when computing validation/test perplexity")
 
     # Length of training.
@@ -67,6 +80,20 @@ class TrainingConfig:
     lr_decay: float = _f(1e-8, "r of the bengio schedule eps_t = eps_0 / (1 + r t), t = updates done")
     warmup_steps: int = _f(0, "linear warm-up from 0 over this many updates (linear and cosine schedules)")
 
+    # Averaged SGD (Merity et al. 2018, sec. 3).
+    nt_asgd: bool = _f(
+        False,
+        "NT-ASGD: once an epoch's validation loss is worse than the best of all epochs but the last `nonmono`, "
+        "keep a running average of the weights from that update on; validation, the best model and the final "
+        "model then use the averaged weights",
+    )
+    nonmono: int = _f(5, "NT-ASGD's non-monotone interval: how many recent epochs the trigger leaves out")
+    fine_tune: bool = _f(
+        False,
+        "average the weights from the first update on (Merity et al.'s fine-tuning stage, which continues a "
+        "trained model: `hf-nlm train --init-from MODEL_DIR`)",
+    )
+
     # Early stopping.
     early_stopping_patience: int | None = _f(
         3, "stop when validation perplexity has not improved for this many epochs; None = never stop early"
@@ -95,7 +122,7 @@ class TrainingConfig:
     def __post_init__(self) -> None:
         if not self.output_dir:
             raise ValueError("TrainingConfig.output_dir is required")
-        positive = ["block_size", "batch_size", "eval_batch_size", "num_epochs", "logging_steps"]
+        positive = ["block_size", "batch_size", "eval_batch_size", "num_epochs", "logging_steps", "nonmono"]
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"TrainingConfig.{name} must be >= 1, got {getattr(self, name)}")
@@ -117,6 +144,8 @@ class TrainingConfig:
             raise ValueError(f"TrainingConfig.momentum applies to optimizer='sgd' only (got optimizer={self.optimizer!r})")
         if not (0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1):
             raise ValueError(f"Adam betas must lie in [0, 1), got ({self.adam_beta1}, {self.adam_beta2})")
+        if self.nt_asgd and self.fine_tune:
+            raise ValueError("TrainingConfig: nt_asgd waits for a trigger, fine_tune averages from the start; choose one")
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
             raise ValueError(f"TrainingConfig.max_grad_norm must be > 0 or None, got {self.max_grad_norm}")
 

@@ -27,7 +27,8 @@ import sys
 import threading
 import time
 import warnings
-from dataclasses import asdict, dataclass
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -36,15 +37,25 @@ from accelerate.utils import gather_object
 from torch.utils.data import DataLoader, Subset
 from tqdm.auto import tqdm
 
-from ..data.lm import IGNORE_INDEX, build_lm_dataset, collate_blocks
-from ..evaluation import evaluate_lm, lm_context_size, split_texts, summed_nll
+from ..data.lm import (
+    IGNORE_INDEX,
+    bos_token_id,
+    build_lm_dataset,
+    collate_blocks,
+    stream_stats,
+    tokenize_corpus,
+)
+from ..data.stream import stream_columns
+from ..evaluation import evaluate_lm, is_stateful, lm_context_size, split_texts, stream_nll, summed_nll
 from ..model_card import write_model_card
 from ..modeling_utils import check_checkpoint_model_type
+from .averaging import WeightAverager, nt_asgd_triggered
 from .checkpoint import (
     capture_rng_state,
     checkpoints_dir,
     list_checkpoints,
     load_model_weights,
+    load_training_tensors,
     quiet_progress_bars,
     read_trainer_state,
     resolve_checkpoint,
@@ -56,7 +67,7 @@ from .checkpoint import (
 from .config import TrainingConfig
 from .optim import build_lr_scheduler, build_optimizer
 from .run_log import append_jsonl, plot_curves, truncate_log
-from .sampler import BlockBatchSampler
+from .sampler import BlockBatches, StreamBatches
 
 BEST_MODEL_DIR = "best_model"
 
@@ -79,6 +90,9 @@ class TrainerState:
     train_tokens: int = 0  # targets trained on in the whole run
     elapsed_s: float = 0.0  # wall-clock seconds of the whole run, across resumptions
     stop_reason: str | None = None
+    val_losses: list[float] = field(default_factory=list)  # every epoch's validation loss (NT-ASGD's trigger)
+    averaging_since_step: int | None = None  # the update from which the weights are averaged (ASGD)
+    average_count: int = 0  # updates folded into the average so far
 
 
 class _DeferredInterrupt:
@@ -164,27 +178,37 @@ class LMTrainer:
         if "train" not in datasets:
             raise ValueError(f"datasets needs a 'train' split, got {list(datasets)}")
         self.datasets = datasets
-        context = lm_context_size(model)
-        self.train_data, self.train_stats = build_lm_dataset(split_texts(datasets["train"]), tokenizer, config.block_size, context)
+        if config.nt_asgd and "validation" not in datasets:
+            raise ValueError("nt_asgd is triggered by the validation loss: the datasets need a 'validation' split")
+        # Feed-forward models train on shuffled blocks; recurrent ones on columns of the stream with
+        # the state carried from batch to batch (truncated BPTT).
+        self.stateful = is_stateful(model)
         self.val_data = None
-        if "validation" in datasets:
-            self.val_data, _ = build_lm_dataset(split_texts(datasets["validation"]), tokenizer, config.block_size, context)
-        # Targets per block (the model predicts labels[:, 1:]); summed per global batch on the CPU so
-        # each process knows its share of the batch's targets without communicating.
-        self.targets_per_block = (self.train_data.blocks["labels"][:, 1:] != IGNORE_INDEX).sum(1)
+        if self.stateful:
+            ids, num_words = tokenize_corpus(split_texts(datasets["train"]), tokenizer)
+            self.train_stats = stream_stats(ids, num_words, tokenizer)
+            self.batches = StreamBatches(
+                ids, bos_token_id(tokenizer), config.batch_size, config.block_size, acc.num_processes,
+                acc.process_index, variable=config.variable_bptt, seed=config.seed,
+            )
+            self.train_stats["num_not_trained_on"] = self.batches.num_dropped
+            if "validation" in datasets:
+                self.val_ids, _ = tokenize_corpus(split_texts(datasets["validation"]), tokenizer)
+        else:
+            context = lm_context_size(model)
+            train_data, self.train_stats = build_lm_dataset(
+                split_texts(datasets["train"]), tokenizer, config.block_size, context
+            )
+            self.batches = BlockBatches(
+                train_data, config.batch_size, acc.num_processes, acc.process_index, seed=config.seed,
+                pin_memory=acc.device.type == "cuda",
+            )
+            if "validation" in datasets:
+                self.val_data, _ = build_lm_dataset(split_texts(datasets["validation"]), tokenizer, config.block_size, context)
         self._check_same_data_on_all_processes()
+        self.carried_state = None  # recurrent models: the state at the end of the last batch (detached)
 
-        self.sampler = BlockBatchSampler(
-            len(self.train_data), config.batch_size, acc.num_processes, acc.process_index, seed=config.seed
-        )
-        self.train_loader = DataLoader(
-            self.train_data,
-            batch_sampler=self.sampler,
-            collate_fn=collate_blocks,
-            pin_memory=acc.device.type == "cuda",
-        )
-        steps_per_epoch = self.sampler.steps_per_epoch
-        self.total_steps = steps_per_epoch * config.num_epochs
+        self.total_steps = sum(self.batches.steps(epoch) for epoch in range(config.num_epochs))
         if config.max_steps is not None:
             self.total_steps = min(self.total_steps, config.max_steps)
 
@@ -202,6 +226,7 @@ class LMTrainer:
             # more than a whole small-model update on a GPU.
             self.model, self.optimizer = acc.prepare(model), optimizer
         self.state = TrainerState()
+        self.averager = WeightAverager(model)
         self._last_saved_step: int | None = None
         self._last_lr = config.learning_rate
         self._elapsed_at_start, self._run_start = 0.0, time.perf_counter()
@@ -213,11 +238,11 @@ class LMTrainer:
         acc = self.accelerator
         if acc.num_processes == 1:
             return
-        mine = torch.tensor([len(self.train_data), self.train_stats["num_tokens"], len(self.tokenizer)], device=acc.device)
+        mine = torch.tensor([self.train_stats["num_tokens"], len(self.tokenizer)], device=acc.device)
         everyone = acc.gather(mine[None]).cpu()
         if not (everyone == everyone[0]).all():
             raise RuntimeError(
-                f"the processes built different training data (blocks, tokens, vocabulary per process: {everyone.tolist()}); "
+                f"the processes built different training data (tokens, vocabulary per process: {everyone.tolist()}); "
                 "every process must load the same corpus and the same tokenizer"
             )
 
@@ -226,8 +251,8 @@ class LMTrainer:
         state.update(
             config=self.config.to_dict(),
             num_processes=self.accelerator.num_processes,
-            global_batch_size=self.sampler.global_batch_size,
-            steps_per_epoch=self.sampler.steps_per_epoch,
+            global_batch_size=self.batches.global_batch_size,
+            steps_per_epoch=self.batches.steps(self.state.epoch),
             model_type=self.unwrapped_model.config.model_type,
         )
         return state
@@ -251,15 +276,55 @@ class LMTrainer:
             rng_states = dict(enumerate(gather_object([capture_rng_state()])))
         else:
             rng_states = {acc.process_index: capture_rng_state()}
+        tensors = self._training_tensors(collective)
         if acc.is_main_process:
             save_checkpoint(
-                folder, self.unwrapped_model, self.tokenizer, self.optimizer, self.scheduler, self._state_dict(), rng_states
+                folder, self.unwrapped_model, self.tokenizer, self.optimizer, self.scheduler, self._state_dict(),
+                rng_states, tensors,
             )
             rotate_checkpoints(self.output_dir, self.config.save_total_limit, protect=folder)
         if collective:
             acc.wait_for_everyone()
         self._last_saved_step = self.state.global_step
         return folder
+
+    def _training_tensors(self, collective: bool) -> dict[str, torch.Tensor]:
+        """The averaged weights and, in the middle of an epoch, the carried recurrent state of every
+        process's columns (gathered in column order; without collectives only a single process's)."""
+        acc, st = self.accelerator, self.state
+        st.average_count = self.averager.count
+        tensors = self.averager.state_tensors()
+        state = self.carried_state
+        if state is None or st.step_in_epoch == 0 or (acc.num_processes > 1 and not collective):
+            return tensors
+        for layer, (h, c) in enumerate(zip(state.hidden, state.cell, strict=True)):
+            if acc.num_processes > 1:
+                h, c = acc.gather(h.contiguous()), acc.gather(c.contiguous())
+            tensors[f"state.hidden.{layer}"] = h.detach().cpu().contiguous()
+            tensors[f"state.cell.{layer}"] = c.detach().cpu().contiguous()
+        return tensors
+
+    def _restore_training_tensors(self, folder: Path) -> None:
+        from ..cache import RecurrentCache
+
+        tensors = load_training_tensors(folder)
+        self.averager.load_state_tensors(tensors, self.state.average_count)
+        self.carried_state = None
+        if not self.stateful or self.state.step_in_epoch == 0:
+            return
+        layers = sorted(int(k.rsplit(".", 1)[1]) for k in tensors if k.startswith("state.hidden."))
+        if not layers:
+            warnings.warn(
+                f"{folder} holds no recurrent state (it was saved after an error in a multi-process run): the "
+                "rest of the epoch starts from an empty state, so the resumed run is not exactly the interrupted one",
+                stacklevel=2,
+            )
+            return
+        rows, device = self.batches.local, self.accelerator.device
+        self.carried_state = RecurrentCache(
+            [tensors[f"state.hidden.{i}"][rows].to(device) for i in layers],
+            [tensors[f"state.cell.{i}"][rows].to(device) for i in layers],
+        )
 
     def load_checkpoint(self, resume_from_checkpoint: str | os.PathLike) -> Path:
         """Restore model, optimizer, scheduler, RNG and trainer state from a checkpoint folder."""
@@ -275,7 +340,8 @@ class LMTrainer:
             for name, saved_value, now in [
                 ("seed", saved_config.get("seed"), self.config.seed),
                 ("block_size", saved_config.get("block_size"), self.config.block_size),
-                ("global batch size (batch_size x processes)", saved.get("global_batch_size"), self.sampler.global_batch_size),
+                ("global batch size (batch_size x processes)", saved.get("global_batch_size"), self.batches.global_batch_size),
+                ("variable_bptt", saved_config.get("variable_bptt", False), self.config.variable_bptt),
             ]
             if saved_value != now
         ]
@@ -293,6 +359,7 @@ class LMTrainer:
         fields = TrainerState.__dataclass_fields__
         self.state = TrainerState(**{k: v for k, v in saved.items() if k in fields})
         self.state.stop_reason = None
+        self._restore_training_tensors(folder)
         self._last_saved_step = self.state.global_step
         if acc.is_main_process:
             truncate_log(self.log_path, self.state.global_step)
@@ -300,7 +367,7 @@ class LMTrainer:
 
     # ------------------------------------------------------------------ training
 
-    def training_step(self, batch: dict[str, torch.Tensor], global_targets: int) -> float:
+    def training_step(self, batch: dict[str, torch.Tensor], global_targets: int, lr_scale: float = 1.0) -> float:
         """One update on this process's share of a global batch. Returns the global batch's summed NLL.
 
         Each process's ``loss`` is the mean over its own ``n`` targets; DDP averages gradients over the
@@ -308,12 +375,19 @@ class LMTrainer:
         averaged gradient that of the mean over all N targets, exactly what one process computes on
         the whole global batch, even when the chunks hold different numbers of targets.
 
+        Recurrent models start from the state the previous batch left (``carried_state``, cut from the
+        graph: truncated BPTT). ``lr_scale`` multiplies this update's learning rate (variable BPTT).
+
         Raises ``FloatingPointError`` (before any parameter changes) if the loss is not finite on any process.
         """
         acc = self.accelerator
-        local_targets = int((batch["labels"][:, 1:] != IGNORE_INDEX).sum())
+        targets = batch["shift_labels"] if "shift_labels" in batch else batch["labels"][:, 1:]
+        local_targets = int((targets != IGNORE_INDEX).sum())
         batch = {k: v.to(acc.device, non_blocking=True) for k, v in batch.items()}
-        loss = self.model(**batch).loss
+        if self.stateful:
+            batch.update(past_key_values=self.carried_state, use_cache=True)
+        output = self.model(**batch)
+        loss = output.loss
 
         # One host sync per update: a non-finite loss must be caught before it reaches the weights.
         if acc.num_processes > 1:
@@ -330,18 +404,25 @@ class LMTrainer:
         if self.config.max_grad_norm is not None:
             acc.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
         self._last_lr = self.optimizer.param_groups[0]["lr"]
+        if lr_scale != 1.0:
+            for group in self.optimizer.param_groups:
+                group["lr"] *= lr_scale  # scheduler.step() below sets the next rate from scratch
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
+        if self.state.averaging_since_step is not None:
+            self.averager.update()
+        if self.stateful:
+            self.carried_state = output.past_key_values.detach()
         return nll_sum
 
     def train_epoch(self, interrupt: _DeferredInterrupt | None = None) -> bool:
         """Train on the rest of epoch ``state.epoch``. Returns True when the epoch is complete, False
         when ``max_steps`` stopped it early."""
         config, st = self.config, self.state
-        self.sampler.set_epoch(st.epoch, st.step_in_epoch)
-        global_tokens = [int(self.targets_per_block[b].sum()) for b in self.sampler.global_batches(st.epoch)]
-        steps_per_epoch = self.sampler.steps_per_epoch
+        steps_per_epoch = self.batches.steps(st.epoch)
+        if st.step_in_epoch == 0:
+            self.carried_state = None  # every epoch reads the columns from their start, with an empty state
         self.model.train()
         bar = tqdm(
             total=steps_per_epoch,
@@ -354,10 +435,9 @@ class LMTrainer:
         window_start = time.perf_counter()
         epoch_start = time.perf_counter() - st.epoch_time_s
         try:
-            for batch in self.train_loader:
-                n_global = global_tokens[st.step_in_epoch]
+            for batch, n_global, lr_scale in self.batches.epoch(st.epoch, st.step_in_epoch):
                 try:
-                    nll_sum = self.training_step(batch, n_global)
+                    nll_sum = self.training_step(batch, n_global, lr_scale)
                 except FloatingPointError as err:
                     # Every process saw the same flag, so the checkpoint can be written collectively.
                     self.save_checkpoint()
@@ -411,14 +491,21 @@ class LMTrainer:
 
         The blocks are split across processes and the sums added up, so each process does 1/P of the work.
         """
-        if self.val_data is None:
+        acc, config = self.accelerator, self.config
+        if self.stateful and "validation" in self.datasets:
+            # eval_batch_size columns in all, split across processes: the result does not depend on P.
+            columns = stream_columns(self.val_ids, min(config.eval_batch_size, self.val_ids.numel()),
+                                     bos_token_id(self.tokenizer))
+            rows = torch.tensor_split(torch.arange(columns.num_columns), acc.num_processes)[acc.process_index]
+            total, count = stream_nll(self.unwrapped_model, columns, config.block_size, acc.device, rows=rows) if len(rows) else (0.0, 0)
+        elif self.val_data is not None:
+            shard = torch.tensor_split(torch.arange(len(self.val_data)), acc.num_processes)[acc.process_index]
+            loader = DataLoader(
+                Subset(self.val_data, shard.tolist()), batch_size=config.eval_batch_size, collate_fn=collate_blocks
+            )
+            total, count = summed_nll(self.unwrapped_model, loader, acc.device)
+        else:
             return None
-        acc = self.accelerator
-        shard = torch.tensor_split(torch.arange(len(self.val_data)), acc.num_processes)[acc.process_index]
-        loader = DataLoader(
-            Subset(self.val_data, shard.tolist()), batch_size=self.config.eval_batch_size, collate_fn=collate_blocks
-        )
-        total, count = summed_nll(self.unwrapped_model, loader, acc.device)
         if acc.num_processes > 1:
             sums = acc.reduce(torch.tensor([total, count], dtype=torch.float64, device=acc.device), reduction="sum")
             total, count = sums.tolist()
@@ -427,15 +514,22 @@ class LMTrainer:
     def _end_epoch(self) -> None:
         """Validation, best weights, early-stopping counter, the epoch's log record, a checkpoint."""
         config, st, acc = self.config, self.state, self.accelerator
-        val_loss = self.validation_loss()
-        val_ppl = math.exp(val_loss) if val_loss is not None else None
-        if val_ppl is not None:
-            if st.best_val_ppl is None or val_ppl < st.best_val_ppl:
-                st.best_val_ppl, st.best_epoch, st.epochs_without_improvement = val_ppl, st.epoch, 0
-                if acc.is_main_process:
-                    save_pretrained_atomic(self.output_dir / BEST_MODEL_DIR, self.unwrapped_model, self.tokenizer)
-            else:
-                st.epochs_without_improvement += 1
+        # Once averaging has started, validation and the best model use the averaged weights.
+        with self._averaged_weights():
+            val_loss = self.validation_loss()
+            val_ppl = math.exp(val_loss) if val_loss is not None else None
+            if val_ppl is not None:
+                if st.best_val_ppl is None or val_ppl < st.best_val_ppl:
+                    st.best_val_ppl, st.best_epoch, st.epochs_without_improvement = val_ppl, st.epoch, 0
+                    if acc.is_main_process:
+                        save_pretrained_atomic(self.output_dir / BEST_MODEL_DIR, self.unwrapped_model, self.tokenizer)
+                else:
+                    st.epochs_without_improvement += 1
+        switched = False
+        if val_loss is not None:
+            st.val_losses.append(val_loss)
+            if config.nt_asgd and st.averaging_since_step is None and nt_asgd_triggered(st.val_losses, config.nonmono):
+                st.averaging_since_step, switched = st.global_step, True
         train_loss = st.epoch_nll_sum / max(st.epoch_tokens, 1)
         record = {
             "type": "epoch",
@@ -449,10 +543,15 @@ class LMTrainer:
             "lr": self._last_lr,
             "tokens_per_s": st.epoch_tokens / max(st.epoch_time_s, 1e-9),
             "elapsed_s": self._elapsed(),
+            "averaged": st.averaging_since_step is not None and not switched,
         }
+        if switched:
+            record["asgd_from_step"] = st.global_step
         self._log(record)
         if acc.is_main_process and config.progress_bar:
             shown = f"val ppl {val_ppl:.2f}" if val_ppl is not None else "no validation split"
+            if switched:
+                shown += f"; NT-ASGD: averaging the weights from update {st.global_step} on"
             # stderr, with the progress bar: stdout stays for the caller's results (benchmarks print JSON there).
             tqdm.write(f"epoch {st.epoch + 1}: train ppl {record['train_ppl']:.2f}, {shown}", file=sys.stderr)
         st.epoch += 1
@@ -463,6 +562,10 @@ class LMTrainer:
         if acc.is_main_process and time.perf_counter() - self._last_plot > 30:
             plot_curves(self.log_path, self.output_dir / "curves.png")
             self._last_plot = time.perf_counter()
+
+    def _averaged_weights(self):
+        """A ``with`` block in which the model holds the averaged weights (if averaging has started)."""
+        return self.averager.swapped_in() if self.state.averaging_since_step is not None else nullcontext()
 
     def _out_of_time(self) -> bool:
         """Would another epoch, as long as the last one, end past ``max_time_s``? (Never before the first.)"""
@@ -485,6 +588,8 @@ class LMTrainer:
             torch.manual_seed(config.seed + acc.process_index)
             if acc.is_main_process and self.log_path.exists():
                 self.log_path.unlink()  # a fresh run starts a fresh log
+            if config.fine_tune:
+                self.state.averaging_since_step = 0
         self._elapsed_at_start = self.state.elapsed_s
         self._run_start = time.perf_counter()
         self._last_plot = self._run_start
@@ -532,6 +637,8 @@ class LMTrainer:
         best_dir = self.output_dir / BEST_MODEL_DIR
         if st.best_val_ppl is not None and best_dir.is_dir():
             load_model_weights(best_dir, self.unwrapped_model)
+        elif st.averaging_since_step is not None:
+            self.averager.copy_to_model()  # no validation to choose by: the averaged weights are the result
         results: dict = {}
         if acc.is_main_process:
             model = self.unwrapped_model
@@ -559,6 +666,7 @@ class LMTrainer:
                 "epochs_completed": st.epoch,
                 "global_step": st.global_step,
                 "stop_reason": st.stop_reason,
+                "averaging_since_step": st.averaging_since_step,
                 "train_tokens": st.train_tokens,
                 "elapsed_s": self._elapsed(),
                 "num_parameters": num_parameters,

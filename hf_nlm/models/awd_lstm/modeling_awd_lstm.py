@@ -111,6 +111,14 @@ class WeightDropLSTM(nn.Module):
         weights = self.dropped_weights()
 
         def step(inp: torch.Tensor, h: torch.Tensor, c: torch.Tensor):
+            if inp.shape[1] == 1 and inp.device.type == "cpu":
+                # One token (cached generate(), the padding loop): on a CPU nn.LSTM goes through oneDNN,
+                # whose per-call set-up costs 4-5x the step itself; the plain cell kernel does not.
+                w = {**dict(self.lstm.named_parameters()), **weights}
+                h, c = torch.lstm_cell(
+                    inp[:, 0], (h, c), w["weight_ih_l0"], w["weight_hh_l0"], w["bias_ih_l0"], w["bias_hh_l0"]
+                )
+                return h[:, None], h, c
             # nn.LSTM wants states as (num_layers=1, B, H).
             out, (h_n, c_n) = torch.func.functional_call(self.lstm, weights, (inp, (h[None], c[None])))
             return out, h_n[0], c_n[0]
@@ -260,7 +268,8 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
     """AWD-LSTM body + output head; tied embeddings by default (``lm_head.weight`` is ``model.embed_tokens.weight``).
 
     ``forward(input_ids, labels=input_ids)`` returns the mean NLL of the shifted labels (-100 ignored) in
-    ``output.nll``; in training mode ``output.loss`` adds AR and TAR. In training mode with labels the
+    ``output.nll``; ``shift_labels`` (already aligned: the target of each position) replaces ``labels`` when a
+    chunk's last position must predict too, as in stateful BPTT (``hf_nlm.data.stream``); in training mode ``output.loss`` adds AR and TAR. In training mode with labels the
     |V|-wide logits are not built.
 
     Args:
@@ -296,6 +305,7 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
         logits_to_keep: int = 0,
+        shift_labels: torch.LongTensor | None = None,
         return_dict: bool | None = None,
         **kwargs,
     ) -> AWDLSTMCausalLMOutput:
@@ -305,8 +315,8 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
         hidden = body.last_hidden_state
 
         loss = nll = ar = tar = None
-        if labels is not None:
-            h_sel, targets = shifted_targets(hidden, labels)
+        if labels is not None or shift_labels is not None:
+            h_sel, targets = shifted_targets(hidden, labels, shift_labels)
             if targets.numel() == 0:
                 raise ValueError("labels hold no target: every label after the shift is -100")
             nll = self.lm_head.nll(h_sel, targets).mean()
@@ -321,7 +331,7 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
                 loss = nll + ar + tar
 
         logits = None
-        if labels is None or not self.training:
+        if loss is None or not self.training:
             # generate() reads only the last position: never score the ones it will not read.
             logits = self.lm_head(hidden[:, -logits_to_keep:] if logits_to_keep else hidden)
         return AWDLSTMCausalLMOutput(
