@@ -34,16 +34,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import platform
 import statistics
-import sys
 import time
 import warnings
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+from common import emit_json, log
 from torch import nn
 
 from hf_nlm.models.awd_lstm import AWDLSTMConfig, AWDLSTMForCausalLM
@@ -54,12 +53,8 @@ NO_REGULARISATION = dict(
 )
 
 
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def emit(**fields) -> None:
-    print(json.dumps({"benchmark": BENCHMARK, **fields}), flush=True)
+    emit_json(BENCHMARK, fields)
 
 
 def time_interleaved(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1) -> dict[str, float]:

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import torch
+from common import add_run_arguments, emit_json, log, start_run
 from datasets import DatasetDict
 
 import hf_nlm
@@ -54,12 +54,8 @@ NGRAM_ROWS = {"Del. Int. (trigram)": ("interpolated", 3, 336), "Kneser-Ney 3-gra
               "Kneser-Ney 4-gram": ("kn", 4, 321), "Kneser-Ney 5-gram": ("kn", 5, 321)}
 
 
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def emit(row: dict) -> None:
-    print(json.dumps({"benchmark": BENCHMARK, **row}), flush=True)
+    emit_json(BENCHMARK, row)
 
 
 def paper_vocabulary(corpus: DatasetDict, min_frequency: int = 4):
@@ -83,13 +79,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--lr-decay", type=float, default=1e-8, help="the paper's r")
     parser.add_argument("--weight-decay", type=float, default=1e-4)
     parser.add_argument("--mix-weight", type=float, default=0.5)
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--output-dir", default="benchmarks/results")
+    add_run_arguments(parser)
     args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    out = Path(args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = start_run(args)
     suffix = "_quick" if args.quick else ""
 
     corpus = load_brown()

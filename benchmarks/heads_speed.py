@@ -25,16 +25,15 @@ allocator effect; the value is recorded in every line. On a machine shared with 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
-import sys
 import time
 from collections.abc import Callable
 
 import numpy as np
 import torch
+from common import emit_json, log
 from torch import nn
 
 from hf_nlm.heads import SoftmaxHead, SplitSoftmaxHead, TreeSoftmaxHead
@@ -44,12 +43,8 @@ from hf_nlm.trees import balanced_tree, huffman_tree
 CUTOFFS = {10_000: [1_000, 4_000], 50_000: [2_800, 20_000], 200_000: [2_800, 20_000, 76_000]}
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 def emit(**fields) -> None:
-    print(json.dumps({"benchmark": "heads_speed", **fields}), flush=True)
+    emit_json("heads_speed", fields)
 
 
 def zipf_targets(vocab_size: int, n: int, generator: torch.Generator, s: float = 1.0) -> torch.Tensor:

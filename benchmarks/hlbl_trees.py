@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import torch
+from common import add_run_arguments, emit_json, log, start_run
 
 from hf_nlm import HLBLConfig, HLBLForCausalLM, LBLConfig, LBLForCausalLM
 from hf_nlm.data import first_lines, load_brown
@@ -41,12 +41,8 @@ from hf_nlm.trees import huffman_tree, random_tree
 BENCHMARK = "hlbl_trees"
 
 
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def emit(row: dict) -> None:
-    print(json.dumps({"benchmark": BENCHMARK, **row}), flush=True)
+    emit_json(BENCHMARK, row)
 
 
 
@@ -66,13 +62,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--learning-rate", type=float, default=1e-3, help="Adam learning rate")
     parser.add_argument("--weight-decay", type=float, default=0.0)
     parser.add_argument("--eps", type=float, default=0.25, help="eps of the ADAPTIVE(eps) tree")
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--output-dir", default="benchmarks/results")
+    add_run_arguments(parser)
     args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    out = Path(args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = start_run(args)
     suffix = "_quick" if args.quick else ""
 
     corpus = load_brown()

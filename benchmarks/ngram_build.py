@@ -18,11 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 
 import numpy as np
+from common import log
 
 from hf_nlm.data.corpora import load_brown, load_ptb
 from hf_nlm.data.lm import tokenize_corpus
@@ -48,10 +48,6 @@ def emit(case: str, value: float, unit: str, better: str, **context) -> None:
         ),
         flush=True,
     )
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def streams(ds, min_frequency: int, fraction: float):

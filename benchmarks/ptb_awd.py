@@ -25,11 +25,11 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import sys
 import time
 from pathlib import Path
 
 import torch
+from common import add_run_arguments, emit_json, log, start_run
 
 from hf_nlm import AWDLSTMConfig, AWDLSTMForCausalLM
 from hf_nlm.data import first_lines, load_ptb
@@ -47,12 +47,8 @@ PTB_REGULARISATION = dict(dropout=0.4, dropout_hidden=0.25, dropout_input=0.4, d
 NO_REGULARISATION = {k: 0.0 for k in PTB_REGULARISATION}
 
 
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def emit(row: dict) -> None:
-    print(json.dumps({"benchmark": BENCHMARK, **row}), flush=True)
+    emit_json(BENCHMARK, row)
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -65,13 +61,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--learning-rate", type=float, default=30.0, help="SGD learning rate (paper: 30)")
     parser.add_argument("--batch-size", type=int, default=20, help="stream columns (paper, PTB: 20)")
     parser.add_argument("--bptt", type=int, default=70, help="mean BPTT length (paper: 70)")
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--output-dir", default="benchmarks/results")
+    add_run_arguments(parser)
     args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    out = Path(args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = start_run(args)
     suffix = "_quick" if args.quick else ""
 
     corpus = load_ptb()

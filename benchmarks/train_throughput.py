@@ -19,13 +19,13 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from common import log
 from datasets import Dataset, DatasetDict
 from torch import nn
 
@@ -34,10 +34,6 @@ from hf_nlm.tokenization import train_word_level_tokenizer
 from hf_nlm.training import LMTrainer, TrainingConfig
 
 BENCHMARK = "train_throughput"
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def zipf_texts(vocab_size: int, num_tokens: int, seed: int, line_length: int = 20) -> list[str]:

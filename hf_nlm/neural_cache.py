@@ -30,7 +30,7 @@ import math
 import torch
 from tqdm.auto import tqdm
 
-from .data.lm import tokenize_corpus
+from .data.lm import bos_token_id, stream_stats, tokenize_corpus
 from .evaluation import perplexity_report, split_texts
 
 
@@ -297,10 +297,8 @@ def evaluate_with_neural_cache(
     check_cache_settings(window, theta, lambda_)
     texts = split_texts(dataset, text_column)
     ids, num_words = tokenize_corpus(texts, tokenizer)
-    # The same sentence-boundary token evaluate_lm's blocks start from (hf_nlm.data.lm.build_lm_dataset).
-    start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     log_probs = neural_cache_log_probs(
-        model, ids, start, window=window, theta=theta, lambda_=lambda_, bptt=bptt, device=device,
+        model, ids, bos_token_id(tokenizer), window=window, theta=theta, lambda_=lambda_, bptt=bptt, device=device,
         show_progress=show_progress,
     )
     total = -float(log_probs.sum())
@@ -310,9 +308,8 @@ def evaluate_with_neural_cache(
             f"neural cache: total NLL is {total} (window={window}, theta={theta}, lambda={lambda_}); with lambda = 1 "
             "every word missing from the cache window has probability 0"
         )
-    unk = tokenizer.unk_token_id
-    num_unk = int((ids == unk).sum()) if unk is not None else 0
-    report = perplexity_report(total, int(ids.numel()), num_words, num_unk)
+    stats = stream_stats(ids, num_words, tokenizer)
+    report = perplexity_report(total, stats["num_tokens"], stats["num_words"], stats["num_unk"])
     return {**report, "cache_window": window, "cache_theta": float(theta), "cache_lambda": float(lambda_), "bptt": bptt}
 
 

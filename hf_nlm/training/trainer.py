@@ -208,9 +208,12 @@ class LMTrainer:
         self._check_same_data_on_all_processes()
         self.carried_state = None  # recurrent models: the state at the end of the last batch (detached)
 
-        self.total_steps = sum(self.batches.steps(epoch) for epoch in range(config.num_epochs))
+        # Only the linear / cosine schedules need the run's length (variable BPTT draws every epoch's chunks).
+        self.total_steps = None
+        if config.lr_scheduler in ("linear", "cosine"):
+            self.total_steps = sum(self.batches.steps(epoch) for epoch in range(config.num_epochs))
         if config.max_steps is not None:
-            self.total_steps = min(self.total_steps, config.max_steps)
+            self.total_steps = min(self.total_steps or config.max_steps, config.max_steps)
 
         self.unwrapped_model = model
         optimizer = build_optimizer(model, config)
