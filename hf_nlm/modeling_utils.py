@@ -42,6 +42,15 @@ class NLMPreTrainedModel(PreTrainedModel):
             check_checkpoint_model_type(pretrained_model_name_or_path, cls.config_class.model_type)
         return super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
 
+    def generate(self, *args, **kwargs):
+        """``transformers``' ``generate()``, with the beam counts checked first: a ``num_beams`` of 0
+        would otherwise fail deep inside beam search with a ZeroDivisionError."""
+        for name in ("num_beams", "num_return_sequences"):
+            value = kwargs.get(name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"generate(): {name} must be an integer >= 1, got {value!r}")
+        return super().generate(*args, **kwargs)
+
 
 def shifted_targets(
     hidden: torch.Tensor, labels: torch.Tensor | None = None, shift_labels: torch.Tensor | None = None

@@ -328,3 +328,16 @@ def test_right_padding_freezes_state():
         assert torch.allclose(h_batch[1], h_short[0], atol=1e-6) and torch.allclose(
             c_batch[1], c_short[0], atol=1e-6
         )
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(num_beams=0), "num_beams must be an integer >= 1"),
+        (dict(num_beams=2, num_return_sequences=0), "num_return_sequences must be an integer >= 1"),
+        (dict(num_beams=2, num_return_sequences=3), "num_return_sequences"),  # more sequences than beams
+    ],
+)
+def test_generation_refuses_bad_beam_counts(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        tiny_model().generate(prompts(), max_new_tokens=2, do_sample=False, **kwargs)
