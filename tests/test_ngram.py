@@ -410,3 +410,19 @@ def test_ptb_kn5_matches_mikolov():
     lm = KneserNeyLM.from_texts(ds["train"]["text"], tok, order=5)
     total, count = lm.score_stream(tokenize_corpus(ds["test"]["text"], tok)[0].numpy())
     assert math.exp(total / count) == pytest.approx(141.2, abs=3)  # Mikolov et al. 2011: 141.2
+
+
+def test_interpolated_em_keeps_every_word_possible():
+    """Held-out data the trigram predicts perfectly would drive the uniform weight to 0; a word the
+    training split lacks must still get a finite log-probability afterwards."""
+    from hf_nlm.ngram.interpolated import WEIGHT_FLOOR
+
+    train = [2, 3, 4] * 50
+    lm = InterpolatedLM.from_ids(train, order=3, vocab_size=6, valid_ids=[2, 3, 4] * 20, num_count_bins=1)
+    assert lm.weights[lm.available].min() >= WEIGHT_FLOOR * 0.99
+    np.testing.assert_allclose(lm.weights.sum(1), 1.0)
+    unseen = lm.log_prob(np.array([[3, 4]]), np.array([5]))  # word 5 never occurs in training
+    assert np.isfinite(unseen).all()
+    # EM pushed the uniform weight of the trigram bucket down to the floor; the rest stays with the n-grams.
+    assert lm.weights[-1, 0] == pytest.approx(WEIGHT_FLOOR, rel=0.01)
+    assert lm.weights[-1, 2:].sum() > 0.99

@@ -26,6 +26,11 @@ import numpy.typing as npt
 from .base import NgramLM
 from .counts import as_id_array, context_ids, count_ngrams, expand_ranges, lookup
 
+# The least weight EM may leave a bucket's component. Held-out data that never needed the uniform
+# component would otherwise drive it to 0, and a test word seen by no other component (one the
+# training split lacks) would get probability 0.
+WEIGHT_FLOOR = 1e-6
+
 
 class InterpolatedLM(NgramLM):
     """Jelinek-Mercer interpolated n-gram LM (default: trigram) with EM-fitted, bucketed weights.
@@ -168,7 +173,8 @@ class InterpolatedLM(NgramLM):
         E-step: each held-out token's posterior over the components, ``l_k P_k / sum_k' l_k' P_k'``;
         M-step: a bucket's new weights are its tokens' mean posteriors. The held-out likelihood never
         decreases; iterations stop when it improves by less than ``tol`` (relative). Buckets without
-        held-out tokens keep their weights.
+        held-out tokens keep their weights. No weight falls below ``WEIGHT_FLOOR`` (then renormalised),
+        so every word keeps a non-zero probability.
         """
         if not self.is_fitted:
             raise RuntimeError("call fit(ids) on the training data before fit_weights(valid_ids)")
@@ -197,6 +203,8 @@ class InterpolatedLM(NgramLM):
                 [np.bincount(bucket, weights=resp[:, k], minlength=num_buckets) for k in range(K)], 1
             )
             lam = np.where(per_bucket > 0, summed / np.maximum(per_bucket, 1), lam)
+            lam = np.where(self.available, np.maximum(lam, WEIGHT_FLOOR), 0.0)
+            lam /= lam.sum(1, keepdims=True)
         self.weights = lam
         self.valid_log_likelihood = prev
         return self
