@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import runpy
-import sys
 import textwrap
 
 import pytest
 import torch
 from datasets import Dataset, DatasetDict
-from test_training import assert_bitwise_equal, read_log, run_to_completion, toy_sentences, weights
+from test_training import assert_bitwise_equal, read_log, run_two_processes_and_one, toy_sentences, weights
 
 from hf_nlm import AWDLSTMConfig, AWDLSTMForCausalLM
 from hf_nlm.data.lm import tokenize_corpus
@@ -269,20 +266,7 @@ DDP_SCRIPT = textwrap.dedent(
 
 
 def test_two_process_bptt_equals_one_process_on_all_columns(tmp_path, monkeypatch):
-    (tmp_path / "train.txt").write_text("\n".join(toy_sentences(48, 0)) + "\n")
-    (tmp_path / "valid.txt").write_text("\n".join(toy_sentences(8, 1)) + "\n")
-    (tmp_path / "script.py").write_text(DDP_SCRIPT)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    env.pop("WORLD_SIZE", None)
-    two = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-           "script.py", "two", "2"]
-    run_to_completion(two, tmp_path, env)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", ["script.py", "one", "4"])
-    runpy.run_path(str(tmp_path / "script.py"), run_name="__main__")
-
-    rank0, rank1 = (torch.load(tmp_path / "two" / f"rank{r}.pt") for r in (0, 1))
-    single = torch.load(tmp_path / "one" / "rank0.pt")
+    rank0, rank1, single = run_two_processes_and_one(tmp_path, monkeypatch, DDP_SCRIPT, batch_size=2)
     for name in single:
         assert torch.equal(rank0[name], rank1[name]), name
         torch.testing.assert_close(rank0[name], single[name], rtol=1e-5, atol=1e-6)

@@ -361,28 +361,34 @@ DDP_SCRIPT = textwrap.dedent(
 )
 
 
-def test_two_process_ddp_equals_one_process_on_the_global_batch(tmp_path, monkeypatch):
-    """torchrun, 2 CPU processes (gloo) with batch b == 1 process with batch 2b, same data order."""
+def run_two_processes_and_one(tmp_path, monkeypatch, script: str, batch_size: int) -> tuple[dict, dict, dict]:
+    """Run ``script`` under torchrun as 2 CPU processes (gloo) with ``batch_size`` each, and as one process
+    with the global batch ``2 * batch_size``; return the final weights of rank 0, rank 1 and the single run."""
     (tmp_path / "train.txt").write_text("\n".join(toy_sentences(48, 0)) + "\n")
     (tmp_path / "valid.txt").write_text("\n".join(toy_sentences(8, 1)) + "\n")
-    (tmp_path / "script.py").write_text(DDP_SCRIPT)
+    (tmp_path / "script.py").write_text(script)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     env.pop("WORLD_SIZE", None)
     # --standalone: a free port on localhost, so parallel test runs do not collide.
     two = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-           "script.py", "two", "3"]
+           "script.py", "two", str(batch_size)]
     run_to_completion(two, tmp_path, env)
     # The same script as one process with the global batch, run in this process (saves a start-up).
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", ["script.py", "one", "6"])
+    monkeypatch.setattr(sys, "argv", ["script.py", "one", str(2 * batch_size)])
     runpy.run_path(str(tmp_path / "script.py"), run_name="__main__")
+    rank0, rank1 = (torch.load(tmp_path / "two" / f"rank{r}.pt") for r in (0, 1))
+    return rank0, rank1, torch.load(tmp_path / "one" / "rank0.pt")
+
+
+def test_two_process_ddp_equals_one_process_on_the_global_batch(tmp_path, monkeypatch):
+    """torchrun, 2 CPU processes (gloo) with batch b == 1 process with batch 2b, same data order."""
+    rank0, rank1, single = run_two_processes_and_one(tmp_path, monkeypatch, DDP_SCRIPT, batch_size=3)
 
     # The data give a short last global batch (split unevenly) and a padded last block.
     blocks = -(-sum(len(t.split()) + 1 for t in toy_sentences(48, 0)) // 8)
     assert blocks % 6 >= 2 and blocks % 6 != 0 and blocks % 2 == 1
 
-    rank0, rank1 = (torch.load(tmp_path / "two" / f"rank{r}.pt") for r in (0, 1))
-    single = torch.load(tmp_path / "one" / "rank0.pt")
     for name in single:
         assert torch.equal(rank0[name], rank1[name]), name  # both ranks end identical
         torch.testing.assert_close(rank0[name], single[name], rtol=1e-5, atol=1e-6)
