@@ -148,23 +148,37 @@ def token_log_probs(
 ) -> tuple[torch.LongTensor, torch.Tensor, int]:
     """log p(w_t | context) of every token of a split's stream, in stream order.
 
+    Recurrent models read the stream as one sequence, the state carried over chunks of ``block_size``.
+
     Returns ``(ids, log_probs, num_words)``: the stream (as ``tokenize_corpus`` builds it) and one
     natural-log probability per token. Mixtures combine these with another model's, token by token.
     """
     texts = split_texts(texts)
-    lm_data, _ = build_lm_dataset(texts, tokenizer, block_size, lm_context_size(model))
     ids, num_words = tokenize_corpus(texts, tokenizer)
     device = device or next(model.parameters()).device
     was_training = model.training
     model.eval()
     out = []
+
+    def target_log_probs(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        keep = labels != -100
+        logp = torch.log_softmax(logits[keep].float(), dim=-1)
+        return logp.gather(1, labels[keep][:, None]).squeeze(1).cpu()
+
     try:
-        for batch in DataLoader(lm_data, batch_size=batch_size, shuffle=False, collate_fn=collate_blocks):
-            labels = batch["labels"][:, 1:].to(device)
-            logits = model(input_ids=batch["input_ids"].to(device)).logits[:, :-1]
-            keep = labels != -100
-            logp = torch.log_softmax(logits[keep].float(), dim=-1)
-            out.append(logp.gather(1, labels[keep][:, None]).squeeze(1).cpu())
+        if is_stateful(model):
+            # One column, the state carried from chunk to chunk: every token sees the whole stream before it.
+            columns, state = stream_columns(ids, 1, bos_token_id(tokenizer)), None
+            for start, length in bptt_chunks(columns.length, block_size):
+                chunk = {k: v.to(device) for k, v in columns.chunk(start, length).items()}
+                output = model(input_ids=chunk["input_ids"], past_key_values=state, use_cache=True)
+                state = output.past_key_values
+                out.append(target_log_probs(output.logits, chunk["shift_labels"]))
+        else:
+            lm_data, _ = build_lm_dataset(texts, tokenizer, block_size, lm_context_size(model))
+            for batch in DataLoader(lm_data, batch_size=batch_size, shuffle=False, collate_fn=collate_blocks):
+                logits = model(input_ids=batch["input_ids"].to(device)).logits[:, :-1]
+                out.append(target_log_probs(logits, batch["labels"][:, 1:].to(device)))
     finally:
         model.train(was_training)
     log_probs = torch.cat(out)

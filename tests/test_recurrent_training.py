@@ -315,3 +315,15 @@ def test_cli_trains_fine_tunes_evaluates_and_generates_an_awd_lstm(tmp_path, cap
 
     with pytest.raises(SystemExit):
         main(["train", "--model", "awd_lstm", "--context-size", "3", "--output-dir", str(tmp_path / "x"), *data])
+
+
+def test_token_log_probs_of_a_recurrent_model_carry_the_state(data, tokenizer):
+    """What n-gram mixtures combine: per-token log-probs, equal to the exact (batch 1) evaluation."""
+    from hf_nlm.evaluation import token_log_probs
+
+    model = tiny_awd(tokenizer).eval()
+    texts = data["validation"]["text"]
+    ids, log_probs, _ = token_log_probs(model, texts, tokenizer, block_size=4)
+    exact = evaluate_lm(model, texts, tokenizer, block_size=1000, batch_size=1)
+    assert log_probs.numel() == ids.numel() == exact["num_tokens"]
+    assert -float(log_probs.sum()) == pytest.approx(exact["total_nll"], rel=1e-5)
