@@ -298,7 +298,7 @@ def test_cli_trains_fine_tunes_evaluates_and_generates_an_awd_lstm(tmp_path, cap
     assert first["test"]["perplexity"] < 0.5 * len(json.loads((run / "tokenizer.json").read_text())["model"]["vocab"])
 
     capsys.readouterr()
-    assert main(["evaluate", str(run), "--test-file", str(files["test"]), "--block-size", "6", "--batch-size", "2"]) == 0
+    assert main(["evaluate", str(run), "--test-file", str(files["test"]), "--block-size", "6", "--batch-size", "1"]) == 0
     assert json.loads(capsys.readouterr().out)["perplexity"] == pytest.approx(first["test"]["perplexity"], rel=1e-5)
 
     assert main(["train", "--init-from", str(run), "--fine-tune", "--output-dir", str(tuned), "--num-epochs", "1",

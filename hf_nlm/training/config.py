@@ -49,7 +49,11 @@ class TrainingConfig:
         "recurrent models: draw each chunk's length around block_size as Merity et al. 2018 do (N(block_size, 5), "
         "with probability 0.05 N(block_size / 2, 5), at least 5) and scale the learning rate by length / block_size",
     )
-    eval_batch_size: int = _f(64, "blocks per batch when computing validation/test perplexity")
+    eval_batch_size: int = _f(
+        64,
+        "blocks per batch when computing validation/test perplexity (recurrent models: columns for the per-epoch "
+        "validation; the final validation/test perplexities use one column, which is exact)",
+    )
 
     # Length of training.
     num_epochs: int = _f(10, "maximum number of passes over the training split")

@@ -656,7 +656,8 @@ class LMTrainer:
                         self.datasets[split],
                         self.tokenizer,
                         block_size=config.block_size,
-                        batch_size=config.eval_batch_size,
+                        # A recurrent model's reported perplexity is exact: one column, the state never reset.
+                        batch_size=1 if self.stateful else config.eval_batch_size,
                         device=acc.device,
                         show_progress=config.progress_bar,
                     )
