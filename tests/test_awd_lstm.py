@@ -295,7 +295,22 @@ def test_cached_generation_feeds_one_token_per_step():
         model.generate(prompts(2, 5), max_new_tokens=4, do_sample=False, num_beams=2)
     finally:
         hook.remove()
-    assert lengths == [5, 1, 1, 1]
+    assert lengths == [1, 5, 1, 1, 1]  # the sentence boundary (start_state), the prompt, then one token a step
+
+
+def test_generation_reads_the_prompt_as_a_sentence_start():
+    """generate()'s first-step logits are the model's after <bos> + prompt, cached and uncached."""
+    model = tiny_model()
+    x = prompts(2, 5)
+    bos = torch.full((2, 1), model.config.bos_token_id)
+    with torch.no_grad():
+        expected = model(torch.cat([bos, x], 1)).logits[:, -1]
+        without = model(x).logits[:, -1]
+    assert not torch.allclose(expected, without)  # the boundary changes the prediction
+    for use_cache in (True, False):
+        out = model.generate(x, max_new_tokens=1, do_sample=False, use_cache=use_cache, output_logits=True,
+                             return_dict_in_generate=True)
+        torch.testing.assert_close(out.logits[0], expected)
 
 
 def test_tree_head_untied(tmp_path):

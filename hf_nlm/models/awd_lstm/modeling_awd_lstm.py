@@ -343,6 +343,23 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
             temporal_activation_regularization=tar,
         )
 
+    @torch.no_grad()
+    def start_state(self, batch_size: int, device: torch.device | str) -> RecurrentCache | None:
+        """The state a prompt is read from: the model has just read ``bos_token_id`` (``<eos>``).
+
+        In training every sentence follows an ``<eos>``, so a prompt is read as the start of a sentence,
+        as the n-gram models fill a short context with ``<eos>``. Without the boundary, an empty state
+        before the first word is a situation training only shows at the start of each column.
+        ``seq_length`` stays 0: the boundary is not part of ``input_ids``. ``None`` without a bos id.
+        """
+        bos = self.config.bos_token_id
+        if bos is None:
+            return None
+        cache = RecurrentCache()
+        self.model(torch.full((batch_size, 1), bos, dtype=torch.long, device=device), past_key_values=cache, use_cache=True)
+        cache.seq_length = 0
+        return cache
+
     def prepare_inputs_for_generation(
         self,
         input_ids: torch.LongTensor,
@@ -353,8 +370,10 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
     ) -> dict:
         # With a state, feed only the tokens it has not read yet; without one (first step, or
         # use_cache=False), the whole prefix. attention_mask stays whole: forward() takes its last columns.
-        if past_key_values is not None:
+        if past_key_values is not None and past_key_values.get_seq_length() > 0:
             input_ids = input_ids[:, past_key_values.get_seq_length() :]
+        else:
+            past_key_values = self.start_state(input_ids.shape[0], input_ids.device)
         return {
             "input_ids": input_ids,
             "attention_mask": attention_mask,
