@@ -42,6 +42,28 @@ class NLMPreTrainedModel(PreTrainedModel):
             check_checkpoint_model_type(pretrained_model_name_or_path, cls.config_class.model_type)
         return super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
 
+    def resize_token_embeddings(
+        self, new_num_tokens: int | None = None, pad_to_multiple_of: int | None = None, mean_resizing: bool = True
+    ):
+        """transformers' ``resize_token_embeddings`` (the input embedding), then the output head.
+
+        Softmax and split heads follow the new vocabulary (new words at the end, their output rows the
+        mean of the old ones with ``mean_resizing``; a tied head stays tied). A tree head has no place
+        for new words in its tree: build a new tree over the new vocabulary instead.
+        """
+        head = getattr(self, "lm_head", None)
+        resizing = new_num_tokens is not None or pad_to_multiple_of is not None
+        if resizing and head is not None and not hasattr(head, "resize"):
+            raise ValueError(
+                f"{type(head).__name__} cannot follow a resized vocabulary (its word tree covers the old words); "
+                "build a tree over the new vocabulary and a new model instead"
+            )
+        embeddings = super().resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
+        if resizing and head is not None:
+            head.resize(embeddings.num_embeddings, mean_init=mean_resizing)
+            self.tie_weights()
+        return embeddings
+
     def generate(self, *args, **kwargs):
         """``transformers``' ``generate()``, with the beam counts checked first: a ``num_beams`` of 0
         would otherwise fail deep inside beam search with a ZeroDivisionError."""

@@ -14,6 +14,20 @@ def upcast(x: torch.Tensor) -> torch.Tensor:
     return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
 
 
+def resized_rows(tensor: torch.Tensor, num_rows: int, mean_init: bool = True) -> torch.Tensor:
+    """``tensor`` (one row per word) cut or extended to ``num_rows``.
+
+    Added rows are the mean of the old ones (J. Hewitt, "Initializing new word embeddings for pretrained
+    language models", 2021: a new word then starts with an average score, so the other words'
+    probabilities barely move), or zeros with ``mean_init=False``.
+    """
+    old = tensor.shape[0]
+    if num_rows <= old:
+        return tensor[:num_rows].detach().clone()
+    fill = tensor.detach().mean(0, keepdim=True) if mean_init else tensor.new_zeros((1, *tensor.shape[1:]))
+    return torch.cat([tensor.detach(), fill.expand(num_rows - old, *tensor.shape[1:])])
+
+
 class SoftmaxHead(nn.Module):
     """Affine map to ``vocab_size`` scores followed by a softmax.
 
@@ -39,6 +53,16 @@ class SoftmaxHead(nn.Module):
             nn.init.normal_(self.weight, std=std)
         if self.bias is not None:
             nn.init.zeros_(self.bias)
+
+    def resize(self, vocab_size: int, mean_init: bool = True) -> None:
+        """Follow a resized vocabulary (``resize_token_embeddings``): rows are cut or added at the end.
+
+        A weight tied to the input embedding arrives already resized (tied to the new embedding)."""
+        if self.weight.shape[0] != vocab_size:
+            self.weight = nn.Parameter(resized_rows(self.weight, vocab_size, mean_init))
+        if self.bias is not None:
+            self.bias = nn.Parameter(resized_rows(self.bias, vocab_size, mean_init))
+        self.vocab_size = vocab_size
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         """Unnormalised scores ``b + U h`` of shape ``hidden.shape[:-1] + (|V|,)``."""

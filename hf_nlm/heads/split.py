@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .fused import split_softmax_nll
-from .softmax import upcast
+from .softmax import resized_rows, upcast
 
 
 class SplitSoftmaxHead(nn.Module):
@@ -107,6 +107,20 @@ class SplitSoftmaxHead(nn.Module):
         return torch.bucketize(
             target, torch.tensor(self.cutoffs, dtype=target.dtype, device=target.device), right=True
         )
+
+    def resize(self, vocab_size: int, mean_init: bool = True) -> None:
+        """Follow a resized vocabulary (``resize_token_embeddings``): words are cut or added at the end,
+        i.e. in the last (rarest) cluster, which keeps the frequency order the split assumes."""
+        if self.cutoffs and vocab_size <= self.cutoffs[-1]:
+            raise ValueError(
+                f"cannot resize the split softmax to {vocab_size} words: its last cut-off is {self.cutoffs[-1]}"
+            )
+        if self.weight.shape[0] != vocab_size:  # a tied weight arrives already resized
+            self.weight = nn.Parameter(resized_rows(self.weight, vocab_size, mean_init))
+        if self.bias is not None:
+            self.bias = nn.Parameter(resized_rows(self.bias, vocab_size, mean_init))
+        self.vocab_size = vocab_size
+        self.boundaries = [0, *self.cutoffs, vocab_size]
 
     # ------------------------------------------------------------------ interface
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:

@@ -290,7 +290,8 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
         self.post_init()
 
     def get_output_embeddings(self):
-        # The tie is declared by _tied_weights_keys; the heads are not nn.Linear and must not be resized as one.
+        # The tie is declared by _tied_weights_keys; the heads are not nn.Linear, so transformers must not
+        # resize them as one: NLMPreTrainedModel.resize_token_embeddings resizes them itself.
         return None
 
     @classmethod

@@ -118,7 +118,7 @@ class LBLForCausalLM(WindowCausalLMMixin, LBLPreTrainedModel, GenerationMixin):
 
     def get_output_embeddings(self):
         # The tie is declared by _tied_weights_keys; the heads are not nn.Linear, so transformers must
-        # not try to resize them as one.
+        # not resize them as one: NLMPreTrainedModel.resize_token_embeddings resizes them itself.
         return None
 
     def forward(

@@ -120,7 +120,7 @@ class NPLMForCausalLM(WindowCausalLMMixin, NPLMPreTrainedModel, GenerationMixin)
         self.post_init()
 
     def get_output_embeddings(self):
-        return None  # [U W] is not an embedding matrix: nothing to tie or resize with C
+        return None  # [U W] is not an embedding matrix: nothing to tie with C (resize_token_embeddings resizes it)
 
     def forward(
         self,
