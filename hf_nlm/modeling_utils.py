@@ -42,6 +42,12 @@ class NLMPreTrainedModel(PreTrainedModel):
             check_checkpoint_model_type(pretrained_model_name_or_path, cls.config_class.model_type)
         return super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
 
+    def get_output_embeddings(self):
+        # Our heads are not nn.Linear (and NPLM's [U W] is not an embedding matrix): transformers must not
+        # resize or tie them as one. Ties are declared by _tied_weights_keys; resize_token_embeddings below
+        # resizes the heads itself.
+        return None
+
     def resize_token_embeddings(
         self, new_num_tokens: int | None = None, pad_to_multiple_of: int | None = None, mean_resizing: bool = True
     ):
@@ -60,8 +66,8 @@ class NLMPreTrainedModel(PreTrainedModel):
             )
         embeddings = super().resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
         if resizing and head is not None:
+            # A tied head weight is already the new embedding (super() re-tied it); resize() keeps it.
             head.resize(embeddings.num_embeddings, mean_init=mean_resizing)
-            self.tie_weights()
         return embeddings
 
     def generate(self, *args, **kwargs):

@@ -51,9 +51,6 @@ class StreamColumns:
             "shift_labels": self.labels[columns, start : start + length],
         }
 
-    def num_targets(self, start: int, length: int) -> int:
-        return int((self.labels[:, start : start + length] != IGNORE_INDEX).sum())
-
 
 def stream_columns(ids: torch.LongTensor, num_columns: int, bos_token_id: int, pad_token_id: int | None = None) -> StreamColumns:
     """Cut the targets ``ids`` (a split's token stream) into ``num_columns`` columns of equal length.

@@ -85,6 +85,11 @@ def check_head_config(config, owner: str) -> None:
             )
     elif given:
         raise ValueError(f"{owner}: {', '.join(given)} apply to head='tree' only, but head={config.head!r}")
+    if config.head == "tree" and getattr(config, "tie_word_embeddings", False):
+        raise ValueError(
+            f"{owner}: tie_word_embeddings=True needs a softmax or split head; a tree head's node vectors q_i "
+            "are not word vectors. Set tie_word_embeddings=False"
+        )
 
 
 def has_tree_shape(config) -> bool:

@@ -28,6 +28,31 @@ def resized_rows(tensor: torch.Tensor, num_rows: int, mean_init: bool = True) ->
     return torch.cat([tensor.detach(), fill.expand(num_rows - old, *tensor.shape[1:])])
 
 
+def init_output_weights(weights, biases, std: float | None = None) -> None:
+    """Every head's initialisation: weights (rows x in_features) uniform(+-1/sqrt(in_features)) as
+    nn.Linear does, or normal(0, std) when the model asks for it; biases zero."""
+    for w in weights:
+        if std is None:
+            bound = 1.0 / math.sqrt(w.shape[1]) if w.shape[1] > 0 else 0.0
+            nn.init.uniform_(w, -bound, bound)
+        else:
+            nn.init.normal_(w, std=std)
+    for b in biases:
+        if b is not None:
+            nn.init.zeros_(b)
+
+
+def resize_word_rows(head: nn.Module, vocab_size: int, mean_init: bool = True) -> None:
+    """Cut or extend ``head.weight`` and ``head.bias`` (one row per word) to ``vocab_size`` rows.
+
+    A weight tied to the input embedding arrives already resized (tied to the new embedding)."""
+    if head.weight.shape[0] != vocab_size:
+        head.weight = nn.Parameter(resized_rows(head.weight, vocab_size, mean_init))
+    if head.bias is not None:
+        head.bias = nn.Parameter(resized_rows(head.bias, vocab_size, mean_init))
+    head.vocab_size = vocab_size
+
+
 class SoftmaxHead(nn.Module):
     """Affine map to ``vocab_size`` scores followed by a softmax.
 
@@ -45,24 +70,11 @@ class SoftmaxHead(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self, std: float | None = None) -> None:
-        # Uniform(+-1/sqrt(fan_in)) as nn.Linear does, unless the model asks for a normal init.
-        if std is None:
-            bound = 1.0 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
-            nn.init.uniform_(self.weight, -bound, bound)
-        else:
-            nn.init.normal_(self.weight, std=std)
-        if self.bias is not None:
-            nn.init.zeros_(self.bias)
+        init_output_weights([self.weight], [self.bias], std)
 
     def resize(self, vocab_size: int, mean_init: bool = True) -> None:
-        """Follow a resized vocabulary (``resize_token_embeddings``): rows are cut or added at the end.
-
-        A weight tied to the input embedding arrives already resized (tied to the new embedding)."""
-        if self.weight.shape[0] != vocab_size:
-            self.weight = nn.Parameter(resized_rows(self.weight, vocab_size, mean_init))
-        if self.bias is not None:
-            self.bias = nn.Parameter(resized_rows(self.bias, vocab_size, mean_init))
-        self.vocab_size = vocab_size
+        """Follow a resized vocabulary (``resize_token_embeddings``): rows are cut or added at the end."""
+        resize_word_rows(self, vocab_size, mean_init)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         """Unnormalised scores ``b + U h`` of shape ``hidden.shape[:-1] + (|V|,)``."""

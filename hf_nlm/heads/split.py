@@ -20,7 +20,6 @@ its cost is |head| + sum_p n_p |cluster p| per batch instead of N |V|.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import torch
@@ -28,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .fused import split_softmax_nll
-from .softmax import resized_rows, upcast
+from .softmax import init_output_weights, resize_word_rows, upcast
 
 
 class SplitSoftmaxHead(nn.Module):
@@ -69,16 +68,7 @@ class SplitSoftmaxHead(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self, std: float | None = None) -> None:
-        # As SoftmaxHead: nn.Linear's uniform(+-1/sqrt(D)) unless a normal std is asked for.
-        for w in (self.weight, self.tombstone_weight):
-            if std is None:
-                bound = 1.0 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
-                nn.init.uniform_(w, -bound, bound)
-            else:
-                nn.init.normal_(w, std=std)
-        for b in (self.bias, self.tombstone_bias):
-            if b is not None:
-                nn.init.zeros_(b)
+        init_output_weights([self.weight, self.tombstone_weight], [self.bias, self.tombstone_bias], std)
 
     # ------------------------------------------------------------------ pieces
     def clusters(self) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
@@ -115,11 +105,7 @@ class SplitSoftmaxHead(nn.Module):
             raise ValueError(
                 f"cannot resize the split softmax to {vocab_size} words: its last cut-off is {self.cutoffs[-1]}"
             )
-        if self.weight.shape[0] != vocab_size:  # a tied weight arrives already resized
-            self.weight = nn.Parameter(resized_rows(self.weight, vocab_size, mean_init))
-        if self.bias is not None:
-            self.bias = nn.Parameter(resized_rows(self.bias, vocab_size, mean_init))
-        self.vocab_size = vocab_size
+        resize_word_rows(self, vocab_size, mean_init)
         self.boundaries = [0, *self.cutoffs, vocab_size]
 
     # ------------------------------------------------------------------ interface

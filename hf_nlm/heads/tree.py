@@ -28,7 +28,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from ..trees import WordTree
-from .softmax import upcast
+from .softmax import init_output_weights, upcast
 
 
 class TreeSoftmaxHead(nn.Module):
@@ -110,13 +110,7 @@ class TreeSoftmaxHead(nn.Module):
         }
 
     def reset_parameters(self, std: float | None = None) -> None:
-        if std is None:
-            bound = 1.0 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
-            nn.init.uniform_(self.weight, -bound, bound)
-        else:
-            nn.init.normal_(self.weight, std=std)
-        if self.bias is not None:
-            nn.init.zeros_(self.bias)
+        init_output_weights([self.weight], [self.bias], std)
 
     def tree(self) -> WordTree:
         """The word tree held in the buffers (validated; internal nodes numbered breadth-first)."""

@@ -108,11 +108,6 @@ class AWDLSTMConfig(PreTrainedConfig):
             if not getattr(self, field) >= 0:
                 raise ValueError(f"{name}.{field} must be >= 0, got {getattr(self, field)}")
         check_head_config(self, name)
-        if self.tie_word_embeddings and self.head == "tree":
-            raise ValueError(
-                f"{name}: tie_word_embeddings=True needs a softmax or split head; a tree head's node vectors "
-                "are not word vectors. Set tie_word_embeddings=False"
-            )
         if self.last_hidden_size is not None and self.last_hidden_size < 1:
             raise ValueError(f"{name}.last_hidden_size must be >= 1, got {self.last_hidden_size}")
         last = self.layer_sizes[-1]

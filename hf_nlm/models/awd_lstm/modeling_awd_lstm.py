@@ -289,11 +289,6 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
                 setattr(self.config, name, value)
         self.post_init()
 
-    def get_output_embeddings(self):
-        # The tie is declared by _tied_weights_keys; the heads are not nn.Linear, so transformers must not
-        # resize them as one: NLMPreTrainedModel.resize_token_embeddings resizes them itself.
-        return None
-
     @classmethod
     def _supports_default_dynamic_cache(cls) -> bool:
         return False  # the state lives in a RecurrentCache that forward() creates, not a key/value cache

@@ -79,11 +79,6 @@ class LBLConfig(PreTrainedConfig):
         if not self.initializer_range >= 0:
             raise ValueError(f"{name}.initializer_range must be >= 0, got {self.initializer_range}")
         check_head_config(self, name)
-        if self.head == "tree" and self.tie_word_embeddings:
-            raise ValueError(
-                f"{name}: tie_word_embeddings=True needs a softmax or split head; a tree head's node vectors q_i "
-                "are not word vectors. Set tie_word_embeddings=False (HLBLConfig does)"
-            )
         super().__post_init__(**kwargs)
 
     @property

@@ -116,11 +116,6 @@ class LBLForCausalLM(WindowCausalLMMixin, LBLPreTrainedModel, GenerationMixin):
         self.lm_head = self._build_head(config.hidden_size, tree=tree)
         self.post_init()
 
-    def get_output_embeddings(self):
-        # The tie is declared by _tied_weights_keys; the heads are not nn.Linear, so transformers must
-        # not resize them as one: NLMPreTrainedModel.resize_token_embeddings resizes them itself.
-        return None
-
     def forward(
         self,
         input_ids: torch.LongTensor,

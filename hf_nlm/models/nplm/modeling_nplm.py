@@ -119,9 +119,6 @@ class NPLMForCausalLM(WindowCausalLMMixin, NPLMPreTrainedModel, GenerationMixin)
         self.lm_head = self._build_head(config.output_input_size, tree=tree)
         self.post_init()
 
-    def get_output_embeddings(self):
-        return None  # [U W] is not an embedding matrix: nothing to tie with C (resize_token_embeddings resizes it)
-
     def forward(
         self,
         input_ids: torch.LongTensor,
