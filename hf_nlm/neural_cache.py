@@ -31,6 +31,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .data.lm import bos_token_id, stream_stats, tokenize_corpus
+from .data.stream import bptt_chunks, stream_columns
 from .evaluation import perplexity_report, split_texts
 
 
@@ -226,7 +227,7 @@ def neural_cache_log_probs(
     if ids.numel() == 0:
         raise ValueError("neural cache: the token stream is empty")
     device = device or next(model.parameters()).device
-    inputs = torch.cat([ids.new_tensor([start_token_id]), ids[:-1]])  # x_t, which predicts ids[t]
+    columns = stream_columns(ids, 1, start_token_id)  # one column: x_t beside the word it predicts
     body = model.base_model
     cache = NeuralCache(window, theta, lambda_)
     state = None
@@ -234,10 +235,10 @@ def neural_cache_log_probs(
     was_training = model.training
     model.eval()  # no dropout: h_t must be the deterministic state the cache compares
     try:
-        starts = range(0, ids.numel(), bptt)
-        for start in tqdm(starts, desc="neural cache", disable=not show_progress, leave=False):
-            x = inputs[start : start + bptt].to(device)[None]
-            targets = ids[start : start + bptt].to(device)
+        chunks = bptt_chunks(columns.length, bptt)
+        for start, length in tqdm(chunks, desc="neural cache", disable=not show_progress, leave=False):
+            chunk = columns.chunk(start, length)
+            x, targets = chunk["input_ids"].to(device), chunk["shift_labels"][0].to(device)
             result = body(x, past_key_values=state, use_cache=True)
             state = result.past_key_values
             if state is None:

@@ -19,6 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import torch
+from torch.utils.data import DataLoader
+
+from ..data.lm import IGNORE_INDEX, collate_blocks
+from ..data.stream import bptt_chunks, stream_columns
 
 
 class BlockBatchSampler:
@@ -101,10 +105,6 @@ class BlockBatches:
 
     def __init__(self, data, batch_size: int, num_processes: int = 1, process_index: int = 0, seed: int = 0,
                  pin_memory: bool = False) -> None:
-        from torch.utils.data import DataLoader
-
-        from ..data.lm import IGNORE_INDEX, collate_blocks
-
         self.sampler = BlockBatchSampler(len(data), batch_size, num_processes, process_index, seed=seed)
         self.loader = DataLoader(data, batch_sampler=self.sampler, collate_fn=collate_blocks, pin_memory=pin_memory)
         # Targets per block, summed per global batch on the CPU so each process knows its share of the
@@ -142,8 +142,6 @@ class StreamBatches:
 
     def __init__(self, ids: torch.LongTensor, bos_token_id: int, batch_size: int, bptt: int,
                  num_processes: int = 1, process_index: int = 0, variable: bool = False, seed: int = 0) -> None:
-        from ..data.stream import stream_columns
-
         columns = batch_size * num_processes
         usable = (ids.numel() // columns) * columns
         if usable < columns * 2:
@@ -163,8 +161,6 @@ class StreamBatches:
         return self.batch_size * self.num_processes
 
     def chunks(self, epoch: int) -> list[tuple[int, int]]:
-        from ..data.stream import bptt_chunks
-
         if epoch not in self._chunks:
             self._chunks = {epoch: bptt_chunks(self.columns.length, self.bptt, self.variable, self.seed + epoch)}
         return self._chunks[epoch]

@@ -296,7 +296,7 @@ class LMTrainer:
         process's columns (gathered in column order; without collectives only a single process's)."""
         acc, st = self.accelerator, self.state
         st.average_count = self.averager.count
-        tensors = self.averager.state_tensors()
+        tensors = self.averager.state_tensors() if acc.is_main_process else {}  # only the main process writes
         state = self.carried_state
         if state is None or st.step_in_epoch == 0 or (acc.num_processes > 1 and not collective):
             return tensors
