@@ -493,3 +493,24 @@ def test_tree_nll_needs_a_tree():
     fresh = TreeSoftmaxHead(D, **TreeSoftmaxHead.tree_shape(balanced_tree(V)))
     with pytest.raises(ValueError, match="holds no tree yet"):
         fresh.nll(torch.randn(2, D), torch.tensor([0, 1]))
+
+
+def test_split_softmax_refuses_a_vocabulary_not_sorted_by_frequency():
+    from hf_nlm.heads import check_frequency_order
+
+    counts = torch.tensor([50.0, 40, 30, 20, 10, 5, 5, 1])
+    check_frequency_order([3, 6], counts)  # sorted
+    check_frequency_order([3], torch.tensor([50.0, 40, 29, 30, 10]))  # a near-tie at the cut is fine
+    with pytest.raises(ValueError, match="not sorted by decreasing frequency"):
+        check_frequency_order([3, 6], counts.flip(0))
+    check_frequency_order([], counts.flip(0))  # no split: nothing to check
+
+
+def test_frequency_order_check_leaves_special_tokens_out():
+    from hf_nlm.heads import check_frequency_order
+
+    # <unk> (id 0) never occurs in training, yet sits in the head cluster: not a reason to refuse.
+    counts = torch.tensor([0.0, 30, 20, 10, 9, 8, 1])
+    with pytest.raises(ValueError):
+        check_frequency_order([4], counts, min_coverage=0.99)  # counted as a word, <unk> costs coverage
+    check_frequency_order([4], counts, special_ids=[0, 1], min_coverage=0.99)

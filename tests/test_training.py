@@ -406,3 +406,15 @@ def test_fresh_run_refuses_a_folder_with_checkpoints(toy_data, toy_tokenizer, tm
     results = train_lm(tiny_model(toy_tokenizer), toy_tokenizer, toy_data,
                        tiny_config(tmp_path, num_epochs=1, overwrite_output_dir=True))
     assert [p.name for p in list_checkpoints(tmp_path)] == [f"checkpoint-{results['global_step']}"]
+
+
+def test_split_head_with_unsorted_vocabulary_is_refused(tmp_path):
+    # The tokenizer learns its (frequency-sorted) ids on one text; training text where its rarest
+    # words dominate makes the head cluster miss the frequent training words.
+    tokenizer = train_word_level_tokenizer(["a a a a b b b c c d"] * 3)
+    data = DatasetDict({"train": Dataset.from_dict({"text": ["d d d d c c c b b a"] * 20})})
+    torch.manual_seed(0)
+    model = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=4, hidden_size=4,
+                                       head="split", cutoffs=[3]))
+    with pytest.raises(ValueError, match="not sorted by decreasing frequency"):
+        train_lm(model, tokenizer, data, tiny_config(tmp_path))

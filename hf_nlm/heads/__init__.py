@@ -14,13 +14,14 @@ A model chooses its head with its config's ``head`` field; :func:`build_head` bu
 
 from .factory import HEADS, build_head, check_head_config, init_head, tree_config_fields
 from .softmax import SoftmaxHead
-from .split import SplitSoftmaxHead
+from .split import SplitSoftmaxHead, check_frequency_order
 from .tree import TreeSoftmaxHead
 
 __all__ = [
     "HEADS",
     "SoftmaxHead",
     "SplitSoftmaxHead",
+    "check_frequency_order",
     "TreeSoftmaxHead",
     "build_head",
     "check_head_config",

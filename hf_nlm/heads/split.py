@@ -30,6 +30,35 @@ from .fused import split_softmax_nll
 from .softmax import init_output_weights, resize_word_rows, upcast
 
 
+def check_frequency_order(
+    cutoffs: Sequence[int], counts: torch.Tensor, special_ids: Sequence[int] = (), min_coverage: float = 0.9
+) -> None:
+    """Raise ``ValueError`` if word ids are clearly not sorted by decreasing frequency.
+
+    The split softmax only pays off when its head cluster [0, s_1) holds the frequent words: then most
+    targets never reach a tail softmax. ``counts`` are the training counts per id. The k ordinary words
+    of the head cluster must cover at least ``min_coverage`` of the tokens that the k most frequent
+    ordinary words cover (a sorted vocabulary covers all of them, ties at the cut aside). Special
+    tokens (``<unk>``, ``<eos>``) sit first whatever their count, so they are left out.
+    """
+    if not cutoffs:
+        return
+    s1 = int(cutoffs[0])
+    ordinary = torch.ones(counts.numel(), dtype=torch.bool)
+    ordinary[[i for i in special_ids if 0 <= i < counts.numel()]] = False
+    counts = counts.double()
+    k = int(ordinary[:s1].sum())
+    best = counts[ordinary].topk(min(k, int(ordinary.sum()))).values.sum()
+    covered = counts[:s1][ordinary[:s1]].sum()
+    if best > 0 and covered < min_coverage * best:
+        raise ValueError(
+            f"split softmax: word ids are not sorted by decreasing frequency. Its head cluster (ids < {s1}) holds "
+            f"{covered / counts.sum():.1%} of the training tokens, while the {k} most frequent words would hold "
+            f"{best / counts.sum():.1%}. Use a word-level tokenizer (hf_nlm.tokenization.train_word_level_tokenizer "
+            "sorts ids by frequency), or a softmax or tree head"
+        )
+
+
 class SplitSoftmaxHead(nn.Module):
     """Frequency-split softmax: a head softmax over the s_1 most frequent words and m-1 tombstones.
 

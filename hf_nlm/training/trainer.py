@@ -47,6 +47,7 @@ from ..data.lm import (
 )
 from ..data.stream import stream_columns
 from ..evaluation import evaluate_lm, is_stateful, lm_context_size, split_texts, stream_nll, summed_nll
+from ..heads import SplitSoftmaxHead, check_frequency_order
 from ..model_card import write_model_card
 from ..modeling_utils import check_checkpoint_model_type
 from .averaging import WeightAverager, nt_asgd_triggered
@@ -205,6 +206,11 @@ class LMTrainer:
             )
             if "validation" in datasets:
                 self.val_data, _ = build_lm_dataset(split_texts(datasets["validation"]), tokenizer, config.block_size, context)
+            labels = train_data.blocks["labels"]
+            ids = labels[labels != IGNORE_INDEX]  # every target once
+        if isinstance(getattr(model, "lm_head", None), SplitSoftmaxHead):
+            counts = torch.bincount(ids, minlength=len(tokenizer))
+            check_frequency_order(model.lm_head.cutoffs, counts, special_ids=tokenizer.all_special_ids)
         self._check_same_data_on_all_processes()
         self.carried_state = None  # recurrent models: the state at the end of the last batch (detached)
 
