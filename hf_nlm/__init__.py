@@ -1,56 +1,16 @@
 """hf_nlm: classic neural language models as ordinary Hugging Face transformers models.
 
-Importing the package registers every model with the transformers Auto classes, so that
-``AutoConfig`` / ``AutoModelForCausalLM`` / ``pipeline("text-generation")`` load them without
-``trust_remote_code``.
+Importing the package registers every model type of :data:`hf_nlm.models.MODEL_TYPES` with the
+transformers Auto classes, so that ``AutoConfig`` / ``AutoModelForCausalLM`` /
+``pipeline("text-generation")`` load them without ``trust_remote_code``.
 """
 
-from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
-
-from .models import (
-    AWDLSTMConfig,
-    AWDLSTMForCausalLM,
-    AWDLSTMModel,
-    HLBLConfig,
-    HLBLForCausalLM,
-    HLBLModel,
-    LBLConfig,
-    LBLForCausalLM,
-    LBLModel,
-    NPLMConfig,
-    NPLMForCausalLM,
-    NPLMModel,
-)
+from . import models
+from .models import *  # noqa: F403  (the config and model classes, listed in models.__all__)
+from .models import register_auto_classes
 
 __version__ = "0.1.0.dev0"
 
+register_auto_classes()
 
-def _register() -> None:
-    for config_class, base_class, lm_class in [
-        (NPLMConfig, NPLMModel, NPLMForCausalLM),
-        (LBLConfig, LBLModel, LBLForCausalLM),
-        (HLBLConfig, HLBLModel, HLBLForCausalLM),
-        (AWDLSTMConfig, AWDLSTMModel, AWDLSTMForCausalLM),
-    ]:
-        AutoConfig.register(config_class.model_type, config_class, exist_ok=True)
-        AutoModel.register(config_class, base_class, exist_ok=True)
-        AutoModelForCausalLM.register(config_class, lm_class, exist_ok=True)
-
-
-_register()
-
-__all__ = [
-    "AWDLSTMConfig",
-    "AWDLSTMForCausalLM",
-    "AWDLSTMModel",
-    "HLBLConfig",
-    "HLBLForCausalLM",
-    "HLBLModel",
-    "LBLConfig",
-    "LBLForCausalLM",
-    "LBLModel",
-    "NPLMConfig",
-    "NPLMForCausalLM",
-    "NPLMModel",
-    "__version__",
-]
+__all__ = [*models.__all__, "__version__"]

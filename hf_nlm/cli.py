@@ -20,6 +20,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -29,10 +30,11 @@ from .training.config import TrainingConfig
 NAMED_CORPORA = ("brown", "ptb", "sotu")
 FILE_CORPORA = ("text", "csv")
 TOKENIZERS = ("word", "bpe", "wordpiece")
-MODELS = ("nplm", "lbl", "hlbl", "awd_lstm")
-HEAD_CHOICES = ("softmax", "split", "tree")
 TREE_CHOICES = ("random", "balanced", "huffman")
-TREE_MODES = ("adaptive", "balanced")
+# Config fields the command fills itself rather than through a flag: the vocabulary and token ids come
+# from the tokenizer, the tree shape from the tree, tying from the head (a tree head cannot be tied).
+DERIVED_FIELDS = ("vocab_size", "bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings", "use_cache",
+                  "tree_num_nodes", "tree_max_codes", "tree_max_depth")
 
 
 # ----------------------------------------------------------------------------- arguments
@@ -73,54 +75,80 @@ def add_tokenizer_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--lowercase", action="store_true", help="lowercase the text before tokenizing")
 
 
-def add_model_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...] = MODELS) -> None:
+def model_flags(models) -> dict[str, dict[str, str]]:
+    """Every model flag (by its ``dest``) and, for each model of ``models`` it applies to, the config
+    field it sets. A flag is a config field's name, or the name its config's ``attribute_map`` gives it
+    (the LBL's D, ``hidden_size``, is ``--embedding-size``)."""
+    from transformers import PreTrainedConfig
+
+    from .models import MODEL_TYPES
+
+    inherited = {f.name for f in dataclasses.fields(PreTrainedConfig)}
+    flags: dict[str, dict[str, str]] = {}
+    for name in models:
+        config_class = MODEL_TYPES[name].config_class
+        alias = {field: flag for flag, field in config_class.attribute_map.items()}
+        for f in dataclasses.fields(config_class):
+            if f.name not in inherited and f.name not in DERIVED_FIELDS:
+                flags.setdefault(alias.get(f.name, f.name), {})[name] = f.name
+    return flags
+
+
+def _first_sentence(doc: str) -> str:
+    """A field's description up to its first full stop (not the one of "et al."), without markdown."""
+    return re.split(r"(?<! al)\. ", doc.replace("`", ""), maxsplit=1)[0].rstrip(".")
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def _field_argument(config_class, field: str) -> dict:
+    """argparse settings for a config field, from its type (the annotation as written)."""
+    kind = str(next(f.type for f in dataclasses.fields(config_class) if f.name == field))
+    if kind.startswith("bool"):
+        return {"action": argparse.BooleanOptionalAction}
+    if kind.startswith("list[int]"):
+        return {"type": int, "nargs": "+", "metavar": "N"}
+    if field == "head":
+        from .heads import HEAD_REGISTRY
+
+        return {"choices": list(HEAD_REGISTRY)}
+    return {"type": {"int": int, "float": float, "str": str}[kind.split(" |")[0]]}
+
+
+def add_model_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...] | None = None) -> None:
+    """``--model`` and one flag per config field of those models, generated from the config classes
+    (their types, defaults and docstrings), plus the flags that build a tree head's word tree."""
+    from .configuration_utils import NLMConfig, config_field_docs
+    from .models import MODEL_TYPES
+
+    shared = {f.name for f in dataclasses.fields(NLMConfig)}  # documented once, in NLMConfig
+    models = tuple(MODEL_TYPES) if models is None else models
     group = parser.add_argument_group(
-        "model (NPLM: Bengio et al. 2003, defaults are the paper's MLP1; LBL / HLBL: Mnih & Hinton 2007 / 2008; "
-        "AWD-LSTM: Merity et al. 2018, defaults are the paper's)"
+        "model (every flag sets the config field of that name; unset, the config's default, given per model)"
     )
     group.add_argument("--model", choices=models, default=models[0], help=f"model architecture (default: {models[0]})")
-    group.add_argument("--context-size", type=int, default=None, help="n - 1, previous tokens seen (default: 4 NPLM, 5 LBL)")
-    group.add_argument("--embedding-size", type=int, default=None,
-                       help="word feature size: the NPLM's m (default 60), the LBL's D (default 100), the AWD-LSTM's "
-                            "embedding (default 400)")
-    if "nplm" in models:
-        group.add_argument("--hidden-size", type=int, default=None,
-                           help="NPLM: h, tanh hidden units, 0 = none (default: 50); AWD-LSTM: units of the LSTM "
-                                "layers below the last (default: 1150)")
-        group.add_argument("--no-direct", dest="direct_connections", action="store_false",
-                           help="NPLM only: drop the direct connections W x from the word features to the output")
-    group.add_argument("--diagonal-context", action="store_true",
-                       help="LBL / HLBL only: diagonal position matrices C_i (cost linear in D)")
-    group.add_argument("--initializer-range", type=float, default=0.1,
-                       help="half-width of the uniform weight initialisation (default: 0.1)")
-    if "nplm" in models or "lbl" in models:
-        group.add_argument("--head", choices=HEAD_CHOICES, default=None,
-                           help="output layer: softmax, split (needs --cutoffs) or tree (default: softmax; tree for hlbl)")
-        group.add_argument("--cutoffs", type=int, nargs="+", default=None, metavar="S",
-                           help="split softmax cluster boundaries s_1 < s_2 < ... inside (0, |V|) (word ids are by frequency)")
-        group.add_argument("--tree", choices=TREE_CHOICES, default=None,
-                           help="tree head: random (default), balanced or huffman (by training-set frequency)")
-        group.add_argument("--tree-file", default=None, metavar="JSON",
-                           help="tree head: a word tree saved with WordTree.save (e.g. a build-tree run's word_tree.json); "
-                                "its word ids must be those of this run's tokenizer (same corpus and tokenizer flags)")
-    group.add_argument("--tree-seed", type=int, default=0, help="seed of the random tree (default: 0)")
-    if "awd_lstm" in models:
-        from .models import AWDLSTMConfig
-
-        awd = parser.add_argument_group("model: AWD-LSTM only (see AWDLSTMConfig; PTB values of Merity et al. in brackets)")
-        for name, help_text in [
-            ("num_hidden_layers", "LSTM layers"),
-            ("dropout", "locked dropout on the last layer's outputs"),
-            ("dropout_hidden", "locked dropout between LSTM layers [0.25]"),
-            ("dropout_input", "locked dropout on the embeddings [0.4]"),
-            ("dropout_embedding", "embedding dropout: whole word rows"),
-            ("weight_drop", "DropConnect on the hidden-to-hidden weights"),
-            ("alpha", "activation regularisation (AR) weight"),
-            ("beta", "temporal activation regularisation (TAR) weight"),
-        ]:
-            default = AWDLSTMConfig.__dataclass_fields__[name].default
-            awd.add_argument("--" + name.replace("_", "-"), type=type(default), default=default,
-                             help=f"{help_text} (default: {default})")
+    for dest, fields in model_flags(models).items():
+        configs = {m: MODEL_TYPES[m].config_class for m in fields}
+        docs, defaults = {}, {}
+        for m, f in fields.items():
+            documented_in = NLMConfig if f in shared else configs[m]
+            docs.setdefault(_first_sentence(config_field_docs(documented_in).get(f, "")), []).append(m)
+            default = next(x.default for x in dataclasses.fields(configs[m]) if x.name == f)
+            defaults.setdefault(repr(default), []).append(m)
+        doc = next(iter(docs)) if len(docs) == 1 else "; ".join(f"{', '.join(ms)}: {d}" for d, ms in docs.items())
+        shown = "; ".join(f"{', '.join(ms)}: {value}" for value, ms in defaults.items())
+        m, f = next(iter(fields.items()))
+        group.add_argument(_flag(dest), dest=dest, default=None, help=f"{doc} [default {shown}]",
+                           **_field_argument(configs[m], f))
+    tree = parser.add_argument_group("tree head: the word tree (Morin & Bengio 2005; Mnih & Hinton 2008)")
+    tree.add_argument("--tree", choices=TREE_CHOICES, default=None,
+                      help="random (default), balanced or huffman (by training-set frequency)")
+    tree.add_argument("--tree-file", default=None, metavar="JSON",
+                      help="a word tree saved with WordTree.save (e.g. a build-tree run's word_tree.json); its "
+                           "word ids must be those of this run's tokenizer (same corpus and tokenizer flags)")
+    tree.add_argument("--tree-seed", type=int, default=0, help="seed of the random tree (default: 0)")
 
 
 def add_training_arguments(parser: argparse.ArgumentParser, resume: bool = True) -> None:
@@ -162,6 +190,8 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
 
 def add_build_tree_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Every argument of ``hf-nlm build-tree`` (also used by ``examples/train_hlbl.py``)."""
+    from .trees import TREE_MODES
+
     add_data_arguments(parser)
     add_tokenizer_arguments(parser)
     add_model_arguments(parser, models=("hlbl",))
@@ -235,67 +265,37 @@ def build_tokenizer(args: argparse.Namespace, train_texts):
     return train(train_texts, vocab_size=args.vocab_size, min_frequency=args.min_frequency, lowercase=args.lowercase)
 
 
-def _head(args: argparse.Namespace) -> str:
-    head = getattr(args, "head", None)
-    if args.model == "hlbl":
-        if head not in (None, "tree"):
-            raise ValueError(f"--model hlbl always has a tree head (got --head {head}); use --model lbl for {head}")
-        return "tree"
-    return head or "softmax"
-
-
 def build_config(args: argparse.Namespace, tokenizer):
     """The model configuration the arguments describe, sized for ``tokenizer`` (no tree shape yet)."""
-    from .models import HLBLConfig, LBLConfig, NPLMConfig
+    from .configuration_utils import config_field_docs
+    from .heads import HEAD_REGISTRY
+    from .models import MODEL_TYPES
 
+    config_class = MODEL_TYPES[args.model].config_class
+    fields = {}
+    for dest, applies in model_flags(MODEL_TYPES).items():
+        value = getattr(args, dest, None)
+        if value is None:
+            continue
+        if args.model in applies:
+            fields[applies[args.model]] = value
+            continue
+        renamed = {flag for flag, field in config_class.attribute_map.items() if field == dest}
+        if renamed:  # the model has this field, under another flag
+            what = config_field_docs(config_class).get(dest, dest).split(":")[0].removeprefix("The ")
+            raise ValueError(f"{_flag(dest)} does not apply to --model {args.model}: the "
+                             f"{args.model.upper()}'s {what} is {_flag(renamed.pop())}")
+        raise ValueError(f"{_flag(dest)} applies to --model {' / '.join(applies)} only, not {args.model}")
+    head = fields.get("head", next(f.default for f in dataclasses.fields(config_class) if f.name == "head"))
+    if head in HEAD_REGISTRY and not HEAD_REGISTRY[head].tieable:
+        fields["tie_word_embeddings"] = False  # e.g. a tree head's node vectors are not word vectors
     eos = tokenizer.eos_token_id
-    bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else eos
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
-    head = _head(args)
-    common = dict(
-        vocab_size=len(tokenizer),
-        initializer_range=args.initializer_range,
-        head=head,
-        cutoffs=getattr(args, "cutoffs", None),
-        bos_token_id=bos,
-        eos_token_id=eos,
-        pad_token_id=pad,
-    )
-    if args.model == "nplm":
-        if args.diagonal_context:
-            raise ValueError("--diagonal-context applies to --model lbl / hlbl only")
-        return NPLMConfig(
-            context_size=4 if args.context_size is None else args.context_size,
-            embedding_size=60 if args.embedding_size is None else args.embedding_size,
-            hidden_size=50 if args.hidden_size is None else args.hidden_size,
-            direct_connections=args.direct_connections,
-            **common,
-        )
-    if args.model == "awd_lstm":
-        from .models import AWDLSTMConfig
-
-        awd_fields = ["num_hidden_layers", "dropout", "dropout_hidden", "dropout_input", "dropout_embedding",
-                      "weight_drop", "alpha", "beta"]
-        unused = [flag for flag, given in [("--context-size", args.context_size is not None),
-                                           ("--diagonal-context", args.diagonal_context),
-                                           ("--no-direct", not args.direct_connections)] if given]
-        if unused:
-            raise ValueError(f"{', '.join(unused)} do not apply to --model awd_lstm (it reads the whole history)")
-        sizes = {k: v for k, v in [("embedding_size", args.embedding_size), ("hidden_size", args.hidden_size)] if v is not None}
-        return AWDLSTMConfig(
-            **sizes, **{k: getattr(args, k) for k in awd_fields}, tie_word_embeddings=head != "tree", **common
-        )
-    if getattr(args, "hidden_size", None) is not None:
-        raise ValueError(f"--hidden-size is the NPLM's tanh layer; the {args.model.upper()}'s feature size D is --embedding-size")
-    if not getattr(args, "direct_connections", True):
-        raise ValueError("--no-direct applies to --model nplm only")
-    config_class = HLBLConfig if args.model == "hlbl" else LBLConfig
     return config_class(
-        context_size=5 if args.context_size is None else args.context_size,
-        hidden_size=100 if args.embedding_size is None else args.embedding_size,
-        diagonal_context=args.diagonal_context,
-        tie_word_embeddings=head != "tree",  # one feature table R for context and next word (softmax / split)
-        **common,
+        vocab_size=len(tokenizer),
+        bos_token_id=tokenizer.bos_token_id if tokenizer.bos_token_id is not None else eos,
+        eos_token_id=eos,
+        pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos,
+        **fields,
     )
 
 
@@ -335,7 +335,7 @@ def build_model(args: argparse.Namespace, tokenizer, train_texts=None):
     """
     import torch
 
-    from .models import AWDLSTMForCausalLM, HLBLForCausalLM, LBLForCausalLM, NPLMForCausalLM
+    from .models import MODEL_TYPES
 
     config = build_config(args, tokenizer)
     tree = None
@@ -343,11 +343,8 @@ def build_model(args: argparse.Namespace, tokenizer, train_texts=None):
         tree = build_tree(args, tokenizer, train_texts)
     elif getattr(args, "tree", None) is not None or getattr(args, "tree_file", None) is not None:
         raise ValueError(f"--tree / --tree-file need a tree head (--head tree or --model hlbl), not --head {config.head}")
-    model_class = {
-        "nplm": NPLMForCausalLM, "lbl": LBLForCausalLM, "hlbl": HLBLForCausalLM, "awd_lstm": AWDLSTMForCausalLM
-    }[args.model]
     torch.manual_seed(args.seed)  # the same initial weights on every process and every rerun
-    return model_class(config, tree=tree)
+    return MODEL_TYPES[args.model].lm_class(config, tree=tree)
 
 
 def training_config(args: argparse.Namespace, resume_from_checkpoint: str | None = None) -> TrainingConfig:
@@ -499,12 +496,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def cmd_build_tree(args: argparse.Namespace) -> int:
     """Mnih & Hinton's recipe: HLBL on a random tree -> data-built tree -> fresh HLBL on it."""
-    from .models.hlbl.recipe import train_with_data_tree
+    from .training.tree_recipe import train_with_data_tree
+    from .trees import check_tree_mode
 
-    if not 0.0 <= args.eps < 0.5:
-        _fail(args.parser, f"--eps must lie in [0, 0.5), got {args.eps}")
-    if args.eps > 0 and args.tree_mode != "adaptive":
-        _fail(args.parser, f"--eps applies to --tree-mode adaptive, not {args.tree_mode}")
+    try:
+        check_tree_mode(args.tree_mode, args.eps, flags=True)
+    except ValueError as err:
+        _fail(args.parser, str(err))
     if args.first_stage_epochs is not None and args.first_stage_epochs < 1:
         _fail(args.parser, f"--first-stage-epochs must be >= 1, got {args.first_stage_epochs}")
     try:

@@ -1,12 +1,26 @@
-"""Pieces every hf_nlm model shares: the base class and the shifted causal-LM loss."""
+"""Pieces every hf_nlm model shares: the base class, with the output head's construction,
+initialisation and loss written once, and the alignment of hidden states with their targets.
+
+A model here is a body (``self.model``: context -> hidden vectors) and a head (``self.lm_head``, an
+:class:`~hf_nlm.heads.OutputHead` chosen by ``config.head``). A causal LM's ``__init__`` builds its head
+with :meth:`NLMPreTrainedModel._build_head` and its ``forward`` ends with
+:meth:`NLMPreTrainedModel.lm_output`, so a new head or a new body needs no edit here.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 
 import torch
+from torch import nn
 from transformers import PreTrainedModel
+from transformers import initialization as init
+from transformers.modeling_outputs import CausalLMOutputWithPast
+
+from .heads import TREE_FIELDS, OutputHead, Targets, build_head
+from .trees import WordTree
 
 
 def check_checkpoint_model_type(path: str | os.PathLike, expected: str) -> None:
@@ -30,17 +44,128 @@ def check_checkpoint_model_type(path: str | os.PathLike, expected: str) -> None:
         )
 
 
+@dataclass
+class NLMCausalLMOutput(CausalLMOutputWithPast):
+    """``CausalLMOutputWithPast`` plus ``nll``: the mean negative log-likelihood of the targets, which
+    is ``loss`` unless the model adds regularisation terms to its training loss (use it for perplexity)."""
+
+    nll: torch.FloatTensor | None = None
+
+
 class NLMPreTrainedModel(PreTrainedModel):
-    """Base class of the hf_nlm models: refuses checkpoints of another model type."""
+    """Base class of the hf_nlm models.
+
+    Refuses checkpoints of another model type; builds, initialises and scores through the output head
+    (:meth:`_build_head`, :meth:`_init_weights`, :meth:`lm_output`); refuses to save an inconsistent config.
+    """
 
     # Our forward() computes the mean loss itself; Trainer must not rescale it under DDP.
     accepts_loss_kwargs = False
+
+    # ------------------------------------------------------------------ the output head
+    def _build_head(self, in_features: int, **head_kwargs) -> OutputHead:
+        """The head ``config.head`` names over vectors of size ``in_features`` (``head_kwargs``: e.g.
+        ``tree=`` for a tree head). What the head needs saved to be rebuilt (a tree's shape) goes into
+        the config, so that ``from_pretrained`` can build it empty before the weights load."""
+        head = build_head(self.config, in_features, **head_kwargs)
+        for name, value in head.config_values().items():
+            setattr(self.config, name, value)
+        return head
+
+    def set_tree(self, tree: WordTree) -> None:
+        """Replace the tree head by a fresh one over ``tree`` (new node vectors q_i, initialised as at
+        construction; the body is kept). The config's tree shape fields follow the new tree, so
+        ``save_pretrained`` / ``from_pretrained`` keep it. (Mnih & Hinton's (2008) recipe retrains a
+        fresh model on the new tree instead: :func:`hf_nlm.training.tree_recipe.train_with_data_tree`.)"""
+        if self.config.head != "tree":
+            raise ValueError(f"set_tree needs a model with head='tree'; this one has head={self.config.head!r}")
+        old = self.lm_head
+        ref = next(old.parameters())
+        for name in TREE_FIELDS:  # the new tree may have another shape than the old one
+            setattr(self.config, name, None)
+        head = self._build_head(old.in_features, tree=tree)
+        head.init_weights(self.config.initializer_range)
+        self.lm_head = head.to(device=ref.device, dtype=ref.dtype)
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        """Uniform(+-initializer_range) for word embeddings and heads (biases 0); a model's own
+        ``_init_weights`` adds its body's modules. ``transformers.initialization`` skips tensors
+        already loaded from a checkpoint."""
+        r = self.config.initializer_range
+        if isinstance(module, OutputHead):
+            module.init_weights(r, init=init)
+        elif isinstance(module, nn.Embedding):
+            init.uniform_(module.weight, -r, r)
+
+    def lm_output(
+        self,
+        hidden: torch.Tensor,
+        labels: torch.LongTensor | None = None,
+        logits_to_keep: int = 0,
+        return_dict: bool | None = None,
+        *,
+        output_class: type[NLMCausalLMOutput] = NLMCausalLMOutput,
+        regularization: dict[str, torch.Tensor | None] | None = None,
+        outputs: dict | None = None,
+        **kwargs,
+    ):
+        """Loss and logits from the body's ``hidden`` (B, T, D): how every causal LM's forward ends.
+
+        The loss is the mean NLL of the targets (``labels`` shifted inside, or the already aligned
+        ``shift_labels`` in ``kwargs``; -100 ignored) through the head's ``nll``, so a tree head touches
+        only the targets' paths; the per-target tensors the head names in ``target_fields`` are taken
+        from ``kwargs`` and aligned the same way. ``regularization`` terms (AWD-LSTM's AR / TAR) are added
+        to ``loss`` and reported by name; ``nll`` stays the plain NLL. In training mode with targets the
+        |V|-wide logits are not built (``logits=None``); otherwise only the last ``logits_to_keep``
+        positions are scored (all when 0). ``outputs`` are further fields of ``output_class`` (e.g.
+        ``past_key_values``). ``return_dict=False`` (or ``config.return_dict`` False) gives a tuple.
+        """
+        nll = None
+        shift_labels = kwargs.get("shift_labels")
+        if labels is not None or shift_labels is not None:
+            fields = {name: kwargs[name] for name in self.lm_head.target_fields if kwargs.get(name) is not None}
+            h_sel, targets = align_targets(hidden, labels, shift_labels, fields)
+            if targets.ids.numel() == 0:
+                raise ValueError("labels hold no target: every label after the shift is -100")
+            nll = self.lm_head.nll(h_sel, targets).mean()
+        regularization = {k: v for k, v in (regularization or {}).items() if v is not None}
+        loss = nll if nll is None or not regularization else nll + sum(regularization.values())
+
+        logits = None
+        if loss is None or not self.training:
+            # generate() asks only for the last position(s): never score positions it will not read.
+            logits = self.lm_head(hidden[:, -logits_to_keep:] if logits_to_keep else hidden)
+        output = output_class(loss=loss, logits=logits, nll=nll, **regularization, **(outputs or {}))
+        return output if self._return_dict(return_dict) else output.to_tuple()
+
+    def _return_dict(self, return_dict: bool | None) -> bool:
+        """``return_dict`` if given, else the config's (transformers' convention; True by default)."""
+        return return_dict if return_dict is not None else self.config.return_dict
+
+    # ------------------------------------------------------------------ loading and saving
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
         if pretrained_model_name_or_path is not None and os.path.isdir(pretrained_model_name_or_path):
             check_checkpoint_model_type(pretrained_model_name_or_path, cls.config_class.model_type)
         return super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
+
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        # Before anything is written: a config that would not load back, or that describes another head
+        # than the model has, is refused with the field named.
+        self.config.check()
+        head = getattr(self, "lm_head", None)
+        if isinstance(head, OutputHead):
+            described = {"head": head.head_name, **head.config_values()}
+            wrong = {k: v for k, v in described.items() if getattr(self.config, k) != v}
+            if wrong:
+                said = {k: getattr(self.config, k) for k in wrong}
+                raise ValueError(
+                    f"not saving {type(self).__name__} to {save_directory}: it would not load back. Its config says "
+                    f"{said} but its head ({type(head).__name__}) has {wrong}"
+                )
+        return super().save_pretrained(save_directory, *args, **kwargs)
 
     def get_output_embeddings(self):
         # Our heads are not nn.Linear (and NPLM's [U W] is not an embedding matrix): transformers must not
@@ -59,7 +184,7 @@ class NLMPreTrainedModel(PreTrainedModel):
         """
         head = getattr(self, "lm_head", None)
         resizing = new_num_tokens is not None or pad_to_multiple_of is not None
-        if resizing and head is not None and not hasattr(head, "resize"):
+        if resizing and head is not None and not head.resizable:
             raise ValueError(
                 f"{type(head).__name__} cannot follow a resized vocabulary (its word tree covers the old words); "
                 "build a tree over the new vocabulary and a new model instead"
@@ -80,26 +205,44 @@ class NLMPreTrainedModel(PreTrainedModel):
         return super().generate(*args, **kwargs)
 
 
-def shifted_targets(
-    hidden: torch.Tensor, labels: torch.Tensor | None = None, shift_labels: torch.Tensor | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pair the hidden state at position t with the label at t + 1, keeping labels != -100.
+def align_targets(
+    hidden: torch.Tensor,
+    labels: torch.Tensor | None = None,
+    shift_labels: torch.Tensor | None = None,
+    fields: dict[str, torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, Targets]:
+    """Pair the hidden state at position t with its target, keeping targets != -100.
 
-    ``labels`` follow the transformers convention (the same positions as ``input_ids``, shifted here);
-    ``shift_labels`` are already aligned (``shift_labels[:, t]`` is the target of position t), which
-    stateful BPTT needs so that a chunk's last position predicts a target too (``hf_nlm.data.stream``).
+    ``labels`` follow the transformers convention (the same positions as ``input_ids``, shifted here:
+    position t predicts ``labels[:, t + 1]``); ``shift_labels`` are already aligned (``shift_labels[:, t]``
+    is the target of position t), which stateful BPTT needs so that a chunk's last position predicts a
+    target too (``hf_nlm.data.stream``). ``fields`` are per-token tensors (B, T, ...) that follow the
+    same convention as the labels given and are shifted and selected with them.
 
-    Returns ``(hidden_selected (N, D), targets (N,))``. Selecting before the output layer means
-    positions that carry no target (context prefixes, padding) never reach the |V|-wide softmax.
+    Returns ``(hidden_selected (N, D), Targets(ids (N,), fields (N, ...)))``. Selecting before the output
+    layer means positions that carry no target (context prefixes, padding) never reach the |V|-wide softmax.
     """
     if (labels is None) == (shift_labels is None):
         raise ValueError("give exactly one of labels (shifted inside) and shift_labels (already aligned)")
+    fields = dict(fields or {})
     if shift_labels is None:
         hidden, targets = hidden[:, :-1], labels[:, 1:]
+        fields = {name: value[:, 1:] for name, value in fields.items()}
     else:
         if shift_labels.shape != hidden.shape[:2]:
             raise ValueError(f"shift_labels has shape {tuple(shift_labels.shape)}, expected {tuple(hidden.shape[:2])}")
         targets = shift_labels
+    for name, value in fields.items():
+        if value.shape[:2] != targets.shape:
+            raise ValueError(f"{name} has shape {tuple(value.shape)}; its first two dimensions must be the labels' {tuple(targets.shape)}")
     targets = targets.to(hidden.device)
     keep = targets != -100
-    return hidden[keep], targets[keep]
+    return hidden[keep], Targets(targets[keep], {name: value.to(hidden.device)[keep] for name, value in fields.items()})
+
+
+def shifted_targets(
+    hidden: torch.Tensor, labels: torch.Tensor | None = None, shift_labels: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`align_targets` for ids alone: ``(hidden_selected (N, D), target ids (N,))``."""
+    hidden, targets = align_targets(hidden, labels, shift_labels)
+    return hidden, targets.ids

@@ -1,30 +1,30 @@
 """Output layers ("heads") shared by every body: h_t -> distribution over the next token.
 
-Every head offers the same three things (see docs in DESIGN.md, "body x head"):
-
-* ``forward(hidden)``: scores whose ``log_softmax`` over the last axis is the exact next-token
-  log-distribution. ``generate()`` applies ``log_softmax`` to what the model returns, so a head
-  that already normalises (a tree softmax) may return log-probabilities directly.
-* ``nll(hidden, target)``: the per-token negative log-likelihood used for training; heads that can
-  avoid building a ``|V|``-wide tensor (tree, split softmax) do so here.
-* ``log_probs(hidden)``: exact full-vocabulary log-probabilities, for evaluation.
-
-A model chooses its head with its config's ``head`` field; :func:`build_head` builds it.
+:mod:`hf_nlm.heads.base` defines the interface (:class:`OutputHead`: ``forward``, ``log_probs``,
+``nll``) and the registry of heads by name; a model's config picks one with its ``head`` field and
+:func:`build_head` builds it. Registered here: ``"softmax"`` (full softmax), ``"split"`` (split softmax
+with tombstones, Merity et al. 2018) and ``"tree"`` (binary tree softmax, Morin & Bengio 2005;
+Mnih & Hinton 2008).
 """
 
-from .factory import HEADS, build_head, check_head_config, init_head, tree_config_fields
+from .base import HEAD_REGISTRY, OutputHead, Targets, build_head, check_head_config, head_class, register_head
 from .softmax import SoftmaxHead
-from .split import SplitSoftmaxHead, check_frequency_order
-from .tree import TreeSoftmaxHead
+from .split import SplitSoftmaxHead, check_cutoffs, check_frequency_order
+from .tree import TREE_FIELDS, TreeSoftmaxHead, tree_config_fields
 
 __all__ = [
-    "HEADS",
+    "HEAD_REGISTRY",
+    "OutputHead",
     "SoftmaxHead",
     "SplitSoftmaxHead",
-    "check_frequency_order",
+    "TREE_FIELDS",
+    "Targets",
     "TreeSoftmaxHead",
     "build_head",
+    "check_cutoffs",
+    "check_frequency_order",
     "check_head_config",
-    "init_head",
+    "head_class",
+    "register_head",
     "tree_config_fields",
 ]

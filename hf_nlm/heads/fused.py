@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-from .softmax import upcast
+from .base import upcast
 
 
 class SplitSoftmaxNLL(torch.autograd.Function):

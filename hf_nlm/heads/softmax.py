@@ -8,10 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-
-def upcast(x: torch.Tensor) -> torch.Tensor:
-    """Half-precision scores -> float32 before a softmax (its sums lose too much in 16 bits)."""
-    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+from .base import OutputHead, Targets, register_head, upcast
 
 
 def resized_rows(tensor: torch.Tensor, num_rows: int, mean_init: bool = True) -> torch.Tensor:
@@ -53,13 +50,17 @@ def resize_word_rows(head: nn.Module, vocab_size: int, mean_init: bool = True) -
     head.vocab_size = vocab_size
 
 
-class SoftmaxHead(nn.Module):
+@register_head("softmax")
+class SoftmaxHead(OutputHead):
     """Affine map to ``vocab_size`` scores followed by a softmax.
 
     Holds ``weight`` (|V| x in_features) and ``bias`` (|V|) directly so that checkpoints read
     ``lm_head.weight`` / ``lm_head.bias`` as in every transformers causal LM, and so that the
     weight can be tied to an input embedding of the same shape.
     """
+
+    tieable = True
+    resizable = True
 
     def __init__(self, in_features: int, vocab_size: int, bias: bool = True) -> None:
         super().__init__()
@@ -80,15 +81,13 @@ class SoftmaxHead(nn.Module):
         """Unnormalised scores ``b + U h`` of shape ``hidden.shape[:-1] + (|V|,)``."""
         return F.linear(hidden, self.weight, self.bias)
 
-    def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        return torch.log_softmax(upcast(self.forward(hidden)), dim=-1)
-
-    def nll(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    def nll(self, hidden: torch.Tensor, targets: torch.Tensor | Targets) -> torch.Tensor:
         """Per-token negative log-likelihood of ``target`` (shape ``hidden.shape[:-1]``); -100 gives 0.
 
         Plain ``cross_entropy`` on the full logits: a hand-written backward (softmax - onehot in one
         buffer) measured no faster on a CPU at |V| = 16k, so the simple path stays.
         """
+        target = Targets.of(targets).ids
         scores = upcast(self.forward(hidden))
         return F.cross_entropy(scores.reshape(-1, self.vocab_size), target.reshape(-1), reduction="none").view(
             target.shape

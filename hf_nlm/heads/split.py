@@ -26,8 +26,23 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .base import OutputHead, Targets, refuse_arguments, register_head, upcast
 from .fused import split_softmax_nll
-from .softmax import init_output_weights, resize_word_rows, upcast
+from .softmax import init_output_weights, resize_word_rows
+
+
+def check_cutoffs(cutoffs: Sequence[int], vocab_size: int, owner: str = "cutoffs") -> None:
+    """Raise ValueError unless ``cutoffs`` is strictly increasing inside (0, vocab_size)."""
+    prev = 0
+    for c in cutoffs:
+        if not 0 < c < vocab_size:
+            raise ValueError(
+                f"{owner}: cutoff {c} is outside (0, vocab_size={vocab_size}); cutoffs are the split softmax's "
+                f"cluster boundaries [s_1, ..., s_(m-1)] over a frequency-sorted vocabulary, got {list(cutoffs)}"
+            )
+        if c <= prev:
+            raise ValueError(f"{owner}: cutoffs must be strictly increasing, but {c} follows {prev}: {list(cutoffs)}")
+        prev = c
 
 
 def check_frequency_order(
@@ -59,7 +74,8 @@ def check_frequency_order(
         )
 
 
-class SplitSoftmaxHead(nn.Module):
+@register_head("split")
+class SplitSoftmaxHead(OutputHead):
     """Frequency-split softmax: a head softmax over the s_1 most frequent words and m-1 tombstones.
 
     Args:
@@ -72,18 +88,15 @@ class SplitSoftmaxHead(nn.Module):
     ``tombstone_weight`` (m-1 x D, the seed's W_tail) and ``tombstone_bias`` (m-1, b_tail).
     """
 
+    config_fields = ("cutoffs",)
+    returns_log_probs = True
+    tieable = True
+    resizable = True
+
     def __init__(self, in_features: int, vocab_size: int, cutoffs: Sequence[int], bias: bool = True) -> None:
         super().__init__()
         cutoffs = [int(c) for c in cutoffs]
-        prev = 0
-        for c in cutoffs:
-            if not 0 < c < vocab_size:
-                raise ValueError(
-                    f"cutoff {c} is outside (0, vocab_size={vocab_size}); cutoffs are [s_1, ..., s_(m-1)]"
-                )
-            if c <= prev:
-                raise ValueError(f"cutoffs must be strictly increasing, but {c} follows {prev}: {cutoffs}")
-            prev = c
+        check_cutoffs(cutoffs, vocab_size)
         self.in_features = in_features
         self.vocab_size = vocab_size
         self.cutoffs = cutoffs
@@ -96,8 +109,23 @@ class SplitSoftmaxHead(nn.Module):
         self.tombstone_bias = nn.Parameter(torch.zeros(n_tails)) if bias else None
         self.reset_parameters()
 
+    @classmethod
+    def from_config(cls, config, in_features: int, **kwargs) -> SplitSoftmaxHead:
+        refuse_arguments(config, kwargs)
+        return cls(in_features, config.vocab_size, config.cutoffs)
+
+    @classmethod
+    def check_config(cls, config, owner: str) -> None:
+        if config.cutoffs is None:
+            raise ValueError(f"{owner}: head='split' needs cutoffs=[s_1, ..., s_(m-1)] (e.g. [2000, 10000])")
+        check_cutoffs(config.cutoffs, config.vocab_size, owner=f"{owner}.cutoffs")
+
     def reset_parameters(self, std: float | None = None) -> None:
         init_output_weights([self.weight, self.tombstone_weight], [self.bias, self.tombstone_bias], std)
+
+    def check_training_counts(self, counts: torch.Tensor, special_ids=()) -> None:
+        """Training ids must be sorted by frequency for the split to pay off (:func:`check_frequency_order`)."""
+        check_frequency_order(self.cutoffs, counts, special_ids)
 
     # ------------------------------------------------------------------ pieces
     def clusters(self) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
@@ -153,7 +181,7 @@ class SplitSoftmaxHead(nn.Module):
             parts.append(tomb + torch.log_softmax(upcast(F.linear(hidden, w, b)), dim=-1))
         return torch.cat(parts, dim=-1)
 
-    def nll(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    def nll(self, hidden: torch.Tensor, targets: torch.Tensor | Targets) -> torch.Tensor:
         """Per-token -log P(target | h), shape ``target.shape``; target -100 gives 0 (ignored).
 
         The head softmax runs on all N rows in one matmul; tail cluster p's softmax only on the rows
@@ -161,6 +189,7 @@ class SplitSoftmaxHead(nn.Module):
         backward are fused (:mod:`hf_nlm.heads.fused`); :meth:`nll_reference` is the same loss
         left to autograd.
         """
+        target = Targets.of(targets).ids
         h = hidden.reshape(-1, hidden.shape[-1])
         loss = split_softmax_nll(
             h,

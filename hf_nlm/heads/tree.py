@@ -28,10 +28,30 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from ..trees import WordTree
-from .softmax import init_output_weights, upcast
+from .base import OutputHead, Targets, refuse_arguments, register_head, upcast
+from .softmax import init_output_weights
+
+# The config fields that record a tree head's shape, so that from_pretrained can build an empty head
+# of the right size before the saved tree (in the head's buffers) is loaded into it.
+TREE_FIELDS = ("tree_num_nodes", "tree_max_codes", "tree_max_depth")
 
 
-class TreeSoftmaxHead(nn.Module):
+def tree_config_fields(tree: WordTree) -> dict[str, int]:
+    """The config fields that describe ``tree``'s shape: ``{"tree_num_nodes": ..., ...}``."""
+    shape = TreeSoftmaxHead.tree_shape(tree)
+    return {
+        "tree_num_nodes": shape["num_nodes"],
+        "tree_max_codes": shape["max_codes"],
+        "tree_max_depth": shape["max_depth"],
+    }
+
+
+def has_tree_shape(config) -> bool:
+    return all(getattr(config, name, None) is not None for name in TREE_FIELDS)
+
+
+@register_head("tree")
+class TreeSoftmaxHead(OutputHead):
     """Binary tree softmax over a :class:`~hf_nlm.trees.WordTree`.
 
     Args:
@@ -52,6 +72,9 @@ class TreeSoftmaxHead(nn.Module):
     ``tree_mask`` (same shape) bool; see :class:`~hf_nlm.trees.TreeTensors`. The flat per-word paths
     ``nll`` works from and the level tables of ``log_probs`` are derived from these and cached.
     """
+
+    config_fields = TREE_FIELDS
+    returns_log_probs = True
 
     def __init__(
         self,
@@ -109,6 +132,63 @@ class TreeSoftmaxHead(nn.Module):
             "max_depth": tree.max_depth,
         }
 
+    @classmethod
+    def from_config(cls, config, in_features: int, tree: WordTree | None = None, **kwargs) -> TreeSoftmaxHead:
+        """``tree`` fills the head (its shape must match the config's tree fields when those are set);
+        without it the head is built empty from the config's tree shape, to be filled by
+        ``load_state_dict`` / ``from_pretrained``."""
+        refuse_arguments(config, kwargs)
+        V = config.vocab_size
+        if tree is not None:
+            if tree.vocab_size != V:
+                raise ValueError(f"the word tree covers {tree.vocab_size} words but the config's vocab_size is {V}")
+            if has_tree_shape(config):
+                want = {name: getattr(config, name) for name in TREE_FIELDS}
+                have = tree_config_fields(tree)
+                if want != have:
+                    raise ValueError(
+                        f"tree shape mismatch: the config says {want} but the given tree has {have}; "
+                        "use model.set_tree(tree) to replace the tree of a model"
+                    )
+            return cls(in_features, tree)
+        if not has_tree_shape(config):
+            raise ValueError(
+                "head='tree' needs a word tree: pass tree=... when building the model (e.g. "
+                "hf_nlm.trees.random_tree(vocab_size)), or set the config's tree shape "
+                f"({', '.join(TREE_FIELDS)}) to load a saved tree"
+            )
+        return cls(
+            in_features,
+            vocab_size=V,
+            num_nodes=config.tree_num_nodes,
+            max_codes=config.tree_max_codes,
+            max_depth=config.tree_max_depth,
+        )
+
+    @classmethod
+    def check_config(cls, config, owner: str) -> None:
+        shape = {name: getattr(config, name) for name in TREE_FIELDS}
+        given = [name for name, value in shape.items() if value is not None]
+        # All three, or none: none means the tree comes with the model (``tree=`` / ``set_tree``).
+        if given and len(given) != len(TREE_FIELDS):
+            missing = [name for name in TREE_FIELDS if shape[name] is None]
+            raise ValueError(
+                f"{owner}: head='tree' needs the tree's whole shape ({', '.join(TREE_FIELDS)}); missing {missing}. "
+                "hf_nlm.heads.tree_config_fields(tree) gives all three"
+            )
+        for name in given:
+            if shape[name] < 1:
+                raise ValueError(f"{owner}.{name} must be >= 1, got {shape[name]}")
+        if given and shape["tree_num_nodes"] < config.vocab_size - 1:
+            raise ValueError(
+                f"{owner}.tree_num_nodes={shape['tree_num_nodes']} is too small: a binary tree over "
+                f"vocab_size={config.vocab_size} words has at least {config.vocab_size - 1} internal nodes"
+            )
+
+    def config_values(self) -> dict[str, int]:
+        V, C, L = self.tree_nodes.shape
+        return {"tree_num_nodes": self.num_nodes, "tree_max_codes": C, "tree_max_depth": L}
+
     def reset_parameters(self, std: float | None = None) -> None:
         init_output_weights([self.weight], [self.bias], std)
 
@@ -117,7 +197,7 @@ class TreeSoftmaxHead(nn.Module):
         return WordTree.from_tensors(self.tree_nodes, self.tree_bits, self.tree_mask)
 
     # ------------------------------------------------------------------ training path
-    def nll(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    def nll(self, hidden: torch.Tensor, targets: torch.Tensor | Targets) -> torch.Tensor:
         """Per-token -log P(target | h) (Mnih & Hinton 2008, eq. 3-4), shape ``target.shape``.
 
         The (node, bit) steps of all the targets' codes are laid out flat, target after target and code
@@ -125,6 +205,7 @@ class TreeSoftmaxHead(nn.Module):
         step, log sigmoid(+-(h . q_i + b_i)), a sum per code, and a logsumexp over the codes of a word
         with several. Target -100 gives 0 (ignored) and costs nothing.
         """
+        target = Targets.of(targets).ids
         p = self._paths()
         D = hidden.shape[-1]
         h = hidden.reshape(-1, D)

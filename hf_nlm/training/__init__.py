@@ -5,8 +5,20 @@ from .config import LR_SCHEDULERS, OPTIMIZERS, TrainingConfig
 from .optim import bengio_lr, build_lr_scheduler, build_optimizer, lr_factor, param_groups
 from .sampler import BlockBatchSampler
 from .trainer import LMTrainer, TrainerState, train_lm
+from .tree_recipe import (
+    build_data_tree,
+    config_for_tree,
+    train_with_data_tree,
+    tree_summary,
+    word_vectors_from_model,
+)
 
 __all__ = [
+    "build_data_tree",
+    "config_for_tree",
+    "train_with_data_tree",
+    "tree_summary",
+    "word_vectors_from_model",
     "LR_SCHEDULERS",
     "OPTIMIZERS",
     "BlockBatchSampler",

@@ -25,6 +25,23 @@ import torch
 
 from .word_tree import WordTree
 
+TREE_MODES = ("adaptive", "balanced")  # the split rules of Mnih & Hinton's (2008) EM tree, sec. 4
+
+
+def check_tree_mode(mode: str, eps: float, flags: bool = False) -> None:
+    """Raise ``ValueError`` unless ``mode`` is a split rule and ``eps`` in [0, 0.5) fits it (``eps`` > 0,
+    words down both branches, needs the adaptive rule). ``flags``: name them as the command-line flags."""
+    mode_is, eps_name = ("--tree-mode {}", "--eps") if flags else ("mode={!r}", "eps")
+    if mode not in TREE_MODES:
+        name = "--tree-mode" if flags else "mode"
+        raise ValueError(f"{name} must be one of {', '.join(TREE_MODES)}, got {mode!r}")
+    if not (isinstance(eps, (int, float)) and 0.0 <= eps < 0.5):
+        raise ValueError(f"{eps_name} must lie in [0, 0.5), got {eps!r}")
+    if eps > 0 and mode != "adaptive":
+        raise ValueError(
+            f"{eps_name} applies to {mode_is.format('adaptive')} only (words down both branches), not {mode_is.format(mode)}"
+        )
+
 
 def adaptive_tree(
     word_vectors: torch.Tensor | np.ndarray,
@@ -50,12 +67,7 @@ def adaptive_tree(
     A split that leaves one side empty (EM put every word on one side, e.g. identical vectors) falls
     back to a balanced split, so every node strictly shrinks and the recursion ends at one word.
     """
-    if mode not in ("balanced", "adaptive"):
-        raise ValueError(f"mode must be 'balanced' or 'adaptive', got {mode!r}")
-    if not (isinstance(eps, (int, float)) and 0.0 <= eps < 0.5):
-        raise ValueError(f"eps must lie in [0, 0.5), got {eps!r}")
-    if eps > 0 and mode != "adaptive":
-        raise ValueError(f"eps={eps} (words down both branches) applies to mode='adaptive', not {mode!r}")
+    check_tree_mode(mode, eps)
     if max_codes < 1:
         raise ValueError(f"max_codes must be >= 1, got {max_codes}")
     X = torch.as_tensor(np.asarray(word_vectors) if not torch.is_tensor(word_vectors) else word_vectors)

@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict
-from transformers import PreTrainedConfig
 
-from ...heads.factory import check_head_config
+from ...configuration_utils import NLMConfig
 
 DROPOUT_FIELDS = ("dropout", "dropout_hidden", "dropout_input", "dropout_embedding", "weight_drop")
 
 
 @strict
-class AWDLSTMConfig(PreTrainedConfig):
+class AWDLSTMConfig(NLMConfig):
     r"""
     Configuration for [`AWDLSTMForCausalLM`], the ASGD Weight-Dropped LSTM of S. Merity, N. S. Keskar,
     R. Socher, "Regularizing and Optimizing LSTM Language Models", ICLR 2018. Defaults are the paper's
-    WikiText-2 / PTB model (the PTB dropouts are given in brackets where they differ).
+    WikiText-2 / PTB model (the PTB dropouts are given in brackets where they differ). The output head (`head`:
+    softmax, `"split"`, the reference code's SplitCrossEntropyLoss, or `"tree"`, which needs
+    `tie_word_embeddings=False`), `cutoffs`, the tree shape and the token ids are the fields of
+    [`~hf_nlm.configuration_utils.NLMConfig`].
 
     Args:
-        vocab_size (`int`, defaults to 10000):
-            |V|, the number of token ids.
         embedding_size (`int`, defaults to 400):
             Size of the word embeddings. With `tie_word_embeddings=True` the last LSTM layer's hidden size is
             `embedding_size` (not `hidden_size`), as in the paper, so that its output can be scored against the
@@ -51,24 +51,14 @@ class AWDLSTMConfig(PreTrainedConfig):
         initializer_range (`float`, defaults to 0.1):
             Half-width of the uniform initialisation of the embedding (and of an untied head), as in the reference
             code. LSTM weights use PyTorch's Uniform(+-1/sqrt(H)).
-        head (`str`, defaults to `"softmax"`):
-            The output layer: `"softmax"`, `"split"` (split softmax with tombstones, needs `cutoffs`; the
-            reference code's SplitCrossEntropyLoss) or `"tree"` (needs `tie_word_embeddings=False`).
-        cutoffs (`list[int]`, *optional*):
-            With `head="split"`: the cluster boundaries [s_1, ..., s_(m-1)], strictly increasing inside (0, |V|).
-        tree_num_nodes, tree_max_codes, tree_max_depth (`int`, *optional*):
-            With `head="tree"`: the word tree's shape (`hf_nlm.heads.tree_config_fields(tree)`).
         tie_word_embeddings (`bool`, defaults to `True`):
             Use the embedding matrix as the output matrix (`lm_head.weight` is `model.embed_tokens.weight`).
         use_cache (`bool`, defaults to `True`):
             `generate()` carries the LSTM state in a [`~hf_nlm.cache.RecurrentCache`] and feeds only new tokens.
-        bos_token_id, eos_token_id, pad_token_id (`int`, *optional*):
-            Special token ids.
     """
 
     model_type = "awd_lstm"
 
-    vocab_size: int = 10000
     embedding_size: int = 400
     hidden_size: int = 1150
     num_hidden_layers: int = 3
@@ -80,36 +70,27 @@ class AWDLSTMConfig(PreTrainedConfig):
     weight_drop: float = 0.5
     alpha: float = 2.0
     beta: float = 1.0
-    initializer_range: float = 0.1
-    head: str = "softmax"
-    cutoffs: list[int] | None = None
-    tree_num_nodes: int | None = None
-    tree_max_codes: int | None = None
-    tree_max_depth: int | None = None
     tie_word_embeddings: bool = True
     use_cache: bool = True
-    bos_token_id: int | None = 1
-    eos_token_id: int | list[int] | None = 1
-    pad_token_id: int | None = 1
 
-    def __post_init__(self, **kwargs):
+    def validate_sizes(self):
+        self.require_positive("embedding_size", "hidden_size", "num_hidden_layers")
+        if self.last_hidden_size is not None:
+            self.require_positive("last_hidden_size")
+
+    def validate_regularisation(self):
         name = type(self).__name__
-        if self.vocab_size < 2:
-            raise ValueError(f"{name}.vocab_size must be >= 2, got {self.vocab_size}")
-        for field in ("embedding_size", "hidden_size", "num_hidden_layers"):
-            if getattr(self, field) < 1:
-                raise ValueError(f"{name}.{field} must be >= 1, got {getattr(self, field)}")
         for field in DROPOUT_FIELDS:
             p = getattr(self, field)
             # p = 1 would drop everything and the 1 / (1 - p) rescaling would divide by zero.
             if not 0.0 <= p < 1.0:
                 raise ValueError(f"{name}.{field} is a dropout probability and must be in [0, 1), got {p}")
-        for field in ("alpha", "beta", "initializer_range"):
+        for field in ("alpha", "beta"):
             if not getattr(self, field) >= 0:
                 raise ValueError(f"{name}.{field} must be >= 0, got {getattr(self, field)}")
-        check_head_config(self, name)
-        if self.last_hidden_size is not None and self.last_hidden_size < 1:
-            raise ValueError(f"{name}.last_hidden_size must be >= 1, got {self.last_hidden_size}")
+
+    def validate_tied_sizes(self):
+        name = type(self).__name__
         last = self.layer_sizes[-1]
         if self.tie_word_embeddings and last != self.embedding_size:
             # The head scores the last layer's output h against the embedding rows: sizes must agree.
@@ -118,7 +99,6 @@ class AWDLSTMConfig(PreTrainedConfig):
                 f"matrix, so last_hidden_size ({last}) must equal embedding_size ({self.embedding_size}); "
                 "leave last_hidden_size unset (it then follows embedding_size) or set tie_word_embeddings=False"
             )
-        super().__post_init__(**kwargs)
 
     @property
     def layer_sizes(self) -> list[int]:

@@ -39,12 +39,10 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import GenerationMixin
 from transformers import initialization as init
-from transformers.modeling_outputs import CausalLMOutputWithPast
 from transformers.utils import ModelOutput
 
 from ...cache import RecurrentCache
-from ...heads import SoftmaxHead, SplitSoftmaxHead, TreeSoftmaxHead, build_head, init_head, tree_config_fields
-from ...modeling_utils import NLMPreTrainedModel, shifted_targets
+from ...modeling_utils import NLMCausalLMOutput, NLMPreTrainedModel
 from ...trees import WordTree
 from .configuration_awd_lstm import AWDLSTMConfig
 
@@ -160,7 +158,7 @@ class AWDLSTMModelOutput(ModelOutput):
 
 
 @dataclass
-class AWDLSTMCausalLMOutput(CausalLMOutputWithPast):
+class AWDLSTMCausalLMOutput(NLMCausalLMOutput):
     """``CausalLMOutputWithPast`` plus the pieces of the training loss.
 
     Args:
@@ -171,7 +169,6 @@ class AWDLSTMCausalLMOutput(CausalLMOutputWithPast):
         temporal_activation_regularization: beta * mean((h^L_t - h^L_{t+1})^2) (training only).
     """
 
-    nll: torch.FloatTensor | None = None
     activation_regularization: torch.FloatTensor | None = None
     temporal_activation_regularization: torch.FloatTensor | None = None
 
@@ -185,16 +182,11 @@ class AWDLSTMPreTrainedModel(NLMPreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
-        # transformers.initialization skips tensors already loaded from a checkpoint.
-        r = self.config.initializer_range
-        if isinstance(module, nn.Embedding):
-            init.uniform_(module.weight, -r, r)  # the reference code's encoder init
-        elif isinstance(module, nn.LSTM):
+        super()._init_weights(module)  # the embedding (the reference code's encoder init) and the head
+        if isinstance(module, nn.LSTM):
             bound = module.hidden_size**-0.5  # PyTorch's own LSTM init, Uniform(+-1/sqrt(H))
             for p in module.parameters():
                 init.uniform_(p, -bound, bound)
-        elif isinstance(module, (SoftmaxHead, SplitSoftmaxHead, TreeSoftmaxHead)):
-            init_head(module, r, init=init)
 
 
 class AWDLSTMModel(AWDLSTMPreTrainedModel):
@@ -222,6 +214,7 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
         attention_mask: torch.Tensor | None = None,
         past_key_values: RecurrentCache | None = None,
         use_cache: bool | None = None,
+        return_dict: bool | None = None,
         **kwargs,
     ) -> AWDLSTMModelOutput:
         cfg = self.config
@@ -261,7 +254,8 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
             for idx, (h, c) in enumerate(new_states):
                 cache.update_state(idx, h, c)
             cache.seq_length += T
-        return AWDLSTMModelOutput(last_hidden_state=x, raw_last_hidden_state=raw, past_key_values=cache)
+        output = AWDLSTMModelOutput(last_hidden_state=x, raw_last_hidden_state=raw, past_key_values=cache)
+        return output if self._return_dict(return_dict) else output.to_tuple()
 
 
 class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
@@ -282,11 +276,7 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
     def __init__(self, config: AWDLSTMConfig, tree: WordTree | None = None) -> None:
         super().__init__(config)
         self.model = AWDLSTMModel(config)
-        self.lm_head = build_head(config, config.output_size, tree=tree)
-        if tree is not None:
-            # Recorded so that from_pretrained can rebuild the empty tree head before loading.
-            for name, value in tree_config_fields(tree).items():
-                setattr(self.config, name, value)
+        self.lm_head = self._build_head(config.output_size, tree=tree)
         self.post_init()
 
     @classmethod
@@ -301,42 +291,28 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
         logits_to_keep: int = 0,
-        shift_labels: torch.LongTensor | None = None,
         return_dict: bool | None = None,
         **kwargs,
     ) -> AWDLSTMCausalLMOutput:
         body = self.model(
-            input_ids, attention_mask=attention_mask, past_key_values=past_key_values, use_cache=use_cache
+            input_ids, attention_mask=attention_mask, past_key_values=past_key_values, use_cache=use_cache,
+            return_dict=True,
         )
         hidden = body.last_hidden_state
-
-        loss = nll = ar = tar = None
-        if labels is not None or shift_labels is not None:
-            h_sel, targets = shifted_targets(hidden, labels, shift_labels)
-            if targets.numel() == 0:
-                raise ValueError("labels hold no target: every label after the shift is -100")
-            nll = self.lm_head.nll(h_sel, targets).mean()
-            loss = nll
-            if self.training:
-                # Sec. 4.6: AR on the dropped outputs m * h_t, TAR on the raw outputs' step-to-step change.
-                # Like the reference code, both average over every position (padding included).
-                ar = self.config.alpha * hidden.pow(2).mean()
-                raw = body.raw_last_hidden_state
-                tar = raw.new_zeros(()) if raw.shape[1] < 2 else (raw[:, 1:] - raw[:, :-1]).pow(2).mean()
-                tar = self.config.beta * tar
-                loss = nll + ar + tar
-
-        logits = None
-        if loss is None or not self.training:
-            # generate() reads only the last position: never score the ones it will not read.
-            logits = self.lm_head(hidden[:, -logits_to_keep:] if logits_to_keep else hidden)
-        return AWDLSTMCausalLMOutput(
-            loss=loss,
-            logits=logits,
-            past_key_values=body.past_key_values,
-            nll=nll,
-            activation_regularization=ar,
-            temporal_activation_regularization=tar,
+        ar = tar = None
+        if self.training and (labels is not None or kwargs.get("shift_labels") is not None):
+            # Sec. 4.6: AR on the dropped outputs m * h_t, TAR on the raw outputs' step-to-step change.
+            # Like the reference code, both average over every position (padding included).
+            ar = self.config.alpha * hidden.pow(2).mean()
+            raw = body.raw_last_hidden_state
+            tar = raw.new_zeros(()) if raw.shape[1] < 2 else (raw[:, 1:] - raw[:, :-1]).pow(2).mean()
+            tar = self.config.beta * tar
+        return self.lm_output(
+            hidden, labels, logits_to_keep, return_dict,
+            output_class=AWDLSTMCausalLMOutput,
+            regularization={"activation_regularization": ar, "temporal_activation_regularization": tar},
+            outputs={"past_key_values": body.past_key_values},
+            **kwargs,
         )
 
     @torch.no_grad()

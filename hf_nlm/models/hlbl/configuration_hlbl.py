@@ -17,6 +17,12 @@ class HLBLConfig(LBLConfig):
     (the node vectors q_i are not word vectors). The tree itself is saved with the weights; the config records
     its shape (`tree_num_nodes`, `tree_max_codes`, `tree_max_depth`), filled in when the model is built with
     `HLBLForCausalLM(config, tree=tree)`.
+
+    Args:
+        head (`str`, defaults to `"tree"`):
+            Always `"tree"`: the HLBL is the LBL with a tree softmax (for another head use [`LBLConfig`]).
+        tie_word_embeddings (`bool`, defaults to `False`):
+            Always `False`: a tree head's node vectors q_i are not word vectors.
     """
 
     model_type = "hlbl"
@@ -24,13 +30,13 @@ class HLBLConfig(LBLConfig):
     head: str = "tree"
     tie_word_embeddings: bool = False
 
-    def __post_init__(self, **kwargs):
+    def validate_head(self):
         if self.head != "tree":
             raise ValueError(
-                f"HLBLConfig.head must be 'tree' (the HLBL is the LBL with a tree softmax), got {self.head!r}; "
-                "for a softmax or split head use LBLConfig"
+                f"HLBLConfig.head must be 'tree' (the HLBL always has a tree head: the LBL with a tree softmax), "
+                f"got {self.head!r}; for a softmax or split head use LBLConfig"
             )
-        super().__post_init__(**kwargs)
+        super().validate_head()
 
 
 __all__ = ["HLBLConfig"]

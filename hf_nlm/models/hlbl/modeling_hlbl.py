@@ -63,7 +63,7 @@ class HLBLForCausalLM(LBLForCausalLM):
         target). Returns (|V|, D); see :func:`hf_nlm.trees.word_vectors_from_predictions`.
         """
         labels = input_ids if labels is None else labels
-        r_hat = self.model(input_ids).last_hidden_state
+        r_hat = self.model(input_ids, return_dict=True).last_hidden_state
         hidden, targets = shifted_targets(r_hat, labels)
         return word_vectors_from_predictions(hidden, targets, self.config.vocab_size)
 

@@ -28,10 +28,9 @@ import torch
 from torch import nn
 from transformers import GenerationMixin
 from transformers import initialization as init
-from transformers.modeling_outputs import BaseModelOutput, CausalLMOutputWithPast
+from transformers.modeling_outputs import BaseModelOutput
 
-from ...heads import SoftmaxHead, SplitSoftmaxHead, TreeSoftmaxHead, init_head
-from ...modeling_utils import NLMPreTrainedModel
+from ...modeling_utils import NLMCausalLMOutput, NLMPreTrainedModel
 from ...trees import WordTree
 from ..window import WindowCausalLMMixin, context_window
 from .configuration_lbl import LBLConfig
@@ -44,14 +43,9 @@ class LBLPreTrainedModel(NLMPreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
-        # Uniform(+-r) weights, zero biases (transformers.initialization skips tensors loaded from a checkpoint).
-        r = self.config.initializer_range
-        if isinstance(module, nn.Embedding):
-            init.uniform_(module.weight, -r, r)
-        elif isinstance(module, LBLModel):
-            init.uniform_(module.C, -r, r)
-        elif isinstance(module, (SoftmaxHead, SplitSoftmaxHead, TreeSoftmaxHead)):
-            init_head(module, r, init=init)
+        super()._init_weights(module)  # R and the head: Uniform(+-r), zero biases
+        if isinstance(module, LBLModel):  # the position matrices C_i
+            init.uniform_(module.C, -self.config.initializer_range, self.config.initializer_range)
 
 
 class LBLModel(LBLPreTrainedModel):
@@ -90,7 +84,8 @@ class LBLModel(LBLPreTrainedModel):
             r_hat = (r * self.C).sum(dim=2)  # sum_i c_i * r_{w_{t-i}}
         else:
             r_hat = torch.einsum("btid,ied->bte", r, self.C)  # sum_i C_i r_{w_{t-i}}
-        return BaseModelOutput(last_hidden_state=r_hat)
+        output = BaseModelOutput(last_hidden_state=r_hat)
+        return output if self._return_dict(return_dict) else output.to_tuple()
 
 
 class LBLForCausalLM(WindowCausalLMMixin, LBLPreTrainedModel, GenerationMixin):
@@ -124,9 +119,9 @@ class LBLForCausalLM(WindowCausalLMMixin, LBLPreTrainedModel, GenerationMixin):
         logits_to_keep: int = 0,
         return_dict: bool | None = None,
         **kwargs,
-    ) -> CausalLMOutputWithPast:
-        r_hat = self.model(input_ids, attention_mask=attention_mask).last_hidden_state
-        return self.lm_output(r_hat, labels, logits_to_keep)
+    ) -> NLMCausalLMOutput:
+        r_hat = self.model(input_ids, attention_mask=attention_mask, return_dict=True).last_hidden_state
+        return self.lm_output(r_hat, labels, logits_to_keep, return_dict, **kwargs)
 
 
 __all__ = ["LBLForCausalLM", "LBLModel", "LBLPreTrainedModel"]

@@ -26,10 +26,9 @@ import torch
 from torch import nn
 from transformers import GenerationMixin
 from transformers import initialization as init
-from transformers.modeling_outputs import BaseModelOutput, CausalLMOutputWithPast
+from transformers.modeling_outputs import BaseModelOutput
 
-from ...heads import SoftmaxHead, SplitSoftmaxHead, TreeSoftmaxHead, init_head
-from ...modeling_utils import NLMPreTrainedModel
+from ...modeling_utils import NLMCausalLMOutput, NLMPreTrainedModel
 from ...trees import WordTree
 from ..window import WindowCausalLMMixin, context_window
 from .configuration_nplm import NPLMConfig
@@ -42,16 +41,11 @@ class NPLMPreTrainedModel(NLMPreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
-        # Uniform(+-r) weights, zero biases (transformers.initialization skips tensors loaded from a checkpoint).
-        r = self.config.initializer_range
-        if isinstance(module, nn.Embedding):
-            init.uniform_(module.weight, -r, r)
-        elif isinstance(module, nn.Linear):
-            init.uniform_(module.weight, -r, r)
+        super()._init_weights(module)  # C and the head: Uniform(+-r), zero biases
+        if isinstance(module, nn.Linear):  # H and d
+            init.uniform_(module.weight, -self.config.initializer_range, self.config.initializer_range)
             if module.bias is not None:
                 init.zeros_(module.bias)
-        elif isinstance(module, (SoftmaxHead, SplitSoftmaxHead, TreeSoftmaxHead)):
-            init_head(module, r, init=init)
 
 
 class NPLMModel(NPLMPreTrainedModel):
@@ -94,7 +88,8 @@ class NPLMModel(NPLMPreTrainedModel):
         if self.config.direct_connections:
             parts.append(x)
         z = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
-        return BaseModelOutput(last_hidden_state=z)
+        output = BaseModelOutput(last_hidden_state=z)
+        return output if self._return_dict(return_dict) else output.to_tuple()
 
 
 class NPLMForCausalLM(WindowCausalLMMixin, NPLMPreTrainedModel, GenerationMixin):
@@ -127,9 +122,9 @@ class NPLMForCausalLM(WindowCausalLMMixin, NPLMPreTrainedModel, GenerationMixin)
         logits_to_keep: int = 0,
         return_dict: bool | None = None,
         **kwargs,
-    ) -> CausalLMOutputWithPast:
-        z = self.model(input_ids, attention_mask=attention_mask).last_hidden_state
-        return self.lm_output(z, labels, logits_to_keep)
+    ) -> NLMCausalLMOutput:
+        z = self.model(input_ids, attention_mask=attention_mask, return_dict=True).last_hidden_state
+        return self.lm_output(z, labels, logits_to_keep, return_dict, **kwargs)
 
 
 __all__ = ["NPLMForCausalLM", "NPLMModel", "NPLMPreTrainedModel"]

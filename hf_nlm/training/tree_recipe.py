@@ -24,15 +24,13 @@ from pathlib import Path
 
 import torch
 
-from ...data.lm import build_lm_dataset
-from ...evaluation import split_texts
-from ...heads.factory import TREE_FIELDS
-from ...modeling_utils import shifted_targets
-from ...trees import WordTree, adaptive_tree, random_tree
-from .configuration_hlbl import HLBLConfig
-from .modeling_hlbl import HLBLForCausalLM
-
-TREE_MODES = ("adaptive", "balanced")
+from ..data.lm import build_lm_dataset
+from ..evaluation import split_texts
+from ..heads import tree_config_fields
+from ..modeling_utils import shifted_targets
+from ..models.hlbl import HLBLConfig, HLBLForCausalLM
+from ..trees import WordTree, adaptive_tree, check_tree_mode, random_tree
+from .trainer import train_lm
 
 
 @torch.no_grad()
@@ -61,7 +59,7 @@ def word_vectors_from_model(
         for start in range(0, len(dataset), batch_size):
             batch = dataset.__getitems__(list(range(start, min(start + batch_size, len(dataset)))))
             ids, labels = batch["input_ids"].to(device), batch["labels"].to(device)
-            r_hat = model.model(ids).last_hidden_state
+            r_hat = model.model(ids, return_dict=True).last_hidden_state
             hidden, targets = shifted_targets(r_hat, labels)
             hidden = hidden.double()
             if sums is None:
@@ -96,18 +94,14 @@ def build_data_tree(
     ``mode``: ``"balanced"`` or ``"adaptive"``; ``eps`` > 0 (adaptive only) lets words whose
     responsibilities are within eps of 1/2 go down both branches (several codes).
     """
-    if mode not in TREE_MODES:
-        raise ValueError(f"tree mode must be one of {', '.join(TREE_MODES)}, got {mode!r}")
+    check_tree_mode(mode, eps)  # before the pass over the texts
     vectors = word_vectors_from_model(model, texts, tokenizer, block_size=block_size, batch_size=batch_size)
     return adaptive_tree(vectors, mode=mode, eps=eps, seed=seed, max_codes=max_codes)
 
 
 def config_for_tree(config, tree: WordTree):
     """A copy of ``config`` whose tree shape fields describe ``tree`` (for a fresh model on it)."""
-    values = config.to_dict()
-    for name in TREE_FIELDS:
-        values[name] = None
-    return type(config).from_dict(values)
+    return type(config).from_dict({**config.to_dict(), **tree_config_fields(tree)})
 
 
 def tree_summary(tree: WordTree) -> dict:
@@ -150,14 +144,7 @@ def train_with_data_tree(
         training: a :class:`hf_nlm.training.TrainingConfig`; its ``seed`` also seeds both models' initial weights.
         mode, eps: the tree of step 3 (``"adaptive"`` / ``"balanced"``; ``eps`` for ADAPTIVE(eps)).
     """
-    from ...training import train_lm
-
-    if mode not in TREE_MODES:
-        raise ValueError(f"tree mode must be one of {', '.join(TREE_MODES)}, got {mode!r}")
-    if not 0.0 <= eps < 0.5:
-        raise ValueError(f"eps must lie in [0, 0.5), got {eps}")
-    if eps > 0 and mode != "adaptive":
-        raise ValueError(f"eps={eps} (words down both branches) needs the adaptive tree mode, not {mode!r}")
+    check_tree_mode(mode, eps)
     out = Path(training.output_dir)
     V = config.vocab_size
 
@@ -191,7 +178,6 @@ def train_with_data_tree(
 
 
 __all__ = [
-    "TREE_MODES",
     "build_data_tree",
     "config_for_tree",
     "train_with_data_tree",

@@ -1,0 +1,138 @@
+"""The configuration fields every hf_nlm model shares, and their checks, written once.
+
+Every model is a body followed by an output head (:mod:`hf_nlm.heads`), so every config carries the
+same head fields and token ids; :class:`NLMConfig` holds them, and each model's config adds its body's
+fields. Checks that involve more than one field are ``validate_*`` methods, as in transformers 5's
+``@strict`` configs: they run when a config is built AND again when it is saved, so a config made
+inconsistent after construction (``config.head = "split"`` without cut-offs) refuses to save instead
+of writing a folder that ``from_pretrained`` then refuses to load.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+
+from huggingface_hub.dataclasses import strict
+from transformers import PreTrainedConfig
+
+from .heads import check_head_config
+
+
+@strict
+class NLMConfig(PreTrainedConfig):
+    r"""
+    Base class of the hf_nlm model configurations: the fields every body shares.
+
+    Args:
+        vocab_size (`int`, defaults to 10000):
+            |V|, the number of token ids.
+        initializer_range (`float`, defaults to 0.1):
+            Half-width of the uniform initialisation of the weights (biases start at 0).
+        head (`str`, defaults to `"softmax"`):
+            The output layer, by its name in `hf_nlm.heads.HEAD_REGISTRY`: `"softmax"` (full softmax), `"split"`
+            (split softmax with tombstones over a frequency-sorted vocabulary, needs `cutoffs`) or `"tree"` (binary
+            tree softmax: Morin & Bengio 2005, Mnih & Hinton 2008), or any head registered with
+            `hf_nlm.heads.register_head`.
+        cutoffs (`list[int]`, *optional*):
+            With `head="split"`: the cluster boundaries [s_1, ..., s_(m-1)], strictly increasing inside (0, |V|).
+        tree_num_nodes, tree_max_codes, tree_max_depth (`int`, *optional*):
+            With `head="tree"`: the word tree's shape (`hf_nlm.heads.tree_config_fields(tree)`), so that
+            `from_pretrained` can rebuild the head before loading the tree saved with the weights. Leave them unset
+            when building a fresh model with `XForCausalLM(config, tree=tree)`, which fills them.
+        tie_word_embeddings (`bool`, defaults to `False`):
+            Use the input embedding matrix as the output head's word matrix (softmax and split heads only).
+        use_cache (`bool`, defaults to `False`):
+            Whether `generate()` carries a recurrent state between steps (feed-forward models have none).
+        bos_token_id, eos_token_id, pad_token_id (`int`, *optional*, default to 1):
+            The sentence-boundary / end-of-sentence / padding token (the word-level tokenizers here use one
+            `<eos>` for all three). Feed-forward models fill the context before the start of the input with
+            `bos_token_id`, as an n-gram model pads with <s>.
+    """
+
+    vocab_size: int = 10000
+    initializer_range: float = 0.1
+    # A `str` checked against the head registry rather than a Literal: registering a head (one class and
+    # one line) must make it usable here without editing this file.
+    head: str = "softmax"
+    cutoffs: list[int] | None = None
+    tree_num_nodes: int | None = None
+    tree_max_codes: int | None = None
+    tree_max_depth: int | None = None
+    tie_word_embeddings: bool = False
+    use_cache: bool = False
+    bos_token_id: int | None = 1
+    eos_token_id: int | list[int] | None = 1
+    pad_token_id: int | None = 1
+
+    def __post_init__(self, **kwargs):
+        super().__post_init__(**kwargs)
+        # @strict runs the validators after __init__ too, but wraps their errors in its own exception
+        # type; running them here first gives the user the plain ValueError that names the field.
+        self.check()
+
+    def check(self) -> None:
+        """Run this config's ``validate_*`` checks, the base classes' first; raise the first ``ValueError``.
+
+        (``@strict`` runs them in alphabetical order; base-first means a body check can rely on the
+        shared fields being sound.)"""
+        names: dict[str, None] = {}
+        for klass in reversed(type(self).__mro__):
+            names.update((n, None) for n in vars(klass) if n.startswith("validate_") and callable(vars(klass)[n]))
+        for name in names:
+            getattr(self, name)()
+
+    def save_pretrained(self, save_directory: str | os.PathLike, push_to_hub: bool = False, **kwargs):
+        try:
+            self.check()
+        except ValueError as err:
+            raise ValueError(f"not saving {type(self).__name__} to {save_directory}: it would not load back. {err}") from None
+        return super().save_pretrained(save_directory, push_to_hub=push_to_hub, **kwargs)
+
+    # ------------------------------------------------------------------ checks (run at construction and at save)
+    def validate_vocab_size(self):
+        if self.vocab_size < 2:
+            raise ValueError(f"{type(self).__name__}.vocab_size must be >= 2, got {self.vocab_size}")
+
+    def validate_initializer_range(self):
+        if not self.initializer_range >= 0:
+            raise ValueError(f"{type(self).__name__}.initializer_range must be >= 0, got {self.initializer_range}")
+
+    def validate_head(self):
+        check_head_config(self, type(self).__name__)
+
+    def require_positive(self, *names: str, what: dict[str, str] | None = None) -> None:
+        """Raise ``ValueError`` unless every field in ``names`` is >= 1 (``what`` glosses a name)."""
+        what = what or {}
+        for name in names:
+            value = getattr(self, name)
+            if value < 1:
+                gloss = f" ({what[name]})" if name in what else ""
+                raise ValueError(f"{type(self).__name__}.{name}{gloss} must be >= 1, got {value}")
+
+
+_ARG_LINE = re.compile(r"^(?P<names>\w+(?:, \w+)*) \((?P<kind>[^)]*)\):$")
+
+
+def config_field_docs(config_class: type) -> dict[str, str]:
+    """Each field's description from the ``Args:`` sections of ``config_class``'s docstrings (its own
+    first, then its bases'), as one line: what the CLI shows as a flag's help."""
+    docs: dict[str, str] = {}
+    for klass in config_class.__mro__:
+        doc = inspect.cleandoc(klass.__dict__.get("__doc__") or "")
+        if "Args:" not in doc:
+            continue
+        names, lines = None, []
+        for line in doc.split("Args:", 1)[1].splitlines() + [""]:
+            match = _ARG_LINE.match(line.strip()) if line.startswith("    ") and not line.startswith("     ") else None
+            if match or not line.strip():
+                for name in names or []:
+                    docs.setdefault(name, " ".join(lines))
+                names, lines = (match["names"].split(", "), []) if match else (None, [])
+            elif names is not None:
+                lines.append(line.strip())
+    return docs
+
+
+__all__ = ["NLMConfig", "config_field_docs"]

@@ -1,0 +1,213 @@
+"""The output-head interface every body talks to, and the registry of heads by name.
+
+A language model here is a body (context -> hidden vector h_t) followed by a head (h_t -> a
+distribution over the next token); the papers of this package are mostly about heads. Any body
+works with any head because the body only ever calls the methods of :class:`OutputHead`:
+
+* ``forward(hidden)``: scores whose ``log_softmax`` over the last axis is the exact next-token
+  log-distribution (``generate()`` applies ``log_softmax`` to what the model returns, so a head
+  that already normalises returns log-probabilities and says so with ``returns_log_probs``);
+* ``log_probs(hidden)``: exact full-vocabulary log-probabilities, for evaluation;
+* ``nll(hidden, targets)``: the per-token negative log-likelihood used for training, where a head
+  avoids building a |V|-wide tensor if its method allows (split and tree softmax do).
+
+``targets`` is a tensor of token ids or a :class:`Targets`, which carries per-target tensors beside
+the ids (a numeral's value and precision, its digit string): a head names the ones it reads in
+``target_fields`` and the model hands them over from its ``forward(**kwargs)``.
+
+Adding a head is one class and one line::
+
+    @register_head("unigram")
+    class UnigramHead(OutputHead):
+        ...
+
+after which ``config.head = "unigram"`` works with every body, through training, ``generate()``
+and ``save_pretrained`` / ``from_pretrained``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import torch
+from torch import nn
+
+
+@dataclass
+class Targets:
+    """What a head is asked to score: token ids and, aligned with them, any per-target tensors.
+
+    Args:
+        ids: the target token ids, any shape; -100 marks a position without a target.
+        fields: extra per-target tensors whose leading dimensions are ``ids.shape`` (e.g.
+            ``{"numeral_value": (N,) float}``), named as in the batch the model received.
+    """
+
+    ids: torch.LongTensor
+    fields: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, targets: torch.Tensor | Targets) -> Targets:
+        """``targets`` as a :class:`Targets` (a bare id tensor carries no fields)."""
+        return targets if isinstance(targets, Targets) else cls(targets)
+
+
+def upcast(x: torch.Tensor) -> torch.Tensor:
+    """Half-precision scores -> float32 before a softmax (its sums lose too much in 16 bits)."""
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
+HEAD_REGISTRY: dict[str, type[OutputHead]] = {}
+
+
+def register_head(name: str):
+    """Class decorator: make an :class:`OutputHead` subclass available as ``config.head = name``."""
+
+    def register(cls: type[OutputHead]) -> type[OutputHead]:
+        if not (isinstance(cls, type) and issubclass(cls, OutputHead)):
+            raise TypeError(f"register_head({name!r}) decorates OutputHead subclasses, got {cls!r}")
+        taken = HEAD_REGISTRY.get(name)
+        if taken is not None and taken.__qualname__ != cls.__qualname__:
+            raise ValueError(f"head name {name!r} is already registered by {taken.__module__}.{taken.__qualname__}")
+        cls.head_name = name
+        HEAD_REGISTRY[name] = cls
+        return cls
+
+    return register
+
+
+def head_class(name: str) -> type[OutputHead]:
+    """The head class registered as ``name``."""
+    if name not in HEAD_REGISTRY:
+        raise ValueError(f"unknown head {name!r}; expected one of {', '.join(HEAD_REGISTRY)}")
+    return HEAD_REGISTRY[name]
+
+
+def refuse_arguments(config, kwargs: dict) -> None:
+    """Raise ``ValueError`` if any construction argument in ``kwargs`` is set: the head takes none."""
+    given = [name for name, value in kwargs.items() if value is not None]
+    if given:
+        raise ValueError(
+            f"a word {given[0]} was given but the config's head is {config.head!r}, which takes no {given[0]}"
+            if given == ["tree"]
+            else f"{', '.join(given)} given, but the config's head {config.head!r} takes none of them"
+        )
+
+
+class OutputHead(nn.Module):
+    """Base class of the output layers: h_t (``in_features``) -> distribution over ``vocab_size`` tokens.
+
+    Subclasses implement ``forward``, ``nll`` and (unless ``forward`` already normalises)
+    ``log_probs``, and ``from_config`` when they read config fields beyond ``vocab_size``. The class
+    attributes answer what the model, the trainer and the evaluation need to know about a head.
+    """
+
+    #: The name it is registered under (set by :func:`register_head`).
+    head_name: ClassVar[str] = ""
+    #: The config fields this head alone reads (e.g. ``("cutoffs",)``): a config that sets them for
+    #: another head is refused, so that a saved config never carries settings nothing uses.
+    config_fields: ClassVar[tuple[str, ...]] = ()
+    #: Per-target tensors ``nll`` reads from :class:`Targets` (taken from the batch by name).
+    target_fields: ClassVar[tuple[str, ...]] = ()
+    #: ``forward`` returns normalised log-probabilities (``log_softmax`` leaves them unchanged).
+    returns_log_probs: ClassVar[bool] = False
+    #: ``weight`` is a |V| x D word matrix that may be tied to the input embedding.
+    tieable: ClassVar[bool] = False
+    #: ``resize`` can follow a resized vocabulary (``resize_token_embeddings``).
+    resizable: ClassVar[bool] = False
+
+    in_features: int
+    vocab_size: int
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_config(cls, config, in_features: int, **kwargs) -> OutputHead:
+        """The head ``config`` describes, reading vectors of size ``in_features``.
+
+        ``kwargs`` are what a model passes at construction (``tree=`` for a tree head); a head that
+        takes none refuses any that is set, so that e.g. a tree given to a softmax model is not
+        silently ignored.
+        """
+        refuse_arguments(config, kwargs)
+        return cls(in_features, config.vocab_size)
+
+    @classmethod
+    def check_config(cls, config, owner: str) -> None:
+        """Raise ``ValueError`` if the config's fields for this head are inconsistent (``owner``, e.g.
+        ``"NPLMConfig"``, starts the message). Called by the config's ``validate_head``."""
+
+    def config_values(self) -> dict:
+        """Config fields that describe this head instance and must be saved so that
+        ``from_pretrained`` can rebuild it before loading the weights (a tree head's shape)."""
+        return {}
+
+    def init_weights(self, initializer_range: float, init=nn.init) -> None:
+        """Uniform(+-initializer_range) weights, zero biases: the models' initialisation of a head.
+
+        ``init`` is the module of init functions (``transformers.initialization`` inside a model's
+        ``_init_weights``, which skips tensors already loaded from a checkpoint).
+        """
+        for p in self.parameters(recurse=False):
+            if p.ndim >= 2:
+                init.uniform_(p, -initializer_range, initializer_range)
+            else:
+                init.zeros_(p)
+
+    # ------------------------------------------------------------------ the distribution
+    def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        """log P(w | h) for every word, shape ``hidden.shape[:-1] + (|V|,)``."""
+        scores = upcast(self.forward(hidden))
+        return scores if self.returns_log_probs else torch.log_softmax(scores, dim=-1)
+
+    def nll(self, hidden: torch.Tensor, targets: torch.Tensor | Targets) -> torch.Tensor:
+        """Per-token -log P(target | h), shape of the target ids; a target of -100 gives 0."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement nll()")
+
+    # ------------------------------------------------------------------ data checks and vocabulary changes
+    def check_training_counts(self, counts: torch.Tensor, special_ids=()) -> None:
+        """Raise ``ValueError`` if training data with these per-id ``counts`` does not suit the head
+        (the split softmax needs ids sorted by frequency). Most heads take any data."""
+
+    def resize(self, vocab_size: int, mean_init: bool = True) -> None:
+        """Follow a resized vocabulary: rows for new words at the end, or rows cut off."""
+        raise ValueError(f"{type(self).__name__} cannot follow a resized vocabulary")
+
+
+def build_head(config, in_features: int, **kwargs) -> OutputHead:
+    """The output head ``config.head`` names, reading vectors of size ``in_features``."""
+    return head_class(config.head).from_config(config, in_features, **kwargs)
+
+
+def check_head_config(config, owner: str) -> None:
+    """Validate a config's head fields; ``owner`` (e.g. ``"NPLMConfig"``) starts the error messages."""
+    if config.head not in HEAD_REGISTRY:
+        raise ValueError(f"{owner}.head must be one of {', '.join(HEAD_REGISTRY)}; got {config.head!r}")
+    cls = HEAD_REGISTRY[config.head]
+    for other in HEAD_REGISTRY.values():
+        if other is cls:
+            continue
+        given = [name for name in other.config_fields if name not in cls.config_fields and getattr(config, name, None) is not None]
+        if given:
+            verb = "applies" if len(given) == 1 else "apply"
+            raise ValueError(f"{owner}: {', '.join(given)} {verb} to head={other.head_name!r} only, but head={config.head!r}")
+    if getattr(config, "tie_word_embeddings", False) and not cls.tieable:
+        can_tie = ", ".join(name for name, c in HEAD_REGISTRY.items() if c.tieable)
+        raise ValueError(
+            f"{owner}: tie_word_embeddings=True needs a head whose weight is a word matrix ({can_tie}); the "
+            f"{config.head!r} head's is not. Set tie_word_embeddings=False"
+        )
+    cls.check_config(config, owner)
+
+
+__all__ = [
+    "HEAD_REGISTRY",
+    "OutputHead",
+    "Targets",
+    "build_head",
+    "check_head_config",
+    "head_class",
+    "refuse_arguments",
+    "register_head",
+    "upcast",
+]

@@ -1,0 +1,208 @@
+"""The seams: a head registered from this file works with every body, with no edit in the package;
+a config made inconsistent after construction refuses to save; the model registry drives the CLI."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+import torch
+from datasets import Dataset, DatasetDict
+from torch import nn
+from transformers import AutoConfig, AutoModelForCausalLM
+
+from hf_nlm import AWDLSTMConfig, LBLConfig, NPLMConfig
+from hf_nlm.heads import HEAD_REGISTRY, OutputHead, Targets, register_head
+from hf_nlm.models import MODEL_TYPES
+from hf_nlm.tokenization import train_word_level_tokenizer
+from hf_nlm.training import TrainingConfig, train_lm
+
+
+class UnigramHead(OutputHead):
+    """A toy head: p(w | h) = softmax(b)_w whatever h is (a learned unigram distribution)."""
+
+    def __init__(self, in_features: int, vocab_size: int) -> None:
+        super().__init__()
+        self.in_features, self.vocab_size = in_features, vocab_size
+        self.bias = nn.Parameter(torch.zeros(vocab_size))
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.bias.expand(*hidden.shape[:-1], self.vocab_size)
+
+    def nll(self, hidden: torch.Tensor, targets) -> torch.Tensor:
+        ids = Targets.of(targets).ids
+        log_p = torch.log_softmax(self.bias, dim=-1)
+        return torch.where(ids == -100, 0.0, -log_p[ids.clamp_min(0)])
+
+
+@pytest.fixture
+def unigram_head():
+    register_head("unigram")(UnigramHead)
+    yield UnigramHead
+    del HEAD_REGISTRY["unigram"]  # the other tests see the package's heads only
+
+
+SENTENCES = ["the cat sat on the mat", "the dog sat", "a cat saw the dog", "the mat"] * 6
+
+
+@pytest.fixture(scope="module")
+def data() -> DatasetDict:
+    return DatasetDict({"train": Dataset.from_dict({"text": SENTENCES}),
+                        "validation": Dataset.from_dict({"text": SENTENCES[:4]})})
+
+
+@pytest.fixture(scope="module")
+def tokenizer(data):
+    return train_word_level_tokenizer(data["train"]["text"])
+
+
+BODIES = {
+    "nplm": lambda V: NPLMConfig(vocab_size=V, context_size=2, embedding_size=4, hidden_size=5, head="unigram"),
+    "lbl": lambda V: LBLConfig(vocab_size=V, context_size=2, hidden_size=4, head="unigram", tie_word_embeddings=False),
+    "awd_lstm": lambda V: AWDLSTMConfig(vocab_size=V, embedding_size=4, hidden_size=6, num_hidden_layers=2,
+                                        head="unigram", tie_word_embeddings=False),
+}
+
+
+@pytest.mark.parametrize("body", list(BODIES))
+def test_a_head_registered_in_a_test_works_with_every_body(body, unigram_head, tokenizer, data, tmp_path):
+    V = len(tokenizer)
+    torch.manual_seed(0)
+    model = MODEL_TYPES[body].lm_class(BODIES[body](V))
+    assert isinstance(model.lm_head, UnigramHead)
+
+    # The loss is the head's: -mean log softmax(b)[target], whatever the body computes.
+    ids = tokenizer(["the cat sat on the mat"], return_tensors="pt").input_ids
+    with torch.no_grad():
+        model.lm_head.bias.copy_(torch.randn(V))
+    model.eval()
+    expected = -torch.log_softmax(model.lm_head.bias, -1)[ids[0, 1:]].mean()
+    assert model(ids, labels=ids).loss.item() == pytest.approx(expected.item(), rel=1e-6)
+
+    # Training moves softmax(b) toward the training unigram frequencies.
+    counts = Counter(t for s in SENTENCES for t in [*tokenizer(s).input_ids, tokenizer.eos_token_id])
+    freq = torch.tensor([counts[i] for i in range(V)], dtype=torch.float) / sum(counts.values())
+
+    def kl() -> float:
+        log_q = torch.log_softmax(model.lm_head.bias.detach(), -1)
+        keep = freq > 0
+        return float((freq[keep] * (freq[keep].log() - log_q[keep])).sum())
+
+    before = kl()
+    config = TrainingConfig(output_dir=str(tmp_path / "run"), block_size=6, batch_size=2, num_epochs=3,
+                            optimizer="adam", learning_rate=0.1, progress_bar=False, early_stopping_patience=None)
+    train_lm(model, tokenizer, data, config)
+    assert kl() < 0.5 * before
+
+    # generate(): the distribution ignores the context, so greedy search repeats argmax b.
+    model.eval()
+    out = model.generate(ids[:, :3], attention_mask=torch.ones_like(ids[:, :3]), max_new_tokens=4, do_sample=False,
+                         pad_token_id=tokenizer.pad_token_id, eos_token_id=None)
+    assert out[0, 3:].tolist() == [int(model.lm_head.bias.argmax())] * 4
+
+    # save / load through the Auto classes: the head comes back by its registered name.
+    model.save_pretrained(tmp_path / "saved")
+    assert AutoConfig.from_pretrained(tmp_path / "saved").head == "unigram"
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path / "saved")
+    assert isinstance(loaded.lm_head, UnigramHead)
+    torch.testing.assert_close(loaded.lm_head.bias, model.lm_head.bias)
+    assert loaded(ids, labels=ids).loss.item() == pytest.approx(model(ids, labels=ids).loss.item(), rel=1e-6)
+
+
+def test_unknown_and_clashing_head_names_are_refused(unigram_head):
+    with pytest.raises(ValueError, match="head must be one of softmax, split, tree, unigram; got 'uniform'"):
+        NPLMConfig(vocab_size=9, head="uniform")
+
+    class Other(OutputHead):
+        pass
+
+    with pytest.raises(ValueError, match="already registered"):
+        register_head("unigram")(Other)
+    with pytest.raises(TypeError, match="OutputHead subclasses"):
+        register_head("plain")(nn.Linear)
+    # A tied head needs a word matrix: the unigram head has none.
+    with pytest.raises(ValueError, match="tie_word_embeddings=True needs a head whose weight is a word matrix"):
+        LBLConfig(vocab_size=9, head="unigram")
+
+
+@pytest.mark.parametrize(
+    ("make", "spoil", "message"),
+    [
+        (lambda: NPLMConfig(vocab_size=9), {"head": "split"}, "needs cutoffs"),
+        (lambda: NPLMConfig(vocab_size=9, head="split", cutoffs=[3]), {"cutoffs": [3, 12]}, "cutoff 12 is outside"),
+        (lambda: NPLMConfig(vocab_size=9), {"context_size": 0}, r"context_size \(n - 1\) must be >= 1"),
+        (lambda: LBLConfig(vocab_size=9), {"head": "tree"}, "tie_word_embeddings=False"),
+        (lambda: AWDLSTMConfig(vocab_size=9, embedding_size=4, hidden_size=4), {"last_hidden_size": 6},
+         r"last_hidden_size \(6\) must equal embedding_size \(4\)"),
+    ],
+)
+def test_a_config_spoiled_after_construction_refuses_to_save(make, spoil, message, tmp_path):
+    config = make()
+    config.save_pretrained(tmp_path / "good")  # sound: saves and loads back
+    reloaded = AutoConfig.from_pretrained(tmp_path / "good").to_dict()
+    assert {**reloaded, "_name_or_path": ""} == {**config.to_dict(), "_name_or_path": ""}
+    for name, value in spoil.items():
+        setattr(config, name, value)
+    with pytest.raises(ValueError, match=message) as info:
+        config.save_pretrained(tmp_path / "bad")
+    assert "would not load back" in str(info.value) and type(config).__name__ in str(info.value)
+    assert not (tmp_path / "bad" / "config.json").exists()
+
+
+def test_a_model_with_a_spoiled_config_writes_nothing(tmp_path):
+    model = MODEL_TYPES["nplm"].lm_class(NPLMConfig(vocab_size=9, context_size=2, embedding_size=3, hidden_size=3))
+    model.config.head = "tree"  # no tree shape, no tree: from_pretrained could not rebuild the head
+    with pytest.raises(ValueError, match="would not load back"):
+        model.save_pretrained(tmp_path / "m")
+    assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())
+
+
+def test_return_dict_false_gives_tuples():
+    model = MODEL_TYPES["nplm"].lm_class(NPLMConfig(vocab_size=9, context_size=2, embedding_size=3, hidden_size=3))
+    ids = torch.tensor([[1, 2, 3, 4]])
+    out = model(ids, labels=ids)
+    tup = model(ids, labels=ids, return_dict=False)
+    assert isinstance(tup, tuple) and torch.equal(tup[0], out.loss)
+    assert isinstance(model.model(ids, return_dict=False), tuple)
+    # A body's output can be turned off in the config too (transformers' convention).
+    model.config.return_dict = False
+    assert isinstance(model(ids), tuple)
+
+
+def test_the_model_registry_drives_auto_classes_and_cli():
+    from hf_nlm.cli import build_parser, model_flags
+
+    for name, model_type in MODEL_TYPES.items():
+        assert AutoConfig.for_model(name).__class__ is model_type.config_class
+        assert AutoModelForCausalLM._model_mapping[model_type.config_class] is model_type.causal_lm_class
+    parser = build_parser()
+    train = next(a for a in parser._subparsers._group_actions[0].choices.values() if a.prog.endswith(" train"))
+    assert list(next(a for a in train._actions if a.dest == "model").choices) == list(MODEL_TYPES)
+    flags = model_flags(MODEL_TYPES)
+    # Each model's flags are exactly its config's own fields (the LBL's D under its attribute_map name).
+    assert flags["embedding_size"] == {"nplm": "embedding_size", "lbl": "hidden_size", "hlbl": "hidden_size",
+                                       "awd_lstm": "embedding_size"}
+    assert set(flags["diagonal_context"]) == {"lbl", "hlbl"}
+    assert flags["head"].keys() == MODEL_TYPES.keys()
+    for dest in flags:
+        assert any(a.dest == dest for a in train._actions), dest
+
+
+def test_generated_model_flags_reach_the_config(tmp_path):
+    """Every flag sets the config field it names; unset flags leave the config's defaults."""
+    import argparse
+
+    from hf_nlm.cli import add_model_arguments, build_config
+
+    parser = argparse.ArgumentParser()
+    add_model_arguments(parser)
+    tokenizer = train_word_level_tokenizer(SENTENCES)
+    config = build_config(parser.parse_args(["--model", "awd_lstm", "--dropout", "0.2", "--num-hidden-layers", "2",
+                                             "--head", "tree"]), tokenizer)
+    assert (config.dropout, config.num_hidden_layers, config.head) == (0.2, 2, "tree")
+    assert config.tie_word_embeddings is False  # a tree head cannot be tied
+    assert config.dropout_input == AWDLSTMConfig().dropout_input
+    config = build_config(parser.parse_args(["--model", "nplm", "--no-direct"]), tokenizer)
+    assert config.direct_connections is False and config.context_size == NPLMConfig().context_size
+    assert math.isclose(config.initializer_range, NPLMConfig().initializer_range)
