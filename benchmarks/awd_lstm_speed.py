@@ -33,7 +33,6 @@ Prints one JSON object per result on stdout (progress on stderr), e.g.
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import time
 import warnings
@@ -41,7 +40,7 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from common import emit_json, log
+from common import add_run_arguments, emit_json, log, quick_defaults, start_run
 from torch import nn
 
 from hf_nlm.models.awd_lstm import AWDLSTMConfig, AWDLSTMForCausalLM
@@ -235,18 +234,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--prompt-length", type=int, default=5)
     parser.add_argument("--gen-repeats", type=int, default=None, help="generate() repetitions (default 3, quick 2)")
     parser.add_argument("--no-paper-size", action="store_true", help="skip generate() on the paper-sized model")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-    parser.add_argument("--seed", type=int, default=0)
+    add_run_arguments(parser, output_dir=False, seed=True)
     args = parser.parse_args(argv)
-    args.train_repeats = args.train_repeats or (5 if args.quick else 15)
-    args.new_tokens = args.new_tokens or (50 if args.quick else 200)
-    args.gen_repeats = args.gen_repeats or (2 if args.quick else 3)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    quick_defaults(args, train_repeats=(15, 5), new_tokens=(200, 50), gen_repeats=(3, 2))
     # transformers' notes about generation settings and oneDNN's TF32 notice are not results.
     warnings.filterwarnings("ignore", category=UserWarning)
-    log(f"{BENCHMARK} on {platform.processor() or platform.machine()}, torch {torch.__version__}, "
-        f"{torch.get_num_threads()} threads")
+    start_run(args, BENCHMARK)
     gen = torch.Generator().manual_seed(args.seed)
     start = time.perf_counter()
     bench_training(args, gen)

@@ -30,11 +30,11 @@ import time
 from pathlib import Path
 
 import torch
-from common import add_run_arguments, emit_json, log, start_run
+from common import add_training_arguments, emit_json, log, run_context, start_training_run, write_report
 from datasets import DatasetDict
 
 import hf_nlm
-from hf_nlm.data import first_lines, load_brown
+from hf_nlm.data import load_brown
 from hf_nlm.ngram import InterpolatedLM, KneserNeyLM, evaluate_mixture
 from hf_nlm.tokenization import train_word_level_tokenizer, word_counts
 from hf_nlm.training import TrainingConfig, train_lm
@@ -70,29 +70,22 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--quick", action="store_true", help="a slice of the data, one short epoch: minutes")
     parser.add_argument("--vocab", choices=["paper", "train"], default="paper")
     parser.add_argument("--rows", nargs="+", default=[*MLP_ROWS, *MIX_ROWS, *NGRAM_ROWS], help="rows to run")
-    parser.add_argument("--epochs", type=int, default=20, help="maximum epochs per MLP (early stopping decides)")
-    parser.add_argument("--time-budget", type=float, default=900.0,
-                        help="seconds per MLP row: no epoch is started that would end after it")
     parser.add_argument("--batch-size", type=int, default=16, help="blocks per update")
     parser.add_argument("--block-size", type=int, default=64, help="targets per block")
     parser.add_argument("--lr-per-example", type=float, default=1e-3, help="the paper's eps_0")
     parser.add_argument("--lr-decay", type=float, default=1e-8, help="the paper's r")
     parser.add_argument("--weight-decay", type=float, default=1e-4)
     parser.add_argument("--mix-weight", type=float, default=0.5)
-    add_run_arguments(parser)
+    add_training_arguments(parser, epochs=20, time_budget=900.0, per="MLP row")
     args = parser.parse_args(argv)
-    out = start_run(args)
-    suffix = "_quick" if args.quick else ""
-
-    corpus = load_brown()
+    out, suffix, corpus = start_training_run(args, load_brown, quick_lines=(2500, 800))
     if args.quick:
-        corpus = first_lines(corpus, train_lines=2500, eval_lines=800)
         args.epochs, args.time_budget = 1, min(args.time_budget, 60.0)
     tokenizer = paper_vocabulary(corpus) if args.vocab == "paper" else train_word_level_tokenizer(
         corpus["train"]["text"], min_frequency=4)
     train_words = sum(word_counts(corpus["train"]["text"]).values())
     log(f"brown: {train_words:,} training words, |V| = {len(tokenizer):,} ({args.vocab} vocabulary)")
-    common = {"vocab_size": len(tokenizer), "vocab": args.vocab, "quick": args.quick, "threads": torch.get_num_threads()}
+    common = run_context(args, vocab_size=len(tokenizer), vocab=args.vocab)
 
     rows: list[dict] = []
     models: dict[str, torch.nn.Module] = {}
@@ -179,25 +172,24 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
 
 def write_table(rows: list[dict], path: Path, args) -> None:
-    lines = [
-        f"Brown corpus, Bengio et al.'s split, {args.vocab} vocabulary (|V| = {rows[0]['vocab_size']:,} ids)"
-        + (" -- QUICK MODE: a slice of the data, one short epoch" if args.quick else "") + ".",
-        "",
-        "| model | n | h | m | direct | mix | params | epochs | train time | valid ppl | test ppl | paper test ppl |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        def cell(key, fmt="{}", r=r):
+    def cells(r: dict) -> list:
+        def cell(key, fmt="{}"):
             return fmt.format(r[key]) if key in r else ""
 
-        lines.append(
-            f"| {r['case']} | {cell('n') or cell('order')} | {cell('h')} | {cell('m')} | "
-            f"{'yes' if r.get('direct') else ('no' if 'direct' in r else '')} | "
-            f"{'yes' if r.get('mix') else ('no' if 'mix' in r else '')} | {cell('num_parameters', '{:,}')} | "
-            f"{cell('epochs')} | {r['train_time_s']:.0f} s | {r['valid_ppl']:.1f} | {r['value']:.1f} | {r['paper_test_ppl']} |"
-        )
-    path.write_text("\n".join(lines) + "\n")
-    log(f"wrote {path}")
+        def yes_no(key):
+            return "yes" if r.get(key) else ("no" if key in r else "")
+
+        return [r["case"], cell("n") or cell("order"), cell("h"), cell("m"), yes_no("direct"), yes_no("mix"),
+                cell("num_parameters", "{:,}"), cell("epochs"), f"{r['train_time_s']:.0f} s", f"{r['valid_ppl']:.1f}",
+                f"{r['value']:.1f}", r["paper_test_ppl"]]
+
+    columns = ["model", "n", "h", "m", "direct", "mix", "params", "epochs", "train time", "valid ppl", "test ppl",
+               "paper test ppl"]
+    write_report(
+        path, f"Brown corpus, Bengio et al.'s split, {args.vocab} vocabulary (|V| = {rows[0]['vocab_size']:,} ids)",
+        (columns, map(cells, rows)),
+        quick="a slice of the data, one short epoch" if args.quick else None,
+    )
 
 
 if __name__ == "__main__":

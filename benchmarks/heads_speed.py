@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable
 
 import numpy as np
 import torch
-from common import emit_json, log
+from common import add_run_arguments, emit_json, log, quick_defaults, start_run
 from torch import nn
 
 from hf_nlm.heads import SoftmaxHead, SplitSoftmaxHead, TreeSoftmaxHead
@@ -176,18 +175,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--dim", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=None, help="timed repetitions (default 5, quick 3)")
-    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-    ap.add_argument("--seed", type=int, default=0)
+    add_run_arguments(ap, output_dir=False, seed=True)
     args = ap.parse_args(argv)
-    args.tokens = args.tokens or (512 if args.quick else 2048)
-    args.eval_tokens = args.eval_tokens or (64 if args.quick else 256)
-    args.repeats = args.repeats or (3 if args.quick else 5)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    log(
-        f"heads_speed on {platform.processor() or platform.machine()}, torch {torch.__version__}, "
-        f"{torch.get_num_threads()} threads"
-    )
+    quick_defaults(args, tokens=(2048, 512), eval_tokens=(256, 64), repeats=(5, 3))
+    start_run(args, "heads_speed")
     gen = torch.Generator().manual_seed(args.seed)
     torch.manual_seed(args.seed)
     t0 = time.perf_counter()

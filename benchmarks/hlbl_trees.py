@@ -27,10 +27,10 @@ import time
 from pathlib import Path
 
 import torch
-from common import add_run_arguments, emit_json, log, start_run
+from common import add_training_arguments, emit_json, log, run_context, start_training_run, write_report
 
 from hf_nlm import HLBLConfig, HLBLForCausalLM, LBLConfig, LBLForCausalLM
-from hf_nlm.data import first_lines, load_brown
+from hf_nlm.data import load_brown
 from hf_nlm.data.lm import tokenize_corpus
 from hf_nlm.heads import tree_config_fields
 from hf_nlm.training.tree_recipe import build_data_tree, tree_summary
@@ -54,22 +54,15 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--context-size", type=int, default=5, help="n - 1 (default: 5)")
     parser.add_argument("--dim", type=int, default=100, help="D, the feature vector size (default: 100)")
     parser.add_argument("--diagonal-context", action="store_true", help="diagonal C_i")
-    parser.add_argument("--epochs", type=int, default=10, help="maximum epochs per row (early stopping decides)")
-    parser.add_argument("--time-budget", type=float, default=1800.0,
-                        help="seconds per row: no epoch is started that would end after it")
     parser.add_argument("--batch-size", type=int, default=32, help="blocks per update")
     parser.add_argument("--block-size", type=int, default=64, help="targets per block")
     parser.add_argument("--learning-rate", type=float, default=1e-3, help="Adam learning rate")
     parser.add_argument("--weight-decay", type=float, default=0.0)
     parser.add_argument("--eps", type=float, default=0.25, help="eps of the ADAPTIVE(eps) tree")
-    add_run_arguments(parser)
+    add_training_arguments(parser, epochs=10, time_budget=1800.0)
     args = parser.parse_args(argv)
-    out = start_run(args)
-    suffix = "_quick" if args.quick else ""
-
-    corpus = load_brown()
+    out, suffix, corpus = start_training_run(args, load_brown, quick_lines=(6000, 600))
     if args.quick:
-        corpus = first_lines(corpus, train_lines=6000, eval_lines=600)
         args.epochs, args.time_budget, args.batch_size = 3, min(args.time_budget, 45.0), min(args.batch_size, 16)
         args.learning_rate = max(args.learning_rate, 3e-3)
         args.min_frequency = min(args.min_frequency, 2)
@@ -78,8 +71,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     V = len(tokenizer)
     train_ids, _ = tokenize_corpus(corpus["train"]["text"], tokenizer)
     log(f"brown: {train_ids.numel():,} training tokens, |V| = {V:,}")
-    common = {"vocab_size": V, "dim": args.dim, "context_size": args.context_size,
-              "diagonal_context": args.diagonal_context, "quick": args.quick, "threads": torch.get_num_threads()}
+    common = run_context(args, vocab_size=V, dim=args.dim, context_size=args.context_size,
+                         diagonal_context=args.diagonal_context)
     special = dict(bos_token_id=tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id,
                    eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.eos_token_id)
     body = dict(vocab_size=V, context_size=args.context_size, hidden_size=args.dim,
@@ -167,25 +160,23 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
 def write_table(rows: list[dict], ratios: list[dict], path: Path, args) -> None:
     r0 = rows[0]
-    lines = [
-        f"Brown corpus (Bengio et al.'s split), |V| = {r0['vocab_size']:,}, D = {r0['dim']}, n - 1 = {r0['context_size']}"
-        + (", diagonal C_i" if r0["diagonal_context"] else "")
-        + (" -- QUICK MODE: a slice of the data, 3 short epochs, far from converged" if args.quick else "") + ".",
-        "",
-        "| model | tree depth (max) | code length per token | words with 2+ codes | params | epochs | train time | tokens/s | valid ppl | test ppl |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+    columns = ["model", "tree depth (max)", "code length per token", "words with 2+ codes", "params", "epochs",
+               "train time", "tokens/s", "valid ppl", "test ppl"]
+    cells = [
+        [r["case"], r.get("tree_max_depth", ""),
+         "" if "tree_expected_code_length" not in r else format(r["tree_expected_code_length"], ".2f"),
+         r.get("tree_words_with_several_codes", ""), f"{r['num_parameters']:,}", r["epochs"],
+         f"{r['train_time_s']:.0f} s", f"{r['tokens_per_s']:,.0f}", f"{r['valid_ppl']:.1f}", f"{r['value']:.1f}"]
+        for r in rows
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['case']} | {r.get('tree_max_depth', '')} | "
-            f"{'' if 'tree_expected_code_length' not in r else format(r['tree_expected_code_length'], '.2f')} | "
-            f"{r.get('tree_words_with_several_codes', '')} | {r['num_parameters']:,} | {r['epochs']} | "
-            f"{r['train_time_s']:.0f} s | {r['tokens_per_s']:,.0f} | {r['valid_ppl']:.1f} | {r['value']:.1f} |"
-        )
-    lines += ["", "| ratio | value | target |", "|---|---|---|"]
-    lines += [f"| {r['case']} | {r['value']} | {r.get('target', '')} |" for r in ratios]
-    path.write_text("\n".join(lines) + "\n")
-    log(f"wrote {path}")
+    write_report(
+        path,
+        f"Brown corpus (Bengio et al.'s split), |V| = {r0['vocab_size']:,}, D = {r0['dim']}, n - 1 = {r0['context_size']}"
+        + (", diagonal C_i" if r0["diagonal_context"] else ""),
+        (columns, cells),
+        (["ratio", "value", "target"], [[r["case"], r["value"], r.get("target", "")] for r in ratios]),
+        quick="a slice of the data, 3 short epochs, far from converged" if args.quick else None,
+    )
 
 
 if __name__ == "__main__":

@@ -24,15 +24,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import time
 from pathlib import Path
 
 import torch
-from common import add_run_arguments, emit_json, log, start_run
+from common import add_run_arguments, emit_json, log, machine, run_context, start_training_run, write_report
 
 from hf_nlm import AWDLSTMConfig, AWDLSTMForCausalLM
-from hf_nlm.data import first_lines, load_ptb
+from hf_nlm.data import load_ptb
 from hf_nlm.evaluation import evaluate_lm
 from hf_nlm.tokenization import train_word_level_tokenizer
 from hf_nlm.training import TrainingConfig, train_lm
@@ -63,18 +62,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--bptt", type=int, default=70, help="mean BPTT length (paper: 70)")
     add_run_arguments(parser)
     args = parser.parse_args(argv)
-    out = start_run(args)
-    suffix = "_quick" if args.quick else ""
-
-    corpus = load_ptb()
+    out, suffix, corpus = start_training_run(args, load_ptb, quick_lines=(4000, 400))
     if args.quick:
-        corpus = first_lines(corpus, train_lines=4000, eval_lines=400)
         args.time_budget = min(args.time_budget, 60.0)
     tokenizer = train_word_level_tokenizer(corpus["train"]["text"])  # PTB is already cut to 10k words
     special = dict(bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id,
                    pad_token_id=tokenizer.eos_token_id)
-    common = {"config": args.config, "vocab_size": len(tokenizer), "quick": args.quick,
-              "threads": torch.get_num_threads(), "cpu": platform.processor() or platform.machine(),
+    common = {**run_context(args, config=args.config, vocab_size=len(tokenizer)), "cpu": machine(),
               "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
               "time_budget_s": args.time_budget, **SIZES[args.config]}
 
@@ -117,24 +111,23 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
 def write_table(rows: list[dict], ratio: dict, path: Path, args, common: dict) -> None:
     hardware = common["gpu"] or f"CPU ({common['threads']} threads)"
-    lines = [
+    columns = ["model", "params", "epochs", "NT-ASGD averaging from update", "train time", "tokens/s", "valid ppl",
+               "test ppl"]
+    cells = [
+        [r["case"], f"{r['num_parameters']:,}", r["epochs"],
+         "" if r["averaging_since_step"] is None else f"{r['averaging_since_step']:,}", f"{r['train_time_s']:.0f} s",
+         f"{r['tokens_per_s']:,.0f}", f"{r['valid_ppl']:.1f}", f"{r['value']:.1f}"]
+        for r in rows
+    ]
+    write_report(
+        path,
         f"Penn Treebank (Mikolov's files), |V| = {common['vocab_size']:,}; config {args.config}: "
         f"{common['num_hidden_layers']} layers, embedding {common['embedding_size']}, hidden {common['hidden_size']}; "
-        f"{args.time_budget:.0f} s per row on {hardware}"
-        + (" -- QUICK MODE: a slice of PTB, far from converged" if args.quick else "") + ".",
-        "",
-        "| model | params | epochs | NT-ASGD averaging from update | train time | tokens/s | valid ppl | test ppl |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        since = "" if r["averaging_since_step"] is None else f"{r['averaging_since_step']:,}"
-        lines.append(
-            f"| {r['case']} | {r['num_parameters']:,} | {r['epochs']} | {since} | {r['train_time_s']:.0f} s | "
-            f"{r['tokens_per_s']:,.0f} | {r['valid_ppl']:.1f} | {r['value']:.1f} |"
-        )
-    lines += ["", f"AWD-LSTM / plain LSTM test perplexity: {ratio['value']}"]
-    path.write_text("\n".join(lines) + "\n")
-    log(f"wrote {path}")
+        f"{args.time_budget:.0f} s per row on {hardware}",
+        (columns, cells),
+        notes=[f"AWD-LSTM / plain LSTM test perplexity: {ratio['value']}"],
+        quick="a slice of PTB, far from converged" if args.quick else None,
+    )
 
 
 if __name__ == "__main__":
