@@ -33,9 +33,9 @@ from hf_nlm import HLBLConfig, HLBLForCausalLM, LBLConfig, LBLForCausalLM
 from hf_nlm.data import load_brown
 from hf_nlm.data.lm import tokenize_corpus
 from hf_nlm.heads import tree_config_fields
-from hf_nlm.training.tree_recipe import build_data_tree, tree_summary
 from hf_nlm.tokenization import train_word_level_tokenizer
 from hf_nlm.training import TrainingConfig, train_lm
+from hf_nlm.training.tree_recipe import build_data_tree, tree_summary
 from hf_nlm.trees import huffman_tree, random_tree
 
 BENCHMARK = "hlbl_trees"

@@ -33,8 +33,8 @@ from hf_nlm.cli import (
     load_corpus,
     training_config,
 )
-from hf_nlm.training.tree_recipe import build_data_tree, config_for_tree, tree_summary
 from hf_nlm.training import train_lm
+from hf_nlm.training.tree_recipe import build_data_tree, config_for_tree, tree_summary
 from hf_nlm.trees import random_tree
 
 

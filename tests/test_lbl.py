@@ -499,8 +499,8 @@ def test_build_tree_bad_eps_exits_2(tmp_path, capsys):
 def test_word_vectors_from_model_equal_word_vectors_from_predictions(toy_texts):
     from hf_nlm.data.lm import build_lm_dataset
     from hf_nlm.modeling_utils import shifted_targets
-    from hf_nlm.training.tree_recipe import word_vectors_from_model
     from hf_nlm.tokenization import train_word_level_tokenizer
+    from hf_nlm.training.tree_recipe import word_vectors_from_model
     from hf_nlm.trees import word_vectors_from_predictions
 
     tok = train_word_level_tokenizer(toy_texts)
