@@ -18,6 +18,7 @@ from torch import nn
 from transformers import PreTrainedModel
 from transformers import initialization as init
 from transformers.modeling_outputs import CausalLMOutputWithPast
+from transformers.utils import ModelOutput
 
 from .heads import TREE_FIELDS, OutputHead, Targets, build_head
 from .trees import WordTree
@@ -137,11 +138,11 @@ class NLMPreTrainedModel(PreTrainedModel):
             # generate() asks only for the last position(s): never score positions it will not read.
             logits = self.lm_head(hidden[:, -logits_to_keep:] if logits_to_keep else hidden)
         output = output_class(loss=loss, logits=logits, nll=nll, **regularization, **(outputs or {}))
-        return output if self._return_dict(return_dict) else output.to_tuple()
+        return self._output(output, return_dict)
 
-    def _return_dict(self, return_dict: bool | None) -> bool:
-        """``return_dict`` if given, else the config's (transformers' convention; True by default)."""
-        return return_dict if return_dict is not None else self.config.return_dict
+    def _output(self, output: ModelOutput, return_dict: bool | None):
+        """``output``, or its tuple when ``return_dict`` (if given, else the config's) is False."""
+        return output if (return_dict if return_dict is not None else self.config.return_dict) else output.to_tuple()
 
     # ------------------------------------------------------------------ loading and saving
 

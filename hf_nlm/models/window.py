@@ -5,6 +5,7 @@ Each of them predicts w_{t+1} from the n - 1 tokens w_t, ..., w_{t-n+2} only, so
 
 * :func:`context_window` gathers those tokens for every position (filling the positions before the
   start of the input, and left padding, with ``bos_token_id``, as an n-gram model pads with <s>);
+* :class:`WindowModelMixin` gives their bodies the input embedding and :meth:`contexts`;
 * :class:`WindowCausalLMMixin` gives their ``XForCausalLM`` classes the same ``generate()`` behaviour
   (no key/value cache: each step re-reads the last n - 1 tokens).
 """
@@ -44,11 +45,48 @@ def context_window(
     return input_ids.unfold(1, n_1, 1).flip(-1)
 
 
+class WindowModelMixin:
+    """What the fixed-window bodies share: the word feature table named by ``embedding_attr`` is the
+    input embedding (``resize_token_embeddings`` and weight tying go through it), and :meth:`contexts`."""
+
+    embedding_attr = "C"
+
+    def get_input_embeddings(self) -> torch.nn.Embedding:
+        return getattr(self, self.embedding_attr)
+
+    def set_input_embeddings(self, value: torch.nn.Embedding) -> None:
+        setattr(self, self.embedding_attr, value)
+
+    def contexts(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None) -> torch.LongTensor:
+        """The n - 1 token ids each position conditions on, most recent first: shape (B, T, n - 1).
+
+        Position t sees w_t, w_{t-1}, ..., w_{t-n+2} and predicts w_{t+1}. Before the start of the
+        input, and where ``attention_mask`` is 0 (left padding), the context holds ``bos_token_id``.
+        """
+        config = self.config
+        return context_window(input_ids, attention_mask, config.context_size, config.bos_token_id, config.model_type.upper())
+
+
 class WindowCausalLMMixin:
-    """Generation plumbing of a fixed-window causal LM: no key/value cache, each step re-reads the
-    last n - 1 tokens (``config.context_size``). The head, loss and logits come from
-    :class:`~hf_nlm.modeling_utils.NLMPreTrainedModel`.
+    """``forward`` and generation plumbing of a fixed-window causal LM (``self.model``: the body,
+    whose ``last_hidden_state`` the head reads). No key/value cache: each ``generate()`` step re-reads
+    the last n - 1 tokens (``config.context_size``). The head, loss and logits come from
+    :meth:`~hf_nlm.modeling_utils.NLMPreTrainedModel.lm_output`.
     """
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        logits_to_keep: int = 0,
+        return_dict: bool | None = None,
+        **kwargs,
+    ):
+        """The body's vectors at every position, then the head: loss (mean NLL of the shifted ``labels``,
+        or of ``shift_labels``; -100 ignored) and logits, as :meth:`lm_output` describes."""
+        hidden = self.model(input_ids, attention_mask=attention_mask, return_dict=True).last_hidden_state
+        return self.lm_output(hidden, labels, logits_to_keep, return_dict, **kwargs)
 
     @classmethod
     def _supports_default_dynamic_cache(cls) -> bool:
@@ -63,4 +101,4 @@ class WindowCausalLMMixin:
         return {"input_ids": input_ids, "attention_mask": attention_mask, "logits_to_keep": 1}
 
 
-__all__ = ["WindowCausalLMMixin", "context_window"]
+__all__ = ["WindowCausalLMMixin", "WindowModelMixin", "context_window"]

@@ -255,7 +255,7 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
                 cache.update_state(idx, h, c)
             cache.seq_length += T
         output = AWDLSTMModelOutput(last_hidden_state=x, raw_last_hidden_state=raw, past_key_values=cache)
-        return output if self._return_dict(return_dict) else output.to_tuple()
+        return self._output(output, return_dict)
 
 
 class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):

@@ -30,9 +30,9 @@ from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutput
 
-from ...modeling_utils import NLMCausalLMOutput, NLMPreTrainedModel
+from ...modeling_utils import NLMPreTrainedModel
 from ...trees import WordTree
-from ..window import WindowCausalLMMixin, context_window
+from ..window import WindowCausalLMMixin, WindowModelMixin
 from .configuration_lbl import LBLConfig
 
 
@@ -48,12 +48,14 @@ class LBLPreTrainedModel(NLMPreTrainedModel):
             init.uniform_(module.C, -self.config.initializer_range, self.config.initializer_range)
 
 
-class LBLModel(LBLPreTrainedModel):
+class LBLModel(WindowModelMixin, LBLPreTrainedModel):
     """The LBL body: the n - 1 previous words -> the predicted feature vector r_hat at every position.
 
     Parameters: ``R`` (the |V| x D feature table, an ``nn.Embedding``) and ``C`` (the position
     matrices: (n-1, D, D), or (n-1, D) for diagonal C_i). ``C[i - 1]`` acts on word w_{t-i}.
     """
+
+    embedding_attr = "R"
 
     def __init__(self, config: LBLConfig) -> None:
         super().__init__(config)
@@ -61,16 +63,6 @@ class LBLModel(LBLPreTrainedModel):
         self.R = nn.Embedding(config.vocab_size, D)
         self.C = nn.Parameter(torch.empty((n_1, D) if config.diagonal_context else (n_1, D, D)))
         self.post_init()
-
-    def get_input_embeddings(self) -> nn.Embedding:
-        return self.R
-
-    def set_input_embeddings(self, value: nn.Embedding) -> None:
-        self.R = value
-
-    def contexts(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None) -> torch.LongTensor:
-        """The ids w_{t-1}, ..., w_{t-n+1} each position conditions on, most recent first: (B, T, n - 1)."""
-        return context_window(input_ids, attention_mask, self.config.context_size, self.config.bos_token_id, "LBL")
 
     def forward(
         self,
@@ -84,8 +76,7 @@ class LBLModel(LBLPreTrainedModel):
             r_hat = (r * self.C).sum(dim=2)  # sum_i c_i * r_{w_{t-i}}
         else:
             r_hat = torch.einsum("btid,ied->bte", r, self.C)  # sum_i C_i r_{w_{t-i}}
-        output = BaseModelOutput(last_hidden_state=r_hat)
-        return output if self._return_dict(return_dict) else output.to_tuple()
+        return self._output(BaseModelOutput(last_hidden_state=r_hat), return_dict)
 
 
 class LBLForCausalLM(WindowCausalLMMixin, LBLPreTrainedModel, GenerationMixin):
@@ -110,18 +101,6 @@ class LBLForCausalLM(WindowCausalLMMixin, LBLPreTrainedModel, GenerationMixin):
         # Softmax / split head: weight = R (tied), bias = b_w. Tree head: node vectors q_i, biases b_i.
         self.lm_head = self._build_head(config.hidden_size, tree=tree)
         self.post_init()
-
-    def forward(
-        self,
-        input_ids: torch.LongTensor,
-        attention_mask: torch.Tensor | None = None,
-        labels: torch.LongTensor | None = None,
-        logits_to_keep: int = 0,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> NLMCausalLMOutput:
-        r_hat = self.model(input_ids, attention_mask=attention_mask, return_dict=True).last_hidden_state
-        return self.lm_output(r_hat, labels, logits_to_keep, return_dict, **kwargs)
 
 
 __all__ = ["LBLForCausalLM", "LBLModel", "LBLPreTrainedModel"]

@@ -28,9 +28,9 @@ from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutput
 
-from ...modeling_utils import NLMCausalLMOutput, NLMPreTrainedModel
+from ...modeling_utils import NLMPreTrainedModel
 from ...trees import WordTree
-from ..window import WindowCausalLMMixin, context_window
+from ..window import WindowCausalLMMixin, WindowModelMixin
 from .configuration_nplm import NPLMConfig
 
 
@@ -48,7 +48,7 @@ class NPLMPreTrainedModel(NLMPreTrainedModel):
                 init.zeros_(module.bias)
 
 
-class NPLMModel(NPLMPreTrainedModel):
+class NPLMModel(WindowModelMixin, NPLMPreTrainedModel):
     """The NPLM body: the n - 1 previous tokens -> z = [tanh(d + H x); x] at every position."""
 
     def __init__(self, config: NPLMConfig) -> None:
@@ -58,20 +58,6 @@ class NPLMModel(NPLMPreTrainedModel):
         # H and d: the hidden layer (absent when h = 0).
         self.H = nn.Linear(config.context_size * config.embedding_size, config.hidden_size) if config.hidden_size else None
         self.post_init()
-
-    def get_input_embeddings(self) -> nn.Embedding:
-        return self.C
-
-    def set_input_embeddings(self, value: nn.Embedding) -> None:
-        self.C = value
-
-    def contexts(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None) -> torch.LongTensor:
-        """The n - 1 token ids each position conditions on, most recent first: shape (B, T, n - 1).
-
-        Position t sees w_t, w_{t-1}, ..., w_{t-n+2} and predicts w_{t+1}. Before the start of the
-        input, and where ``attention_mask`` is 0 (left padding), the context holds ``bos_token_id``.
-        """
-        return context_window(input_ids, attention_mask, self.config.context_size, self.config.bos_token_id, "NPLM")
 
     def forward(
         self,
@@ -88,8 +74,7 @@ class NPLMModel(NPLMPreTrainedModel):
         if self.config.direct_connections:
             parts.append(x)
         z = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
-        output = BaseModelOutput(last_hidden_state=z)
-        return output if self._return_dict(return_dict) else output.to_tuple()
+        return self._output(BaseModelOutput(last_hidden_state=z), return_dict)
 
 
 class NPLMForCausalLM(WindowCausalLMMixin, NPLMPreTrainedModel, GenerationMixin):
@@ -113,18 +98,6 @@ class NPLMForCausalLM(WindowCausalLMMixin, NPLMPreTrainedModel, GenerationMixin)
         # (for a tree head: the node vectors q_i and biases b_i).
         self.lm_head = self._build_head(config.output_input_size, tree=tree)
         self.post_init()
-
-    def forward(
-        self,
-        input_ids: torch.LongTensor,
-        attention_mask: torch.Tensor | None = None,
-        labels: torch.LongTensor | None = None,
-        logits_to_keep: int = 0,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> NLMCausalLMOutput:
-        z = self.model(input_ids, attention_mask=attention_mask, return_dict=True).last_hidden_state
-        return self.lm_output(z, labels, logits_to_keep, return_dict, **kwargs)
 
 
 __all__ = ["NPLMForCausalLM", "NPLMModel", "NPLMPreTrainedModel"]
