@@ -136,8 +136,9 @@ class NgramLM:
             ``perplexity``, ``word_perplexity``, ``nll_per_token``, ``bits_per_token``, ``total_nll``,
             ``num_tokens``, ``num_words``, ``nll_per_word``, plus ``loss`` and ``num_unk``.
         """
+        from ..data.batching import split_texts
         from ..data.lm import tokenize_corpus
-        from ..evaluation import perplexity_report, split_texts
+        from ..evaluation import perplexity_report
 
         texts = split_texts(dataset, text_column)
         bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
