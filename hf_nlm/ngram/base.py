@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from .arpa import write_arpa
 from .counts import as_id_array, context_ids, expand_ranges, lookup
 
 CONFIG_NAME = "ngram.json"
@@ -263,8 +264,6 @@ class BackoffLM(NgramLM):
 
     def to_arpa(self, path: PathLike, vocab=None, digits: int = 10) -> None:
         """Write the model as an ARPA file (see :func:`hf_nlm.ngram.arpa.write_arpa`)."""
-        from .arpa import write_arpa
-
         write_arpa(self, path, vocab=vocab, digits=digits)
 
     def _arrays(self) -> dict[str, np.ndarray]:
