@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch.utils.data import Dataset as TorchDataset
 
@@ -51,10 +52,10 @@ class TokenFeatures:
     as a ``token_features`` attribute, which :func:`tokenize_stream` uses when given none.
     """
 
-    compute: Callable[[str, list[tuple[int, int]]], Mapping[str, np.typing.ArrayLike]]
+    compute: Callable[[str, list[tuple[int, int]]], Mapping[str, npt.ArrayLike]]
     fill: Mapping[str, float | int]
 
-    def __call__(self, text: str, spans: list[tuple[int, int]]) -> Mapping[str, np.typing.ArrayLike]:
+    def __call__(self, text: str, spans: list[tuple[int, int]]) -> Mapping[str, npt.ArrayLike]:
         return self.compute(text, spans)
 
 
