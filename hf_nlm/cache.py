@@ -134,6 +134,31 @@ class RecurrentCache(Cache):
             [h.detach() for h in self.hidden], [c.detach() for c in self.cell], self.seq_length
         )
 
+    # --- what a training checkpoint calls -------------------------------------------------------
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        """The state as named tensors, batch on dim 0 (``hidden.<layer>``, ``cell.<layer>``): what a
+        checkpoint saves in the middle of an epoch so that truncated BPTT resumes exactly."""
+        tensors = {}
+        for layer, (h, c) in enumerate(zip(self.hidden, self.cell, strict=True)):
+            tensors[f"hidden.{layer}"], tensors[f"cell.{layer}"] = h, c
+        return tensors
+
+    @classmethod
+    def from_state_tensors(
+        cls, tensors: dict[str, torch.Tensor], rows: slice | torch.Tensor | None = None, device=None
+    ) -> RecurrentCache | None:
+        """The cache saved by :meth:`state_tensors` (only batch ``rows``, on ``device``); None if
+        ``tensors`` hold no state."""
+        layers = sorted(int(k.rsplit(".", 1)[1]) for k in tensors if k.startswith("hidden."))
+        if not layers:
+            return None
+        rows = rows if rows is not None else slice(None)
+        return cls(
+            [tensors[f"hidden.{i}"][rows].to(device) for i in layers],
+            [tensors[f"cell.{i}"][rows].to(device) for i in layers],
+        )
+
     @property
     def batch_size(self) -> int:
         return self.hidden[0].shape[0] if self.hidden else 0

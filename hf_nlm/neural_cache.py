@@ -30,9 +30,10 @@ import math
 import torch
 from tqdm.auto import tqdm
 
+from .data.batching import is_stateful, split_texts
 from .data.lm import bos_token_id, stream_stats, tokenize_corpus
 from .data.stream import bptt_chunks, stream_columns
-from .evaluation import perplexity_report, split_texts
+from .evaluation import perplexity_report
 
 
 def check_cache_settings(window: int, theta: float, lambda_: float) -> None:
@@ -181,7 +182,7 @@ def check_recurrent(model) -> None:
     n-gram model (NPLM, LBL) has no state to carry, and its "h_t" would see only n - 1 words.
     """
     name = type(model).__name__
-    if not getattr(model, "_is_stateful", False):
+    if not is_stateful(model):
         raise ValueError(
             f"the neural cache needs a recurrent model that carries its state from chunk to chunk (such as "
             f"AWDLSTMForCausalLM); {name} has no recurrent state"

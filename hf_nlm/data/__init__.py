@@ -1,5 +1,20 @@
-"""Corpora as ``datasets.DatasetDict`` and language-model batching."""
+"""Corpora as ``datasets.DatasetDict`` and language-model batching.
 
+``lm`` tokenises a split into one token stream (ids and extra per-token fields) and cuts it into
+blocks; ``stream`` cuts it into columns for stateful BPTT; ``sampler`` serves the training batches of
+either; ``batching`` chooses between them for a model (:func:`batching_for`) and scores a split.
+"""
+
+from .batching import (
+    Batching,
+    BlockBatching,
+    StreamBatching,
+    batching_for,
+    is_stateful,
+    lm_context_size,
+    split_texts,
+    target_labels,
+)
 from .corpora import (
     CorpusFormatError,
     first_lines,
@@ -14,26 +29,46 @@ from .download import data_home
 from .lm import (
     IGNORE_INDEX,
     LMBlockDataset,
+    TokenFeatures,
     build_lm_dataset,
     collate_blocks,
     group_into_blocks,
     tokenize_corpus,
+    tokenize_stream,
 )
+from .sampler import BlockBatches, BlockBatchSampler, StreamBatches
+from .stream import StreamColumns, bptt_chunks, stream_columns
 
 __all__ = [
     "IGNORE_INDEX",
+    "Batching",
+    "BlockBatchSampler",
+    "BlockBatches",
+    "BlockBatching",
     "CorpusFormatError",
     "LMBlockDataset",
+    "StreamBatches",
+    "StreamBatching",
+    "StreamColumns",
+    "TokenFeatures",
+    "batching_for",
+    "bptt_chunks",
     "build_lm_dataset",
     "collate_blocks",
     "data_home",
     "first_lines",
     "group_into_blocks",
+    "is_stateful",
+    "lm_context_size",
     "load_brown",
     "load_csv_files",
     "load_ptb",
     "load_sotu",
     "load_text_files",
     "read_text_file",
+    "split_texts",
+    "stream_columns",
+    "target_labels",
     "tokenize_corpus",
+    "tokenize_stream",
 ]

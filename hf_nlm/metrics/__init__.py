@@ -19,7 +19,6 @@ from pathlib import Path
 
 import evaluate
 
-from hf_nlm.evaluation import evaluate_lm
 from hf_nlm.metrics.bleu.bleu import Bleu
 from hf_nlm.metrics.perplexity.perplexity import Perplexity
 
@@ -50,4 +49,4 @@ def load_metric(name: str, **kwargs) -> evaluate.EvaluationModule:
     return evaluate.load(metric_path(name), **kwargs)
 
 
-__all__ = ["AVAILABLE_METRICS", "Bleu", "Perplexity", "evaluate_lm", "load_metric", "metric_path"]
+__all__ = ["AVAILABLE_METRICS", "Bleu", "Perplexity", "load_metric", "metric_path"]

@@ -19,7 +19,8 @@ Example::
     lm.to_arpa("kn5.arpa", vocab=tokenizer)
 """
 
-from .arpa import ArpaLM, read_arpa, write_arpa
+from .arpa import read_arpa, write_arpa
+from .arpa_lm import ArpaLM
 from .base import BackoffLM, NgramLM
 from .counts import NgramCounts, count_ngrams
 from .interpolated import InterpolatedLM

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from .arpa import write_arpa
 from .counts import as_id_array, context_ids, expand_ranges, lookup
 
 CONFIG_NAME = "ngram.json"
@@ -136,8 +137,9 @@ class NgramLM:
             ``perplexity``, ``word_perplexity``, ``nll_per_token``, ``bits_per_token``, ``total_nll``,
             ``num_tokens``, ``num_words``, ``nll_per_word``, plus ``loss`` and ``num_unk``.
         """
+        from ..data.batching import split_texts
         from ..data.lm import tokenize_corpus
-        from ..evaluation import perplexity_report, split_texts
+        from ..evaluation import perplexity_report
 
         texts = split_texts(dataset, text_column)
         bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
@@ -262,8 +264,6 @@ class BackoffLM(NgramLM):
 
     def to_arpa(self, path: PathLike, vocab=None, digits: int = 10) -> None:
         """Write the model as an ARPA file (see :func:`hf_nlm.ngram.arpa.write_arpa`)."""
-        from .arpa import write_arpa
-
         write_arpa(self, path, vocab=vocab, digits=digits)
 
     def _arrays(self) -> dict[str, np.ndarray]:

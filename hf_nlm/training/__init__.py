@@ -1,9 +1,9 @@
 """Training: one Accelerate-based loop (``train_lm``) for every causal LM of the package."""
 
+from ..data.sampler import BlockBatchSampler
 from .checkpoint import list_checkpoints, resolve_checkpoint, save_checkpoint
 from .config import LR_SCHEDULERS, OPTIMIZERS, TrainingConfig
 from .optim import bengio_lr, build_lr_scheduler, build_optimizer, lr_factor, param_groups
-from .sampler import BlockBatchSampler
 from .trainer import LMTrainer, TrainerState, train_lm
 from .tree_recipe import (
     build_data_tree,

@@ -34,19 +34,11 @@ from pathlib import Path
 import torch
 from accelerate import Accelerator
 from accelerate.utils import gather_object
-from torch.utils.data import DataLoader, Subset
 from tqdm.auto import tqdm
 
-from ..data.lm import (
-    IGNORE_INDEX,
-    bos_token_id,
-    build_lm_dataset,
-    collate_blocks,
-    stream_stats,
-    tokenize_corpus,
-)
-from ..data.stream import stream_columns
-from ..evaluation import evaluate_lm, is_stateful, lm_context_size, split_texts, stream_nll, summed_nll
+from ..data.batching import batching_for, split_texts, target_labels
+from ..data.lm import IGNORE_INDEX
+from ..evaluation import evaluate_lm
 from ..heads import SplitSoftmaxHead, check_frequency_order
 from ..model_card import write_model_card
 from ..modeling_utils import check_checkpoint_model_type
@@ -68,7 +60,6 @@ from .checkpoint import (
 from .config import TrainingConfig
 from .optim import build_lr_scheduler, build_optimizer
 from .run_log import append_jsonl, plot_curves, truncate_log
-from .sampler import BlockBatches, StreamBatches
 
 BEST_MODEL_DIR = "best_model"
 
@@ -182,37 +173,23 @@ class LMTrainer:
         if config.nt_asgd and "validation" not in datasets:
             raise ValueError("nt_asgd is triggered by the validation loss: the datasets need a 'validation' split")
         # Feed-forward models train on shuffled blocks; recurrent ones on columns of the stream with
-        # the state carried from batch to batch (truncated BPTT).
-        self.stateful = is_stateful(model)
-        self.val_data = None
-        if self.stateful:
-            ids, num_words = tokenize_corpus(split_texts(datasets["train"]), tokenizer)
-            self.train_stats = stream_stats(ids, num_words, tokenizer)
-            self.batches = StreamBatches(
-                ids, bos_token_id(tokenizer), config.batch_size, config.block_size, acc.num_processes,
-                acc.process_index, variable=config.variable_bptt, seed=config.seed,
-            )
-            self.train_stats["num_not_trained_on"] = self.batches.num_dropped
-            if "validation" in datasets:
-                self.val_ids, _ = tokenize_corpus(split_texts(datasets["validation"]), tokenizer)
-        else:
-            context = lm_context_size(model)
-            train_data, self.train_stats = build_lm_dataset(
-                split_texts(datasets["train"]), tokenizer, config.block_size, context
-            )
-            self.batches = BlockBatches(
-                train_data, config.batch_size, acc.num_processes, acc.process_index, seed=config.seed,
-                pin_memory=acc.device.type == "cuda",
-            )
-            if "validation" in datasets:
-                self.val_data, _ = build_lm_dataset(split_texts(datasets["validation"]), tokenizer, config.block_size, context)
-            labels = train_data.blocks["labels"]
-            ids = labels[labels != IGNORE_INDEX]  # every target once
+        # the state carried from batch to batch (truncated BPTT). The batching decides which.
+        self.batching = batching_for(model, tokenizer, config.block_size)
+        train_stream, self.train_stats = self.batching.encode(split_texts(datasets["train"]))
+        self.batches = self.batching.training_batches(
+            train_stream, config.batch_size, acc.num_processes, acc.process_index, seed=config.seed,
+            variable_bptt=config.variable_bptt, pin_memory=acc.device.type == "cuda",
+        )
+        self.train_stats.update(self.batches.stats)
+        self.val_stream = None
+        if "validation" in datasets:
+            self.val_stream, _ = self.batching.encode(split_texts(datasets["validation"]))
+        ids = train_stream["input_ids"]  # every target once
         if isinstance(getattr(model, "lm_head", None), SplitSoftmaxHead):
             counts = torch.bincount(ids, minlength=len(tokenizer))
             check_frequency_order(model.lm_head.cutoffs, counts, special_ids=tokenizer.all_special_ids)
         self._check_same_data_on_all_processes()
-        self.carried_state = None  # recurrent models: the state at the end of the last batch (detached)
+        self.carried_state = None  # the state at the end of the last batch (recurrent models; detached)
 
         # Only the linear / cosine schedules need the run's length (variable BPTT draws every epoch's chunks).
         self.total_steps = None
@@ -298,42 +275,21 @@ class LMTrainer:
         return folder
 
     def _training_tensors(self, collective: bool) -> dict[str, torch.Tensor]:
-        """The averaged weights and, in the middle of an epoch, the carried recurrent state of every
-        process's columns (gathered in column order; without collectives only a single process's)."""
+        """The averaged weights and, in the middle of an epoch, the state carried between batches
+        (of every process's columns, or a single process's without collectives)."""
         acc, st = self.accelerator, self.state
         st.average_count = self.averager.count
         tensors = self.averager.state_tensors() if acc.is_main_process else {}  # only the main process writes
-        state = self.carried_state
-        if state is None or st.step_in_epoch == 0 or (acc.num_processes > 1 and not collective):
-            return tensors
-        for layer, (h, c) in enumerate(zip(state.hidden, state.cell, strict=True)):
-            if acc.num_processes > 1:
-                h, c = acc.gather(h.contiguous()), acc.gather(c.contiguous())
-            tensors[f"state.hidden.{layer}"] = h.detach().cpu().contiguous()
-            tensors[f"state.cell.{layer}"] = c.detach().cpu().contiguous()
+        if st.step_in_epoch > 0:
+            tensors.update(self.batches.state_tensors(self.carried_state, acc.gather if collective else None))
         return tensors
 
     def _restore_training_tensors(self, folder: Path) -> None:
-        from ..cache import RecurrentCache
-
         tensors = load_training_tensors(folder)
         self.averager.load_state_tensors(tensors, self.state.average_count)
         self.carried_state = None
-        if not self.stateful or self.state.step_in_epoch == 0:
-            return
-        layers = sorted(int(k.rsplit(".", 1)[1]) for k in tensors if k.startswith("state.hidden."))
-        if not layers:
-            warnings.warn(
-                f"{folder} holds no recurrent state (it was saved after an error in a multi-process run): the "
-                "rest of the epoch starts from an empty state, so the resumed run is not exactly the interrupted one",
-                stacklevel=2,
-            )
-            return
-        rows, device = self.batches.local, self.accelerator.device
-        self.carried_state = RecurrentCache(
-            [tensors[f"state.hidden.{i}"][rows].to(device) for i in layers],
-            [tensors[f"state.cell.{i}"][rows].to(device) for i in layers],
-        )
+        if self.state.step_in_epoch > 0:
+            self.carried_state = self.batches.restore_state(tensors, self.accelerator.device, str(folder))
 
     def load_checkpoint(self, resume_from_checkpoint: str | os.PathLike) -> Path:
         """Restore model, optimizer, scheduler, RNG and trainer state from a checkpoint folder."""
@@ -390,12 +346,9 @@ class LMTrainer:
         Raises ``FloatingPointError`` (before any parameter changes) if the loss is not finite on any process.
         """
         acc = self.accelerator
-        targets = batch["shift_labels"] if "shift_labels" in batch else batch["labels"][:, 1:]
-        local_targets = int((targets != IGNORE_INDEX).sum())
+        local_targets = int((target_labels(batch) != IGNORE_INDEX).sum())
         batch = {k: v.to(acc.device, non_blocking=True) for k, v in batch.items()}
-        if self.stateful:
-            batch.update(past_key_values=self.carried_state, use_cache=True)
-        output = self.model(**batch)
+        output = self.model(**batch, **self.batches.state_inputs(self.carried_state))
         loss = output.loss
 
         # One host sync per update: a non-finite loss must be caught before it reaches the weights.
@@ -421,8 +374,7 @@ class LMTrainer:
         self.optimizer.zero_grad(set_to_none=True)
         if self.state.averaging_since_step is not None:
             self.averager.update()
-        if self.stateful:
-            self.carried_state = output.past_key_values.detach()
+        self.carried_state = self.batches.state_after(output)
         return nll_sum
 
     def train_epoch(self, interrupt: _DeferredInterrupt | None = None) -> bool:
@@ -498,23 +450,15 @@ class LMTrainer:
     def validation_loss(self) -> float | None:
         """Mean NLL per target on the validation split (every token predicted once), or None without one.
 
-        The blocks are split across processes and the sums added up, so each process does 1/P of the work.
+        The blocks (or columns) are split across processes and the sums added up, so each process does
+        1/P of the work.
         """
         acc, config = self.accelerator, self.config
-        if self.stateful and "validation" in self.datasets:
-            # eval_batch_size columns in all, split across processes: the result does not depend on P.
-            columns = stream_columns(self.val_ids, min(config.eval_batch_size, self.val_ids.numel()),
-                                     bos_token_id(self.tokenizer))
-            rows = torch.tensor_split(torch.arange(columns.num_columns), acc.num_processes)[acc.process_index]
-            total, count = stream_nll(self.unwrapped_model, columns, config.block_size, acc.device, rows=rows) if len(rows) else (0.0, 0)
-        elif self.val_data is not None:
-            shard = torch.tensor_split(torch.arange(len(self.val_data)), acc.num_processes)[acc.process_index]
-            loader = DataLoader(
-                Subset(self.val_data, shard.tolist()), batch_size=config.eval_batch_size, collate_fn=collate_blocks
-            )
-            total, count = summed_nll(self.unwrapped_model, loader, acc.device)
-        else:
+        if self.val_stream is None:
             return None
+        total, count = self.batching.score(
+            self.unwrapped_model, self.val_stream, config.eval_batch_size, acc.device, acc.num_processes, acc.process_index
+        )
         if acc.num_processes > 1:
             sums = acc.reduce(torch.tensor([total, count], dtype=torch.float64, device=acc.device), reduction="sum")
             total, count = sums.tolist()
@@ -662,8 +606,8 @@ class LMTrainer:
                         self.datasets[split],
                         self.tokenizer,
                         block_size=config.block_size,
-                        # A recurrent model's reported perplexity is exact: one column, the state never reset.
-                        batch_size=1 if self.stateful else config.eval_batch_size,
+                        # The reported perplexity is exact (a recurrent model: one column, the state never reset).
+                        batch_size=self.batching.exact_batch_size(config.eval_batch_size),
                         device=acc.device,
                         show_progress=config.progress_bar,
                     )
@@ -711,14 +655,8 @@ def make_accelerator(config: TrainingConfig) -> Accelerator:
     return Accelerator(cpu=cpu, mixed_precision=config.mixed_precision)
 
 
-def train_lm(
-    model,
-    tokenizer,
-    datasets,
-    config: TrainingConfig,
-    accelerator: Accelerator | None = None,
-    dataset_name: str | None = None,
-) -> dict:
+def train_lm(model, tokenizer, datasets, config: TrainingConfig, accelerator: Accelerator | None = None,
+             dataset_name: str | None = None) -> dict:
     """Train a causal LM with :class:`TrainingConfig` and return the results (also in ``results.json``).
 
     See :class:`LMTrainer` for the arguments. Writes into ``config.output_dir``: the best model
@@ -726,5 +664,5 @@ def train_lm(
     ``results.json``, ``log.jsonl``, ``curves.png``, ``checkpoints/`` and ``best_model/``.
     ``model`` is trained in place and holds the best weights afterwards.
     """
-    return LMTrainer(model, tokenizer, datasets, config, accelerator=accelerator, dataset_name=dataset_name).train()
+    return LMTrainer(model, tokenizer, datasets, config, accelerator, dataset_name).train()
 

@@ -1,4 +1,4 @@
-"""Deterministic, resumable, distributed batching of LM blocks.
+"""Deterministic, resumable, distributed training batches: shuffled blocks or stateful stream columns.
 
 One epoch's order is ``randperm(num_blocks)`` drawn from a generator seeded with ``seed + epoch``,
 so any process can rebuild any epoch's order from two integers: resuming needs no RNG replay, and
@@ -12,17 +12,29 @@ can give every process at least one block (otherwise dropped); its chunks then d
 at most one block. The training loop weights each process's mean loss by its share of the global
 batch's targets, so the averaged gradient is that of the mean over the whole global batch, exactly
 as in one process.
+
+Both kinds of training batches (:class:`BlockBatches`, :class:`StreamBatches`) offer the same
+interface to the training loop: ``epoch(e, start)`` yields the batches, ``state_inputs`` /
+``state_after`` thread a recurrent state from one batch to the next (nothing for blocks), and
+``state_tensors`` / ``restore_state`` save and reload that state with a checkpoint. The loop never
+asks which kind it has.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 
 import torch
 from torch.utils.data import DataLoader
 
-from ..data.lm import IGNORE_INDEX, collate_blocks
-from ..data.stream import bptt_chunks, stream_columns
+from ..cache import RecurrentCache
+from .lm import IGNORE_INDEX, as_stream, collate_blocks
+from .stream import bptt_chunks, stream_columns
+
+#: A collective that concatenates every process's tensor along dim 0, in process order
+#: (``Accelerator.gather``); None where collectives cannot be used (an error path).
+Gather = Callable[[torch.Tensor], torch.Tensor] | None
 
 
 class BlockBatchSampler:
@@ -99,9 +111,12 @@ class BlockBatches:
     """The training batches of feed-forward models: shuffled blocks (``hf_nlm.data.lm``).
 
     ``epoch(e, start)`` yields ``(batch, global_targets, lr_scale)`` for the batches of epoch ``e`` from
-    ``start`` on: this process's share of the global batch, the number of targets in the whole
-    global batch, and 1.0 (every update uses the scheduled learning rate).
+    ``start`` on: this process's share of the global batch (``{"input_ids", "labels", **extra
+    fields}``), the number of targets in the whole global batch, and 1.0 (every update uses the
+    scheduled learning rate). Blocks are independent: no state flows from one batch to the next.
     """
+
+    stats: dict[str, int] = {}  # nothing to add to the split's counts: every target is trained on
 
     def __init__(self, data, batch_size: int, num_processes: int = 1, process_index: int = 0, seed: int = 0,
                  pin_memory: bool = False) -> None:
@@ -124,6 +139,21 @@ class BlockBatches:
         for step, batch in enumerate(self.loader, start=start):
             yield batch, global_targets[step], 1.0
 
+    def state_inputs(self, state) -> dict:
+        """Extra model inputs that carry the previous batch's state: none, blocks are independent."""
+        return {}
+
+    def state_after(self, output) -> None:
+        """The state to carry into the next batch: none."""
+        return None
+
+    def state_tensors(self, state, gather: Gather) -> dict[str, torch.Tensor]:
+        """Nothing to save in a checkpoint beyond the weights."""
+        return {}
+
+    def restore_state(self, tensors: Mapping[str, torch.Tensor], device, source: str = "the checkpoint") -> None:
+        return None
+
 
 class StreamBatches:
     """The training batches of recurrent models: stateful truncated BPTT over columns (``hf_nlm.data.stream``).
@@ -134,27 +164,38 @@ class StreamBatches:
     epoch to epoch is the chunk lengths under variable BPTT, drawn from ``seed + epoch``. The stream
     is cut to a multiple of the number of columns: at most ``columns - 1`` tokens at the end of the
     training split are not trained on (``num_dropped``), so that no process ever gets a chunk without
-    targets.
+    targets. ``ids`` may be a token stream dict: its extra fields travel in the chunks, target-aligned.
 
     ``epoch(e, start)`` yields ``(batch, global_targets, lr_scale)`` with ``lr_scale = length / bptt``
-    under variable BPTT (Merity et al. 2018, sec. 4.1), else 1.0.
+    under variable BPTT (Merity et al. 2018, sec. 4.1), else 1.0. The state the model returns for a
+    batch (``past_key_values``, a ``cache_class``) is fed, cut from the graph, into the next one.
     """
 
-    def __init__(self, ids: torch.LongTensor, bos_token_id: int, batch_size: int, bptt: int,
-                 num_processes: int = 1, process_index: int = 0, variable: bool = False, seed: int = 0) -> None:
+    cache_class = RecurrentCache  # how a checkpoint's state tensors become a model state again
+
+    def __init__(self, ids, bos_token_id: int, batch_size: int, bptt: int,
+                 num_processes: int = 1, process_index: int = 0, variable: bool = False, seed: int = 0,
+                 fill: Mapping[str, float | int] | None = None) -> None:
+        stream = as_stream(ids)
+        num_tokens = stream["input_ids"].numel()
         columns = batch_size * num_processes
-        usable = (ids.numel() // columns) * columns
+        usable = (num_tokens // columns) * columns
         if usable < columns * 2:
             raise ValueError(
-                f"the training split has {ids.numel()} tokens, too few for {columns} columns of at least 2 "
+                f"the training split has {num_tokens} tokens, too few for {columns} columns of at least 2 "
                 "(batch_size x processes); lower batch_size or give more training text"
             )
-        self.num_dropped = int(ids.numel() - usable)
-        self.columns = stream_columns(ids[:usable], columns, bos_token_id)
+        self.num_dropped = int(num_tokens - usable)
+        self.columns = stream_columns({k: v[:usable] for k, v in stream.items()}, columns, bos_token_id, fill=fill)
         self.local = slice(process_index * batch_size, (process_index + 1) * batch_size)
         self.batch_size, self.num_processes = batch_size, num_processes
         self.bptt, self.variable, self.seed = bptt, variable, seed
         self._chunks: dict[int, list[tuple[int, int]]] = {}
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """What the run reports beside the split's counts: the tokens cut off the end of the stream."""
+        return {"num_not_trained_on": self.num_dropped}
 
     @property
     def global_batch_size(self) -> int:
@@ -172,3 +213,34 @@ class StreamBatches:
         for begin, length in self.chunks(epoch)[start:]:
             scale = length / self.bptt if self.variable else 1.0
             yield self.columns.chunk(begin, length, self.local), length * self.global_batch_size, scale
+
+    def state_inputs(self, state) -> dict:
+        """Extra model inputs that start a batch from the state the previous batch left (None: empty)."""
+        return {"past_key_values": state, "use_cache": True}
+
+    def state_after(self, output):
+        """The state to carry into the next batch, cut from the graph (truncated BPTT)."""
+        return output.past_key_values.detach()
+
+    def state_tensors(self, state, gather: Gather) -> dict[str, torch.Tensor]:
+        """The carried state of every process's columns as ``state.*`` tensors (gathered in column
+        order). Without collectives (``gather`` None) only a single process can save its state."""
+        if state is None or (self.num_processes > 1 and gather is None):
+            return {}
+        tensors = {}
+        for name, value in state.state_tensors().items():
+            value = gather(value.contiguous()) if self.num_processes > 1 else value
+            tensors[f"state.{name}"] = value.detach().cpu().contiguous()
+        return tensors
+
+    def restore_state(self, tensors: Mapping[str, torch.Tensor], device, source: str = "the checkpoint"):
+        """This process's columns of the state saved by :meth:`state_tensors`, on ``device``."""
+        saved = {k.removeprefix("state."): v for k, v in tensors.items() if k.startswith("state.")}
+        state = self.cache_class.from_state_tensors(saved, self.local, device)
+        if state is None:
+            warnings.warn(
+                f"{source} holds no recurrent state (it was saved after an error in a multi-process run): the "
+                "rest of the epoch starts from an empty state, so the resumed run is not exactly the interrupted one",
+                stacklevel=3,
+            )
+        return state

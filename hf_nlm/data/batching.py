@@ -1,0 +1,286 @@
+"""How a model reads a split of text: the one place that decides whether it carries a state.
+
+A feed-forward n-gram model (NPLM, Bengio et al. 2003; LBL / HLBL, Mnih & Hinton 2007, 2009) sees a
+fixed window of ``n - 1`` words, so a split is cut into independent blocks that carry their own
+context (``hf_nlm.data.lm``) and can be shuffled. A recurrent model (AWD-LSTM, Merity et al. 2018)
+carries its state from one chunk of text to the next, so a split is read as parallel columns of the
+stream, in order, the state flowing along them (``hf_nlm.data.stream``). :func:`batching_for` makes
+that choice once, from the model, and returns a :class:`Batching` that serves everything reading
+text for that model: the training batches (``LMTrainer``), the validation and evaluation scorer
+(``evaluate_lm``) and the per-token log-probabilities (``token_log_probs``).
+
+Next: an encoder-decoder model will read paired (source, target) examples. It gets a third
+:class:`Batching` subclass, chosen in :func:`batching_for`, with its own training batches (whose
+``state_inputs`` / ``state_tensors`` carry the encoder state) and its own scorer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
+
+import torch
+from torch.utils.data import DataLoader, Subset
+from tqdm.auto import tqdm
+
+from ..modeling_utils import NLMPreTrainedModel
+from .lm import (
+    IGNORE_INDEX,
+    LMBlockDataset,
+    TokenFeatures,
+    bos_token_id,
+    collate_blocks,
+    group_into_blocks,
+    resolve_features,
+    stream_stats,
+    tokenize_stream,
+)
+from .sampler import BlockBatches, StreamBatches
+from .stream import StreamColumns, bptt_chunks, stream_columns
+
+
+def split_texts(dataset, text_column: str = "text") -> list[str]:
+    """The texts of one split: a ``datasets.Dataset`` with ``text_column``, or a list of strings."""
+    if isinstance(dataset, dict) or (hasattr(dataset, "keys") and not hasattr(dataset, "column_names")):
+        raise TypeError("pass one split (e.g. dataset['test']), not a DatasetDict")
+    if hasattr(dataset, "column_names"):
+        if text_column not in dataset.column_names:
+            raise KeyError(f"dataset has columns {dataset.column_names}, expected a text column {text_column!r}")
+        return dataset[text_column]
+    return list(dataset)
+
+
+def lm_context_size(model) -> int:
+    """How many input-only tokens each block needs: n - 1 for n-gram models, 1 otherwise."""
+    return int(getattr(model.config, "context_size", 1) or 1)
+
+
+def is_stateful(model) -> bool:
+    """Does ``model`` carry a recurrent state from one chunk of text to the next (``_is_stateful``)?"""
+    return bool(getattr(model, "_is_stateful", False))
+
+
+def target_labels(batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """The targets of a batch in either layout: ``shift_labels`` (stream chunks, already aligned with
+    the inputs) or ``labels[:, 1:]`` (blocks, which the model shifts); -100 marks no target."""
+    return batch["shift_labels"] if "shift_labels" in batch else batch["labels"][:, 1:]
+
+
+def batching_for(model, tokenizer, block_size: int, features: TokenFeatures | None = None) -> Batching:
+    """The batching ``model`` reads text with: stream columns if it carries a state, else blocks.
+
+    Args:
+        model: the language model (its ``_is_stateful`` and ``config.context_size`` decide).
+        tokenizer: its tokenizer.
+        block_size: targets per block, or positions per chunk (the BPTT length) for recurrent models.
+        features: extra per-token fields (default: the tokenizer's ``token_features``, if any).
+    """
+    if is_stateful(model):
+        return StreamBatching(tokenizer, block_size, features)
+    return BlockBatching(tokenizer, block_size, lm_context_size(model), features)
+
+
+@contextmanager
+def _eval_mode(model):
+    """``model.eval()`` for the ``with`` block, then back to the mode it was in."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
+def _target_log_probs(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Natural-log probability of each labelled target (labels -100 skipped), on the CPU."""
+    keep = labels != IGNORE_INDEX
+    logp = torch.log_softmax(logits[keep].float(), dim=-1)
+    return logp.gather(1, labels[keep][:, None]).squeeze(1).cpu()
+
+
+def _model_inputs(batch: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A batch without its labels: the model's inputs (ids and extra fields) when only logits are wanted."""
+    return {k: v for k, v in batch.items() if k not in ("labels", "shift_labels")}
+
+
+class Batching:
+    """How one kind of model reads a split: its token stream, training batches and scorer.
+
+    Subclasses decide the layout; everything else (tokenisation with extra fields, counts) is shared.
+    ``stateful`` says whether the model's state flows from one batch to the next.
+    """
+
+    stateful = False
+
+    def __init__(self, tokenizer, block_size: int, features: TokenFeatures | None = None) -> None:
+        self.tokenizer = tokenizer
+        self.block_size = block_size
+        self.features = resolve_features(tokenizer, features)
+
+    @property
+    def fill(self) -> Mapping[str, float | int] | None:
+        """The extra fields' values where the stream has no token text (see ``TokenFeatures``)."""
+        return getattr(self.features, "fill", None)
+
+    @property
+    def bos_token_id(self) -> int:
+        return bos_token_id(self.tokenizer)
+
+    def encode(self, texts: Sequence[str]) -> tuple[dict[str, torch.Tensor], dict[str, int]]:
+        """A split's token stream (``{"input_ids", **extra fields}``) and its counts (``stream_stats``)."""
+        stream, num_words = tokenize_stream(texts, self.tokenizer, self.features)
+        return stream, stream_stats(stream["input_ids"], num_words, self.tokenizer)
+
+    def training_batches(self, stream, batch_size: int, num_processes: int = 1, process_index: int = 0, *,
+                         seed: int = 0, variable_bptt: bool = False, pin_memory: bool = False):
+        """This process's training batches over ``stream`` (``BlockBatches`` or ``StreamBatches``)."""
+        raise NotImplementedError
+
+    def score(self, model, stream, batch_size: int, device=None, num_processes: int = 1, process_index: int = 0,
+              desc: str | None = None) -> tuple[float, int]:
+        """Summed -log p(target) over process ``process_index``'s share of ``stream``'s targets, and
+        their number; the shares of all processes add up to every target once."""
+        raise NotImplementedError
+
+    def log_probs(self, model, stream, batch_size: int, device=None) -> torch.Tensor:
+        """log p(w_t | context) of every token of ``stream``, in stream order."""
+        raise NotImplementedError
+
+    def exact_batch_size(self, batch_size: int) -> int:
+        """The evaluation batch size, at most ``batch_size``, whose perplexity is exact."""
+        return batch_size
+
+
+class BlockBatching(Batching):
+    """Feed-forward n-gram models: independent blocks, each with its ``context_size`` tokens of context."""
+
+    def __init__(self, tokenizer, block_size: int, context_size: int, features: TokenFeatures | None = None) -> None:
+        super().__init__(tokenizer, block_size, features)
+        self.context_size = context_size
+
+    def blocks(self, stream) -> LMBlockDataset:
+        """The stream cut into blocks (``group_into_blocks``), extra fields position-aligned."""
+        return LMBlockDataset(
+            group_into_blocks(stream, self.block_size, self.context_size, self.bos_token_id, fill=self.fill)
+        )
+
+    def training_batches(self, stream, batch_size: int, num_processes: int = 1, process_index: int = 0, *,
+                         seed: int = 0, variable_bptt: bool = False, pin_memory: bool = False) -> BlockBatches:
+        return BlockBatches(self.blocks(stream), batch_size, num_processes, process_index, seed=seed,
+                            pin_memory=pin_memory)
+
+    def _loader(self, stream, batch_size: int, num_processes: int = 1, process_index: int = 0) -> DataLoader:
+        """The blocks in order, this process's contiguous share of them."""
+        data = self.blocks(stream)
+        if num_processes > 1:
+            data = Subset(data, torch.tensor_split(torch.arange(len(data)), num_processes)[process_index].tolist())
+        return DataLoader(data, batch_size=batch_size, shuffle=False, collate_fn=collate_blocks)
+
+    def score(self, model, stream, batch_size: int, device=None, num_processes: int = 1, process_index: int = 0,
+              desc: str | None = None) -> tuple[float, int]:
+        return summed_nll(model, self._loader(stream, batch_size, num_processes, process_index), device, desc)
+
+    @torch.no_grad()
+    def log_probs(self, model, stream, batch_size: int, device=None) -> torch.Tensor:
+        device = device or next(model.parameters()).device
+        out = []
+        with _eval_mode(model):
+            for batch in self._loader(stream, batch_size):
+                batch = {k: v.to(device) for k, v in batch.items()}
+                logits = model(**_model_inputs(batch)).logits[:, :-1]
+                out.append(_target_log_probs(logits, target_labels(batch)))
+        return torch.cat(out)
+
+
+class StreamBatching(Batching):
+    """Recurrent models: the stream as parallel columns, read in chunks of ``block_size`` positions
+    with the state carried from chunk to chunk (truncated BPTT)."""
+
+    stateful = True
+
+    def columns(self, stream, num_columns: int) -> StreamColumns:
+        """The stream as ``num_columns`` columns (at most one per token), extra fields target-aligned."""
+        num_columns = min(num_columns, stream["input_ids"].numel())
+        return stream_columns(stream, num_columns, self.bos_token_id, fill=self.fill)
+
+    def training_batches(self, stream, batch_size: int, num_processes: int = 1, process_index: int = 0, *,
+                         seed: int = 0, variable_bptt: bool = False, pin_memory: bool = False) -> StreamBatches:
+        return StreamBatches(stream, self.bos_token_id, batch_size, self.block_size, num_processes, process_index,
+                             variable=variable_bptt, seed=seed, fill=self.fill)
+
+    def score(self, model, stream, batch_size: int, device=None, num_processes: int = 1, process_index: int = 0,
+              desc: str | None = None) -> tuple[float, int]:
+        # batch_size columns in all, split across processes: the result does not depend on the number
+        # of processes. Each column starts from an empty state, so only batch_size=1 is exact.
+        columns = self.columns(stream, batch_size)
+        rows = None
+        if num_processes > 1:
+            rows = torch.tensor_split(torch.arange(columns.num_columns), num_processes)[process_index]
+            if not len(rows):
+                return 0.0, 0
+        return stream_nll(model, columns, self.block_size, device, rows=rows, desc=desc)
+
+    @torch.no_grad()
+    def log_probs(self, model, stream, batch_size: int, device=None) -> torch.Tensor:
+        # One column, the state carried from chunk to chunk: every token sees the whole stream before it.
+        device = device or next(model.parameters()).device
+        columns, state, out = self.columns(stream, 1), None, []
+        with _eval_mode(model):
+            for start, length in bptt_chunks(columns.length, self.block_size):
+                chunk = {k: v.to(device) for k, v in columns.chunk(start, length).items()}
+                output = model(**_model_inputs(chunk), past_key_values=state, use_cache=True)
+                state = output.past_key_values
+                out.append(_target_log_probs(output.logits, target_labels(chunk)))
+        return torch.cat(out)
+
+    def exact_batch_size(self, batch_size: int) -> int:
+        # One column, the state never reset: every token is predicted from the whole stream before it.
+        return 1
+
+
+def _check_finite(loss: torch.Tensor, count: int) -> None:
+    if not torch.isfinite(loss):
+        raise FloatingPointError(f"evaluation loss is {loss.item()} (not finite) after {count} tokens")
+
+
+@torch.no_grad()
+def stream_nll(
+    model, columns: StreamColumns, bptt: int, device=None, rows=None, desc: str | None = None
+) -> tuple[float, int]:
+    """Sum of -log p(target) over the targets of ``columns`` (or of its ``rows``), and their number,
+    reading each column in chunks of ``bptt`` with the recurrent state carried from chunk to chunk."""
+    device = device or next(model.parameters()).device
+    total, count, state = 0.0, 0, None
+    with _eval_mode(model):
+        for start, length in tqdm(bptt_chunks(columns.length, bptt), desc=desc, disable=desc is None, leave=False):
+            batch = {k: v.to(device) for k, v in columns.chunk(start, length, rows).items()}
+            out = model(**batch, past_key_values=state, use_cache=True, logits_to_keep=1)
+            state = out.past_key_values
+            n = int((target_labels(batch) != IGNORE_INDEX).sum())
+            if n == 0:
+                continue
+            _check_finite(out.loss, count)
+            total += out.loss.item() * n
+            count += n
+    return total, count
+
+
+@torch.no_grad()
+def summed_nll(model, loader, device=None, desc: str | None = None) -> tuple[float, int]:
+    """Sum of -log p(target) over every labelled token the loader yields, and their number."""
+    device = device or next(model.parameters()).device
+    total, count = 0.0, 0
+    # Our models compute the loss from the head whatever logits_to_keep says; skipping the |V|-wide
+    # logits of every position halves the cost of evaluating a softmax model.
+    extra = {"logits_to_keep": 1} if isinstance(model, NLMPreTrainedModel) else {}
+    with _eval_mode(model):
+        for batch in tqdm(loader, desc=desc, disable=desc is None, leave=False):
+            batch = {k: v.to(device) for k, v in batch.items()}
+            n = int((target_labels(batch) != IGNORE_INDEX).sum())
+            if n == 0:
+                continue
+            loss = model(**batch, **extra).loss
+            _check_finite(loss, count)
+            total += loss.item() * n
+            count += n
+    return total, count
