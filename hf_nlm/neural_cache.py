@@ -34,6 +34,7 @@ from .data.batching import is_stateful, split_texts
 from .data.lm import bos_token_id, stream_stats, tokenize_corpus
 from .data.stream import bptt_chunks, stream_columns
 from .evaluation import perplexity_report
+from .heads import OutputHead
 
 
 def check_cache_settings(window: int, theta: float, lambda_: float) -> None:
@@ -153,12 +154,11 @@ class NeuralCache:
 def head_log_probs(model, hidden: torch.Tensor) -> torch.Tensor:
     """log p_vocab(w | h) for every word, (..., |V|), from ``model.lm_head``.
 
-    The package's heads return logits (softmax) or log-probabilities (split, tree) from ``forward``
-    and exact log-probabilities from ``log_probs``; any other head's output is normalised with
-    ``log_softmax``, which leaves log-probabilities unchanged.
+    An :class:`~hf_nlm.heads.OutputHead` gives exact log-probabilities from ``log_probs``; any other
+    head's output (e.g. an ``nn.Linear``'s logits) is normalised with ``log_softmax``.
     """
     head = model.lm_head
-    if hasattr(head, "log_probs"):
+    if isinstance(head, OutputHead):
         return head.log_probs(hidden).float()
     return torch.log_softmax(head(hidden).float(), dim=-1)
 
@@ -170,7 +170,7 @@ def head_target_log_probs(model, hidden: torch.Tensor, targets: torch.Tensor) ->
     |V|-wide tensor, and the value is the very one the model's loss (and its perplexity) uses.
     """
     head = model.lm_head
-    if hasattr(head, "nll"):
+    if isinstance(head, OutputHead):
         return -head.nll(hidden, targets).float()
     return head_log_probs(model, hidden).gather(-1, targets[..., None]).squeeze(-1)
 

@@ -39,7 +39,7 @@ from tqdm.auto import tqdm
 from ..data.batching import batching_for, split_texts, target_labels
 from ..data.lm import IGNORE_INDEX
 from ..evaluation import evaluate_lm
-from ..heads import SplitSoftmaxHead, check_frequency_order
+from ..heads import OutputHead
 from ..model_card import write_model_card
 from ..modeling_utils import check_checkpoint_model_type
 from .averaging import WeightAverager, nt_asgd_triggered
@@ -185,9 +185,9 @@ class LMTrainer:
         if "validation" in datasets:
             self.val_stream, _ = self.batching.encode(split_texts(datasets["validation"]))
         ids = train_stream["input_ids"]  # every target once
-        if isinstance(getattr(model, "lm_head", None), SplitSoftmaxHead):
-            counts = torch.bincount(ids, minlength=len(tokenizer))
-            check_frequency_order(model.lm_head.cutoffs, counts, special_ids=tokenizer.all_special_ids)
+        head = getattr(model, "lm_head", None)
+        if isinstance(head, OutputHead):  # e.g. the split softmax needs ids sorted by frequency
+            head.check_training_counts(torch.bincount(ids, minlength=len(tokenizer)), tokenizer.all_special_ids)
         self._check_same_data_on_all_processes()
         self.carried_state = None  # the state at the end of the last batch (recurrent models; detached)
 
