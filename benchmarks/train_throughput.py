@@ -101,8 +101,8 @@ def main(argv: list[str] | None = None) -> None:
         )
         trainer = LMTrainer(model, tokenizer, datasets, config)
         device = trainer.accelerator.device
-        sampler = trainer.sampler
-        blocks = trainer.train_data.blocks
+        sampler = trainer.batches.sampler
+        blocks = trainer.batches.loader.dataset.blocks
         steps_per_epoch = sampler.steps_per_epoch
 
         torch.manual_seed(0)

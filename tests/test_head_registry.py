@@ -206,3 +206,17 @@ def test_generated_model_flags_reach_the_config(tmp_path):
     config = build_config(parser.parse_args(["--model", "nplm", "--no-direct"]), tokenizer)
     assert config.direct_connections is False and config.context_size == NPLMConfig().context_size
     assert math.isclose(config.initializer_range, NPLMConfig().initializer_range)
+
+
+def test_config_for_tree_describes_the_tree():
+    from hf_nlm import HLBLConfig, HLBLForCausalLM
+    from hf_nlm.heads import tree_config_fields
+    from hf_nlm.training import config_for_tree
+    from hf_nlm.trees import huffman_tree, random_tree
+
+    config = HLBLConfig(vocab_size=12, context_size=2, hidden_size=3, **tree_config_fields(random_tree(12)))
+    tree = huffman_tree(list(range(12, 0, -1)))
+    fresh = config_for_tree(config, tree)
+    assert {k: getattr(fresh, k) for k in tree_config_fields(tree)} == tree_config_fields(tree)
+    assert (fresh.hidden_size, fresh.context_size) == (3, 2) and config.tree_max_depth != fresh.tree_max_depth
+    HLBLForCausalLM(fresh, tree=tree)  # the shapes agree: no "tree shape mismatch"

@@ -1,6 +1,6 @@
 """How a model reads a split of text: the one place that decides whether it carries a state.
 
-A feed-forward n-gram model (NPLM, Bengio et al. 2003; LBL / HLBL, Mnih & Hinton 2007, 2009) sees a
+A feed-forward n-gram model (NPLM, Bengio et al. 2003; LBL / HLBL, Mnih & Hinton 2007, 2008) sees a
 fixed window of ``n - 1`` words, so a split is cut into independent blocks that carry their own
 context (``hf_nlm.data.lm``) and can be shuffled. A recurrent model (AWD-LSTM, Merity et al. 2018)
 carries its state from one chunk of text to the next, so a split is read as parallel columns of the

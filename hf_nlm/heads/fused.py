@@ -1,6 +1,6 @@
 """Fused training loss of the split softmax: forward and backward written out by hand.
 
-The split softmax (seed 001, sec. 5.3; :mod:`hf_nlm.heads.split`) reads disjoint row blocks of
+The split softmax (Merity et al. 2018's SplitCrossEntropyLoss; :mod:`hf_nlm.heads.split`) reads disjoint row blocks of
 one |V| x D output matrix W. Left to autograd, every block read (a slice or a ``split``) ends in
 a backward that materialises a |V| x D gradient and copies the block into it. Here the backward
 allocates the gradient of W once and writes each block's gradient straight into its rows
@@ -29,7 +29,7 @@ class SplitSoftmaxNLL(torch.autograd.Function):
         cluster = torch.bucketize(
             t, torch.tensor(boundaries[1:-1], dtype=t.dtype, device=t.device), right=True
         )
-        # Head: the s_1 head words and the m-1 tombstones in one matmul (Y_head, seed 001 sec. 5.3.2).
+        # Head: the s_1 head words and the m-1 tombstones in one matmul (Y_head in :mod:`hf_nlm.heads.split`).
         head_w = torch.cat([weight[:s1], tomb_weight])
         head_b = None if bias is None else torch.cat([bias[:s1], tomb_bias])
         head_lp = torch.log_softmax(upcast(F.linear(hidden, head_w, head_b)), dim=-1)

@@ -1,4 +1,4 @@
-"""Split softmax with tombstones (Merity et al.'s SplitCrossEntropyLoss; seed 001, sec. 5.3).
+"""Split softmax with tombstones (Merity et al.'s SplitCrossEntropyLoss).
 
 S. Merity, N. S. Keskar, R. Socher, "Regularizing and Optimizing LSTM Language Models", ICLR 2018,
 reference code ``splitcross.py``. The vocabulary is sorted by frequency and cut at
@@ -10,7 +10,7 @@ reference code ``splitcross.py``. The vocabulary is sorted by frequency and cut 
     log P(w | h) = P_head[tomb_p] + log_softmax(h W[s_{p-1}:s_p]^T + b[s_{p-1}:s_p])[w - s_{p-1}]
                                                                        for w in cluster p = [s_{p-1}, s_p)
 
-(seed 001, sec. 5.3.2: P^{p'} = log Prob(Tomb_p) + log Prob(Words | Tomb_p)). Unlike torch's
+(a tail word costs its cluster's tombstone plus its own place within the cluster). Unlike torch's
 ``AdaptiveLogSoftmaxWithLoss``, the tail clusters use the rows of the same full-width W, so W has
 the shape of an input embedding and can be tied to it.
 
@@ -176,7 +176,7 @@ class SplitSoftmaxHead(OutputHead):
         head = torch.log_softmax(upcast(self.head_scores(hidden, head_w, head_b)), dim=-1)
         parts = [head[..., : self.head_size]]
         for p, (w, b) in enumerate(tails, start=1):
-            # log P(tombstone_p | h) + log softmax of cluster p's own scores (seed 001, sec. 5.3.2).
+            # log P(tombstone_p | h) + log softmax of cluster p's own scores.
             tomb = head[..., self.head_size + p - 1 : self.head_size + p]
             parts.append(tomb + torch.log_softmax(upcast(F.linear(hidden, w, b)), dim=-1))
         return torch.cat(parts, dim=-1)

@@ -4,7 +4,7 @@ S. Merity, N. S. Keskar, R. Socher, "Regularizing and Optimizing LSTM Language M
 
 A stack of L LSTM layers reads the embedded words x_t = E[w_t] and the last layer's output h^L_t
 is scored by an output head (the full softmax over E's rows when the embeddings are tied, or any
-head of :mod:`hf_nlm.heads`, e.g. the split softmax of seed 001). Every LSTM layer computes
+head of :mod:`hf_nlm.heads`, e.g. the split softmax of the reference code's SplitCrossEntropyLoss). Every LSTM layer computes
 
     i_t = sigma(W^i x_t + U^i h_{t-1}),  f_t = sigma(W^f x_t + U^f h_{t-1}),
     o_t = sigma(W^o x_t + U^o h_{t-1}),  c~_t = tanh(W^c x_t + U^c h_{t-1}),
