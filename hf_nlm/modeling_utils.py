@@ -140,6 +140,10 @@ class NLMPreTrainedModel(PreTrainedModel):
         output = output_class(loss=loss, logits=logits, nll=nll, **regularization, **(outputs or {}))
         return self._output(output, return_dict)
 
+    def _hidden_states(self, output_hidden_states: bool | None) -> bool:
+        """Whether to return every layer's hidden states (the argument if given, else the config's)."""
+        return output_hidden_states if output_hidden_states is not None else bool(self.config.output_hidden_states)
+
     def _output(self, output: ModelOutput, return_dict: bool | None):
         """``output``, or its tuple when ``return_dict`` (if given, else the config's) is False."""
         return output if (return_dict if return_dict is not None else self.config.return_dict) else output.to_tuple()
@@ -217,14 +221,14 @@ def align_targets(
     ``labels`` follow the transformers convention (the same positions as ``input_ids``, shifted here:
     position t predicts ``labels[:, t + 1]``); ``shift_labels`` are already aligned (``shift_labels[:, t]``
     is the target of position t), which stateful BPTT needs so that a chunk's last position predicts a
-    target too (``hf_nlm.data.stream``). ``fields`` are per-token tensors (B, T, ...) that follow the
+    target too (``hf_nlm.data.stream``). Given both, ``shift_labels`` wins, as in transformers' losses. ``fields`` are per-token tensors (B, T, ...) that follow the
     same convention as the labels given and are shifted and selected with them.
 
     Returns ``(hidden_selected (N, D), Targets(ids (N,), fields (N, ...)))``. Selecting before the output
     layer means positions that carry no target (context prefixes, padding) never reach the |V|-wide softmax.
     """
-    if (labels is None) == (shift_labels is None):
-        raise ValueError("give exactly one of labels (shifted inside) and shift_labels (already aligned)")
+    if labels is None and shift_labels is None:
+        raise ValueError("give labels (shifted inside) or shift_labels (already aligned)")
     fields = dict(fields or {})
     if shift_labels is None:
         hidden, targets = hidden[:, :-1], labels[:, 1:]

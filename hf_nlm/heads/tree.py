@@ -118,6 +118,9 @@ class TreeSoftmaxHead(OutputHead):
         self.register_buffer("tree_nodes", nodes.clone())
         self.register_buffer("tree_bits", bits.clone())
         self.register_buffer("tree_mask", mask.clone())
+        if tree is not None:  # a real tree, which init_weights must not empty
+            for buffer in (self.tree_nodes, self.tree_bits, self.tree_mask):
+                buffer._is_hf_initialized = True
         self._structure_cache: tuple | None = None
         self._paths_cache: tuple | None = None
         self.reset_parameters()
@@ -184,6 +187,16 @@ class TreeSoftmaxHead(OutputHead):
                 f"{owner}.tree_num_nodes={shape['tree_num_nodes']} is too small: a binary tree over "
                 f"vocab_size={config.vocab_size} words has at least {config.vocab_size - 1} internal nodes"
             )
+
+    def init_weights(self, initializer_range: float, init=nn.init) -> None:
+        """The node vectors as every head's, and the tree buffers emptied: a head built on the meta device
+        (as ``from_pretrained`` builds it) holds no tree until one is loaded, and says so if used."""
+        super().init_weights(initializer_range, init=init)
+        for buffer in (self.tree_nodes, self.tree_bits, self.tree_mask):
+            # Marked (transformers' own flag) when a tree was given at construction or loaded: keep it.
+            if not getattr(buffer, "_is_hf_initialized", False):
+                with torch.no_grad():
+                    buffer.zero_()
 
     def config_values(self) -> dict[str, int]:
         V, C, L = self.tree_nodes.shape
@@ -293,10 +306,16 @@ class TreeSoftmaxHead(OutputHead):
         )
 
     def _check_has_tree(self) -> None:
+        nodes = self.tree_nodes[self.tree_mask]
         if not bool(self.tree_mask.any()):
             raise ValueError(
                 "this TreeSoftmaxHead holds no tree yet (it was built from shapes only): "
                 "load a state dict / checkpoint that contains tree_nodes, tree_bits, tree_mask"
+            )
+        if bool((nodes < 0).any() or (nodes >= self.num_nodes).any()):
+            raise ValueError(
+                f"this TreeSoftmaxHead's tree_nodes name nodes outside [0, {self.num_nodes}): its buffers hold no "
+                "valid tree (uninitialised memory, or a state dict of another tree shape)"
             )
 
     # ------------------------------------------------------------------ full distribution

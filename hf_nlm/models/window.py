@@ -81,12 +81,18 @@ class WindowCausalLMMixin:
         labels: torch.LongTensor | None = None,
         logits_to_keep: int = 0,
         return_dict: bool | None = None,
+        output_hidden_states: bool | None = None,
         **kwargs,
     ):
         """The body's vectors at every position, then the head: loss (mean NLL of the shifted ``labels``,
         or of ``shift_labels``; -100 ignored) and logits, as :meth:`lm_output` describes."""
-        hidden = self.model(input_ids, attention_mask=attention_mask, return_dict=True).last_hidden_state
-        return self.lm_output(hidden, labels, logits_to_keep, return_dict, **kwargs)
+        body = self.model(
+            input_ids, attention_mask=attention_mask, output_hidden_states=output_hidden_states, return_dict=True
+        )
+        return self.lm_output(
+            body.last_hidden_state, labels, logits_to_keep, return_dict, outputs={"hidden_states": body.hidden_states},
+            **kwargs,
+        )
 
     @classmethod
     def _supports_default_dynamic_cache(cls) -> bool:

@@ -150,11 +150,15 @@ class AWDLSTMModelOutput(ModelOutput):
         last_hidden_state: the last layer's outputs after output (locked) dropout, what the head reads: (B, T, H_L).
         raw_last_hidden_state: the same before dropout (TAR acts on these).
         past_key_values: the state after the input, when ``use_cache``.
+        hidden_states: with ``output_hidden_states``, the (dropped-out) embedded inputs and each layer's
+            (dropped-out) outputs, what the next layer or the head reads: L + 1 tensors, the last one
+            ``last_hidden_state``.
     """
 
     last_hidden_state: torch.FloatTensor | None = None
     raw_last_hidden_state: torch.FloatTensor | None = None
     past_key_values: RecurrentCache | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
 
 
 @dataclass
@@ -215,6 +219,7 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
         past_key_values: RecurrentCache | None = None,
         use_cache: bool | None = None,
         return_dict: bool | None = None,
+        output_hidden_states: bool | None = None,
         **kwargs,
     ) -> AWDLSTMModelOutput:
         cfg = self.config
@@ -237,6 +242,7 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
         x = locked_dropout(F.embedding(input_ids, weight), cfg.dropout_input, self.training)
 
         new_states = []
+        hidden_states = [x] if self._hidden_states(output_hidden_states) else None
         for idx, layer in enumerate(self.layers):
             state = past_key_values.get_state(idx) if past_key_values is not None else None
             if state is None:
@@ -247,6 +253,8 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
             # Between layers: the hidden dropout; after the last one: the output dropout.
             p = cfg.dropout if idx == len(self.layers) - 1 else cfg.dropout_hidden
             x = locked_dropout(raw, p, self.training)
+            if hidden_states is not None:
+                hidden_states.append(x)
 
         cache = None
         if use_cache:
@@ -254,7 +262,10 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
             for idx, (h, c) in enumerate(new_states):
                 cache.update_state(idx, h, c)
             cache.seq_length += T
-        output = AWDLSTMModelOutput(last_hidden_state=x, raw_last_hidden_state=raw, past_key_values=cache)
+        output = AWDLSTMModelOutput(
+            last_hidden_state=x, raw_last_hidden_state=raw, past_key_values=cache,
+            hidden_states=tuple(hidden_states) if hidden_states is not None else None,
+        )
         return self._output(output, return_dict)
 
 
@@ -292,11 +303,12 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
         use_cache: bool | None = None,
         logits_to_keep: int = 0,
         return_dict: bool | None = None,
+        output_hidden_states: bool | None = None,
         **kwargs,
     ) -> AWDLSTMCausalLMOutput:
         body = self.model(
             input_ids, attention_mask=attention_mask, past_key_values=past_key_values, use_cache=use_cache,
-            return_dict=True,
+            output_hidden_states=output_hidden_states, return_dict=True,
         )
         hidden = body.last_hidden_state
         ar = tar = None
@@ -311,7 +323,7 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
             hidden, labels, logits_to_keep, return_dict,
             output_class=AWDLSTMCausalLMOutput,
             regularization={"activation_regularization": ar, "temporal_activation_regularization": tar},
-            outputs={"past_key_values": body.past_key_values},
+            outputs={"past_key_values": body.past_key_values, "hidden_states": body.hidden_states},
             **kwargs,
         )
 

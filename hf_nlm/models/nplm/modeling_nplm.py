@@ -64,8 +64,11 @@ class NPLMModel(WindowModelMixin, NPLMPreTrainedModel):
         input_ids: torch.LongTensor,
         attention_mask: torch.Tensor | None = None,
         return_dict: bool | None = None,
+        output_hidden_states: bool | None = None,
         **kwargs,
     ) -> BaseModelOutput:
+        """z at every position; with ``output_hidden_states``, also ``hidden_states = (x, z)``: the
+        concatenated word features and the vector the output layer reads."""
         B, T = input_ids.shape
         x = self.C(self.contexts(input_ids, attention_mask)).reshape(B, T, -1)  # (B, T, (n-1) m)
         parts = []
@@ -74,7 +77,8 @@ class NPLMModel(WindowModelMixin, NPLMPreTrainedModel):
         if self.config.direct_connections:
             parts.append(x)
         z = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
-        return self._output(BaseModelOutput(last_hidden_state=z), return_dict)
+        hidden_states = (x, z) if self._hidden_states(output_hidden_states) else None
+        return self._output(BaseModelOutput(last_hidden_state=z, hidden_states=hidden_states), return_dict)
 
 
 class NPLMForCausalLM(WindowCausalLMMixin, NPLMPreTrainedModel, GenerationMixin):

@@ -1,0 +1,122 @@
+"""transformers' model contract, checked for every registered model type (hf_nlm.models.MODEL_TYPES):
+a new model joins these tests by registering, not by copying them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from datasets import Dataset
+from transformers import Trainer, TrainingArguments
+
+from hf_nlm.heads import tree_config_fields
+from hf_nlm.models import MODEL_TYPES
+from hf_nlm.trees import random_tree
+
+V = 23
+
+
+def tiny(model_type: str, head: str | None = None):
+    """A small model of the given type: the config's defaults with every size shrunk."""
+    t = MODEL_TYPES[model_type]
+    fields = {f.name: f.default for f in dataclasses.fields(t.config_class)}
+    values = {"vocab_size": V}
+    for name, default in fields.items():
+        if isinstance(default, int) and not isinstance(default, bool) and name != "vocab_size":
+            if name.endswith("_size") and default > 8:
+                values[name] = 6
+            elif name == "num_hidden_layers":
+                values[name] = 2
+            elif name == "context_size":
+                values[name] = 2
+    if head is not None:
+        values["head"] = head
+        values["tie_word_embeddings"] = fields["tie_word_embeddings"] and head != "tree"
+    if head == "split":
+        values["cutoffs"] = [5, 12]
+    config = t.config_class(**values)
+    torch.manual_seed(0)
+    tree = random_tree(V, seed=0) if config.head == "tree" else None
+    return t.lm_class(config, tree=tree)
+
+
+CASES = [(name, None) for name in MODEL_TYPES] + [("nplm", "split"), ("nplm", "tree"), ("awd_lstm", "tree")]
+IDS = [f"{name}-{head or 'default'}" for name, head in CASES]
+
+
+@pytest.fixture(params=CASES, ids=IDS)
+def model(request):
+    return tiny(*request.param).eval()
+
+
+def batch(seed: int = 0, B: int = 3, T: int = 7) -> torch.LongTensor:
+    return torch.randint(0, V, (B, T), generator=torch.Generator().manual_seed(seed))
+
+
+def test_shift_labels_are_taken_and_win_over_labels(model):
+    ids = batch()
+    labels = ids.clone()
+    labels[0, 3] = -100
+    shifted = torch.cat([labels[:, 1:], labels.new_full((labels.shape[0], 1), -100)], dim=1)
+    by_labels = model(ids, labels=labels).loss
+    assert torch.allclose(model(ids, shift_labels=shifted).loss, by_labels)
+    # Both given: shift_labels wins (transformers' losses), here targets that differ from labels.
+    other = torch.randint(0, V, shifted.shape, generator=torch.Generator().manual_seed(5))
+    expected = model(ids, shift_labels=other).loss
+    assert torch.allclose(model(ids, labels=labels, shift_labels=other).loss, expected)
+    assert not torch.allclose(expected, by_labels)
+
+
+def test_return_dict_false_and_hidden_states(model):
+    ids = batch()
+    out = model(ids, labels=ids, output_hidden_states=True)
+    as_tuple = model(ids, labels=ids, return_dict=False)
+    assert isinstance(as_tuple, tuple) and torch.equal(as_tuple[0], out.loss)
+    hidden = out.hidden_states
+    assert isinstance(hidden, tuple) and len(hidden) >= 2
+    assert all(h.shape[:2] == ids.shape for h in hidden)
+    # The last hidden state is what the head reads: scoring it gives the model's logits.
+    torch.testing.assert_close(model.lm_head(hidden[-1]), out.logits)
+    assert model(ids).hidden_states is None  # off by default (config.output_hidden_states)
+
+
+def test_trainer_trains_and_evaluates(model, tmp_path):
+    """transformers' Trainer: train() lowers the loss, evaluate() reports eval_loss equal to the
+    model's own mean loss over the evaluation set."""
+    rows = [batch(seed, B=1, T=9)[0].tolist() for seed in range(8)]
+    data = Dataset.from_dict({"input_ids": rows, "labels": rows})
+    args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=4, per_device_eval_batch_size=4,
+                             max_steps=6, learning_rate=0.05, report_to=[], use_cpu=True, save_strategy="no",
+                             logging_strategy="no", disable_tqdm=True, seed=0)
+    model.train()
+    trainer = Trainer(model=model, args=args, train_dataset=data, eval_dataset=data)
+    before = trainer.evaluate()["eval_loss"]
+    trainer.train()
+    metrics = trainer.evaluate()
+    assert metrics["eval_loss"] < before
+    model.eval()
+    ids = torch.tensor(rows)
+    with torch.no_grad():
+        own = torch.stack([model(ids[i : i + 4], labels=ids[i : i + 4]).loss for i in (0, 4)]).mean()
+    assert metrics["eval_loss"] == pytest.approx(own.item(), rel=1e-5)
+
+
+@pytest.mark.parametrize("name", [n for n in MODEL_TYPES])
+def test_built_on_the_meta_device_then_initialised_and_loaded(name):
+    """What from_pretrained does: build empty (meta), initialise what no checkpoint holds, load."""
+    real = tiny(name).eval()
+    config = real.config
+    with torch.device("meta"):
+        empty = MODEL_TYPES[name].lm_class(config)
+    empty = empty.to_empty(device="cpu")
+    empty.init_weights()
+    ids = batch()
+    if config.head == "tree":
+        assert {k: getattr(config, k) for k in tree_config_fields(real.lm_head.tree())} == real.lm_head.config_values()
+        with pytest.raises(ValueError, match="holds no tree yet"):
+            empty.eval()(ids)
+    else:
+        assert torch.isfinite(empty.eval()(ids).logits).all()
+    empty.load_state_dict(real.state_dict())
+    torch.testing.assert_close(empty.eval()(ids).logits, real(ids).logits)
