@@ -154,7 +154,11 @@ class NLMPreTrainedModel(PreTrainedModel):
     def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
         if pretrained_model_name_or_path is not None and os.path.isdir(pretrained_model_name_or_path):
             check_checkpoint_model_type(pretrained_model_name_or_path, cls.config_class.model_type)
-        return super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
+        model = super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
+        head = getattr(model, "lm_head", None)
+        if isinstance(head, OutputHead):
+            head.warm_cache()  # e.g. a loaded tree's tables, so that torch.export can trace the model at once
+        return model
 
     def save_pretrained(self, save_directory, *args, **kwargs):
         # Before anything is written: a config that would not load back, or that describes another head

@@ -295,22 +295,40 @@ def test_cached_generation_feeds_one_token_per_step():
         model.generate(prompts(2, 5), max_new_tokens=4, do_sample=False, num_beams=2)
     finally:
         hook.remove()
-    assert lengths == [1, 5, 1, 1, 1]  # the sentence boundary (start_state), the prompt, then one token a step
+    assert lengths == [5, 1, 1, 1]  # the prompt (read after the sentence boundary), then one token a step
 
 
-def test_generation_reads_the_prompt_as_a_sentence_start():
-    """generate()'s first-step logits are the model's after <bos> + prompt, cached and uncached."""
+def test_a_new_sequence_is_read_after_the_sentence_boundary():
+    """One definition of where a sequence starts, for forward(), evaluation and generate(): the state
+    after <bos>. forward(x) equals reading <bos> + x from the zero state (an empty RecurrentCache) and
+    dropping the boundary's position; generate()'s first-step logits are forward()'s."""
     model = tiny_model()
     x = prompts(2, 5)
     bos = torch.full((2, 1), model.config.bos_token_id)
     with torch.no_grad():
-        expected = model(torch.cat([bos, x], 1)).logits[:, -1]
-        without = model(x).logits[:, -1]
-    assert not torch.allclose(expected, without)  # the boundary changes the prediction
+        forward = model(x).logits
+        from_zero = model(torch.cat([bos, x], 1), past_key_values=RecurrentCache()).logits[:, 1:]
+        without_boundary = model(x, past_key_values=RecurrentCache()).logits
+    torch.testing.assert_close(forward, from_zero)
+    assert not torch.allclose(forward[:, -1], without_boundary[:, -1])  # the boundary changes the prediction
     for use_cache in (True, False):
         out = model.generate(x, max_new_tokens=1, do_sample=False, use_cache=use_cache, output_logits=True,
                              return_dict_in_generate=True)
-        torch.testing.assert_close(out.logits[0], expected)
+        torch.testing.assert_close(out.logits[0], forward[:, -1])
+
+
+def test_sequence_scores_equal_forward_log_probs():
+    """A greedy continuation's score from generate() is the log-probability forward() gives it."""
+    model = tiny_model()
+    x = prompts(1, 4)
+    out = model.generate(x, max_new_tokens=3, do_sample=False, num_beams=2, length_penalty=0.0,
+                         return_dict_in_generate=True, output_scores=True)
+    seq = out.sequences
+    with torch.no_grad():
+        logp = torch.log_softmax(model(seq).logits[:, :-1].float(), -1)
+    new = seq[:, x.shape[1]:]
+    total = logp[:, x.shape[1] - 1 :].gather(-1, new[..., None]).sum()
+    assert out.sequences_scores[0].item() == pytest.approx(total.item(), abs=1e-4)
 
 
 def test_tree_head_untied(tmp_path):

@@ -120,3 +120,42 @@ def test_built_on_the_meta_device_then_initialised_and_loaded(name):
         assert torch.isfinite(empty.eval()(ids).logits).all()
     empty.load_state_dict(real.state_dict())
     torch.testing.assert_close(empty.eval()(ids).logits, real(ids).logits)
+
+
+def test_torch_export_gives_the_eager_logits(model):
+    """torch.export traces every model (left padding included; AWD-LSTM without its cache)."""
+    ids = batch()
+    mask = torch.ones_like(ids)
+    mask[0, :2] = 0  # left padding in one row
+    kwargs = {"attention_mask": mask, **({"use_cache": False} if model.config.use_cache else {})}
+    exported = torch.export.export(model, (ids,), kwargs=kwargs)
+    out = exported.module()(ids, **kwargs)
+    logits = out["logits"] if isinstance(out, dict) else out.logits
+    torch.testing.assert_close(logits, model(ids, **kwargs).logits)
+
+
+@pytest.mark.parametrize("name", [n for n in MODEL_TYPES])
+def test_gradient_checkpointing_where_it_cuts_memory(name):
+    """Recurrent models recompute each layer's activations in the backward pass (long BPTT), with the
+    same gradients (weight drop redraws the same mask); feed-forward models have one small hidden layer
+    and the |V|-wide head, which checkpointing cannot shrink: they say they do not support it."""
+    model = tiny(name).train()
+    if not model.supports_gradient_checkpointing:
+        assert not model._is_stateful
+        with pytest.raises(ValueError):
+            model.activation_checkpointing_enable()
+        return
+    ids = batch(T=12)
+
+    def grads():
+        torch.manual_seed(1)
+        model.zero_grad()
+        model(ids, labels=ids).loss.backward()
+        return [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    plain = grads()
+    model.activation_checkpointing_enable()
+    checkpointed = grads()
+    assert model.is_activation_checkpointing
+    for a, b in zip(plain, checkpointed, strict=True):
+        torch.testing.assert_close(a, b)

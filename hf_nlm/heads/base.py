@@ -164,6 +164,10 @@ class OutputHead(nn.Module):
         """Per-token -log P(target | h), shape of the target ids; a target of -100 gives 0."""
         raise NotImplementedError(f"{type(self).__name__} does not implement nll()")
 
+    def warm_cache(self) -> None:
+        """Compute now whatever the head derives lazily from its state (a tree head's tables), so that
+        ``torch.compile`` / ``torch.export`` find it; most heads derive nothing."""
+
     # ------------------------------------------------------------------ data checks and vocabulary changes
     def check_training_counts(self, counts: torch.Tensor, special_ids=()) -> None:
         """Raise ``ValueError`` if training data with these per-id ``counts`` does not suit the head

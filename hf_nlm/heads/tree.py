@@ -121,9 +121,11 @@ class TreeSoftmaxHead(OutputHead):
         if tree is not None:  # a real tree, which init_weights must not empty
             for buffer in (self.tree_nodes, self.tree_bits, self.tree_mask):
                 buffer._is_hf_initialized = True
+        self.register_load_state_dict_post_hook(_warm_after_load)
         self._structure_cache: tuple | None = None
         self._paths_cache: tuple | None = None
         self.reset_parameters()
+        self.warm_cache()
 
     @staticmethod
     def tree_shape(tree: WordTree) -> dict[str, int]:
@@ -275,11 +277,9 @@ class TreeSoftmaxHead(OutputHead):
         ``code``, the rank of the code the step belongs to among w's ``word_codes[w]`` codes), code
         after code, root first.
         """
-        key = self._cache_key()
-        cache = getattr(self, "_paths_cache", None)  # absent from heads pickled before it existed
-        if cache is not None and cache[0] == key:
-            return cache[1]
-        self._check_has_tree()
+        return self._derived("_paths_cache", self._build_paths)
+
+    def _build_paths(self) -> dict:
         with torch.no_grad():
             V, C, L = self.tree_nodes.shape
             mask = self.tree_mask
@@ -296,8 +296,38 @@ class TreeSoftmaxHead(OutputHead):
                 "word_codes": word_codes,
                 "multi_code": bool((word_codes > 1).any()),
             }
-        self._paths_cache = (key, paths)
         return paths
+
+    def _derived(self, slot: str, build) -> dict:
+        """The tables ``build`` derives from the tree buffers, cached in ``slot`` until the buffers change.
+
+        Under ``torch.compile`` / ``torch.export`` the buffers are symbolic and the tables (whose sizes
+        depend on the tree) cannot be derived: the cache, filled when the tree was set or loaded, is
+        used as it is (constants of the traced graph).
+        """
+        cache = getattr(self, slot, None)  # absent from heads pickled before it existed
+        if torch.compiler.is_compiling():
+            if cache is None:
+                raise RuntimeError(
+                    "TreeSoftmaxHead: run the model once eagerly before torch.compile / torch.export, so that "
+                    "the tables derived from its tree exist"
+                )
+            return cache[1]
+        key = self._cache_key()
+        if cache is not None and cache[0] == key:
+            return cache[1]
+        self._check_has_tree()
+        value = build()
+        setattr(self, slot, (key, value))
+        return value
+
+    def warm_cache(self) -> None:
+        """Derive the tree's tables now (when it holds a tree), so that tracing finds them."""
+        if self.tree_mask.device.type == "meta" or torch.compiler.is_compiling():
+            return  # nothing to derive from yet (from_pretrained's empty model), or nothing concrete
+        if bool(self.tree_mask.any()):
+            self._paths()
+            self._structure()
 
     def _cache_key(self) -> tuple:
         # The buffers' identity and version: load_state_dict or .to(device) invalidate derived tables.
@@ -377,10 +407,9 @@ class TreeSoftmaxHead(OutputHead):
 
         Derived rather than stored so that the saved state is just the tree (see :meth:`_cache_key`).
         """
-        key = self._cache_key()
-        if self._structure_cache is not None and self._structure_cache[0] == key:
-            return self._structure_cache[1]
-        self._check_has_tree()
+        return self._derived("_structure_cache", self._build_structure)
+
+    def _build_structure(self) -> dict:
         with torch.no_grad():
             V, C, L = self.tree_nodes.shape
             M, dev = self.num_nodes, self.tree_nodes.device
@@ -427,7 +456,6 @@ class TreeSoftmaxHead(OutputHead):
                 "max_codes": C,
                 "node_order": None if identity else order,
             }
-        self._structure_cache = (key, structure)
         return structure
 
     def extra_repr(self) -> str:
@@ -436,6 +464,10 @@ class TreeSoftmaxHead(OutputHead):
             f"in_features={self.in_features}, vocab_size={V}, num_nodes={self.num_nodes}, "
             f"max_codes={C}, max_depth={L}, bias={self.bias is not None}"
         )
+
+
+def _warm_after_load(module: TreeSoftmaxHead, incompatible_keys) -> None:
+    module.warm_cache()  # a loaded tree's tables, ready for tracing
 
 
 class _PathScores(torch.autograd.Function):

@@ -122,13 +122,16 @@ class WeightDropLSTM(nn.Module):
             return out, h_n[0], c_n[0]
 
         h, c = state
-        if mask is None or bool(mask.all()):
+        if mask is None or (not torch.compiler.is_compiling() and bool(mask.all())):
             out, h, c = step(x, h, c)
             return out, (h, c)
         # Step by step up to the last padded column (for left padding: the padding prefix), then the
-        # rest, where every row is real, in one fused call.
-        padded_cols = (~mask).any(dim=0).nonzero()
-        k = int(padded_cols[-1]) + 1
+        # rest, where every row is real, in one fused call. Traced (torch.export / compile), where the
+        # mask's values are unknown, every column goes step by step: right for any mask.
+        if torch.compiler.is_compiling():
+            k = x.shape[1]
+        else:
+            k = int((~mask).any(dim=0).nonzero()[-1]) + 1
         outputs = []
         for t in range(k):
             _, h_new, c_new = step(x[:, t : t + 1], h, c)
@@ -183,6 +186,9 @@ class AWDLSTMPreTrainedModel(NLMPreTrainedModel):
     main_input_name = "input_ids"
     # The LSTM state summarises the prefix and cannot be rolled back (generate() refuses assisted decoding).
     _is_stateful = True
+    # Long BPTT keeps every layer's activations for the backward pass; with gradient checkpointing a layer's
+    # are recomputed instead (the RNG state is restored, so weight drop draws the same mask again).
+    supports_gradient_checkpointing = True
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -204,6 +210,7 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
         self.layers = nn.ModuleList(
             WeightDropLSTM(d_in, d_out, config.weight_drop) for d_in, d_out in zip(inputs, sizes, strict=True)
         )
+        self.gradient_checkpointing = False  # set by model.gradient_checkpointing_enable()
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
@@ -237,6 +244,15 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
                 )
             # generate() passes the mask of the whole sequence; the new tokens are the last T columns.
             mask = attention_mask[:, -T:].to(device=input_ids.device, dtype=torch.bool)
+        # A new sequence (no state given) is read from the state after the sentence boundary, as every
+        # sentence in training follows an <eos>: the boundary is read first and its output dropped. So
+        # forward(), evaluation and generate() agree on what a sequence starts from. (An explicit
+        # RecurrentCache(), empty, starts from the zero state instead.)
+        boundary = past_key_values is None and cfg.bos_token_id is not None
+        if boundary:
+            input_ids = torch.cat([input_ids.new_full((B, 1), cfg.bos_token_id), input_ids], dim=1)
+            if mask is not None:
+                mask = torch.cat([mask.new_ones(B, 1), mask], dim=1)
 
         weight = embedding_dropout(self.embed_tokens.weight, cfg.dropout_embedding, self.training)
         x = locked_dropout(F.embedding(input_ids, weight), cfg.dropout_input, self.training)
@@ -248,7 +264,10 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
             if state is None:
                 zeros = x.new_zeros(B, layer.hidden_size)
                 state = (zeros, zeros)
-            raw, new_state = layer(x, state, mask)
+            if self.gradient_checkpointing and self.training:
+                raw, new_state = self._gradient_checkpointing_func(layer, x, state, mask)
+            else:
+                raw, new_state = layer(x, state, mask)
             new_states.append(new_state)
             # Between layers: the hidden dropout; after the last one: the output dropout.
             p = cfg.dropout if idx == len(self.layers) - 1 else cfg.dropout_hidden
@@ -256,6 +275,9 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
             if hidden_states is not None:
                 hidden_states.append(x)
 
+        if boundary:  # drop the boundary's outputs: the caller asked about input_ids alone
+            x, raw = x[:, 1:], raw[:, 1:]
+            hidden_states = [h[:, 1:] for h in hidden_states] if hidden_states is not None else None
         cache = None
         if use_cache:
             cache = past_key_values if past_key_values is not None else RecurrentCache()
@@ -327,23 +349,6 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
             **kwargs,
         )
 
-    @torch.no_grad()
-    def start_state(self, batch_size: int, device: torch.device | str) -> RecurrentCache | None:
-        """The state a prompt is read from: the model has just read ``bos_token_id`` (``<eos>``).
-
-        In training every sentence follows an ``<eos>``, so a prompt is read as the start of a sentence,
-        as the n-gram models fill a short context with ``<eos>``. Without the boundary, an empty state
-        before the first word is a situation training only shows at the start of each column.
-        ``seq_length`` stays 0: the boundary is not part of ``input_ids``. ``None`` without a bos id.
-        """
-        bos = self.config.bos_token_id
-        if bos is None:
-            return None
-        cache = RecurrentCache()
-        self.model(torch.full((batch_size, 1), bos, dtype=torch.long, device=device), past_key_values=cache, use_cache=True)
-        cache.seq_length = 0
-        return cache
-
     def prepare_inputs_for_generation(
         self,
         input_ids: torch.LongTensor,
@@ -353,11 +358,12 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
         **kwargs,
     ) -> dict:
         # With a state, feed only the tokens it has not read yet; without one (first step, or
-        # use_cache=False), the whole prefix. attention_mask stays whole: forward() takes its last columns.
+        # use_cache=False), the whole prefix, from the sentence boundary as forward() reads every new
+        # sequence. attention_mask stays whole: forward() takes its last columns.
         if past_key_values is not None and past_key_values.get_seq_length() > 0:
             input_ids = input_ids[:, past_key_values.get_seq_length() :]
         else:
-            past_key_values = self.start_state(input_ids.shape[0], input_ids.device)
+            past_key_values = None
         return {
             "input_ids": input_ids,
             "attention_mask": attention_mask,
