@@ -159,3 +159,13 @@ def test_gradient_checkpointing_where_it_cuts_memory(name):
     assert model.is_activation_checkpointing
     for a, b in zip(plain, checkpointed, strict=True):
         torch.testing.assert_close(a, b)
+
+
+def test_a_tree_head_with_garbage_buffers_says_so():
+    """Uninitialised memory in the tree buffers (to_empty without init) is refused, not indexed."""
+    head = tiny("hlbl").lm_head
+    with torch.no_grad():
+        head.tree_nodes.fill_(10**9)
+        head.tree_mask.fill_(True)
+    with pytest.raises(ValueError, match="outside"):
+        head.log_probs(torch.zeros(2, head.in_features))
