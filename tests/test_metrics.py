@@ -98,10 +98,21 @@ def test_perplexity_rejects_word_counts_for_only_some_batches():
         metric.compute()
 
 
-def test_negative_nll_is_allowed_for_continuous_densities():
-    # A Gaussian numeral head can assign density > 1: summed NLL below zero is legitimate.
-    result = Perplexity(keep_in_memory=True).compute(nll=[-2.0], num_tokens=[4])
+def test_negative_nll_is_an_error_unless_allowed_for_continuous_densities():
+    # -log p of a discrete distribution is >= 0: a negative sum is a sign error, not a perplexity below 1.
+    with pytest.raises(ValueError, match=r"nll must be >= 0 .* got -2.0 for batch 1: were log-probabilities"):
+        Perplexity(keep_in_memory=True).compute(nll=[3.0, -2.0], num_tokens=[1, 4])
+    # A Gaussian numeral head can assign density > 1: summed NLL below zero is legitimate there.
+    result = Perplexity(keep_in_memory=True).compute(nll=[-2.0], num_tokens=[4], allow_negative_nll=True)
     assert result["perplexity"] == pytest.approx(math.exp(-0.5))
+    assert Perplexity(keep_in_memory=True).compute(nll=[0.0], num_tokens=[4])["perplexity"] == 1.0
+
+
+def test_perplexity_without_batches_is_a_clear_error():
+    with pytest.raises(ValueError, match="perplexity has no data"):
+        Perplexity(keep_in_memory=True).compute()
+    with pytest.raises(ValueError, match="empty list of batches"):
+        Perplexity(keep_in_memory=True).compute(nll=[], num_tokens=[])
 
 
 def test_huge_nll_gives_infinite_perplexity_instead_of_overflow():
@@ -170,6 +181,21 @@ def test_bleu_with_a_varying_number_of_references():
 def test_bleu_rejects_a_prediction_without_reference():
     with pytest.raises(ValueError, match="prediction 1 has no reference"):
         Bleu(keep_in_memory=True).compute(predictions=["a b c d", "e f g h"], references=[["a b c d"], []])
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda bleu: bleu.compute(predictions=[], references=[]), "empty list of predictions"),
+        (lambda bleu: bleu.compute(), "BLEU has no segments"),
+        (lambda bleu: bleu._compute(predictions=[], references=[]), "zero segments"),
+        (lambda bleu: bleu.compute(predictions=["a b"], references=[]), "1 predictions but 0 references"),
+    ],
+)
+def test_bleu_without_segments_is_a_clear_error(call, message):
+    # Before: "max() arg is an empty sequence" from sacrebleu, or an IndexError inside evaluate.
+    with pytest.raises(ValueError, match=message):
+        call(Bleu(keep_in_memory=True))
 
 
 # ----- loading ------------------------------------------------------------------------------------

@@ -92,6 +92,21 @@ class Bleu(evaluate.Metric):
             reference_urls=["https://aclanthology.org/P02-1040/", "https://aclanthology.org/W18-6319/"],
         )
 
+    def add_batch(self, *, predictions=None, references=None, **kwargs) -> None:
+        """Add segments; overridden so that an empty or mismatched batch fails with a clear message."""
+        if predictions is not None and references is not None:
+            if len(predictions) == 0:
+                raise ValueError("BLEU got an empty list of predictions: give at least one segment")
+            if len(predictions) != len(references):
+                raise ValueError(f"BLEU got {len(predictions)} predictions but {len(references)} references")
+        super().add_batch(predictions=predictions, references=references, **kwargs)
+
+    def compute(self, *, predictions=None, references=None, **kwargs) -> dict | None:
+        """Corpus BLEU of everything added; overridden to fail clearly when nothing was added."""
+        if predictions is None and references is None and self.writer is None:
+            raise ValueError("BLEU has no segments: add some (`add`, `add_batch`) or pass predictions= and references=")
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
     def _compute(
         self,
         predictions,
@@ -103,6 +118,8 @@ class Bleu(evaluate.Metric):
         force: bool = False,
         use_effective_order: bool = False,
     ) -> dict:
+        if len(predictions) == 0:  # sacrebleu would fail with "max() arg is an empty sequence"
+            raise ValueError("BLEU is undefined over zero segments: no prediction was given")
         references = [[refs] if isinstance(refs, str) else list(refs) for refs in references]
         if any(len(refs) == 0 for refs in references):
             first = next(i for i, refs in enumerate(references) if len(refs) == 0)

@@ -45,10 +45,13 @@ _CITATION = """\
 _KWARGS_DESCRIPTION = """
 Args:
     nll (`list` of `float`): summed negative log-likelihood, in nats, of each batch (or sentence).
-        Values may be negative (a continuous density, e.g. for numerals, can exceed 1) but must be finite.
+        Must be finite and, unless `allow_negative_nll`, >= 0: a discrete model's -log p is never
+        negative, so a negative value is a bug (log-probabilities passed instead of their negation).
     num_tokens (`list` of `int`): number of predicted tokens each `nll` was summed over (>= 0).
     num_words (`list` of `int`, optional): number of words of the text each `nll` covers (>= 0).
         Give it for every batch or for none.
+    allow_negative_nll (`bool`, default False): a `compute` option accepting negative `nll`, for models
+        with a continuous density (e.g. of numerals), which can exceed 1.
 Returns:
     perplexity (`float`): exp(total_nll / num_tokens).
     nll_per_token (`float`): total_nll / num_tokens, in nats (the usual cross-entropy loss).
@@ -135,6 +138,8 @@ class Perplexity(evaluate.Metric):
         if nll is None or num_tokens is None:
             raise ValueError("perplexity needs both `nll` and `num_tokens`")
         nll = _nll_list(nll)
+        if not nll:
+            raise ValueError("perplexity got an empty list of batches: add at least one (nll, num_tokens)")
         num_tokens = _count_list("num_tokens", num_tokens)
         if num_words is None:
             num_words = [_NO_WORD_COUNT] * len(nll)
@@ -154,9 +159,25 @@ class Perplexity(evaluate.Metric):
             (num_words,) = _count_list("num_words", [num_words])
         super().add(nll=nll, num_tokens=num_tokens, num_words=num_words, **kwargs)
 
-    def _compute(self, nll, num_tokens, num_words) -> dict:
+    def compute(self, *, nll=None, num_tokens=None, num_words=None, **kwargs) -> dict | None:
+        """The corpus perplexity of everything added (plus ``nll`` / ``num_tokens`` given here).
+
+        Overridden to fail clearly when nothing was added (evaluate would raise an AttributeError).
+        """
+        if nll is None and num_tokens is None and self.writer is None:
+            raise ValueError("perplexity has no data: add batches (`add`, `add_batch`) or pass nll= and num_tokens=")
+        return super().compute(nll=nll, num_tokens=num_tokens, num_words=num_words, **kwargs)
+
+    def _compute(self, nll, num_tokens, num_words, allow_negative_nll: bool = False) -> dict:
         # Checked again here: in a distributed evaluation other processes' data arrive only now.
         _nll_list(nll)
+        if not allow_negative_nll and any(value < 0 for value in nll):
+            first = next(i for i, value in enumerate(nll) if value < 0)
+            raise ValueError(
+                f"nll must be >= 0 (it is -log p, and p <= 1), got {nll[first]} for batch {first}: were "
+                "log-probabilities passed instead of their negation? (allow_negative_nll=True accepts it "
+                "for continuous densities)"
+            )
         _count_list("num_tokens", num_tokens)
         total_nll = math.fsum(nll)  # exact summation: a corpus is many batches of similar size
         total_tokens = int(sum(num_tokens))
