@@ -16,7 +16,7 @@ summed NLL and token counts are added up over the processes before the `perplexi
 into perplexities, so P processes give the numbers one process gives (up to float rounding). A recurrent
 model's exact perplexity reads the stream as one column with the state never reset (the default, as in a
 training run's results.json), which leaves nothing for a second process to do; `--batch-size B` reads B
-columns, split across the processes, each column starting from an empty state (faster, approximate).
+columns, split across the processes, each column starting from a fresh state (faster, approximate).
 
 BLEU (`--bleu-prefix-words K`): for each line of the split with more than K words, the model continues
 its first K words (after `<eos>`, as a sentence start) by beam search (`--num-beams`, at most

@@ -41,7 +41,7 @@ def evaluate_lm(
 
     Recurrent models (``_is_stateful``) read the stream as ``batch_size`` columns side by side, in
     chunks of ``block_size`` with the state carried over (``hf_nlm.data.stream``); each column starts
-    from an empty state, so ``batch_size=1`` gives the exact perplexity of the whole stream and larger
+    from a fresh state (the one after a sentence boundary), so ``batch_size=1`` gives the exact perplexity of the whole stream and larger
     batches an approximation that is faster (Merity et al. evaluate the test set with batch 1).
     """
     batching = batching_for(model, tokenizer, block_size)

@@ -211,7 +211,7 @@ class StreamBatching(Batching):
     def score(self, model, stream, batch_size: int, device=None, num_processes: int = 1, process_index: int = 0,
               desc: str | None = None) -> tuple[float, int]:
         # batch_size columns in all, split across processes: the result does not depend on the number
-        # of processes. Each column starts from an empty state, so only batch_size=1 is exact.
+        # of processes. Each column starts from a fresh state, so only batch_size=1 is exact.
         columns = self.columns(stream, batch_size)
         rows = None
         if num_processes > 1:

@@ -240,7 +240,7 @@ class StreamBatches:
         if state is None:
             warnings.warn(
                 f"{source} holds no recurrent state (it was saved after an error in a multi-process run): the "
-                "rest of the epoch starts from an empty state, so the resumed run is not exactly the interrupted one",
+                "rest of the epoch starts from a fresh state, so the resumed run is not exactly the interrupted one",
                 stacklevel=3,
             )
         return state

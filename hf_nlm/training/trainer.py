@@ -383,7 +383,7 @@ class LMTrainer:
         config, st = self.config, self.state
         steps_per_epoch = self.batches.steps(st.epoch)
         if st.step_in_epoch == 0:
-            self.carried_state = None  # every epoch reads the columns from their start, with an empty state
+            self.carried_state = None  # every epoch reads the columns from their start, with a fresh state
         self.model.train()
         bar = tqdm(
             total=steps_per_epoch,
