@@ -619,7 +619,7 @@ def build_parser() -> argparse.ArgumentParser:
     push = sub.add_parser("push", help="upload a run folder to the Hugging Face Hub",
                           description="Upload RUN_DIR's model, tokenizer, generation config, card (written first if "
                                       "missing), results.json and curves.png to the Hub repo REPO_ID (created if "
-                                      "needed). Needs a token: `huggingface-cli login` or HF_TOKEN.")
+                                      "needed). Needs a token: `hf auth login` (`huggingface-cli login`) or HF_TOKEN.")
     push.add_argument("run_dir", help="a training run's --output-dir")
     push.add_argument("--repo-id", required=True, help="the Hub repo, e.g. your-name/nplm-brown")
     push.add_argument("--private", action="store_true", default=None, help="create the repo private")

@@ -169,19 +169,9 @@ def no_token(monkeypatch, tmp_path):
     monkeypatch.setattr(hub_constants, "HF_STORED_TOKENS_PATH", str(tmp_path / "no-stored-tokens"))
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
-    """A training run folder made by `hf-nlm train` on local text files (2 updates)."""
-    root = tmp_path_factory.mktemp("run")
-    text = "the cat sat on the mat\nthe dog sat on the log\na cat saw a dog\n" * 4
-    for split in ("train", "valid", "test"):
-        (root / f"{split}.txt").write_text(text, encoding="utf-8")
-    out = root / "run"
-    assert main(["train", "--train-file", str(root / "train.txt"), "--validation-file", str(root / "valid.txt"),
-                 "--test-file", str(root / "test.txt"), "--output-dir", str(out), "--context-size", "2",
-                 "--embedding-size", "8", "--hidden-size", "8", "--num-epochs", "1", "--max-steps", "2",
-                 "--batch-size", "2", "--block-size", "8", "--logging-steps", "1", "--no-progress-bar"]) == 0
-    return out
+@pytest.fixture
+def run_dir(tiny_run) -> Path:
+    return tiny_run
 
 
 def test_push_run_commits_the_run_files_and_its_card(hub, run_dir):
