@@ -7,6 +7,8 @@
     hf-nlm build-tree --corpus brown --tree-mode adaptive --eps 0.25 --output-dir runs/hlbl-adaptive
     hf-nlm evaluate runs/mlp1 --corpus brown --split test
     hf-nlm generate runs/mlp1 "the president said" --num-beams 5 --max-new-tokens 20
+    hf-nlm card runs/mlp1
+    hf-nlm push runs/mlp1 --repo-id your-name/nplm-brown
     hf-nlm download brown ptb sotu
 
 The command is a thin layer over the library: each ``build_*`` / ``load_*`` function below turns
@@ -524,6 +526,29 @@ def cmd_build_tree(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_card(args: argparse.Namespace) -> int:
+    from .model_card import write_run_card
+
+    try:
+        path = write_run_card(args.run_dir, dataset=args.dataset, model_name=args.model_name)
+    except (ValueError, FileNotFoundError, OSError) as err:
+        _fail(args.parser, str(err))
+    print(path)
+    return 0
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    from .hub import HubError, push_run
+
+    try:
+        info = push_run(args.run_dir, args.repo_id, private=args.private, revision=args.revision,
+                        commit_message=args.commit_message)
+    except (HubError, FileNotFoundError, ValueError) as err:
+        _fail(args.parser, str(err))
+    print(json.dumps({"repo_id": args.repo_id, "commit_url": info.commit_url, "oid": info.oid}))
+    return 0
+
+
 def cmd_download(argv: list[str]) -> int:
     from .data.download import main as download_main
 
@@ -532,7 +557,7 @@ def cmd_download(argv: list[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hf-nlm", description="Classic neural language models on Hugging Face.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{train,build-tree,evaluate,generate,download}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{train,build-tree,evaluate,generate,card,push,download}")
 
     train = add_train_arguments(sub.add_parser("train", help="train a language model", description="Train a language model."))
     train.set_defaults(func=cmd_train, parser=train)
@@ -580,6 +605,27 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--seed", type=int, default=None, help="seed for sampling")
     generate.add_argument("--json", action="store_true", help="print one JSON object per prompt")
     generate.set_defaults(func=cmd_generate, parser=generate)
+
+    card = sub.add_parser("card", help="(re)write the model card (README.md) of a run folder",
+                          description="Write RUN_DIR/README.md from its config.json and results.json: Hub metadata "
+                                      "with a model-index of the measured perplexities, results, training settings, "
+                                      "how to load, citation.")
+    card.add_argument("run_dir", help="a training run's --output-dir")
+    card.add_argument("--dataset", default=None,
+                      help="corpus name for the card (brown, ptb, sotu, text, csv; default: the one results.json records)")
+    card.add_argument("--model-name", default=None, help="name in the model-index (default: MODEL_TYPE-CORPUS)")
+    card.set_defaults(func=cmd_card, parser=card)
+
+    push = sub.add_parser("push", help="upload a run folder to the Hugging Face Hub",
+                          description="Upload RUN_DIR's model, tokenizer, generation config, card (written first if "
+                                      "missing), results.json and curves.png to the Hub repo REPO_ID (created if "
+                                      "needed). Needs a token: `hf auth login` (`huggingface-cli login`) or HF_TOKEN.")
+    push.add_argument("run_dir", help="a training run's --output-dir")
+    push.add_argument("--repo-id", required=True, help="the Hub repo, e.g. your-name/nplm-brown")
+    push.add_argument("--private", action="store_true", default=None, help="create the repo private")
+    push.add_argument("--revision", default=None, help="branch to commit to (created if needed; default: main)")
+    push.add_argument("--commit-message", default=None, help="commit message (default: 'Upload model with hf-nlm')")
+    push.set_defaults(func=cmd_push, parser=push)
 
     # `download` has its own parser (hf_nlm.data.download.main); listed here for --help only.
     sub.add_parser("download", help="fetch the brown / ptb / sotu corpora (see `hf-nlm download --help`)", add_help=False)

@@ -174,7 +174,21 @@ class NLMPreTrainedModel(PreTrainedModel):
                     f"not saving {type(self).__name__} to {save_directory}: it would not load back. Its config says "
                     f"{said} but its head ({type(head).__name__}) has {wrong}"
                 )
-        return super().save_pretrained(save_directory, *args, **kwargs)
+        saved = super().save_pretrained(save_directory, *args, **kwargs)
+        # A model card (README.md) with the Hub metadata, unless the folder has one (a run's richer card).
+        card = os.path.join(os.fspath(save_directory), "README.md")
+        if not os.path.exists(card) and (kwargs.get("is_main_process", True)):
+            from .model_card import write_model_card
+
+            write_model_card(save_directory, self.config, num_parameters=self.num_parameters())
+        return saved
+
+    def push_to_hub(self, repo_id: str, **kwargs):
+        """``transformers``' ``push_to_hub`` (same arguments), uploading this package's model card, not a
+        generic one: :func:`hf_nlm.hub.push_model`. A card already in the repo is kept."""
+        from .hub import push_model
+
+        return push_model(self, repo_id, **kwargs)
 
     def get_output_embeddings(self):
         # Our heads are not nn.Linear (and NPLM's [U W] is not an embedding matrix): transformers must not

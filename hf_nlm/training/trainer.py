@@ -628,6 +628,8 @@ class LMTrainer:
             }
             training = {k: v for k, v in config.to_dict().items() if k not in ("output_dir", "resume_from_checkpoint")}
             training.update(stop_reason=st.stop_reason, epochs_completed=st.epoch, global_step=st.global_step)
+            # What `hf-nlm card RUN_DIR` needs to write the card again.
+            results.update(dataset=self.dataset_name, training_config=training)
             write_model_card(
                 self.output_dir,
                 model.config,
