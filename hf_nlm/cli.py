@@ -379,16 +379,7 @@ def prepare_training(args: argparse.Namespace):
         raise ValueError("the corpus has no train split (give --train-file)")
     init_from = getattr(args, "init_from", None)
     if checkpoint is not None or init_from is not None:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        folder = checkpoint if checkpoint is not None else Path(init_from)
-        if not (Path(folder) / "config.json").is_file():
-            raise FileNotFoundError(f"{folder} is not a saved model folder (no config.json)")
-        from .training.checkpoint import quiet_progress_bars
-
-        tokenizer = AutoTokenizer.from_pretrained(folder)
-        with quiet_progress_bars():
-            model = AutoModelForCausalLM.from_pretrained(folder)
+        model, tokenizer = load_model_folder(checkpoint if checkpoint is not None else Path(init_from))
         model.train()  # from_pretrained returns the model in eval mode
     else:
         tokenizer = build_tokenizer(args, datasets["train"]["text"])
@@ -408,23 +399,69 @@ def cmd_train(args: argparse.Namespace) -> int:
         trainer = LMTrainer(model, tokenizer, datasets, config, dataset_name=corpus_name(args))
     except (ValueError, TypeError, FileNotFoundError) as err:
         _fail(args.parser, str(err))
-    results = trainer.train()
+    try:
+        results = trainer.train()
+    except KeyboardInterrupt:
+        return _interrupted(args)
     if results:
         print(json.dumps({k: results[k] for k in ("validation", "test", "best_val_ppl", "stop_reason") if k in results}))
     return 0
 
 
-def _load_saved_model(parser: argparse.ArgumentParser, folder: str):
+def load_model_folder(folder: str | os.PathLike):
+    """``(model, tokenizer)`` saved in ``folder``; any failure to load them is one ``ValueError`` naming
+    the folder and the cause (the library's errors name the file and field)."""
     if not (Path(folder) / "config.json").is_file():
-        _fail(parser, f"{folder} is not a saved model folder (no config.json)")
+        raise FileNotFoundError(f"{folder} is not a saved model folder (no config.json)")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     import hf_nlm  # noqa: F401  (registers the model types with the Auto classes)
 
+    from .modeling_utils import check_config_field_types
+    from .training.checkpoint import quiet_progress_bars
+
     try:
-        return AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
-    except (ValueError, OSError) as err:
-        _fail(parser, f"cannot load the model in {folder}: {err}")
+        check_config_field_types(folder)  # before AutoConfig, which would fail on a wrong type less clearly
+        with quiet_progress_bars():
+            model = AutoModelForCausalLM.from_pretrained(folder)
+        return model, AutoTokenizer.from_pretrained(folder)
+    except Exception as err:  # whatever a broken folder raises (Ctrl-C still interrupts)
+        raise ValueError(f"cannot load the model in {folder}: {err}") from err
+
+
+def resume_command(argv: list[str]) -> str:
+    """The ``hf-nlm train`` command line ``argv`` (without ``train``) with ``--resume`` (any value dropped)."""
+    import shlex
+
+    kept, skip = [], False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+        elif arg == "--resume":
+            skip = i + 1 < len(argv) and not argv[i + 1].startswith("-")
+        elif not arg.startswith("--resume="):
+            kept.append(arg)
+    return shlex.join(["hf-nlm", "train", *kept, "--resume"])
+
+
+def _interrupted(args: argparse.Namespace) -> int:
+    """Ctrl-C / SIGTERM during training: where the checkpoint is and how to go on; exit status 130."""
+    from .training.checkpoint import list_checkpoints
+
+    found = list_checkpoints(args.output_dir)
+    if found:
+        print(f"\ntraining interrupted; the last completed update is saved in {found[-1]}\n"
+              f"continue with: {resume_command(args.argv)}", file=sys.stderr)
+    else:
+        print("\ntraining interrupted before any checkpoint was written; nothing to resume", file=sys.stderr)
+    return 130
+
+
+def _load_saved_model(parser: argparse.ArgumentParser, folder: str):
+    try:
+        return load_model_folder(folder)
+    except (ValueError, FileNotFoundError) as err:
+        _fail(parser, str(err))
 
 
 CACHE_DEFAULTS = {"cache_window": 500, "cache_theta": 1.0, "cache_lambda": 0.1}
@@ -464,30 +501,67 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+SAMPLING_DEFAULTS = {"temperature": 1.0, "top_k": 0, "top_p": 1.0}
+
+
+def check_generation_arguments(args: argparse.Namespace) -> None:
+    """Refuse generation settings that make no sense, before the model loads (``ValueError``)."""
+    if not args.do_sample:
+        given = [_flag(name) for name in SAMPLING_DEFAULTS if getattr(args, name) is not None]
+        if given:
+            raise ValueError(f"{' / '.join(given)} need --do-sample (greedy and beam search do not sample)")
+    if args.temperature is not None and not args.temperature > 0:
+        raise ValueError(f"--temperature must be > 0, got {args.temperature} (for the most likely token, drop --do-sample)")
+    if args.top_k is not None and args.top_k < 0:
+        raise ValueError(f"--top-k must be >= 0 (0 = all tokens), got {args.top_k}")
+    if args.top_p is not None and not 0 < args.top_p <= 1:
+        raise ValueError(f"--top-p must be in (0, 1], got {args.top_p}")
+    n = args.num_return_sequences
+    if n > 1 and not args.do_sample and n > args.num_beams:
+        raise ValueError(f"--num-return-sequences {n} needs --do-sample or --num-beams >= {n} "
+                         "(greedy search has one continuation)")
+
+
+def decode_generated(tokenizer, ids) -> str:
+    """The text of generated ``ids``: special tokens dropped, except ``<unk>``, which stays visible so that
+    an unknown word is not silently missing from the text."""
+    drop = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
+    return tokenizer.decode([i for i in ids.tolist() if i not in drop], skip_special_tokens=False)
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     import torch
 
+    try:
+        check_generation_arguments(args)
+    except ValueError as err:
+        _fail(args.parser, str(err))
     model, tokenizer = _load_saved_model(args.parser, args.model_dir)
     if args.seed is not None:
         torch.manual_seed(args.seed)
     model.eval()
+    sampling = {k: (default if getattr(args, k) is None else getattr(args, k)) if args.do_sample else None
+                for k, default in SAMPLING_DEFAULTS.items()}
     for prompt in args.prompts:
         ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False).input_ids
-        if ids.shape[1] == 0:  # an empty prompt: start from a sentence boundary
-            ids = torch.tensor([[tokenizer.eos_token_id]])
+        unknown = int((ids == tokenizer.unk_token_id).sum()) if tokenizer.unk_token_id is not None else 0
+        if unknown and 2 * unknown >= ids.shape[1]:
+            print(f"warning: {unknown} of the {ids.shape[1]} tokens of the prompt {prompt!r} are not in the model's "
+                  f"vocabulary (they read as {tokenizer.unk_token}); the continuation has little to go on",
+                  file=sys.stderr)
+        # An empty prompt starts from the sentence boundary (generate() puts bos_token_id there).
         out = model.generate(
             ids,
             attention_mask=torch.ones_like(ids),
             max_new_tokens=args.max_new_tokens,
             num_beams=args.num_beams,
             do_sample=args.do_sample,
-            temperature=args.temperature if args.do_sample else None,
-            top_k=args.top_k if args.do_sample else None,
-            top_p=args.top_p if args.do_sample else None,
+            **sampling,
             num_return_sequences=args.num_return_sequences,
             pad_token_id=tokenizer.pad_token_id,
         )
-        texts = [tokenizer.decode(seq[ids.shape[1]:], skip_special_tokens=True) for seq in out]
+        start = max(ids.shape[1], 1)
+        texts = [decode_generated(tokenizer, seq[start:]) for seq in out]
         if args.json:
             print(json.dumps({"prompt": prompt, "generations": texts}))
         else:
@@ -598,9 +672,12 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--max-new-tokens", type=int, default=20, help="tokens to add (default: 20)")
     generate.add_argument("--num-beams", type=int, default=1, help="beam width; 1 = greedy or sampling (default: 1)")
     generate.add_argument("--do-sample", action="store_true", help="sample instead of greedy / beam search")
-    generate.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default: 1.0)")
-    generate.add_argument("--top-k", type=int, default=0, help="sample from the k most likely tokens; 0 = all")
-    generate.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass (default: 1.0)")
+    generate.add_argument("--temperature", type=float, default=None,
+                          help="sampling temperature, > 0 (with --do-sample; default: 1.0)")
+    generate.add_argument("--top-k", type=int, default=None,
+                          help="sample from the k most likely tokens; 0 = all (with --do-sample; default: 0)")
+    generate.add_argument("--top-p", type=float, default=None,
+                          help="nucleus sampling mass, in (0, 1] (with --do-sample; default: 1.0)")
     generate.add_argument("--num-return-sequences", type=int, default=1, help="continuations per prompt (default: 1)")
     generate.add_argument("--seed", type=int, default=None, help="seed for sampling")
     generate.add_argument("--json", action="store_true", help="print one JSON object per prompt")
@@ -646,6 +723,7 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_download(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = argv[1:]  # the command's own arguments, e.g. to print the --resume command
     _check_numbers(args)
     return args.func(args)
 

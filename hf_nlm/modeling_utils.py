@@ -14,8 +14,9 @@ import os
 from dataclasses import dataclass
 
 import torch
+from safetensors import SafetensorError, safe_open
 from torch import nn
-from transformers import PreTrainedModel
+from transformers import PreTrainedConfig, PreTrainedModel
 from transformers import initialization as init
 from transformers.modeling_outputs import CausalLMOutputWithPast
 from transformers.utils import ModelOutput
@@ -43,6 +44,96 @@ def check_checkpoint_model_type(path: str | os.PathLike, expected: str) -> None:
             f"{config_file} is a checkpoint of model_type={found!r}, but a {expected!r} model was asked for; "
             "load it with transformers.AutoModelForCausalLM (or the class of that model type)"
         )
+
+
+def check_config_field_types(path: str | os.PathLike, config_class: type[PreTrainedConfig] | None = None) -> None:
+    """Raise a ``ValueError`` naming ``path``/config.json and the field if a field of ``config_class``'s own
+    (those it and its bases up to ``PreTrainedConfig`` declare) holds a value of the wrong type there,
+    e.g. ``"hidden_size": "abc"``. An integer is accepted where a float is expected. Without
+    ``config_class``, that of the file's ``model_type`` if it is one of this package's (else nothing is checked).
+
+    (``AutoModelForCausalLM`` builds the config before the model class is reached: call this first to get
+    the clear error through the Auto classes too, as ``hf-nlm`` does.)"""
+    from huggingface_hub.dataclasses import type_validator
+
+    config_file = os.path.join(os.fspath(path), "config.json")
+    try:
+        with open(config_file, encoding="utf-8") as f:
+            values = json.load(f)
+    except (OSError, json.JSONDecodeError):
+        return  # check_checkpoint_model_type / transformers report an unreadable file
+    if not isinstance(values, dict):
+        raise ValueError(f"{config_file}: expected a JSON object, got {type(values).__name__}")
+    if config_class is None:
+        from .models import MODEL_TYPES
+
+        model = MODEL_TYPES.get(values.get("model_type"))
+        if model is None:
+            return
+        config_class = model.config_class
+    annotations: dict[str, str] = {}
+    for klass in config_class.__mro__:
+        if klass is PreTrainedConfig:
+            break
+        annotations = {**{k: str(v) for k, v in vars(klass).get("__annotations__", {}).items()}, **annotations}
+    names = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "dict": dict, "None": None}
+    for name, annotation in annotations.items():
+        if name not in values:
+            continue
+        value = values[name]
+        if isinstance(value, int) and not isinstance(value, bool) and "float" in annotation:
+            continue
+        try:
+            expected = eval(annotation, {"__builtins__": {}}, names)  # noqa: S307 (our own annotations)
+        except Exception:  # an annotation we cannot evaluate: leave the check to the config class
+            continue
+        try:
+            type_validator(name, value, expected)
+        except TypeError:
+            raise ValueError(
+                f"{config_file}: field {name!r} must be {annotation.replace(' | ', ' or ')}, got {value!r}"
+            ) from None
+
+
+def _corrupted_weights_message(folder: str | None, name, err: Exception) -> str:
+    """What to say when safetensors cannot read a weights file: which file, and how to get it back."""
+    where = f"a weights file of {name}"
+    if folder is not None:
+        bad = []
+        for file in sorted(os.listdir(folder)):
+            if file.endswith(".safetensors"):
+                try:
+                    with safe_open(os.path.join(folder, file), framework="pt"):
+                        pass
+                except Exception:
+                    bad.append(os.path.join(folder, file))
+        where = " and ".join(bad) or where
+    return (
+        f"cannot read {where}: the file is truncated or corrupted ({err}). Copy it again from where it came from: "
+        "a Hub model downloads again with from_pretrained(..., force_download=True); a training run also keeps "
+        "its weights in best_model/ and checkpoints/checkpoint-N/"
+    )
+
+
+def _size_mismatch_message(folder: str, model_class: type, config: PreTrainedConfig | None) -> str:
+    """Which parameters of the checkpoint in ``folder`` have other shapes than its config.json gives."""
+    config_file = os.path.join(folder, "config.json")
+    if not isinstance(config, PreTrainedConfig):
+        config = model_class.config_class.from_pretrained(folder)
+    with torch.device("meta"):
+        expected = {k: tuple(v.shape) for k, v in model_class(config).state_dict().items()}
+    found = {}
+    for file in sorted(os.listdir(folder)):
+        if file.endswith(".safetensors"):
+            with safe_open(os.path.join(folder, file), framework="pt") as f:
+                found.update({k: tuple(f.get_slice(k).get_shape()) for k in f.keys()})
+    wrong = [f"{k}: {found[k]} in the weights, {expected[k]} from the config"
+             for k in expected if k in found and found[k] != expected[k]]
+    return (
+        f"{config_file} does not match the weights saved with it: {'; '.join(wrong) or 'parameter shapes differ'}. "
+        "Its sizes (e.g. vocab_size, hidden_size) were edited or it comes from another model: restore the "
+        "config.json saved with these weights"
+    )
 
 
 @dataclass
@@ -152,9 +243,27 @@ class NLMPreTrainedModel(PreTrainedModel):
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
+        """``transformers``' ``from_pretrained``; a local folder that cannot load gives an error naming the
+        file and what was expected (:func:`check_checkpoint_model_type`, :func:`check_config_field_types`,
+        a truncated or corrupted weights file, config sizes that do not match the weights)."""
+        folder = None
         if pretrained_model_name_or_path is not None and os.path.isdir(pretrained_model_name_or_path):
-            check_checkpoint_model_type(pretrained_model_name_or_path, cls.config_class.model_type)
-        model = super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
+            folder = os.fspath(pretrained_model_name_or_path)
+            check_checkpoint_model_type(folder, cls.config_class.model_type)
+            if not isinstance(kwargs.get("config"), PreTrainedConfig):
+                check_config_field_types(folder, cls.config_class)
+        try:
+            model = super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
+        except SafetensorError as err:
+            raise OSError(_corrupted_weights_message(folder, pretrained_model_name_or_path, err)) from None
+        except RuntimeError as err:
+            if folder is None or "mismatched_sizes" not in str(err):
+                raise
+            try:
+                message = _size_mismatch_message(folder, cls, kwargs.get("config"))
+            except Exception:  # cannot tell which parameters: transformers' own error then
+                raise err from None
+            raise ValueError(message) from None
         head = getattr(model, "lm_head", None)
         if isinstance(head, OutputHead):
             head.warm_cache()  # e.g. a loaded tree's tables, so that torch.export can trace the model at once
@@ -220,11 +329,30 @@ class NLMPreTrainedModel(PreTrainedModel):
 
     def generate(self, *args, **kwargs):
         """``transformers``' ``generate()``, with the beam counts checked first: a ``num_beams`` of 0
-        would otherwise fail deep inside beam search with a ZeroDivisionError."""
+        would otherwise fail deep inside beam search with a ZeroDivisionError.
+
+        An empty prompt (``input_ids`` of shape (B, 0)) starts from the sentence boundary: it becomes one
+        column of ``bos_token_id``, which the returned sequences then begin with (as ``hf-nlm generate``
+        does for an empty prompt)."""
         for name in ("num_beams", "num_return_sequences"):
             value = kwargs.get(name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"generate(): {name} must be an integer >= 1, got {value!r}")
+        key = "input_ids" if "input_ids" in kwargs else "inputs" if "inputs" in kwargs else None
+        ids = kwargs[key] if key else (args[0] if args else None)
+        if isinstance(ids, torch.Tensor) and ids.dim() == 2 and ids.shape[1] == 0:
+            bos = self.generation_config.bos_token_id
+            bos = self.config.bos_token_id if bos is None else bos
+            if bos is None:
+                raise ValueError("generate(): an empty prompt needs a bos_token_id to start from (none is configured)")
+            ids = torch.full((ids.shape[0], 1), bos, dtype=torch.long, device=ids.device)
+            if key:
+                kwargs[key] = ids
+            else:
+                args = (ids, *args[1:])
+            mask = kwargs.get("attention_mask")
+            if mask is None or mask.shape[-1] == 0:
+                kwargs["attention_mask"] = torch.ones_like(ids)
         return super().generate(*args, **kwargs)
 
 

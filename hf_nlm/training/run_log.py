@@ -50,7 +50,9 @@ def plot_curves(log_path: str | os.PathLike, out_path: str | os.PathLike) -> str
     records = read_jsonl(log_path)
     steps = [r for r in records if r.get("type") == "step"]
     epochs = [r for r in records if r.get("type") == "epoch"]
-    if not steps and not epochs:
+    # Validation at the end of a run stopped inside an epoch (x: the epochs done, a fraction).
+    evals = [r for r in records if r.get("type") == "eval"]
+    if not steps and not epochs and not evals:
         return None
 
     import matplotlib
@@ -74,6 +76,11 @@ def plot_curves(log_path: str | os.PathLike, out_path: str | os.PathLike) -> str
             color="C1",
             label="train",
         )
+    if evals:
+        ax_loss.plot([r["global_step"] for r in evals], [r["val_loss"] for r in evals], "D", color="C2",
+                     label="validation (run end)")
+        ax_ppl.plot([r["epoch"] for r in evals], [r["val_ppl"] for r in evals], "D", color="C2",
+                    label="validation (run end)")
     ax_loss.set(xlabel="update", ylabel="NLL per token (nats)", title="loss")
     ax_ppl.set(xlabel="epoch", ylabel="perplexity", title="perplexity", yscale="log")
     for ax in (ax_loss, ax_ppl):

@@ -581,7 +581,25 @@ class LMTrainer:
                 except Exception as save_err:  # never hide the original error
                     warnings.warn(f"could not write a checkpoint after the error: {save_err}", stacklevel=2)
             raise
+        if st.stop_reason == "max_steps" and st.best_val_ppl is None:
+            self._validate_unfinished_epoch()
         return self.finish()
+
+    def _validate_unfinished_epoch(self) -> None:
+        """A run that ``max_steps`` stopped before any epoch ended has no validated model yet: validate the
+        weights it stopped with, save them as ``best_model/`` and log the point (an ``"eval"`` record, at
+        the fraction of the epoch done). The checkpoint is already written, so resuming is unchanged."""
+        st, acc = self.state, self.accelerator
+        with self._averaged_weights():
+            val_loss = self.validation_loss()
+            if val_loss is None:
+                return
+            st.best_val_ppl = math.exp(val_loss)
+            if acc.is_main_process:
+                save_pretrained_atomic(self.output_dir / BEST_MODEL_DIR, self.unwrapped_model, self.tokenizer)
+        steps = max(self.batches.steps(st.epoch), 1)
+        self._log({"type": "eval", "epoch": st.epoch + st.step_in_epoch / steps, "global_step": st.global_step,
+                   "val_loss": val_loss, "val_ppl": st.best_val_ppl, "elapsed_s": self._elapsed()})
 
     def finish(self) -> dict:
         """Load the best weights, save model + tokenizer into output_dir, evaluate, write the card and results."""

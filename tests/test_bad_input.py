@@ -1,0 +1,219 @@
+"""Issue 11: broken model folders, odd generation input, Ctrl-C and short runs end with a clear message
+(the file or field named), not a traceback from deep inside a library."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+from transformers import AutoModelForCausalLM, AutoTokenizer, pipeline
+
+import hf_nlm  # noqa: F401  (registers the model types with the Auto classes)
+from hf_nlm import AWDLSTMConfig, AWDLSTMForCausalLM, NPLMConfig, NPLMForCausalLM
+from hf_nlm.cli import main
+from hf_nlm.tokenization import train_word_level_tokenizer
+
+LOADERS = [NPLMForCausalLM.from_pretrained, AutoModelForCausalLM.from_pretrained]
+
+
+@pytest.fixture
+def run_copy(tiny_run, tmp_path) -> Path:
+    return Path(shutil.copytree(tiny_run, tmp_path / "run"))
+
+
+def cli_error(argv: list[str], capsys) -> str:
+    """stderr of a command that must end with a usage error (exit 2) and no traceback."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2, err
+    assert "Traceback" not in err
+    return err
+
+
+def edit_config(folder: Path, **changes) -> None:
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **changes}))
+
+
+# ----------------------------------------------------------------------------- broken model folders
+
+
+@pytest.mark.parametrize("damage", ["truncated", "bad header"])
+def test_corrupted_weights_name_the_file(run_copy, capsys, damage):
+    weights = run_copy / "model.safetensors"
+    data = weights.read_bytes()
+    # A cut-off download, or a header length that points past the end of the file.
+    weights.write_bytes(data[: len(data) // 2] if damage == "truncated" else (10**12).to_bytes(8, "little") + data[8:])
+    for load in LOADERS:
+        with pytest.raises(OSError, match="truncated or corrupted") as info:
+            load(run_copy)
+        assert str(weights) in str(info.value) and "force_download=True" in str(info.value)
+    assert str(weights) in cli_error(["generate", str(run_copy), "the cat"], capsys)
+
+
+@pytest.mark.parametrize("value, expected", [("abc", "int"), (8.5, "int"), (None, "int")])
+def test_config_field_of_the_wrong_type_is_named(run_copy, capsys, value, expected):
+    edit_config(run_copy, hidden_size=value)
+    with pytest.raises(ValueError, match=rf"config\.json: field 'hidden_size' must be {expected}, got {value!r}"):
+        NPLMForCausalLM.from_pretrained(run_copy)
+    err = cli_error(["generate", str(run_copy), "the"], capsys)
+    assert "'hidden_size' must be int" in err and "config.json" in err
+
+
+def test_config_accepts_an_int_for_a_float_field(run_copy):
+    edit_config(run_copy, initializer_range=1)
+    assert NPLMForCausalLM.from_pretrained(run_copy).config.initializer_range == 1
+
+
+def test_config_sizes_that_do_not_match_the_weights(run_copy, capsys):
+    with safe_open(run_copy / "model.safetensors", framework="pt") as f:
+        saved = tuple(f.get_slice("model.C.weight").get_shape())  # (|V|, embedding size)
+    edit_config(run_copy, vocab_size=saved[0] + 3)
+    for load in LOADERS:
+        with pytest.raises(ValueError, match="does not match the weights") as info:
+            load(run_copy)
+        message = str(info.value)
+        assert str(run_copy / "config.json") in message
+        assert f"model.C.weight: {saved} in the weights, {(saved[0] + 3, saved[1])} from the config" in message
+    assert "model.C.weight" in cli_error(["generate", str(run_copy), "the"], capsys)
+
+
+def test_any_failure_to_load_a_folder_exits_2(run_copy, capsys):
+    (run_copy / "tokenizer.json").write_text("{not json")
+    err = cli_error(["generate", str(run_copy), "the"], capsys)
+    assert f"cannot load the model in {run_copy}" in err
+
+
+def test_resume_from_a_broken_checkpoint_exits_2(run_copy, capsys):
+    (checkpoint,) = (run_copy / "checkpoints").iterdir()
+    (checkpoint / "model.safetensors").write_bytes(b"\0" * 4)
+    corpus = run_copy.parent / "train.txt"
+    corpus.write_text("the cat sat on the mat\nthe dog sat on the log\n" * 4)
+    err = cli_error(["train", "--train-file", str(corpus), "--output-dir", str(run_copy), "--resume", str(checkpoint)],
+                    capsys)
+    assert str(checkpoint / "model.safetensors") in err
+
+
+# ----------------------------------------------------------------------------- generation
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return train_word_level_tokenizer(["the cat sat on the mat", "a dog saw the cat"])
+
+
+@pytest.mark.parametrize("kind", ["nplm", "awd-lstm"])
+def test_empty_prompt_starts_from_the_sentence_boundary(tokenizer, kind):
+    torch.manual_seed(0)
+    V = len(tokenizer)
+    if kind == "nplm":
+        model = NPLMForCausalLM(NPLMConfig(vocab_size=V, context_size=2, embedding_size=8, hidden_size=8))
+    else:
+        model = AWDLSTMForCausalLM(AWDLSTMConfig(vocab_size=V, embedding_size=8, hidden_size=8, num_layers=2))
+    model.eval()
+    bos = torch.full((2, 1), model.config.bos_token_id)
+    expected = model.generate(bos, attention_mask=torch.ones_like(bos), max_new_tokens=4, do_sample=False)
+    empty = torch.zeros((2, 0), dtype=torch.long)
+    assert torch.equal(model.generate(empty, max_new_tokens=4, do_sample=False), expected)
+    assert torch.equal(model.generate(input_ids=empty, attention_mask=torch.ones_like(empty), max_new_tokens=4), expected)
+
+
+@pytest.fixture
+def unk_lover(run_copy) -> Path:
+    """The tiny run's model made to always predict <unk> (a huge output bias on it)."""
+    tokenizer = AutoTokenizer.from_pretrained(run_copy)
+    weights = load_file(run_copy / "model.safetensors")
+    weights["lm_head.bias"][tokenizer.unk_token_id] = 1e4
+    save_file(weights, run_copy / "model.safetensors", metadata={"format": "pt"})
+    return run_copy
+
+
+def test_generated_unknown_words_stay_visible(unk_lover, capsys):
+    capsys.readouterr()
+    assert main(["generate", str(unk_lover), "zzz qqq the", "--max-new-tokens", "8", "--json"]) == 0
+    captured = capsys.readouterr()
+    (generation,) = json.loads(captured.out)["generations"]
+    assert generation.split() == ["<unk>"] * 8  # 8 new tokens, 8 words: none dropped
+    assert "2 of the 3 tokens of the prompt 'zzz qqq the' are not in the model's vocabulary" in captured.err
+    assert main(["generate", str(unk_lover), "the cat", "--max-new-tokens", "2"]) == 0
+    assert "warning" not in capsys.readouterr().err  # a known prompt: no warning
+    # pipeline() drops special tokens, <unk> among them, unless asked to keep them (README).
+    pipe = pipeline("text-generation", model=str(unk_lover), device="cpu")
+    kept = pipe("the cat", max_new_tokens=3, do_sample=False, skip_special_tokens=False)[0]["generated_text"]
+    assert kept.split()[-3:] == ["<unk>"] * 3
+
+
+def test_generation_settings_are_checked_up_front(tiny_run, capsys):
+    run = str(tiny_run)
+    assert "--top-p must be in (0, 1]" in cli_error(["generate", run, "the", "--do-sample", "--top-p", "1.5"], capsys)
+    assert "--temperature must be > 0" in cli_error(["generate", run, "the", "--do-sample", "--temperature", "0"], capsys)
+    assert "--top-k must be >= 0" in cli_error(["generate", run, "the", "--do-sample", "--top-k", "-1"], capsys)
+    assert "need --do-sample" in cli_error(["generate", run, "the", "--temperature", "0.7"], capsys)
+    assert "--num-return-sequences 2 needs --do-sample or --num-beams >= 2" in cli_error(
+        ["generate", run, "the", "--num-return-sequences", "2"], capsys)
+    for ok in (["--num-beams", "2"], ["--do-sample", "--top-p", "0.9", "--temperature", "0.7"]):
+        assert main(["generate", run, "the", "--num-return-sequences", "2", "--max-new-tokens", "2", "--json", *ok]) == 0
+        assert len(json.loads(capsys.readouterr().out)["generations"]) == 2
+
+
+# ----------------------------------------------------------------------------- training runs
+
+
+def test_max_steps_before_the_first_epoch_ends_keeps_a_validated_model(tiny_run):
+    results = json.loads((tiny_run / "results.json").read_text())
+    assert results["stop_reason"] == "max_steps" and results["epochs_completed"] == 0
+    # The final model is the validated one, so its validation perplexity is the best one.
+    assert results["best_val_ppl"] == pytest.approx(results["validation"]["perplexity"], rel=1e-5)
+    best = NPLMForCausalLM.from_pretrained(tiny_run / "best_model")
+    final = NPLMForCausalLM.from_pretrained(tiny_run)
+    assert all(torch.equal(a, b) for a, b in zip(best.state_dict().values(), final.state_dict().values(), strict=True))
+    records = [json.loads(line) for line in (tiny_run / "log.jsonl").read_text().splitlines()]
+    (point,) = [r for r in records if r["type"] == "eval"]
+    assert point["global_step"] == 2 and 0 < point["epoch"] < 1
+    assert (tiny_run / "curves.png").stat().st_size > 0
+
+
+def test_ctrl_c_prints_the_resume_command_and_exits_130(tmp_path):
+    corpus = tmp_path / "train.txt"
+    corpus.write_text("the cat sat on the mat\nthe dog sat on the log\na cat saw a dog\n" * 200)
+    out = tmp_path / "run"
+    argv = ["train", "--train-file", str(corpus), "--output-dir", str(out), "--context-size", "2",
+            "--embedding-size", "8", "--hidden-size", "8", "--batch-size", "2", "--block-size", "8",
+            "--num-epochs", "50", "--logging-steps", "1", "--no-progress-bar"]
+    env = {**os.environ, "PYTHONPATH": str(Path(hf_nlm.__file__).parents[1]), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "hf_nlm.cli", *argv], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not ((out / "log.jsonl").is_file() and (out / "log.jsonl").read_text().strip()):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    (checkpoint,) = (out / "checkpoints").iterdir()
+    assert f"saved in {checkpoint}" in err
+    command = next(line for line in err.splitlines() if line.startswith("continue with: "))
+    resume = shlex.split(command.removeprefix("continue with: "))
+    assert resume[:2] == ["hf-nlm", "train"] and resume[-1] == "--resume"
+    step = json.loads((checkpoint / "trainer_state.json").read_text())["global_step"]
+    # The printed command continues the run (stopped 2 updates later here).
+    assert main([*resume[1:], "--max-steps", str(step + 2)]) == 0
+    assert json.loads((out / "results.json").read_text())["global_step"] == step + 2
