@@ -10,6 +10,7 @@ of writing a folder that ``from_pretrained`` then refuses to load.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 import re
@@ -18,6 +19,8 @@ from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
 
 from .heads import check_head_config
+
+_BUILTIN_TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "dict": dict, "None": None}
 
 
 @strict
@@ -72,11 +75,35 @@ class NLMConfig(PreTrainedConfig):
         # type; running them here first gives the user the plain ValueError that names the field.
         self.check()
 
+    @classmethod
+    def field_type_error(cls, values: dict) -> str | None:
+        """What is wrong with the types of ``values`` (a config dict) for this config's own fields, or None:
+        e.g. ``field 'hidden_size' must be int, got 'abc'``. An integer passes where a float is expected."""
+        from huggingface_hub.dataclasses import type_validator
+
+        inherited = {f.name for f in dataclasses.fields(PreTrainedConfig)}
+        for f in dataclasses.fields(cls):
+            if f.name in inherited or f.name not in values:
+                continue
+            # Our annotations are strings of builtin types (``int | None``, ``list[int] | None``).
+            expected = eval(str(f.type), {"__builtins__": {}}, _BUILTIN_TYPES)  # noqa: S307
+            name, value = f.name, values[f.name]
+            if isinstance(value, int) and not isinstance(value, bool) and "float" in str(expected):
+                continue
+            try:
+                type_validator(name, value, expected)
+            except TypeError:
+                return f"field {name!r} must be {str(f.type).replace(' | ', ' or ')}, got {value!r}"
+        return None
+
     def check(self) -> None:
         """Run this config's ``validate_*`` checks, the base classes' first; raise the first ``ValueError``.
 
         (``@strict`` runs them in alphabetical order; base-first means a body check can rely on the
         shared fields being sound.)"""
+        wrong = type(self).field_type_error({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+        if wrong:  # before the checks that compare values, which would fail on a wrong type less clearly
+            raise ValueError(f"{type(self).__name__}: {wrong}")
         names: dict[str, None] = {}
         for klass in reversed(type(self).__mro__):
             names.update((n, None) for n in vars(klass) if n.startswith("validate_") and callable(vars(klass)[n]))

@@ -52,10 +52,8 @@ def check_config_field_types(path: str | os.PathLike, config_class: type[PreTrai
     e.g. ``"hidden_size": "abc"``. An integer is accepted where a float is expected. Without
     ``config_class``, that of the file's ``model_type`` if it is one of this package's (else nothing is checked).
 
-    (``AutoModelForCausalLM`` builds the config before the model class is reached: call this first to get
-    the clear error through the Auto classes too, as ``hf-nlm`` does.)"""
-    from huggingface_hub.dataclasses import type_validator
-
+    (Through the Auto classes the config itself refuses the value, :meth:`NLMConfig.field_type_error`;
+    this check also names the file, as ``hf-nlm`` reports it.)"""
     config_file = os.path.join(os.fspath(path), "config.json")
     try:
         with open(config_file, encoding="utf-8") as f:
@@ -71,28 +69,9 @@ def check_config_field_types(path: str | os.PathLike, config_class: type[PreTrai
         if model is None:
             return
         config_class = model.config_class
-    annotations: dict[str, str] = {}
-    for klass in config_class.__mro__:
-        if klass is PreTrainedConfig:
-            break
-        annotations = {**{k: str(v) for k, v in vars(klass).get("__annotations__", {}).items()}, **annotations}
-    names = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "dict": dict, "None": None}
-    for name, annotation in annotations.items():
-        if name not in values:
-            continue
-        value = values[name]
-        if isinstance(value, int) and not isinstance(value, bool) and "float" in annotation:
-            continue
-        try:
-            expected = eval(annotation, {"__builtins__": {}}, names)  # noqa: S307 (our own annotations)
-        except Exception:  # an annotation we cannot evaluate: leave the check to the config class
-            continue
-        try:
-            type_validator(name, value, expected)
-        except TypeError:
-            raise ValueError(
-                f"{config_file}: field {name!r} must be {annotation.replace(' | ', ' or ')}, got {value!r}"
-            ) from None
+    wrong = config_class.field_type_error(values) if hasattr(config_class, "field_type_error") else None
+    if wrong:
+        raise ValueError(f"{config_file}: {wrong}")
 
 
 def _corrupted_weights_message(folder: str | None, name, err: Exception) -> str:

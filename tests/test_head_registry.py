@@ -220,3 +220,19 @@ def test_config_for_tree_describes_the_tree():
     assert {k: getattr(fresh, k) for k in tree_config_fields(tree)} == tree_config_fields(tree)
     assert (fresh.hidden_size, fresh.context_size) == (3, 2) and config.tree_max_depth != fresh.tree_max_depth
     HLBLForCausalLM(fresh, tree=tree)  # the shapes agree: no "tree shape mismatch"
+
+
+def test_a_field_of_the_wrong_type_is_refused_by_the_config(tmp_path):
+    """Through AutoConfig too: the config names the field and the type it expected."""
+    import json
+
+    with pytest.raises(ValueError, match="NPLMConfig: field 'hidden_size' must be int, got 'abc'"):
+        NPLMConfig(hidden_size="abc")
+    with pytest.raises(ValueError, match=r"field 'cutoffs' must be list\[int\] or None"):
+        AWDLSTMConfig(head="split", cutoffs=["a"])
+    assert AWDLSTMConfig(dropout=0).dropout == 0  # an int where a float is expected is fine
+    NPLMConfig(vocab_size=10).save_pretrained(tmp_path)
+    values = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**values, "hidden_size": "abc"}))
+    with pytest.raises(ValueError, match="field 'hidden_size' must be int"):
+        AutoModelForCausalLM.from_pretrained(tmp_path)
