@@ -474,6 +474,30 @@ def _edit(line: int, new: str | None) -> str:
     return "\n".join(lines)
 
 
+def test_irregular_arpa_layout_reads_as_the_regular_one(tmp_path):
+    """Tab-separated files are parsed in bulk; spaces, CRLF line ends and blank lines take the line-by-line
+    path: both give the same sections."""
+    regular, irregular = tmp_path / "tabs.arpa", tmp_path / "spaces.arpa"
+    regular.write_text(KENLM_STYLE_ARPA)
+    text = KENLM_STYLE_ARPA.replace("\t", "  ").replace("-0.5  cat", "\n-0.5 cat ")
+    irregular.write_bytes(text.replace("\n", "\r\n").encode())
+    for (ids_a, p_a, b_a), (ids_b, p_b, b_b) in zip(
+        read_arpa(regular, bos_id=1)[2], read_arpa(irregular, bos_id=1)[2], strict=True
+    ):
+        np.testing.assert_array_equal(ids_a, ids_b)
+        np.testing.assert_array_equal(p_a, p_b)
+        np.testing.assert_array_equal(b_a, b_b)
+
+
+def test_row_ranks_match_numpy_unique():
+    from hf_nlm.ngram.counts import row_ranks, unique_rows
+
+    rows = np.random.default_rng(0).integers(0, 4, size=(500, 3))
+    want, inverse = np.unique(rows, axis=0, return_inverse=True)
+    np.testing.assert_array_equal(unique_rows(rows, 4), want)
+    np.testing.assert_array_equal(row_ranks(rows, 4)[0], inverse.reshape(-1))
+
+
 def test_non_utf8_arpa_names_file_line_and_byte(tmp_path):
     path = tmp_path / "latin1.arpa"
     data = GOOD_ARPA.replace("-0.6\tb\t0.2", "-0.6\tb\u00e9\t0.2").encode("latin-1")

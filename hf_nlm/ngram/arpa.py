@@ -46,14 +46,16 @@ This module is the file format only (it knows no model class): the models write 
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 import os
 import re
 from pathlib import Path
 
 import numpy as np
 
-from .counts import context_ids, context_words
+from .counts import context_ids, context_words, row_ranks, unique_rows
 
 PathLike = str | os.PathLike[str]
 _LN10 = math.log(10.0)
@@ -124,7 +126,7 @@ def write_arpa(lm, path: PathLike, vocab=None, digits: int = 10) -> None:
             listed = np.concatenate([ctx_words[k - 1][keys // V], (keys % V)[:, None]], axis=1)
             # A context with a backoff weight must be an entry, even if it never ended a target.
             extra = ctx_words[k] if k < n else np.zeros((0, k), dtype=np.int64)
-            grams = np.unique(np.concatenate([listed, extra]), axis=0)
+            grams = unique_rows(np.concatenate([listed, extra]), V)
         # The model's own level-k probability, from the last k-1 words: stored or backed off.
         logp = lm._log_prob(grams[:, :-1], grams[:, -1]) / _LN10
         if k < n:
@@ -279,6 +281,11 @@ def _read_arpa(path: PathLike, vocab=None, bos_id: int | None = None):
             raise _error(path, i + 1, f"expected the \\{k}-grams: section, got '{lines[i].strip()}'")
         i += 1
         expected, header_line = declared[k - 1]
+        fast = _regular_section(lines, i, k, order, expected)
+        if fast is not None:  # the common case, parsed in bulk; anything irregular is read line by line
+            raw.append((*fast, range(i + 1, i + 1 + expected)))
+            i += expected
+            continue
         grams, logp, bow, where = [], [], [], []
         while i < num_lines and not lines[i].lstrip().startswith("\\"):
             fields = lines[i].split()
@@ -314,7 +321,7 @@ def _read_arpa(path: PathLike, vocab=None, bos_id: int | None = None):
                 f"the \\{k}-grams: section ends after {len(grams)} entries, "
                 f"but the \\data\\ header (line {header_line}) declares {expected}",
             )
-        raw.append((grams, logp, bow, where))
+        raw.append((list(itertools.chain.from_iterable(grams)), logp, bow, where))
     while i < num_lines and not lines[i].strip():
         i += 1
     if i == num_lines:
@@ -324,21 +331,69 @@ def _read_arpa(path: PathLike, vocab=None, bos_id: int | None = None):
             path, i + 1, f"expected \\end\\ after the \\{order}-grams: section, got '{lines[i].strip()}'"
         )
 
-    word_id, words, vocab_size, boundary = _word_ids(path, [g[0] for g in raw[0][0]], vocab, bos_id)
+    word_id, words, vocab_size, boundary = _word_ids(path, raw[0][0], vocab, bos_id)
     sections = []
-    for k, (grams, logp, bow, where) in enumerate(raw, start=1):
-        flat = [w for g in grams for w in g]
-        unknown = next((j for j, w in enumerate(flat) if w not in word_id), None)
-        if unknown is not None:
+    for k, (flat, logp, bow, where) in enumerate(raw, start=1):
+        ids = np.fromiter(map(word_id.get, flat, itertools.repeat(-1)), dtype=np.int64, count=len(flat))
+        if (ids < 0).any():
+            unknown = int(np.argmax(ids < 0))
             source = "the vocabulary given" if vocab is not None else "the \\1-grams: section"
             raise _error(path, where[unknown // k], f"word {flat[unknown]!r} is not in {source}")
-        ids = np.fromiter(map(word_id.__getitem__, flat), dtype=np.int64, count=len(flat)).reshape(-1, k)
-        logp, bow = np.array(logp, dtype=np.float64), np.array(bow, dtype=np.float64)
+        ids = ids.reshape(-1, k)
+        logp, bow = np.asarray(logp, dtype=np.float64), np.asarray(bow, dtype=np.float64)
         # With <s> and </s> read as one id, "h <s>" (a context) and "h </s>" (a target) are one n-gram.
-        start = np.array([g[-1] == BOS for g in grams], dtype=bool) if boundary is not None else None
-        ids, logp, bow = _merge_duplicates(path, k, ids, logp, bow, start, grams, where)
+        start = None
+        if boundary is not None:
+            start = np.zeros(len(ids), dtype=bool)
+            ends = np.flatnonzero(ids[:, -1] == boundary)
+            start[ends] = [flat[r * k + k - 1] == BOS for r in ends.tolist()]
+        ids, logp, bow = _merge_duplicates(path, k, ids, logp, bow, start, flat, where)
         sections.append((ids, logp, bow))
     return words, vocab_size, sections, boundary
+
+
+def _regular_section(lines: list[str], i: int, k: int, order: int, expected: int):
+    """``(words, log10 p, log10 bow)`` of the ``expected`` lines from ``lines[i]`` on (``words``: k per
+    entry, flat), parsed in bulk if they are exactly the section's entries written as ``p<TAB>w1 .. wk``
+    or ``p<TAB>w1 .. wk<TAB>bow``; else ``None`` (the caller then reads the section line by line, which
+    also finds and names a bad line). Bulk: a few calls over the whole block, no Python object per line
+    beyond its strings."""
+    block = lines[i : i + expected]
+    if len(block) < expected or expected == 0:
+        return None
+    if i + expected < len(lines):
+        after = lines[i + expected].strip()
+        if after and not after.startswith("\\"):
+            return None
+    text = "\t".join(block)
+    if "\r" in text or "  " in text or " \t" in text or "\t " in text or block[-1].endswith(" "):
+        return None
+    tabs = np.fromiter(map(str.count, block, itertools.repeat("\t")), dtype=np.int64, count=expected)
+    with_bow = tabs == 2
+    if not ((tabs == 1) | (with_bow & (k < order))).all():
+        return None
+    fields = text.split("\t")
+    first = np.concatenate([[0], np.cumsum(tabs + 1)[:-1]])
+    try:
+        logp = np.array(_pick(fields, first), dtype=np.float64)
+        bow = np.full(expected, np.nan)
+        if with_bow.any():
+            bow[with_bow] = np.array(_pick(fields, first[with_bow] + 2), dtype=np.float64)
+    except ValueError:
+        return None
+    if np.isnan(logp).any() or (logp > 0).any() or np.isnan(bow[with_bow]).any():
+        return None
+    words = " ".join(_pick(fields, first + 1)).split(" ")
+    if len(words) != k * expected or "" in words:
+        return None
+    return words, logp, bow
+
+
+def _pick(items: list, positions: np.ndarray) -> list:
+    """``[items[j] for j in positions]``, in C."""
+    if positions.size == 1:
+        return [items[int(positions[0])]]
+    return list(operator.itemgetter(*positions.tolist())(items)) if positions.size else []
 
 
 def _word_ids(path: Path, unigrams: list[str], vocab, bos_id: int | None):
@@ -397,18 +452,26 @@ def _word_ids(path: Path, unigrams: list[str], vocab, bos_id: int | None):
     return word_id, words, len(words), boundary
 
 
-def _merge_duplicates(path, k, ids, logp, bow, start, grams, where):
+def _merge_duplicates(path, k, ids, logp, bow, start, flat, where):
     """Refuse repeated n-grams, except an ``<s>`` / ``</s>`` pair (``start``: the rows ending in ``<s>``)."""
-    _, first, inverse, counts = np.unique(
-        ids, axis=0, return_index=True, return_inverse=True, return_counts=True
-    )
-    inverse = inverse.reshape(-1)
+    if len(ids) == 0:
+        return ids, logp, bow
+    inverse, num = row_ranks(ids, int(ids.max()) + 1)
+    counts = np.bincount(inverse, minlength=num)
+    lone_start = start & (counts[inverse] == 1) if start is not None else None
+    if counts.max() == 1:
+        if start is not None:
+            logp = np.where(lone_start, np.nan, logp)  # a lone <s> n-gram is a context, never predicted
+        return ids, logp, bow
+    order = np.argsort(inverse, kind="stable")
+    ranked = inverse[order]
+    first = order[np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])]  # first row of every rank
     rows = np.arange(len(ids))
     repeated = counts[inverse] > 1
     if start is not None:
         # A pair of one <s> row and one </s> row is allowed; every other repeat is an error.
         pair = repeated & (counts[inverse] == 2)
-        starts_in_group = np.bincount(inverse, weights=start, minlength=counts.size)
+        starts_in_group = np.bincount(inverse, weights=start, minlength=num)
         pair &= starts_in_group[inverse] == 1
         bad = np.flatnonzero(repeated & ~pair & (rows != first[inverse]))
     else:
@@ -419,18 +482,18 @@ def _merge_duplicates(path, k, ids, logp, bow, start, grams, where):
         raise _error(
             path,
             where[r],
-            f"duplicate {k}-gram {' '.join(grams[r])!r} (first on line {where[first[inverse[r]]]})",
+            f"duplicate {k}-gram {' '.join(flat[r * k : r * k + k])!r} (first on line {where[first[inverse[r]]]})",
         )
     if start is None:
         return ids, logp, bow
     # The </s> row of a pair keeps its probability and takes the <s> row's backoff weight (if any).
-    start_bow = np.full(counts.size, np.nan)
+    start_bow = np.full(num, np.nan)
     sel = pair & start
     start_bow[inverse[sel]] = bow[sel]
     target = pair & ~start
     bow = bow.copy()
     own = bow[target]
     bow[target] = np.where(np.isnan(start_bow[inverse[target]]), own, start_bow[inverse[target]])
-    logp = np.where(start & ~pair, np.nan, logp)  # a lone <s> n-gram is a context, never predicted
+    logp = np.where(lone_start, np.nan, logp)  # a lone <s> n-gram is a context, never predicted
     keep = ~(pair & start)
     return ids[keep], logp[keep], bow[keep]

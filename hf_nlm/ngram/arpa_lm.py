@@ -8,12 +8,12 @@ import numpy as np
 
 from .arpa import _LN10, PathLike, _read_arpa, write_arpa
 from .base import BackoffLM
-from .counts import context_ids
+from .counts import context_ids, unique_rows
 
 
-def _unique_rows(rows: Sequence[np.ndarray], width: int) -> np.ndarray:
+def _unique_rows(rows: Sequence[np.ndarray], width: int, vocab_size: int) -> np.ndarray:
     stacked = np.concatenate([np.asarray(r, dtype=np.int64).reshape(-1, width) for r in rows])
-    return np.unique(stacked, axis=0)
+    return unique_rows(stacked, vocab_size)
 
 
 class ArpaLM(BackoffLM):
@@ -69,7 +69,7 @@ class ArpaLM(BackoffLM):
             parts = [grams[j + 1][:, :-1], grams[j][~np.isnan(bows[j])]]
             if j + 1 < n:
                 parts.append(contexts[j + 1][:, 1:])
-            contexts[j] = _unique_rows(parts, j)
+            contexts[j] = _unique_rows(parts, j, V)
         ctx_keys, ctx_logbow = [np.zeros(1, dtype=np.int64)], [np.zeros(1)]
         for j in range(1, n):
             parent = context_ids(contexts[j][:, 1:], ctx_keys, V)[:, j - 1]
