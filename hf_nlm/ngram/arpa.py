@@ -55,7 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .counts import context_ids, context_words, row_ranks, unique_rows
+from .counts import context_words, row_ranks
 
 PathLike = str | os.PathLike[str]
 _LN10 = math.log(10.0)
@@ -119,50 +119,68 @@ def write_arpa(lm, path: PathLike, vocab=None, digits: int = 10) -> None:
     fmt = f"%.{digits}f"
     sections = []
     for k in range(1, n + 1):
+        # The model's own level-k probability, from the last k-1 words: stored or backed off.
         if k == 1:
-            grams = np.arange(V)[:, None]
+            grams, logp = np.arange(V)[:, None], lm.unigram_logp / _LN10
+            bow = np.full(V, np.nan)
+            if n > 1:
+                bow[ctx_words[1][:, 0]] = lm.ctx_logbow[1] / _LN10
         else:
             keys = lm.gram_keys[k]
             listed = np.concatenate([ctx_words[k - 1][keys // V], (keys % V)[:, None]], axis=1)
             # A context with a backoff weight must be an entry, even if it never ended a target.
             extra = ctx_words[k] if k < n else np.zeros((0, k), dtype=np.int64)
-            grams = unique_rows(np.concatenate([listed, extra]), V)
-        # The model's own level-k probability, from the last k-1 words: stored or backed off.
-        logp = lm._log_prob(grams[:, :-1], grams[:, -1]) / _LN10
-        if k < n:
-            ids = context_ids(grams, lm.ctx_keys, V)[:, k]
-            bow = np.where(ids >= 0, lm.ctx_logbow[k][np.maximum(ids, 0)] / _LN10, np.nan)
-        else:
-            bow = np.full(len(grams), np.nan)
+            stacked = np.concatenate([listed, extra])
+            rank, count = row_ranks(stacked, V)
+            grams = np.empty((count, k), dtype=np.int64)
+            grams[rank] = stacked
+            logp = np.full(count, np.nan)
+            logp[rank[: len(listed)]] = lm.gram_logp[k] / _LN10
+            unlisted = np.flatnonzero(np.isnan(logp))  # contexts only: the backed-off probability
+            logp[unlisted] = lm._log_prob(grams[unlisted, :-1], grams[unlisted, -1]) / _LN10
+            bow = np.full(count, np.nan)
+            if k < n:
+                bow[rank[len(listed) :]] = lm.ctx_logbow[k] / _LN10
         ends = grams[:, -1] == bos
         # "h </s>": the probability only; "h <s>": the backoff weight (<s> alone: always listed).
         starts = ends & (~np.isnan(bow) | (k == 1))
         columns = [as_context[grams[:, j]] for j in range(k - 1)]
         head = [" ".join(t) for t in zip(*[c.tolist() for c in columns], strict=True)] if k > 1 else None
-        lines = _entry_lines(head, as_target[grams[:, -1]].tolist(), logp, np.where(ends, np.nan, bow), fmt)
+        blocks = _entry_lines(head, as_target[grams[:, -1]].tolist(), logp, np.where(ends, np.nan, bow), fmt)
         rows = np.flatnonzero(starts)
-        start_head = [head[r] for r in rows] if k > 1 else None
-        lines += _entry_lines(start_head, [BOS] * rows.size, None, bow[rows], fmt)
-        sections.append(lines)
+        start_head = [head[r] for r in rows.tolist()] if k > 1 else None
+        blocks += _entry_lines(start_head, [BOS] * rows.size, None, bow[rows], fmt)
+        sections.append((len(grams) + rows.size, blocks))
 
     with open(path, "w", encoding="utf-8") as f:
         f.write("\\data\\\n")
-        for k, lines in enumerate(sections, start=1):
-            f.write(f"ngram {k}={len(lines)}\n")
-        for k, lines in enumerate(sections, start=1):
+        for k, (count, _) in enumerate(sections, start=1):
+            f.write(f"ngram {k}={count}\n")
+        for k, (_, blocks) in enumerate(sections, start=1):
             f.write(f"\n\\{k}-grams:\n")
-            f.writelines(lines)
+            f.writelines(blocks)
         f.write("\n\\end\\\n")
 
 
-def _entry_lines(head, last, logp, bow, fmt: str) -> list[str]:
-    """ARPA lines ``log10 p<TAB>words[<TAB>log10 bow]``; ``logp=None``: -99 (``<s>``, never predicted)."""
+def _entry_lines(head, last, logp, bow, fmt: str, chunk: int = 1 << 20) -> list[str]:
+    """ARPA lines ``log10 p<TAB>words[<TAB>log10 bow]``; ``logp=None``: -99 (``<s>``, never predicted).
+
+    Formatted a block at a time: one ``%`` over a template made of the lines' own templates."""
     text = last if head is None else [f"{h} {w}" for h, w in zip(head, last, strict=True)]
-    probs = ["-99"] * len(text) if logp is None else [fmt % x for x in logp.tolist()]
-    return [
-        f"{p}\t{t}\n" if b != b else f"{p}\t{t}\t{fmt % b}\n"  # b != b: NaN, no backoff field
-        for p, t, b in zip(probs, text, bow.tolist(), strict=True)
-    ]
+    prob = "-99" if logp is None else fmt
+    templates = np.array([f"{prob}\t%s\n", f"{prob}\t%s\t{fmt}\n"], dtype=object)
+    columns = [text, bow] if logp is None else [logp, text, bow]
+    has_bow = ~np.isnan(bow)
+    out = []
+    for lo in range(0, len(text), chunk):
+        hi = min(lo + chunk, len(text))
+        args = np.empty((hi - lo, len(columns)), dtype=object)
+        for j, column in enumerate(columns):
+            args[:, j] = column[lo:hi]
+        keep = np.ones(args.shape, dtype=bool)
+        keep[:, -1] = has_bow[lo:hi]
+        out.append("".join(templates[has_bow[lo:hi].astype(np.int64)].tolist()) % tuple(args[keep].tolist()))
+    return out
 
 
 def _error(path, line: int, message: str) -> ValueError:
