@@ -194,7 +194,9 @@ def test_arpa_round_trip_is_exact(tmp_path, vocab):
     path = tmp_path / "kn3.arpa"
     lm.to_arpa(path, vocab=vocab)
     text = path.read_text()
-    assert text.startswith("\\data\\\nngram 1=7\n") and text.endswith("\n\\end\\\n")
+    # 7 words, <eos> written as </s> (predicted) and as <s> (context, log10 p = -99): 8 unigrams.
+    assert text.startswith("\\data\\\nngram 1=8\n") and text.endswith("\n\\end\\\n")
+    assert "\n-99\t<s>\t" in text and "<eos>" not in text and "\t1\t" not in text
     back = ArpaLM.from_arpa(path, vocab=vocab)
     assert (back.order, back.vocab_size, back.bos_id) == (3, V, 1)
     contexts = all_contexts(3)  # every context and word, unseen ones included
@@ -216,6 +218,138 @@ def test_arpa_file_semantics_by_hand(tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-12)
     with pytest.raises(ValueError, match="pass bos_id"):
         ArpaLM.from_arpa(path)
+
+
+# A file in KenLM's style: <unk>, <s> (-99), </s>, words in an order of their own, no <eos>.
+KENLM_STYLE_ARPA = """\\data\\
+ngram 1=6
+ngram 2=4
+ngram 3=1
+
+\\1-grams:
+-1.0\t<unk>\t0
+-99\t<s>\t-0.3
+-0.7\t</s>\t0
+-0.5\tcat\t-0.2
+-0.6\tthe\t-0.1
+-0.9\tsat
+
+\\2-grams:
+-0.2\t<s> the\t-0.05
+-0.3\tthe cat\t-0.15
+-0.4\tcat sat
+-0.25\tcat </s>
+
+\\3-grams:
+-0.1\t<s> the cat
+
+\\end\\
+"""
+# By hand (log10), the stream "the cat sat <eos> cat <eos>" (context before the first word: <s>):
+#   the | <s>: listed -0.2;  cat | <s> the: listed -0.1;  sat | the cat: bow(the cat) + p(sat | cat) = -0.15 - 0.4;
+#   </s> | cat sat: "cat sat" has no bow, "sat </s>" unlisted, sat has no bow: p(</s>) = -0.7;
+#   cat | sat <s>: "sat <s>" unlisted: bow(<s>) + p(cat) = -0.3 - 0.5;  </s> | <s> cat: "<s> cat" unlisted: -0.25.
+KENLM_STYLE_SCORES = [-0.2, -0.1, -0.55, -0.7, -0.8, -0.25]
+
+
+def test_kenlm_style_file_is_mapped_by_word(tmp_path):
+    path = tmp_path / "kenlm.arpa"
+    path.write_text(KENLM_STYLE_ARPA)
+    # Another id order than the file's, and <eos> where the file has <s> and </s>.
+    words = ["<unk>", "<eos>", "the", "cat", "sat"]
+    lm = ArpaLM.from_arpa(path, vocab=words)
+    assert (lm.order, lm.vocab_size, lm.bos_id) == (3, 5, 1)
+    stream = [2, 3, 4, 1, 3, 1]
+    np.testing.assert_allclose(lm.stream_log_probs(stream) / math.log(10), KENLM_STYLE_SCORES, atol=1e-12)
+    # <s> is never predicted: p(<eos> | the cat) = bow(the cat) * p(</s> | cat), never the -99 of <s>.
+    assert lm.log_prob([[2, 3]], [1])[0] / math.log(10) == pytest.approx(-0.15 - 0.25, abs=1e-12)
+    assert lm.log_prob([[0, 0]], [1])[0] / math.log(10) == pytest.approx(-0.7, abs=1e-12)
+    # Read without a vocabulary, ids follow the file (<s> and </s> share one id); evaluate maps by word.
+    alone = ArpaLM.from_arpa(path)
+    assert alone.words == ["<unk>", "</s>", "cat", "the", "sat"] and alone.bos_id == 1
+    from hf_nlm.tokenization import train_word_level_tokenizer
+
+    tok = train_word_level_tokenizer(["the the the the cat cat sat", "cat"])
+    assert tok.convert_ids_to_tokens([2, 3, 4]) == ["the", "cat", "sat"]
+    result = alone.evaluate(["the cat sat", "cat"], tok)
+    assert result["num_tokens"] == 6
+    assert result["perplexity"] == pytest.approx(10 ** (-sum(KENLM_STYLE_SCORES) / 6), rel=1e-12)
+    # A vocabulary that differs from the file's is refused, at import and at evaluation.
+    with pytest.raises(ValueError, match=r"word 'sat' is not in the vocabulary given"):
+        ArpaLM.from_arpa(path, vocab=["<unk>", "<eos>", "the", "cat"])
+    with pytest.raises(ValueError, match=r"1 word\(s\) of the vocabulary given are not in the file.*'dog'"):
+        ArpaLM.from_arpa(path, vocab=[*words, "dog"])
+    other = train_word_level_tokenizer(["the cat sat", "the dog"])
+    with pytest.raises(
+        ValueError,
+        match=r"does not match the ARPA file's: 1 tokenizer word\(s\) not in the file \(e.g. \['dog'\]\)",
+    ):
+        alone.evaluate(["the cat"], other)
+
+
+def _kenlm_query(path, sentence: list[str]) -> list[float]:
+    """An independent ARPA reader and scorer with KenLM's ``query`` conventions (log10): the context
+    starts as <s>, the sentence ends with </s>; p(w | h) = listed, else bow(h) * p(w | h minus its oldest)."""
+    prob, bow, order = {}, {}, 0
+    for line in Path(path).read_text().splitlines():
+        fields = line.split("\t")
+        if line.startswith("\\") and line.endswith("-grams:"):
+            order = int(line[1])
+        elif order and len(fields) >= 2:
+            gram = tuple(fields[1].split())
+            prob[gram] = float(fields[0])
+            if len(fields) == 3:
+                bow[gram] = float(fields[2])
+    scores, context = [], ["<s>"]
+    for w in [*sentence, "</s>"]:
+        h = tuple(context[-(order - 1) :])
+        total = 0.0
+        while h + (w,) not in prob:
+            total += bow.get(h, 0.0)
+            h = h[1:]
+        scores.append(total + prob[h + (w,)])
+        context.append(w)
+    return scores
+
+
+@pytest.mark.parametrize("order", [2, 3, 4])
+def test_exported_arpa_scores_sentences_as_kenlm_query(tmp_path, order):
+    """Our export read with KenLM's conventions gives our per-sentence scores, token by token."""
+    lm = KneserNeyLM.from_ids(TRAIN, order, V)
+    path = tmp_path / "lm.arpa"
+    lm.to_arpa(path, vocab=WORDS)
+    text = path.read_text()
+    assert "<eos>" not in text and "\n-99\t<s>\t" in text
+    entries = [line.split("\t") for line in text.splitlines() if line.count("\t")]
+    assert all(len(e) == 2 for e in entries if e[1].endswith("</s>"))  # </s> is never a context
+    sentences = [[2, 3, 4], [5], [0, 3, 3, 2, 6]]
+    stream = [w for s in sentences for w in [*s, 1]]
+    ours = lm.stream_log_probs(stream, per_sentence=True) / math.log(10)
+    theirs = [x for s in sentences for x in _kenlm_query(path, [WORDS[w] for w in s])]
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 5])
+def test_per_sentence_scoring_restarts_contexts_at_boundaries(order):
+    """Per-sentence (KenLM / SRILM): each token's context is the words since the last <eos>, which reads
+    as <s>; the running stream (ours) keeps the previous sentence's words."""
+    lm = KneserNeyLM.from_ids(TRAIN, order, V)
+    ids = [2, 3, 4, 4, 1, 3, 1, 5, 2, 2, 0, 3, 4]
+    want = []
+    for t, w in enumerate(ids):
+        since = [1, *ids[:t]]
+        since = since[len(since) - 1 - since[::-1].index(1) :]  # from the last boundary on
+        context = since[-(order - 1) :] if order > 1 else []
+        want.append(
+            lm.log_prob(np.array([[1] * (order - 1 - len(context)) + context]), [w])[0]
+            if len(context) == order - 1
+            else lm._log_prob(np.array([context]), np.array([w]))[0]
+        )
+    np.testing.assert_allclose(lm.stream_log_probs(ids, per_sentence=True), want, rtol=0, atol=1e-14)
+    if order >= 3:  # a context reaching across a sentence end differs from one that stops there
+        assert not np.allclose(lm.stream_log_probs(ids), want)
+        total, count = lm.score_stream(ids, per_sentence=True)
+        assert (total, count) == (pytest.approx(-sum(want)), len(ids))
 
 
 @pytest.mark.parametrize("kind", ["kn", "interpolated", "arpa"])
@@ -338,6 +472,41 @@ def _edit(line: int, new: str | None) -> str:
     else:
         lines[line - 1] = new
     return "\n".join(lines)
+
+
+def test_irregular_arpa_layout_reads_as_the_regular_one(tmp_path):
+    """Tab-separated files are parsed in bulk; spaces, CRLF line ends and blank lines take the line-by-line
+    path: both give the same sections."""
+    regular, irregular = tmp_path / "tabs.arpa", tmp_path / "spaces.arpa"
+    regular.write_text(KENLM_STYLE_ARPA)
+    text = KENLM_STYLE_ARPA.replace("\t", "  ").replace("-0.5  cat", "\n-0.5 cat ")
+    irregular.write_bytes(text.replace("\n", "\r\n").encode())
+    for (ids_a, p_a, b_a), (ids_b, p_b, b_b) in zip(
+        read_arpa(regular, bos_id=1)[2], read_arpa(irregular, bos_id=1)[2], strict=True
+    ):
+        np.testing.assert_array_equal(ids_a, ids_b)
+        np.testing.assert_array_equal(p_a, p_b)
+        np.testing.assert_array_equal(b_a, b_b)
+
+
+def test_row_ranks_match_numpy_unique():
+    from hf_nlm.ngram.counts import row_ranks, unique_rows
+
+    rows = np.random.default_rng(0).integers(0, 4, size=(500, 3))
+    want, inverse = np.unique(rows, axis=0, return_inverse=True)
+    np.testing.assert_array_equal(unique_rows(rows, 4), want)
+    np.testing.assert_array_equal(row_ranks(rows, 4)[0], inverse.reshape(-1))
+
+
+def test_non_utf8_arpa_names_file_line_and_byte(tmp_path):
+    path = tmp_path / "latin1.arpa"
+    data = GOOD_ARPA.replace("-0.6\tb\t0.2", "-0.6\tb\u00e9\t0.2").encode("latin-1")
+    path.write_bytes(data)
+    offset = data.index(b"\xe9")
+    with pytest.raises(ValueError, match="not UTF-8: byte 0xe9 at byte offset") as err:
+        read_arpa(path)
+    assert str(err.value).startswith(f"{path}, line 7: not UTF-8: byte 0xe9 at byte offset {offset} ")
+    assert "(byte 6 of the line)" in str(err.value)
 
 
 @pytest.mark.parametrize(

@@ -19,12 +19,20 @@ Layout::
 A reader computes ``p(w | h) = p(h w)`` if ``h w`` is listed, else ``bow(h) * p(w | h')`` (``bow = 1``
 when ``h`` is not listed or has no backoff field); the highest order has no backoff field.
 
-Our conventions, kept as they are rather than translated to ``<s>`` / ``</s>``: word strings are the
-tokenizer's tokens (or the ids as decimal strings when no vocabulary is given), and the sentence
-boundary is the ordinary token ``<eos>``, which both ends a sentence (as a target) and stands for
-"a sentence starts here" (as context; the stream is padded with it). So the file gives exactly our
-model's probabilities, but a tool that adds ``<s>`` itself (KenLM's ``query``) must be fed text that
-already holds our ``<eos>`` tokens to reproduce them.
+Sentence boundaries. Our models have one boundary token (``<eos>``, ``lm.bos_id``) that both ends a
+sentence (as a target) and says "a sentence starts here" (as context; the stream is padded with it).
+The files are written in the standard form that KenLM (``query``, ``build_binary``) and SRILM load
+with no flag: the boundary is ``</s>`` where it is predicted and ``<s>`` where it is context, ``<s>``
+has the unigram log10 probability -99, and an n-gram ``h <s>`` that is a context of longer n-grams
+is written beside ``h </s>`` (probability -99, the backoff weight). Reading maps ``<s>`` and
+``</s>`` back to the one boundary id, so export then import is exact. Those tools score each sentence
+from ``<s>`` alone, which our ``per_sentence=True`` scoring reproduces
+(:meth:`~hf_nlm.ngram.base.NgramLM.stream_log_probs`); our default, the running stream, also reaches
+across sentence ends, through n-grams such as ``w <s> v`` that the tools never query.
+
+Words are matched by their strings: :func:`read_arpa` maps a file to a given vocabulary by word and
+refuses one that does not match; a file read without a vocabulary keeps its own ids, and
+``ArpaLM.evaluate`` maps a tokenizer to them by word.
 
 Exactness: every unigram is written (the uniform floor of Kneser-Ney included), and every context that
 has a backoff weight is written as an n-gram of its own, with the probability the model gives it (for a
@@ -38,18 +46,21 @@ This module is the file format only (it knows no model class): the models write 
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 import os
 import re
 from pathlib import Path
 
 import numpy as np
 
-from .counts import context_ids, context_words
+from .counts import context_words, row_ranks
 
 PathLike = str | os.PathLike[str]
 _LN10 = math.log(10.0)
 _NGRAM_LINE = re.compile(r"ngram\s+(\d+)\s*=\s*(\d+)")
+BOS, EOS = "<s>", "</s>"  # the standard sentence markers: both stand for our boundary token
 
 
 def _vocab_words(vocab, vocab_size: int) -> list[str]:
@@ -77,7 +88,12 @@ def _vocab_words(vocab, vocab_size: int) -> list[str]:
 
 
 def write_arpa(lm, path: PathLike, vocab=None, digits: int = 10) -> None:
-    """Write a back-off LM (e.g. :class:`~hf_nlm.ngram.KneserNeyLM`) as an ARPA file.
+    """Write a back-off LM (e.g. :class:`~hf_nlm.ngram.KneserNeyLM`) as a standard ARPA file.
+
+    The boundary token (``lm.bos_id``, our ``<eos>``) is written as ``</s>`` where it is predicted
+    (the last word of an n-gram) and as ``<s>`` where it is context; ``<s>`` gets the unigram
+    log10 probability -99 (never predicted), and an n-gram ``h <s>`` that is a context of longer
+    n-grams is written beside ``h </s>`` with probability -99 and the backoff weight.
 
     Args:
         lm: a fitted :class:`~hf_nlm.ngram.base.BackoffLM`.
@@ -87,43 +103,84 @@ def write_arpa(lm, path: PathLike, vocab=None, digits: int = 10) -> None:
     """
     if not lm.is_fitted:
         raise RuntimeError(f"this {type(lm).__name__} has not been fitted: nothing to export")
-    n, V = lm.order, lm.vocab_size
-    words = np.array(_vocab_words(vocab, V), dtype=object)
+    n, V, bos = lm.order, lm.vocab_size, lm.bos_id
+    words = _vocab_words(vocab, V)
+    clash = [(i, w) for i, w in enumerate(words) if w in (BOS, EOS) and i != bos]
+    if clash:
+        raise ValueError(
+            f"word {clash[0][0]} is {clash[0][1]!r}, but the file writes the boundary token (id {bos}) "
+            "as <s> / </s>: rename it"
+        )
+    as_context = np.array(words, dtype=object)
+    as_context[bos] = BOS
+    as_target = as_context.copy()
+    as_target[bos] = EOS
     ctx_words = context_words(lm.ctx_keys, V)
+    fmt = f"%.{digits}f"
     sections = []
     for k in range(1, n + 1):
+        # The model's own level-k probability, from the last k-1 words: stored or backed off.
         if k == 1:
-            grams = np.arange(V)[:, None]
+            grams, logp = np.arange(V)[:, None], lm.unigram_logp / _LN10
+            bow = np.full(V, np.nan)
+            if n > 1:
+                bow[ctx_words[1][:, 0]] = lm.ctx_logbow[1] / _LN10
         else:
             keys = lm.gram_keys[k]
             listed = np.concatenate([ctx_words[k - 1][keys // V], (keys % V)[:, None]], axis=1)
             # A context with a backoff weight must be an entry, even if it never ended a target.
             extra = ctx_words[k] if k < n else np.zeros((0, k), dtype=np.int64)
-            grams = np.unique(np.concatenate([listed, extra]), axis=0)
-        # The model's own level-k probability, from the last k-1 words: stored or backed off.
-        logp = lm._log_prob(grams[:, :-1], grams[:, -1]) / _LN10
-        if k < n:
-            ids = context_ids(grams, lm.ctx_keys, V)[:, k]
-            bow = np.where(ids >= 0, lm.ctx_logbow[k][np.maximum(ids, 0)] / _LN10, np.nan)
-        else:
-            bow = np.full(len(grams), np.nan)
-        sections.append((grams, logp, bow))
+            stacked = np.concatenate([listed, extra])
+            rank, count = row_ranks(stacked, V)
+            grams = np.empty((count, k), dtype=np.int64)
+            grams[rank] = stacked
+            logp = np.full(count, np.nan)
+            logp[rank[: len(listed)]] = lm.gram_logp[k] / _LN10
+            unlisted = np.flatnonzero(np.isnan(logp))  # contexts only: the backed-off probability
+            logp[unlisted] = lm._log_prob(grams[unlisted, :-1], grams[unlisted, -1]) / _LN10
+            bow = np.full(count, np.nan)
+            if k < n:
+                bow[rank[len(listed) :]] = lm.ctx_logbow[k] / _LN10
+        ends = grams[:, -1] == bos
+        # "h </s>": the probability only; "h <s>": the backoff weight (<s> alone: always listed).
+        starts = ends & (~np.isnan(bow) | (k == 1))
+        columns = [as_context[grams[:, j]] for j in range(k - 1)]
+        head = [" ".join(t) for t in zip(*[c.tolist() for c in columns], strict=True)] if k > 1 else None
+        blocks = _entry_lines(head, as_target[grams[:, -1]].tolist(), logp, np.where(ends, np.nan, bow), fmt)
+        rows = np.flatnonzero(starts)
+        start_head = [head[r] for r in rows.tolist()] if k > 1 else None
+        blocks += _entry_lines(start_head, [BOS] * rows.size, None, bow[rows], fmt)
+        sections.append((len(grams) + rows.size, blocks))
 
-    fmt = f"%.{digits}f"
     with open(path, "w", encoding="utf-8") as f:
         f.write("\\data\\\n")
-        for k, (grams, _, _) in enumerate(sections, start=1):
-            f.write(f"ngram {k}={len(grams)}\n")
-        for k, (grams, logp, bow) in enumerate(sections, start=1):
+        for k, (count, _) in enumerate(sections, start=1):
+            f.write(f"ngram {k}={count}\n")
+        for k, (_, blocks) in enumerate(sections, start=1):
             f.write(f"\n\\{k}-grams:\n")
-            text = [" ".join(row) for row in words[grams]]
-            lp = [fmt % x for x in logp]
-            lines = [
-                f"{p}\t{t}\n" if math.isnan(b) else f"{p}\t{t}\t{fmt % b}\n"
-                for p, t, b in zip(lp, text, bow.tolist(), strict=True)
-            ]
-            f.writelines(lines)
+            f.writelines(blocks)
         f.write("\n\\end\\\n")
+
+
+def _entry_lines(head, last, logp, bow, fmt: str, chunk: int = 1 << 20) -> list[str]:
+    """ARPA lines ``log10 p<TAB>words[<TAB>log10 bow]``; ``logp=None``: -99 (``<s>``, never predicted).
+
+    Formatted a block at a time: one ``%`` over a template made of the lines' own templates."""
+    text = last if head is None else [f"{h} {w}" for h, w in zip(head, last, strict=True)]
+    prob = "-99" if logp is None else fmt
+    templates = np.array([f"{prob}\t%s\n", f"{prob}\t%s\t{fmt}\n"], dtype=object)
+    columns = [text, bow] if logp is None else [logp, text, bow]
+    has_bow = ~np.isnan(bow)
+    out = []
+    for lo in range(0, len(text), chunk):
+        hi = min(lo + chunk, len(text))
+        args = np.empty((hi - lo, len(columns)), dtype=object)
+        for j, column in enumerate(columns):
+            args[:, j] = column[lo:hi]
+        keep = np.ones(args.shape, dtype=bool)
+        keep[:, -1] = has_bow[lo:hi]
+        out.append("".join(templates[has_bow[lo:hi].astype(np.int64)].tolist()) % tuple(args[keep].tolist()))
+    return out
 
 
 def _error(path, line: int, message: str) -> ValueError:
@@ -141,21 +198,61 @@ def _parse_float(path, line: int, text: str, what: str, at_most_zero: bool) -> f
     return x
 
 
+def _decode(path: Path) -> str:
+    """The file's text; a byte sequence that is not UTF-8 is refused with its line and byte offset."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        column = err.start - (data.rfind(b"\n", 0, err.start) + 1)
+        raise _error(
+            path,
+            line,
+            f"not UTF-8: byte 0x{data[err.start]:02x} at byte offset {err.start} of the file "
+            f"(byte {column} of the line) ({err.reason}); ARPA files are read as UTF-8",
+        ) from None
+
+
+def _boundary_id(vocab, word_id: dict[str, int], bos_id: int | None) -> int | None:
+    """The id that ``<s>`` / ``</s>`` stand for: ``bos_id``, else the tokenizer's bos / eos, else ``<eos>``."""
+    if bos_id is not None:
+        return bos_id
+    if hasattr(vocab, "eos_token_id"):
+        return vocab.bos_token_id if vocab.bos_token_id is not None else vocab.eos_token_id
+    return word_id.get("<eos>")
+
+
 def read_arpa(
-    path: PathLike, vocab=None
+    path: PathLike, vocab=None, bos_id: int | None = None
 ) -> tuple[list[str], int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
     """Parse an ARPA file. Returns ``(words, vocab_size, sections)``.
 
-    ``sections[k - 1] = (ids (M, k) int64 oldest first, log10 p (M,), log10 bow (M,), NaN where absent)``.
-    Words are mapped to ids by ``vocab`` (a tokenizer or a list of strings) if given; else, if every
-    unigram is a decimal number, by that number (files written without a vocabulary); else by their
-    position in the ``\\1-grams:`` section.
+    ``sections[k - 1] = (ids (M, k) int64 oldest first, log10 p (M,), log10 bow (M,))``; a missing
+    backoff weight is NaN, and so is the probability of an n-gram ending in ``<s>`` that has no
+    ``</s>`` twin (a context only: ``<s>`` is never predicted).
+
+    Words are mapped to ids BY WORD: by ``vocab`` (a tokenizer or a list of strings) if given, and
+    then every word of the file must be in ``vocab`` and every word of ``vocab`` in the file; else,
+    if every unigram is a decimal number, by that number (files written without a vocabulary); else
+    by their position in the ``\\1-grams:`` section. The standard sentence markers ``<s>`` (context)
+    and ``</s>`` (target) are both read as our one boundary token, unless ``vocab`` has words of
+    their own for them: with ``vocab``, the id ``bos_id`` (default: the tokenizer's bos / eos id, or
+    the position of ``<eos>`` in a list); for numeric words, ``bos_id`` or the one id the file skips;
+    else one shared id, named ``</s>`` in ``words``. An ``<s>`` entry and a ``</s>`` entry with the
+    same words are then one n-gram: its probability from ``</s>``, its backoff weight from ``<s>``.
 
     Raises:
-        ValueError: a malformed file; the message names the file and the line.
+        ValueError: a malformed file, or a vocabulary that does not match the file's; the message
+            names the file (and the line where there is one).
     """
+    return _read_arpa(path, vocab, bos_id)[:3]
+
+
+def _read_arpa(path: PathLike, vocab=None, bos_id: int | None = None):
+    """:func:`read_arpa`, plus the boundary id (``None`` when the file has no ``<s>`` / ``</s>``)."""
     path = Path(path)
-    lines = path.read_text(encoding="utf-8").split("\n")
+    lines = _decode(path).split("\n")
     if lines[-1] == "":
         lines.pop()  # the final newline does not start a line of its own
     num_lines = len(lines)
@@ -192,15 +289,6 @@ def read_arpa(
         )
     order = len(declared)
 
-    word_id: dict[str, int] | None = None
-    if vocab is not None:
-        tokens = (
-            vocab.convert_ids_to_tokens(list(range(len(vocab))))
-            if hasattr(vocab, "convert_ids_to_tokens")
-            else list(vocab)
-        )
-        word_id = {w: j for j, w in enumerate(tokens)}
-    words: list[str] = []
     raw: list[tuple[list[list[str]], list[float], list[float], list[int]]] = []
     for k in range(1, order + 1):
         while i < num_lines and not lines[i].strip():
@@ -211,6 +299,11 @@ def read_arpa(
             raise _error(path, i + 1, f"expected the \\{k}-grams: section, got '{lines[i].strip()}'")
         i += 1
         expected, header_line = declared[k - 1]
+        fast = _regular_section(lines, i, k, order, expected)
+        if fast is not None:  # the common case, parsed in bulk; anything irregular is read line by line
+            raw.append((*fast, range(i + 1, i + 1 + expected)))
+            i += expected
+            continue
         grams, logp, bow, where = [], [], [], []
         while i < num_lines and not lines[i].lstrip().startswith("\\"):
             fields = lines[i].split()
@@ -246,13 +339,7 @@ def read_arpa(
                 f"the \\{k}-grams: section ends after {len(grams)} entries, "
                 f"but the \\data\\ header (line {header_line}) declares {expected}",
             )
-        if k == 1 and word_id is None:
-            words = [g[0] for g in grams]
-            if all(w.isdigit() for w in words):
-                word_id = {w: int(w) for w in words}
-            else:
-                word_id = {w: j for j, w in enumerate(words)}
-        raw.append((grams, logp, bow, where))
+        raw.append((list(itertools.chain.from_iterable(grams)), logp, bow, where))
     while i < num_lines and not lines[i].strip():
         i += 1
     if i == num_lines:
@@ -262,27 +349,169 @@ def read_arpa(
             path, i + 1, f"expected \\end\\ after the \\{order}-grams: section, got '{lines[i].strip()}'"
         )
 
-    if vocab is not None:
-        vocab_size = len(word_id)
-        words = list(word_id)
-    else:
-        vocab_size = max(word_id.values()) + 1
+    word_id, words, vocab_size, boundary = _word_ids(path, raw[0][0], vocab, bos_id)
     sections = []
-    for k, (grams, logp, bow, where) in enumerate(raw, start=1):
-        flat = [w for g in grams for w in g]
-        unknown = next((j for j, w in enumerate(flat) if w not in word_id), None)
-        if unknown is not None:
+    for k, (flat, logp, bow, where) in enumerate(raw, start=1):
+        ids = np.fromiter(map(word_id.get, flat, itertools.repeat(-1)), dtype=np.int64, count=len(flat))
+        if (ids < 0).any():
+            unknown = int(np.argmax(ids < 0))
             source = "the vocabulary given" if vocab is not None else "the \\1-grams: section"
             raise _error(path, where[unknown // k], f"word {flat[unknown]!r} is not in {source}")
-        ids = np.fromiter(map(word_id.__getitem__, flat), dtype=np.int64, count=len(flat)).reshape(-1, k)
-        _, first, inverse = np.unique(ids, axis=0, return_index=True, return_inverse=True)
-        dup = np.flatnonzero(first[inverse.reshape(-1)] != np.arange(len(ids)))
-        if dup.size:
-            r = dup[0]
-            raise _error(
-                path,
-                where[r],
-                f"duplicate {k}-gram {' '.join(grams[r])!r} (first on line {where[first[inverse.reshape(-1)[r]]]})",
+        ids = ids.reshape(-1, k)
+        logp, bow = np.asarray(logp, dtype=np.float64), np.asarray(bow, dtype=np.float64)
+        # With <s> and </s> read as one id, "h <s>" (a context) and "h </s>" (a target) are one n-gram.
+        start = None
+        if boundary is not None:
+            start = np.zeros(len(ids), dtype=bool)
+            ends = np.flatnonzero(ids[:, -1] == boundary)
+            start[ends] = [flat[r * k + k - 1] == BOS for r in ends.tolist()]
+        ids, logp, bow = _merge_duplicates(path, k, ids, logp, bow, start, flat, where)
+        sections.append((ids, logp, bow))
+    return words, vocab_size, sections, boundary
+
+
+def _regular_section(lines: list[str], i: int, k: int, order: int, expected: int):
+    """``(words, log10 p, log10 bow)`` of the ``expected`` lines from ``lines[i]`` on (``words``: k per
+    entry, flat), parsed in bulk if they are exactly the section's entries written as ``p<TAB>w1 .. wk``
+    or ``p<TAB>w1 .. wk<TAB>bow``; else ``None`` (the caller then reads the section line by line, which
+    also finds and names a bad line). Bulk: a few calls over the whole block, no Python object per line
+    beyond its strings."""
+    block = lines[i : i + expected]
+    if len(block) < expected or expected == 0:
+        return None
+    if i + expected < len(lines):
+        after = lines[i + expected].strip()
+        if after and not after.startswith("\\"):
+            return None
+    text = "\t".join(block)
+    if "\r" in text or "  " in text or " \t" in text or "\t " in text or block[-1].endswith(" "):
+        return None
+    tabs = np.fromiter(map(str.count, block, itertools.repeat("\t")), dtype=np.int64, count=expected)
+    with_bow = tabs == 2
+    if not ((tabs == 1) | (with_bow & (k < order))).all():
+        return None
+    fields = text.split("\t")
+    first = np.concatenate([[0], np.cumsum(tabs + 1)[:-1]])
+    try:
+        logp = np.array(_pick(fields, first), dtype=np.float64)
+        bow = np.full(expected, np.nan)
+        if with_bow.any():
+            bow[with_bow] = np.array(_pick(fields, first[with_bow] + 2), dtype=np.float64)
+    except ValueError:
+        return None
+    if np.isnan(logp).any() or (logp > 0).any() or np.isnan(bow[with_bow]).any():
+        return None
+    words = " ".join(_pick(fields, first + 1)).split(" ")
+    if len(words) != k * expected or "" in words:
+        return None
+    return words, logp, bow
+
+
+def _pick(items: list, positions: np.ndarray) -> list:
+    """``[items[j] for j in positions]``, in C."""
+    if positions.size == 1:
+        return [items[int(positions[0])]]
+    return list(operator.itemgetter(*positions.tolist())(items)) if positions.size else []
+
+
+def _word_ids(path: Path, unigrams: list[str], vocab, bos_id: int | None):
+    """``(word -> id, words, vocab_size, boundary id or None)`` for a file whose 1-grams are ``unigrams``."""
+    standard = BOS in unigrams or EOS in unigrams
+    if vocab is not None:
+        tokens = (
+            vocab.convert_ids_to_tokens(list(range(len(vocab))))
+            if hasattr(vocab, "convert_ids_to_tokens")
+            else list(vocab)
+        )
+        word_id = {w: j for j, w in enumerate(tokens)}
+        boundary = None
+        if standard and not (BOS in word_id and EOS in word_id):
+            boundary = _boundary_id(vocab, word_id, bos_id)
+            if boundary is None:
+                raise ValueError(
+                    f"{path}: the file writes sentence boundaries as <s> / </s>; the vocabulary has no "
+                    "<eos> to read them as: pass bos_id="
+                )
+            word_id.setdefault(BOS, boundary)
+            word_id.setdefault(EOS, boundary)
+        listed = set(unigrams)
+        missing = [w for j, w in enumerate(tokens) if j != boundary and w not in listed]
+        if missing:
+            raise ValueError(
+                f"{path}: {len(missing)} word(s) of the vocabulary given are not in the file's \\1-grams: "
+                f"section (e.g. {missing[:5]}): the file was not made with this vocabulary"
             )
-        sections.append((ids, np.array(logp), np.array(bow)))
-    return words, vocab_size, sections
+        return word_id, list(tokens), len(tokens), boundary
+    plain = [w for w in unigrams if w not in (BOS, EOS)]
+    if plain and all(w.isdigit() for w in plain):
+        word_id = {w: int(w) for w in plain}
+        boundary = None
+        if standard:
+            boundary = bos_id
+            if boundary is None:
+                skipped = sorted(set(range(len(word_id) + 1)) - set(word_id.values()))
+                if len(skipped) != 1:
+                    raise ValueError(f"{path}: cannot tell which id <s> / </s> stand for: pass bos_id=")
+                boundary = skipped[0]
+            word_id[BOS] = word_id[EOS] = boundary
+        vocab_size = max(word_id.values()) + 1  # the boundary id included
+        return word_id, [str(j) for j in range(vocab_size)], vocab_size, boundary
+    word_id: dict[str, int] = {}
+    words: list[str] = []
+    for w in unigrams:
+        if w in word_id:
+            continue
+        if w in (BOS, EOS) and (BOS in word_id or EOS in word_id):
+            word_id[w] = word_id[BOS if w == EOS else EOS]
+            continue
+        word_id[w] = len(words)
+        words.append(EOS if w == BOS else w)
+    boundary = word_id.get(EOS, word_id.get(BOS)) if standard else None
+    return word_id, words, len(words), boundary
+
+
+def _merge_duplicates(path, k, ids, logp, bow, start, flat, where):
+    """Refuse repeated n-grams, except an ``<s>`` / ``</s>`` pair (``start``: the rows ending in ``<s>``)."""
+    if len(ids) == 0:
+        return ids, logp, bow
+    inverse, num = row_ranks(ids, int(ids.max()) + 1)
+    counts = np.bincount(inverse, minlength=num)
+    lone_start = start & (counts[inverse] == 1) if start is not None else None
+    if counts.max() == 1:
+        if start is not None:
+            logp = np.where(lone_start, np.nan, logp)  # a lone <s> n-gram is a context, never predicted
+        return ids, logp, bow
+    order = np.argsort(inverse, kind="stable")
+    ranked = inverse[order]
+    first = order[np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])]  # first row of every rank
+    rows = np.arange(len(ids))
+    repeated = counts[inverse] > 1
+    if start is not None:
+        # A pair of one <s> row and one </s> row is allowed; every other repeat is an error.
+        pair = repeated & (counts[inverse] == 2)
+        starts_in_group = np.bincount(inverse, weights=start, minlength=num)
+        pair &= starts_in_group[inverse] == 1
+        bad = np.flatnonzero(repeated & ~pair & (rows != first[inverse]))
+    else:
+        pair = np.zeros(len(ids), dtype=bool)
+        bad = np.flatnonzero(repeated & (rows != first[inverse]))
+    if bad.size:
+        r = bad[0]
+        raise _error(
+            path,
+            where[r],
+            f"duplicate {k}-gram {' '.join(flat[r * k : r * k + k])!r} (first on line {where[first[inverse[r]]]})",
+        )
+    if start is None:
+        return ids, logp, bow
+    # The </s> row of a pair keeps its probability and takes the <s> row's backoff weight (if any).
+    start_bow = np.full(num, np.nan)
+    sel = pair & start
+    start_bow[inverse[sel]] = bow[sel]
+    target = pair & ~start
+    bow = bow.copy()
+    own = bow[target]
+    bow[target] = np.where(np.isnan(start_bow[inverse[target]]), own, start_bow[inverse[target]])
+    logp = np.where(lone_start, np.nan, logp)  # a lone <s> n-gram is a context, never predicted
+    keep = ~(pair & start)
+    return ids[keep], logp[keep], bow[keep]

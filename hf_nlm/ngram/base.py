@@ -104,34 +104,64 @@ class NgramLM:
         """
         return self._log_probs(self._check_contexts(contexts))
 
-    def stream_log_probs(self, ids: npt.ArrayLike, batch_size: int = 1 << 20) -> np.ndarray:
-        """log p(w_t | w_{t-n+1} .. w_{t-1}) of every token of a stream, in order (see :meth:`score_stream`)."""
+    def stream_log_probs(
+        self, ids: npt.ArrayLike, batch_size: int = 1 << 20, per_sentence: bool = False
+    ) -> np.ndarray:
+        """log p(w_t | w_{t-n+1} .. w_{t-1}) of every token of a stream, in order (see :meth:`score_stream`).
+
+        ``per_sentence=True``: KenLM's / SRILM's convention instead of the running stream: a token's
+        context stops at the last boundary token (``bos_id``) before it, read as ``<s>``, so every
+        sentence is scored on its own, from ``<s>`` to its end predicted as ``</s>``.
+        """
         if not self.is_fitted:
             raise RuntimeError(f"this {type(self).__name__} has not been fitted: call fit(ids) first")
         ids = as_id_array(ids, self.vocab_size, "the scored stream").reshape(-1)
         n = self.order
         stream = np.concatenate([np.full(n - 1, self.bos_id, dtype=np.int64), ids])
         windows = np.lib.stride_tricks.sliding_window_view(stream, n)  # row t = (w_{t-n+1} .. w_t)
-        return np.concatenate(
-            [self._log_prob(w[:, :-1], w[:, -1]) for w in np.array_split(windows, max(1, -(-ids.size // batch_size)))]
-        )
+        if not per_sentence or n <= 2:  # a bigram's context is one word: the same in both conventions
+            return np.concatenate(
+                [
+                    self._log_prob(w[:, :-1], w[:, -1])
+                    for w in np.array_split(windows, max(1, -(-ids.size // batch_size)))
+                ]
+            )
+        # Context length of token t: the words since the boundary before it, that boundary included.
+        positions = np.arange(ids.size)
+        boundary = np.maximum.accumulate(np.where(ids == self.bos_id, positions, -1))
+        previous = np.concatenate([[-1], boundary[:-1]])
+        length = np.minimum(positions - previous, n - 1)
+        out = np.empty(ids.size)
+        for m in range(1, n):
+            rows = np.flatnonzero(length == m)
+            for part in np.array_split(rows, max(1, -(-rows.size // batch_size))):
+                w = windows[part]
+                out[part] = self._log_prob(w[:, n - 1 - m : n - 1], w[:, -1])
+        return out
 
-    def score_stream(self, ids: npt.ArrayLike, batch_size: int = 1 << 20) -> tuple[float, int]:
+    def score_stream(
+        self, ids: npt.ArrayLike, batch_size: int = 1 << 20, per_sentence: bool = False
+    ) -> tuple[float, int]:
         """Summed NLL (nats) of every token of a stream and the number of tokens scored.
 
         The conventions of ``hf_nlm.evaluation.evaluate_lm``: the stream is preceded by ``order - 1``
         ``bos_id`` tokens (sentence start), and every token of ``ids`` is a target exactly once, so
         ``num_tokens == len(ids)`` and the result is comparable with a neural model's.
+        ``per_sentence=True``: contexts stop at sentence boundaries (see :meth:`stream_log_probs`).
         """
-        log_probs = self.stream_log_probs(ids, batch_size)
+        log_probs = self.stream_log_probs(ids, batch_size, per_sentence)
         return -float(log_probs.sum()), int(log_probs.size)
 
-    def evaluate(self, dataset, tokenizer, text_column: str = "text") -> dict[str, float | int]:
+    def evaluate(
+        self, dataset, tokenizer, text_column: str = "text", per_sentence: bool = False
+    ) -> dict[str, float | int]:
         """Perplexity on one split of raw text, with the keys and conventions of ``evaluate_lm``.
 
         Args:
             dataset: a ``datasets.Dataset`` split with a ``text_column``, or a list of strings.
             tokenizer: the tokenizer the model's ids come from (its bos / eos must be ``bos_id``).
+            per_sentence: score every sentence from ``<s>`` alone, as KenLM's ``query`` and SRILM's
+                ``ngram -ppl`` do, instead of the running stream (see :meth:`stream_log_probs`).
 
         Returns:
             ``perplexity``, ``word_perplexity``, ``nll_per_token``, ``bits_per_token``, ``total_nll``,
@@ -142,16 +172,20 @@ class NgramLM:
         from ..evaluation import perplexity_report
 
         texts = split_texts(dataset, text_column)
+        ids, num_words = tokenize_corpus(texts, tokenizer)
+        ids = ids.numpy()
+        total, count = self.score_stream(self._model_ids(ids, tokenizer), per_sentence=per_sentence)
+        unk = tokenizer.unk_token_id
+        return perplexity_report(total, count, num_words, int((ids == unk).sum()) if unk is not None else 0)
+
+    def _model_ids(self, ids: np.ndarray, tokenizer) -> np.ndarray:
+        """The tokenizer's ids as this model's ids (the same ids here; checked to share the boundary)."""
         bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
         if bos != self.bos_id:
             raise ValueError(
                 f"the tokenizer's bos/eos id is {bos} but this model pads contexts with {self.bos_id}"
             )
-        ids, num_words = tokenize_corpus(texts, tokenizer)
-        ids = ids.numpy()
-        total, count = self.score_stream(ids)
-        unk = tokenizer.unk_token_id
-        return perplexity_report(total, count, num_words, int((ids == unk).sum()) if unk is not None else 0)
+        return ids
 
     # -- save / load -------------------------------------------------------------------------
 

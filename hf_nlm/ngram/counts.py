@@ -61,6 +61,27 @@ def lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.nd
     return np.where(found, idx, 0), found
 
 
+def row_ranks(rows: np.ndarray, vocab_size: int) -> tuple[np.ndarray, int]:
+    """The dense lexicographic rank of every row of an (M, k) id array, and the number of distinct rows.
+
+    ``np.unique(rows, axis=0, return_inverse=True)`` with one int64 sort per column instead of a sort of
+    k-wide records (several times faster): rank of the first j columns * V + column j, re-ranked.
+    """
+    rank, count = np.zeros(rows.shape[0], dtype=np.int64), 1
+    for j in range(rows.shape[1]):
+        uniq, rank = np.unique(rank * vocab_size + rows[:, j], return_inverse=True)
+        count = uniq.size
+    return rank.reshape(-1), count
+
+
+def unique_rows(rows: np.ndarray, vocab_size: int) -> np.ndarray:
+    """``np.unique(rows, axis=0)`` for an (M, k) array of ids in [0, vocab_size), by :func:`row_ranks`."""
+    rank, count = row_ranks(rows, vocab_size)
+    out = np.empty((count, rows.shape[1]), dtype=np.int64)
+    out[rank] = rows
+    return out
+
+
 def context_ids(contexts: np.ndarray, ctx_keys: list[np.ndarray], vocab_size: int) -> np.ndarray:
     """Trie ids of every suffix of each context: ``out[i, j]`` = id of the last j words of row i, or -1.
 
