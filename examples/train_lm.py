@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
-from hf_nlm.cli import add_train_arguments, corpus_name, prepare_training
+from hf_nlm.cli import add_train_arguments, corpus_name, prepare_training, report_interrupt, resume_command
 from hf_nlm.training import train_lm
 
 
@@ -37,7 +38,11 @@ def main() -> None:
               f"vocabulary {len(tokenizer):,}; {sum(p.numel() for p in model.parameters()):,} parameters")
 
     # 5. train: checkpoints, log.jsonl, curves.png, the best model, README.md and results.json in output_dir.
-    results = train_lm(model, tokenizer, datasets, config, dataset_name=corpus_name(args))
+    try:
+        results = train_lm(model, tokenizer, datasets, config, dataset_name=corpus_name(args))
+    except KeyboardInterrupt:  # Ctrl-C / SIGTERM: the checkpoint and the command that goes on, exit 130
+        resume = resume_command(sys.argv[1:], program=("python", sys.argv[0]))
+        sys.exit(report_interrupt(config.output_dir, resume) if int(os.environ.get("RANK", "0")) == 0 else 130)
     for split in ("validation", "test"):
         if split in results:
             print(f"{split} perplexity {results[split]['perplexity']:.2f}")

@@ -429,8 +429,8 @@ def load_model_folder(folder: str | os.PathLike):
         raise ValueError(f"cannot load the model in {folder}: {err}") from err
 
 
-def resume_command(argv: list[str]) -> str:
-    """The ``hf-nlm train`` command line ``argv`` (without ``train``) with ``--resume`` (any value dropped)."""
+def resume_command(argv: list[str], program: tuple[str, ...] = ("hf-nlm", "train")) -> str:
+    """The command line ``program + argv`` with ``--resume`` (any value given to it dropped)."""
     import shlex
 
     kept, skip = [], False
@@ -441,20 +441,27 @@ def resume_command(argv: list[str]) -> str:
             skip = i + 1 < len(argv) and not argv[i + 1].startswith("-")
         elif not arg.startswith("--resume="):
             kept.append(arg)
-    return shlex.join(["hf-nlm", "train", *kept, "--resume"])
+    return shlex.join([*program, *kept, "--resume"])
+
+
+def report_interrupt(output_dir: str | os.PathLike, resume: str | None) -> int:
+    """Ctrl-C / SIGTERM during training: where the last checkpoint is and, given ``resume``, the command
+    that goes on from it. Returns 130, the exit status of a program stopped by SIGINT."""
+    from .training.checkpoint import list_checkpoints
+
+    found = list_checkpoints(output_dir)
+    if not found:
+        print("\ntraining interrupted before any checkpoint was written; nothing to resume", file=sys.stderr)
+    elif resume is not None:
+        print(f"\ntraining interrupted; the last completed update is saved in {found[-1]}\n"
+              f"continue with: {resume}", file=sys.stderr)
+    else:
+        print(f"\ntraining interrupted; the last completed update is saved in {found[-1]}", file=sys.stderr)
+    return 130
 
 
 def _interrupted(args: argparse.Namespace) -> int:
-    """Ctrl-C / SIGTERM during training: where the checkpoint is and how to go on; exit status 130."""
-    from .training.checkpoint import list_checkpoints
-
-    found = list_checkpoints(args.output_dir)
-    if found:
-        print(f"\ntraining interrupted; the last completed update is saved in {found[-1]}\n"
-              f"continue with: {resume_command(args.argv)}", file=sys.stderr)
-    else:
-        print("\ntraining interrupted before any checkpoint was written; nothing to resume", file=sys.stderr)
-    return 130
+    return report_interrupt(args.output_dir, resume_command(args.argv))
 
 
 def _load_saved_model(parser: argparse.ArgumentParser, folder: str):
@@ -594,6 +601,13 @@ def cmd_build_tree(args: argparse.Namespace) -> int:
         )
     except (ValueError, TypeError, FileNotFoundError) as err:
         _fail(args.parser, str(err))
+    except KeyboardInterrupt:
+        from .training.checkpoint import list_checkpoints
+
+        out = Path(config.output_dir)  # the final stage's run, or step 1's under random_tree/
+        code = report_interrupt(out if list_checkpoints(out) else out / "random_tree", None)
+        print("build-tree does not resume a stage: run it again to start over", file=sys.stderr)
+        return code
     keep = ("validation", "test", "best_val_ppl", "stop_reason", "elapsed_s")
     summary = {stage: {k: results[stage][k] for k in keep if k in results[stage]} for stage in ("random_tree", "data_tree")}
     print(json.dumps({**summary, "tree": results["tree"], "output_dir": config.output_dir}))

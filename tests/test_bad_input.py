@@ -186,16 +186,12 @@ def test_max_steps_before_the_first_epoch_ends_keeps_a_validated_model(tiny_run)
     assert (tiny_run / "curves.png").stat().st_size > 0
 
 
-def test_ctrl_c_prints_the_resume_command_and_exits_130(tmp_path):
-    corpus = tmp_path / "train.txt"
-    corpus.write_text("the cat sat on the mat\nthe dog sat on the log\na cat saw a dog\n" * 200)
-    out = tmp_path / "run"
-    argv = ["train", "--train-file", str(corpus), "--output-dir", str(out), "--context-size", "2",
-            "--embedding-size", "8", "--hidden-size", "8", "--batch-size", "2", "--block-size", "8",
-            "--num-epochs", "50", "--logging-steps", "1", "--no-progress-bar"]
+def interrupt_training(command: list[str], out: Path) -> tuple[str, Path]:
+    """Run ``command`` (a training run writing into ``out``), send it SIGINT once it has logged an update,
+    and check it exits 130 without a traceback. Returns its stderr and the checkpoint it left."""
     env = {**os.environ, "PYTHONPATH": str(Path(hf_nlm.__file__).parents[1]), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "hf_nlm.cli", *argv], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
         deadline = time.monotonic() + 120
         while not ((out / "log.jsonl").is_file() and (out / "log.jsonl").read_text().strip()):
@@ -210,6 +206,19 @@ def test_ctrl_c_prints_the_resume_command_and_exits_130(tmp_path):
     assert "Traceback" not in err
     (checkpoint,) = (out / "checkpoints").iterdir()
     assert f"saved in {checkpoint}" in err
+    return err, checkpoint
+
+
+TINY_TRAIN = ["--context-size", "2", "--embedding-size", "8", "--hidden-size", "8", "--batch-size", "2",
+              "--block-size", "8", "--num-epochs", "50", "--logging-steps", "1", "--no-progress-bar"]
+
+
+def test_ctrl_c_prints_the_resume_command_and_exits_130(tmp_path):
+    corpus = tmp_path / "train.txt"
+    corpus.write_text("the cat sat on the mat\nthe dog sat on the log\na cat saw a dog\n" * 200)
+    out = tmp_path / "run"
+    argv = ["train", "--train-file", str(corpus), "--output-dir", str(out), *TINY_TRAIN]
+    err, checkpoint = interrupt_training([sys.executable, "-m", "hf_nlm.cli", *argv], out)
     command = next(line for line in err.splitlines() if line.startswith("continue with: "))
     resume = shlex.split(command.removeprefix("continue with: "))
     assert resume[:2] == ["hf-nlm", "train"] and resume[-1] == "--resume"
@@ -217,3 +226,32 @@ def test_ctrl_c_prints_the_resume_command_and_exits_130(tmp_path):
     # The printed command continues the run (stopped 2 updates later here).
     assert main([*resume[1:], "--max-steps", str(step + 2)]) == 0
     assert json.loads((out / "results.json").read_text())["global_step"] == step + 2
+
+
+def test_ctrl_c_in_the_example_script_prints_its_resume_command(tmp_path):
+    """examples/train_lm.py, interrupted, names its checkpoint and its own --resume command; exit 130."""
+    script = Path(__file__).parents[1] / "examples" / "train_lm.py"
+    corpus = tmp_path / "train.txt"
+    corpus.write_text("the cat sat on the mat\nthe dog sat on the log\na cat saw a dog\n" * 200)
+    out = tmp_path / "run"
+    err, _ = interrupt_training([sys.executable, str(script), "--train-file", str(corpus), "--output-dir", str(out),
+                                 *TINY_TRAIN], out)
+    command = next(line for line in err.splitlines() if line.startswith("continue with: "))
+    resume = shlex.split(command.removeprefix("continue with: "))
+    assert resume[:2] == ["python", str(script)] and resume[-1] == "--resume" and str(out) in resume
+
+
+def test_ctrl_c_in_build_tree_exits_130_without_a_traceback(tmp_path, monkeypatch, capsys):
+    import hf_nlm.training.tree_recipe as recipe
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(recipe, "train_with_data_tree", interrupted)
+    corpus = tmp_path / "train.txt"
+    corpus.write_text("the cat sat on the mat\nthe dog sat on the log\n" * 20)
+    code = main(["build-tree", "--train-file", str(corpus), "--output-dir", str(tmp_path / "run"),
+                 "--context-size", "2", "--embedding-size", "4", "--no-progress-bar"])
+    assert code == 130
+    err = capsys.readouterr().err
+    assert "nothing to resume" in err and "build-tree does not resume a stage" in err
