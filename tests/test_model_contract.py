@@ -169,3 +169,29 @@ def test_a_tree_head_with_garbage_buffers_says_so():
         head.tree_mask.fill_(True)
     with pytest.raises(ValueError, match="outside"):
         head.log_probs(torch.zeros(2, head.in_features))
+
+
+def test_generate_scores_equal_forward_log_probs(model):
+    """A beam-search continuation's score (length_penalty 0: the summed log-probability) is what forward()
+    gives the same tokens: generation and evaluation describe one model."""
+    prompt = batch(B=1, T=4)
+    out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=3, num_beams=2,
+                         do_sample=False, length_penalty=0.0, eos_token_id=None, pad_token_id=1,
+                         return_dict_in_generate=True, output_scores=True)
+    seq = out.sequences
+    with torch.no_grad():
+        log_p = torch.log_softmax(model(seq).logits[:, :-1].float(), dim=-1)
+    new = seq[:, prompt.shape[1] :]
+    expected = log_p[:, prompt.shape[1] - 1 :].gather(-1, new[..., None]).sum()
+    assert out.sequences_scores[0].item() == pytest.approx(expected.item(), abs=1e-4)
+
+
+def test_save_and_load_through_the_auto_classes(model, tmp_path):
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    model.save_pretrained(tmp_path)
+    assert type(AutoConfig.from_pretrained(tmp_path)) is type(model.config)
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path).eval()
+    assert type(loaded) is type(model)
+    ids = batch()
+    torch.testing.assert_close(loaded(ids).logits, model(ids).logits)
