@@ -110,11 +110,15 @@ class NLMConfig(PreTrainedConfig):
         for name in names:
             getattr(self, name)()
 
-    def save_pretrained(self, save_directory: str | os.PathLike, push_to_hub: bool = False, **kwargs):
+    def check_savable(self, save_directory: str | os.PathLike) -> None:
+        """:meth:`check`, its error saying that nothing is saved to ``save_directory`` and why."""
         try:
             self.check()
         except ValueError as err:
             raise ValueError(f"not saving {type(self).__name__} to {save_directory}: it would not load back. {err}") from None
+
+    def save_pretrained(self, save_directory: str | os.PathLike, push_to_hub: bool = False, **kwargs):
+        self.check_savable(save_directory)
         return super().save_pretrained(save_directory, push_to_hub=push_to_hub, **kwargs)
 
     # ------------------------------------------------------------------ checks (run at construction and at save)

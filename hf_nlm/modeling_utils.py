@@ -251,7 +251,7 @@ class NLMPreTrainedModel(PreTrainedModel):
     def save_pretrained(self, save_directory, *args, **kwargs):
         # Before anything is written: a config that would not load back, or that describes another head
         # than the model has, is refused with the field named.
-        self.config.check()
+        self.config.check_savable(save_directory)
         head = getattr(self, "lm_head", None)
         if isinstance(head, OutputHead):
             described = {"head": head.head_name, **head.config_values()}

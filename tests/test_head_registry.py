@@ -236,3 +236,11 @@ def test_a_field_of_the_wrong_type_is_refused_by_the_config(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({**values, "hidden_size": "abc"}))
     with pytest.raises(ValueError, match="field 'hidden_size' must be int"):
         AutoModelForCausalLM.from_pretrained(tmp_path)
+
+
+def test_a_model_whose_config_is_spoiled_says_why_before_writing(tmp_path):
+    model = MODEL_TYPES["nplm"].lm_class(NPLMConfig(vocab_size=9, context_size=2, embedding_size=3, hidden_size=3))
+    model.config.head = "split"  # no cut-offs
+    with pytest.raises(ValueError, match="not saving NPLMConfig .* would not load back.*needs cutoffs"):
+        model.save_pretrained(tmp_path / "m")
+    assert not (tmp_path / "m" / "config.json").exists()

@@ -336,12 +336,12 @@ class TreeSoftmaxHead(OutputHead):
         )
 
     def _check_has_tree(self) -> None:
-        nodes = self.tree_nodes[self.tree_mask]
         if not bool(self.tree_mask.any()):
             raise ValueError(
                 "this TreeSoftmaxHead holds no tree yet (it was built from shapes only): "
                 "load a state dict / checkpoint that contains tree_nodes, tree_bits, tree_mask"
             )
+        nodes = self.tree_nodes[self.tree_mask]
         if bool((nodes < 0).any() or (nodes >= self.num_nodes).any()):
             raise ValueError(
                 f"this TreeSoftmaxHead's tree_nodes name nodes outside [0, {self.num_nodes}): its buffers hold no "
