@@ -31,12 +31,12 @@ from .training.config import TrainingConfig
 
 NAMED_CORPORA = ("brown", "ptb", "sotu")
 FILE_CORPORA = ("text", "csv")
-TOKENIZERS = ("word", "bpe", "wordpiece")
+TOKENIZERS = ("word", "numeracy", "bpe", "wordpiece")
 TREE_CHOICES = ("random", "balanced", "huffman")
 # Config fields the command fills itself rather than through a flag: the vocabulary and token ids come
 # from the tokenizer, the tree shape from the tree, tying from the head (a tree head cannot be tied).
 DERIVED_FIELDS = ("vocab_size", "bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings", "use_cache",
-                  "tree_num_nodes", "tree_max_codes", "tree_max_depth")
+                  "tree_num_nodes", "tree_max_codes", "tree_max_depth", "numeral_vocab")
 
 
 # ----------------------------------------------------------------------------- arguments
@@ -67,8 +67,10 @@ def add_data_arguments(parser: argparse.ArgumentParser, require_train: bool = Tr
 
 def add_tokenizer_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("tokenizer")
-    group.add_argument("--tokenizer", choices=TOKENIZERS, default="word",
-                       help="word: whitespace words with a frequency cut-off (the papers' setting); bpe / wordpiece: subwords")
+    group.add_argument("--tokenizer", choices=TOKENIZERS, default=None,
+                       help="word: whitespace words with a frequency cut-off (the papers' setting); numeracy: words "
+                            "and numerals (value, precision, digits kept), <unk_word> / <unk_num>; bpe / wordpiece: "
+                            "subwords (default: numeracy for --model numeracy_lm, else word)")
     group.add_argument("--min-frequency", type=int, default=1,
                        help="keep words (word) or merges (bpe/wordpiece) seen at least this often; Bengio et al. "
                             "merge Brown words of frequency <= 3, i.e. 4 (default: 1)")
@@ -251,19 +253,19 @@ def build_tokenizer(args: argparse.Namespace, train_texts):
     """Train the tokenizer the arguments ask for on the training texts."""
     if args.min_frequency < 1:
         raise ValueError(f"--min-frequency must be >= 1, got {args.min_frequency}")
-    if args.tokenizer == "word":
-        from .tokenization import train_word_level_tokenizer
+    kind = args.tokenizer or ("numeracy" if getattr(args, "model", None) == "numeracy_lm" else "word")
+    if kind in ("word", "numeracy"):
+        from .tokenization import train_numeracy_tokenizer, train_word_level_tokenizer
 
-        return train_word_level_tokenizer(
-            train_texts, min_frequency=args.min_frequency, lowercase=args.lowercase, max_vocab_size=args.vocab_size
-        )
+        train = train_word_level_tokenizer if kind == "word" else train_numeracy_tokenizer
+        return train(train_texts, min_frequency=args.min_frequency, lowercase=args.lowercase, max_vocab_size=args.vocab_size)
     if args.vocab_size is None:
-        raise ValueError(f"--tokenizer {args.tokenizer} needs --vocab-size")
+        raise ValueError(f"--tokenizer {kind} needs --vocab-size")
     try:
         from .tokenization import subword
     except ImportError as err:
-        raise ValueError(f"--tokenizer {args.tokenizer} is not available in this install ({err})") from err
-    train = subword.train_bpe_tokenizer if args.tokenizer == "bpe" else subword.train_wordpiece_tokenizer
+        raise ValueError(f"--tokenizer {kind} is not available in this install ({err})") from err
+    train = subword.train_bpe_tokenizer if kind == "bpe" else subword.train_wordpiece_tokenizer
     return train(train_texts, vocab_size=args.vocab_size, min_frequency=args.min_frequency, lowercase=args.lowercase)
 
 
@@ -291,6 +293,9 @@ def build_config(args: argparse.Namespace, tokenizer):
     head = fields.get("head", next(f.default for f in dataclasses.fields(config_class) if f.name == "head"))
     if head in HEAD_REGISTRY and not HEAD_REGISTRY[head].tieable:
         fields["tie_word_embeddings"] = False  # e.g. a tree head's node vectors are not word vectors
+    if any(f.name == "numeral_vocab" for f in dataclasses.fields(config_class)):
+        # Which ids are numerals, from a numeracy tokenizer (None from another: a numeral head then says so).
+        fields["numeral_vocab"] = getattr(tokenizer, "numeral_vocab", None)
     eos = tokenizer.eos_token_id
     return config_class(
         vocab_size=len(tokenizer),

@@ -15,6 +15,8 @@ from hf_nlm.models import MODEL_TYPES
 from hf_nlm.trees import random_tree
 
 V = 23
+# The numerals of the tiny vocabulary, for the numeracy LM's numeral-aware heads.
+NUMERAL_VOCAB = {"<unk_num>": 2, "1": 5, "12": 9, "3.5": 14, "-0.25": 20}
 
 
 def tiny(model_type: str, head: str | None = None):
@@ -35,13 +37,18 @@ def tiny(model_type: str, head: str | None = None):
         values["tie_word_embeddings"] = fields["tie_word_embeddings"] and head != "tree"
     if head == "split":
         values["cutoffs"] = [5, 12]
+    if "numeral_vocab" in fields:
+        values["numeral_vocab"] = NUMERAL_VOCAB
     config = t.config_class(**values)
     torch.manual_seed(0)
     tree = random_tree(V, seed=0) if config.head == "tree" else None
     return t.lm_class(config, tree=tree)
 
 
-CASES = [(name, None) for name in MODEL_TYPES] + [("nplm", "split"), ("nplm", "tree"), ("awd_lstm", "tree")]
+CASES = [(name, None) for name in MODEL_TYPES] + [
+    ("nplm", "split"), ("nplm", "tree"), ("awd_lstm", "tree"),
+    ("numeracy_lm", "softmax_digits"), ("numeracy_lm", "hsoftmax"),
+]
 IDS = [f"{name}-{head or 'default'}" for name, head in CASES]
 
 

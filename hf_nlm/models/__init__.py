@@ -11,6 +11,7 @@ from .awd_lstm import AWDLSTMConfig, AWDLSTMForCausalLM, AWDLSTMModel
 from .hlbl import HLBLConfig, HLBLForCausalLM, HLBLModel
 from .lbl import LBLConfig, LBLForCausalLM, LBLModel
 from .nplm import NPLMConfig, NPLMForCausalLM, NPLMModel
+from .numeracy_lm import NumeracyLMConfig, NumeracyLMForCausalLM, NumeracyLMModel
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ MODEL_TYPES: dict[str, ModelType] = {
         ModelType(LBLConfig, LBLModel, causal_lm_class=LBLForCausalLM),
         ModelType(HLBLConfig, HLBLModel, causal_lm_class=HLBLForCausalLM),
         ModelType(AWDLSTMConfig, AWDLSTMModel, causal_lm_class=AWDLSTMForCausalLM),
+        ModelType(NumeracyLMConfig, NumeracyLMModel, causal_lm_class=NumeracyLMForCausalLM),
     )
 }
 

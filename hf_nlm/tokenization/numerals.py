@@ -50,3 +50,12 @@ def decode_digits(ids) -> str:
             continue
         out.append(DIGIT_SYMBOLS[i])
     return "".join(out)
+
+
+def canonical_digits(token: str) -> str | None:
+    """The canonical string of a numeral token (None for a word). TEMPORARY: replaced by parse_numeral."""
+    text = token.replace(",", "").replace("\u2212", "-").lstrip("+")
+    body = text[1:] if text.startswith("-") else text
+    if not body or body.count(".") > 1 or not body.replace(".", "").isdigit() or len(text) > MAX_NUMERAL_LENGTH:
+        return None
+    return text

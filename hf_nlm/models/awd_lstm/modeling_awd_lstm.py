@@ -305,10 +305,12 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
     """
 
     _tied_weights_keys = {"lm_head.weight": "model.embed_tokens.weight"}
+    #: The body's class (a model that reuses this LM with its own config names its own body class).
+    base_model_class = AWDLSTMModel
 
     def __init__(self, config: AWDLSTMConfig, tree: WordTree | None = None) -> None:
         super().__init__(config)
-        self.model = AWDLSTMModel(config)
+        self.model = self.base_model_class(config)
         self.lm_head = self._build_head(config.output_size, tree=tree)
         self.post_init()
 
