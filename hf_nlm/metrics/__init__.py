@@ -9,6 +9,10 @@ these work without the Hub::
     ppl = evaluate.load(hf_nlm.metrics.metric_path("perplexity"))   # the same, by hand
     ppl = Perplexity()                               # the class, imported normally
 
+``adjusted_perplexity`` (perplexity and adjusted perplexity over words and numerals, Spithourakis &
+Riedel 2018) also has a plain function, :func:`adjusted_perplexity_report`, for evaluation code that
+has the per-token arrays at hand and does not need evaluate's Arrow cache.
+
 The metric folders have no ``__init__.py`` on purpose: they are scripts for ``evaluate.load``;
 Python imports them here as namespace packages.
 """
@@ -19,13 +23,17 @@ from pathlib import Path
 
 import evaluate
 
+from hf_nlm.metrics.adjusted_perplexity.adjusted_perplexity import (
+    AdjustedPerplexity,
+    adjusted_perplexity_report,
+)
 from hf_nlm.metrics.bleu.bleu import Bleu
 from hf_nlm.metrics.perplexity.perplexity import Perplexity
 
 _METRICS_DIR = Path(__file__).resolve().parent
 
 #: Names accepted by :func:`load_metric` and :func:`metric_path`.
-AVAILABLE_METRICS = ("bleu", "perplexity")
+AVAILABLE_METRICS = ("adjusted_perplexity", "bleu", "perplexity")
 
 
 def metric_path(name: str) -> str:
@@ -49,4 +57,12 @@ def load_metric(name: str, **kwargs) -> evaluate.EvaluationModule:
     return evaluate.load(metric_path(name), **kwargs)
 
 
-__all__ = ["AVAILABLE_METRICS", "Bleu", "Perplexity", "load_metric", "metric_path"]
+__all__ = [
+    "AVAILABLE_METRICS",
+    "AdjustedPerplexity",
+    "Bleu",
+    "Perplexity",
+    "adjusted_perplexity_report",
+    "load_metric",
+    "metric_path",
+]
