@@ -10,7 +10,7 @@ import torch
 
 from .data.batching import batching_for, split_texts
 
-__all__ = ["evaluate_lm", "perplexity_report", "split_texts", "token_log_probs"]
+__all__ = ["evaluate_lm", "is_numeracy_tokenizer", "numeracy_report", "perplexity_report", "split_texts", "stream_token_texts", "token_log_probs"]
 
 
 def evaluate_lm(
@@ -39,17 +39,66 @@ def evaluate_lm(
         ``nll_per_token``, ``bits_per_token``, ``total_nll``, ``num_tokens``, ``num_words`` -- plus
         ``loss`` (= ``nll_per_token``) and ``num_unk`` (targets that are ``<unk>``).
 
+    With a numeracy tokenizer (words and numerals, ``hf_nlm.tokenization.train_numeracy_tokenizer``) the
+    report adds the ``adjusted_perplexity`` metric's figures (Spithourakis & Riedel 2018): perplexity and
+    adjusted perplexity over all tokens, words only and numerals only, and the counts of unknown tokens
+    and of the OOV types behind them; every token is then scored exactly (recurrent models: batch 1).
+
     Recurrent models (``_is_stateful``) read the stream as ``batch_size`` columns side by side, in
     chunks of ``block_size`` with the state carried over (``hf_nlm.data.stream``); each column starts
     from a fresh state (the one after a sentence boundary), so ``batch_size=1`` gives the exact perplexity of the whole stream and larger
     batches an approximation that is faster (Merity et al. evaluate the test set with batch 1).
     """
     batching = batching_for(model, tokenizer, block_size)
-    stream, stats = batching.encode(split_texts(dataset, text_column))
+    texts = split_texts(dataset, text_column)
+    stream, stats = batching.encode(texts)
+    if is_numeracy_tokenizer(tokenizer):
+        return numeracy_report(batching, model, tokenizer, texts, stream, stats, batch_size, device)
     total, count = batching.score(model, stream, batch_size, device, desc="evaluate" if show_progress else None)
     if count != stats["num_tokens"]:
         raise RuntimeError(f"evaluated {count} targets but the split has {stats['num_tokens']} tokens")
     return perplexity_report(total, count, stats["num_words"], stats["num_unk"])
+
+
+def is_numeracy_tokenizer(tokenizer) -> bool:
+    """Whether ``tokenizer`` tells numerals from words (it has a ``numeral_vocab``)."""
+    return getattr(tokenizer, "numeral_vocab", None) is not None
+
+
+def numeracy_report(batching, model, tokenizer, texts, stream, stats, batch_size: int = 32, device=None) -> dict:
+    """:func:`perplexity_report` plus the ``adjusted_perplexity`` metric's figures, from exact
+    per-token log-probabilities of ``stream`` (the encoded ``texts``; its ``numeral_mask`` field says
+    which targets are numerals)."""
+    from .metrics import adjusted_perplexity_report
+
+    if "numeral_mask" not in stream:
+        raise ValueError("a numeracy evaluation needs the numeral_mask token field: use the numeracy tokenizer's "
+                         "token_features (tokenizer.token_features)")
+    ids = stream["input_ids"]
+    log_probs = batching.log_probs(model, stream, batch_size, device)
+    if log_probs.numel() != ids.numel():
+        raise RuntimeError(f"scored {log_probs.numel()} tokens but the stream has {ids.numel()}")
+    unknown = (ids == tokenizer.unk_token_id) | (ids == tokenizer.unk_num_token_id)
+    report = adjusted_perplexity_report(
+        log_probs.double().numpy(), stream["numeral_mask"].numpy().astype(int), unknown.numpy().astype(int),
+        stream_token_texts(texts, tokenizer),
+    )
+    total = -float(log_probs.double().sum())
+    return {**perplexity_report(total, ids.numel(), stats["num_words"], stats["num_unk"]), **report}
+
+
+def stream_token_texts(texts, tokenizer) -> list[str]:
+    """The text of every token of the stream ``tokenize_stream`` builds from ``texts`` (each line's tokens,
+    then ``<eos>``), as the tokenizer's normalizer sees it: the strings whose distinct values are the
+    OOV types of the adjusted perplexity."""
+    encoded = tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True)
+    normalizer = tokenizer.backend_tokenizer.normalizer
+    out: list[str] = []
+    for text, spans in zip(texts, encoded["offset_mapping"], strict=True):
+        pieces = [text[a:b] for a, b in spans]
+        out += [normalizer.normalize_str(p) for p in pieces] if normalizer is not None else pieces
+        out.append(tokenizer.eos_token)
+    return out
 
 
 def perplexity_report(total_nll: float, num_tokens: int, num_words: int, num_unk: int) -> dict[str, float | int]:
