@@ -99,6 +99,16 @@ MERITY_2018 = Paper(
   year      = {2018}
 }""",
 )
+SPITHOURAKIS_RIEDEL_2018 = Paper(
+    "Spithourakis & Riedel, *Numeracy for Language Models: Evaluating and Improving their Ability to Predict "
+    "Numbers*, ACL 2018",
+    """@inproceedings{spithourakis2018numeracy,
+  title     = {Numeracy for Language Models: Evaluating and Improving their Ability to Predict Numbers},
+  author    = {Spithourakis, Georgios and Riedel, Sebastian},
+  booktitle = {Proceedings of the 56th Annual Meeting of the Association for Computational Linguistics},
+  year      = {2018}
+}""",
+)
 CHEN_GOODMAN_1998 = Paper(
     "Kneser & Ney, *Improved Backing-off for M-gram Language Modeling*, ICASSP 1995; Chen & Goodman, "
     "*An Empirical Study of Smoothing Techniques for Language Modeling*, TR-10-98, Harvard (1998)",
@@ -160,6 +170,16 @@ MODEL_DOCS: dict[str, ModelDoc] = {
         "(AR / TAR), tied input and output embeddings, and non-monotonically triggered averaged SGD (NT-ASGD).",
         MERITY_2018,
         ("lstm",),
+    ),
+    "numeracy_lm": ModelDoc(
+        "Numeracy LM",
+        "Spithourakis & Riedel's numeracy language model: an LSTM over tokens that are words or numerals (a "
+        "numeral keeps its value and precision), with an output strategy for numerals chosen by "
+        "`numeral_strategy`: one softmax, a softmax whose numeral rows add a character-RNN encoding of their "
+        "digits, or a hierarchical softmax p(class | h) p(token | class, h) over the classes word and numeral. "
+        "Evaluated by perplexity and adjusted perplexity over words and numerals.",
+        SPITHOURAKIS_RIEDEL_2018,
+        ("lstm", "numeracy"),
     ),
     "kneser_ney": ModelDoc(
         "Kneser-Ney n-gram",
