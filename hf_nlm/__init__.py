@@ -8,6 +8,7 @@ transformers Auto classes, so that ``AutoConfig`` / ``AutoModelForCausalLM`` /
 from . import models
 from .models import *  # noqa: F403  (the config and model classes, listed in models.__all__)
 from .models import register_auto_classes
+from .tokenization import numerals as _numerals  # noqa: F401  (registers NumeracyTokenizerFast with AutoTokenizer)
 
 __version__ = "0.1.0.dev0"
 
