@@ -72,7 +72,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -269,7 +269,7 @@ class NumeracyTokenizerFast(PreTrainedTokenizerFast):
         else:
             batched = isinstance(text, (list, tuple))
         if not batched:  # one code path: a batch of one, un-batched at the end exactly as transformers does
-            text, text_pair = [text], (None if text_pair is None else [text_pair])
+            text, text_pair = [text], ([text_pair] if text_pair else None)  # an empty pair is no pair there too
         return_tensors = kwargs.pop("return_tensors", None)
         output = super()._encode_plus(text, text_pair, return_tensors=None, **kwargs)
         self._relabel_unknown_numerals(output, text, text_pair, split_into_words)
@@ -327,6 +327,7 @@ class NumeracyTokenizerFast(PreTrainedTokenizerFast):
 
     def _decode(self, token_ids, skip_special_tokens: bool = False, **kwargs) -> str:
         if skip_special_tokens:
+            token_ids = token_ids["input_ids"] if isinstance(token_ids, Mapping) else token_ids
             token_ids = [token_ids] if isinstance(token_ids, int) else token_ids
             drop = set(self.all_special_ids) - self._kept_special_ids()
             token_ids = [i for i in token_ids if int(i) not in drop]
