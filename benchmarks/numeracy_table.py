@@ -22,7 +22,15 @@ import json
 import time
 
 import torch
-from common import add_training_arguments, emit_json, log, machine, run_context, start_training_run, write_report
+from common import (
+    add_training_arguments,
+    emit_json,
+    log,
+    machine,
+    run_context,
+    start_training_run,
+    write_report,
+)
 
 from hf_nlm.data import load_sotu, load_text_files
 from hf_nlm.evaluation import evaluate_lm

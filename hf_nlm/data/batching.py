@@ -23,7 +23,6 @@ import torch
 from torch.utils.data import DataLoader, Subset
 from tqdm.auto import tqdm
 
-from ..modeling_utils import NLMPreTrainedModel
 from .lm import (
     IGNORE_INDEX,
     LMBlockDataset,
@@ -268,6 +267,8 @@ def stream_nll(
 @torch.no_grad()
 def summed_nll(model, loader, device=None, desc: str | None = None) -> tuple[float, int]:
     """Sum of -log p(target) over every labelled token the loader yields, and their number."""
+    from ..modeling_utils import NLMPreTrainedModel  # here: the data package does not need the models to load
+
     device = device or next(model.parameters()).device
     total, count = 0.0, 0
     # Our models compute the loss from the head whatever logits_to_keep says; skipping the |V|-wide

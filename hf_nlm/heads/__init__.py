@@ -8,8 +8,8 @@ Mnih & Hinton 2008).
 """
 
 from .base import HEAD_REGISTRY, OutputHead, Targets, build_head, check_head_config, head_class, register_head
-from .softmax import SoftmaxHead
 from .numeral import DigitSoftmaxHead, NumeralHierarchicalSoftmaxHead
+from .softmax import SoftmaxHead
 from .split import SplitSoftmaxHead, check_cutoffs, check_frequency_order
 from .tree import TREE_FIELDS, TreeSoftmaxHead, tree_config_fields
 

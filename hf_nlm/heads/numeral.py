@@ -23,7 +23,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..tokenization.numerals import DIGIT_PAD, DIGITS_WIDTH, NUM_DIGIT_SYMBOLS, canonical_digits, encode_digits
+from ..tokenization.numerals import (
+    DIGIT_PAD,
+    DIGITS_WIDTH,
+    NUM_DIGIT_SYMBOLS,
+    canonical_digits,
+    encode_digits,
+)
 from .base import OutputHead, Targets, refuse_arguments, register_head, upcast
 from .softmax import SoftmaxHead
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..tokenization.numerals import NumeracyTokenizerFast
 from .awd_lstm import AWDLSTMConfig, AWDLSTMForCausalLM, AWDLSTMModel
 from .hlbl import HLBLConfig, HLBLForCausalLM, HLBLModel
 from .lbl import LBLConfig, LBLForCausalLM, LBLModel
@@ -23,6 +24,8 @@ class ModelType:
     base_model_class: type
     causal_lm_class: type | None = None
     seq2seq_lm_class: type | None = None
+    #: A tokenizer class of this package the type needs (``AutoTokenizer`` maps the type to it).
+    tokenizer_class: type | None = None
 
     @property
     def name(self) -> str:
@@ -46,7 +49,8 @@ MODEL_TYPES: dict[str, ModelType] = {
         ModelType(LBLConfig, LBLModel, causal_lm_class=LBLForCausalLM),
         ModelType(HLBLConfig, HLBLModel, causal_lm_class=HLBLForCausalLM),
         ModelType(AWDLSTMConfig, AWDLSTMModel, causal_lm_class=AWDLSTMForCausalLM),
-        ModelType(NumeracyLMConfig, NumeracyLMModel, causal_lm_class=NumeracyLMForCausalLM),
+        ModelType(NumeracyLMConfig, NumeracyLMModel, causal_lm_class=NumeracyLMForCausalLM,
+                  tokenizer_class=NumeracyTokenizerFast),
     )
 }
 
@@ -54,7 +58,7 @@ MODEL_TYPES: dict[str, ModelType] = {
 def register_auto_classes() -> None:
     """Register every model type with ``AutoConfig``, ``AutoModel`` and its LM's Auto class, so that
     ``from_pretrained`` / ``pipeline`` load them without ``trust_remote_code``."""
-    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     for t in MODEL_TYPES.values():
         AutoConfig.register(t.name, t.config_class, exist_ok=True)
@@ -63,6 +67,8 @@ def register_auto_classes() -> None:
             AutoModelForCausalLM.register(t.config_class, t.causal_lm_class, exist_ok=True)
         if t.seq2seq_lm_class is not None:
             AutoModelForSeq2SeqLM.register(t.config_class, t.seq2seq_lm_class, exist_ok=True)
+        if t.tokenizer_class is not None:
+            AutoTokenizer.register(t.config_class, tokenizer_class=t.tokenizer_class, exist_ok=True)
 
 
 __all__ = ["MODEL_TYPES", "ModelType", "register_auto_classes", *sorted(c.__name__ for t in MODEL_TYPES.values() for c in t.classes)]

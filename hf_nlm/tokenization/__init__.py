@@ -1,5 +1,18 @@
-"""Tokenizers for the LMs: word-level vocabularies (the papers' setting) and BPE / WordPiece."""
+"""Tokenizers for the LMs: word-level vocabularies (the papers' setting), BPE / WordPiece, and the
+words-and-numerals vocabulary of the numeracy LM (Spithourakis & Riedel 2018)."""
 
+from .numerals import (
+    NUMERAL_FEATURES,
+    NUMERAL_FILL,
+    NUMERAL_PATTERN,
+    UNK_NUM_TOKEN,
+    UNK_WORD_TOKEN,
+    NumeracyTokenizerFast,
+    Numeral,
+    parse_numeral,
+    register_numeracy_tokenizer,
+    train_numeracy_tokenizer,
+)
 from .subword import train_bpe_tokenizer, train_wordpiece_tokenizer
 from .word_level import (
     EOS_TOKEN,
@@ -12,9 +25,19 @@ from .word_level import (
 
 __all__ = [
     "EOS_TOKEN",
+    "NUMERAL_FEATURES",
+    "NUMERAL_FILL",
+    "NUMERAL_PATTERN",
     "SPECIAL_TOKENS",
+    "UNK_NUM_TOKEN",
     "UNK_TOKEN",
+    "UNK_WORD_TOKEN",
+    "Numeral",
+    "NumeracyTokenizerFast",
+    "parse_numeral",
+    "register_numeracy_tokenizer",
     "train_bpe_tokenizer",
+    "train_numeracy_tokenizer",
     "train_word_level_tokenizer",
     "train_wordpiece_tokenizer",
     "word_counts",
