@@ -5,6 +5,7 @@ blocks; ``stream`` cuts it into columns for stateful BPTT; ``sampler`` serves th
 either; ``batching`` chooses between them for a model (:func:`batching_for`) and scores a split.
 """
 
+from .arxiv import load_arxiv_abstracts
 from .batching import (
     Batching,
     BlockBatching,
@@ -36,6 +37,14 @@ from .lm import (
     tokenize_corpus,
     tokenize_stream,
 )
+from .notes import (
+    EmptySplitError,
+    load_mimic_iii_notes,
+    load_mimic_iv_notes,
+    loader_counts,
+    replace_mimic_iii_deid,
+    replace_mimic_iv_deid,
+)
 from .sampler import BlockBatches, BlockBatchSampler, StreamBatches
 from .stream import StreamColumns, bptt_chunks, stream_columns
 
@@ -46,6 +55,7 @@ __all__ = [
     "BlockBatches",
     "BlockBatching",
     "CorpusFormatError",
+    "EmptySplitError",
     "LMBlockDataset",
     "StreamBatches",
     "StreamBatching",
@@ -60,12 +70,18 @@ __all__ = [
     "group_into_blocks",
     "is_stateful",
     "lm_context_size",
+    "load_arxiv_abstracts",
     "load_brown",
     "load_csv_files",
+    "load_mimic_iii_notes",
+    "load_mimic_iv_notes",
     "load_ptb",
     "load_sotu",
     "load_text_files",
+    "loader_counts",
     "read_text_file",
+    "replace_mimic_iii_deid",
+    "replace_mimic_iv_deid",
     "split_texts",
     "stream_columns",
     "target_labels",
