@@ -5,7 +5,7 @@ Predict Numbers", ACL 2018, table 3: perplexity and adjusted perplexity (APP) ov
 only and numerals only, for each output strategy. Every row is ``NumeracyLMForCausalLM`` with the
 paper's body (one LSTM layer of ``--hidden-size`` units, 50 in the paper, dropout 0.1, Adam 1e-3),
 trained by ``hf_nlm.training.train_lm`` on the same numeracy tokenizer (top ``--vocab-size`` tokens,
-words and numerals ranked together) under the same time budget; only ``numeral_strategy`` differs.
+words and numerals ranked together, punctuation cut off words) under the same time budget; only ``numeral_strategy`` differs.
 Test figures are exact (the state carried over the whole split, batch 1).
 
 Corpus: SOTU split by year as ``load_sotu`` does (train < 2000 <= validation < 2010 <= test), or
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     out, suffix, corpus = start_training_run(args, load_corpus(args), quick_lines=(3000, 300))
     if args.quick:
         args.time_budget = min(args.time_budget, 45.0)
-    tokenizer = train_numeracy_tokenizer(corpus["train"]["text"], max_vocab_size=args.vocab_size)
+    tokenizer = train_numeracy_tokenizer(corpus["train"]["text"], max_vocab_size=args.vocab_size, split_punctuation=True)
     common = {**run_context(args, vocab_size=len(tokenizer), hidden_size=args.hidden_size),
               "corpus": "files" if args.train_file else "sotu", "cpu": machine(), "time_budget_s": args.time_budget,
               "numerals_in_vocab": len(tokenizer.numeral_vocab) - 1}

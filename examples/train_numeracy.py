@@ -25,7 +25,7 @@ from hf_nlm.cli import add_train_arguments, corpus_name, prepare_training, repor
 from hf_nlm.numeral_plots import plot_numeral_embeddings
 from hf_nlm.training import train_lm
 
-PAPER_DEFAULTS = dict(model="numeracy_lm", corpus="sotu", vocab_size=5000, optimizer="adam", learning_rate=1e-3,
+PAPER_DEFAULTS = dict(model="numeracy_lm", corpus="sotu", vocab_size=5000, split_punctuation=True, optimizer="adam", learning_rate=1e-3,
                       num_epochs=10, block_size=50, batch_size=32, max_grad_norm=1.0)
 FIGURES = ("perplexity", "adjusted_perplexity")
 

@@ -77,6 +77,9 @@ def add_tokenizer_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--vocab-size", type=_optional(int), default=None,
                        help="maximum vocabulary size (required for bpe/wordpiece; optional cap for word)")
     group.add_argument("--lowercase", action="store_true", help="lowercase the text before tokenizing")
+    group.add_argument("--split-punctuation", action="store_true",
+                       help="numeracy tokenizer: cut punctuation off words too (raw text such as SOTU); numerals "
+                            "keep their commas, points and signs")
 
 
 def model_flags(models) -> dict[str, dict[str, str]]:
@@ -257,8 +260,14 @@ def build_tokenizer(args: argparse.Namespace, train_texts):
     if kind in ("word", "numeracy"):
         from .tokenization import train_numeracy_tokenizer, train_word_level_tokenizer
 
-        train = train_word_level_tokenizer if kind == "word" else train_numeracy_tokenizer
-        return train(train_texts, min_frequency=args.min_frequency, lowercase=args.lowercase, max_vocab_size=args.vocab_size)
+        if kind == "word":
+            if getattr(args, "split_punctuation", False):
+                raise ValueError("--split-punctuation applies to --tokenizer numeracy only")
+            return train_word_level_tokenizer(train_texts, min_frequency=args.min_frequency, lowercase=args.lowercase,
+                                              max_vocab_size=args.vocab_size)
+        return train_numeracy_tokenizer(train_texts, min_frequency=args.min_frequency, lowercase=args.lowercase,
+                                        max_vocab_size=args.vocab_size,
+                                        split_punctuation=getattr(args, "split_punctuation", False))
     if args.vocab_size is None:
         raise ValueError(f"--tokenizer {kind} needs --vocab-size")
     try:

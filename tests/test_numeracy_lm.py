@@ -4,6 +4,8 @@ for it in test_model_contract.py like for every registered model."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -132,3 +134,133 @@ def test_numeral_side_fields_pass_through_forward():
         "numeral_mask": torch.zeros(2, 5, dtype=torch.int8),
     }
     torch.testing.assert_close(m(ids, labels=ids, **fields).loss, m(ids, labels=ids).loss)
+
+
+# ----------------------------------------------------------------------------- with the numeracy tokenizer
+
+TEXTS = [
+    "in 1990 the deficit was 3.5 billion dollars , up 12 % .",
+    "the budget grew 12 % to 1,200 million in 1990 .",
+    "we spent 3.5 billion on 7 programs .",
+    "in 1991 the deficit was 2.25 billion dollars .",
+] * 5
+HELD_OUT = ["in 1995 the surplus was 3.5 billion dollars , up 12 % .", "the budget fell 9 % to 1,250 million in 1990 ."]
+
+
+@pytest.fixture(scope="module")
+def numeracy_tokenizer():
+    from hf_nlm.tokenization import train_numeracy_tokenizer
+
+    return train_numeracy_tokenizer(TEXTS, max_vocab_size=24)
+
+
+def tokenized_model(tokenizer, strategy: str) -> NumeracyLMForCausalLM:
+    torch.manual_seed(0)
+    config = NumeracyLMConfig(vocab_size=len(tokenizer), embedding_size=D, hidden_size=D, numeral_strategy=strategy,
+                              numeral_vocab=tokenizer.numeral_vocab)
+    return NumeracyLMForCausalLM(config).eval()
+
+
+@pytest.mark.parametrize("strategy", ["softmax", "hsoftmax"])
+def test_evaluate_lm_reports_adjusted_perplexity_as_computed_by_hand(numeracy_tokenizer, strategy):
+    """APP from evaluate_lm against a computation from scratch: the whole stream scored in one forward
+    pass, token kinds and OOV types read from the text with the numeral recogniser."""
+    import math
+
+    from hf_nlm.evaluation import evaluate_lm
+    from hf_nlm.tokenization.numerals import parse_numeral
+
+    tok = numeracy_tokenizer
+    model = tokenized_model(tok, strategy)
+    report = evaluate_lm(model, HELD_OUT, tok, block_size=5, batch_size=1)
+
+    pieces = [p for line in HELD_OUT for p in [*line.split(), "<eos>"]]  # the held-out text is space-separated
+    ids = [tok.eos_token_id if p == "<eos>" else tok.convert_tokens_to_ids(p) for p in pieces]
+    unknown_ids = {tok.unk_token_id, tok.unk_num_token_id}
+    with torch.no_grad():  # the stream starts with <eos>, "a sentence starts here"
+        log_probs = torch.log_softmax(model(torch.tensor([[tok.eos_token_id, *ids[:-1]]])).logits[0], -1)
+    target_lp = [log_probs[t, i].item() for t, i in enumerate(ids)]
+    numeral = [p != "<eos>" and parse_numeral(p) is not None for p in pieces]
+    oov = {kind: {p for p, i, n in zip(pieces, ids, numeral) if i in unknown_ids and n == kind} for kind in (False, True)}
+    assert oov[True] == {"1995", "9", "1,250"} and "surplus" in oov[False]
+    adjusted = [lp - (math.log(len(oov[n])) if i in unknown_ids else 0.0) for lp, i, n in zip(target_lp, ids, numeral)]
+
+    def ppl(values):
+        return math.exp(-sum(values) / len(values))
+
+    assert report["num_tokens"] == len(ids) and report["num_numerals"] == sum(numeral)
+    assert report["num_oov_numeral_types"] == 3 and report["num_oov_word_types"] == len(oov[False])
+    assert report["perplexity"] == pytest.approx(ppl(target_lp), rel=1e-5)
+    assert report["adjusted_perplexity"] == pytest.approx(ppl(adjusted), rel=1e-5)
+    assert report["adjusted_perplexity_numerals"] == pytest.approx(
+        ppl([a for a, n in zip(adjusted, numeral) if n]), rel=1e-5)
+    assert report["adjusted_perplexity_words"] == pytest.approx(
+        ppl([a for a, n in zip(adjusted, numeral) if not n]), rel=1e-5)
+
+
+def test_train_evaluate_save_load_and_generate_through_the_cli(tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer, pipeline
+
+    from hf_nlm.cli import main
+    from hf_nlm.tokenization import NumeracyTokenizerFast
+
+    for split, lines in (("train", TEXTS), ("valid", HELD_OUT), ("test", HELD_OUT)):
+        (tmp_path / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "run"
+    status = main([
+        "train", "--model", "numeracy_lm", "--numeral-strategy", "hsoftmax", "--train-file", str(tmp_path / "train.txt"),
+        "--validation-file", str(tmp_path / "valid.txt"), "--test-file", str(tmp_path / "test.txt"),
+        "--output-dir", str(out), "--embedding-size", "8", "--hidden-size", "8", "--block-size", "6",
+        "--batch-size", "2", "--num-epochs", "2", "--optimizer", "adam", "--learning-rate", "0.01",
+        "--no-progress-bar", "--split-punctuation",
+    ])
+    assert status == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["test"]["num_numerals"] == 6 and results["test"]["adjusted_perplexity_numerals"] > 1
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    model = AutoModelForCausalLM.from_pretrained(out)
+    assert isinstance(tokenizer, NumeracyTokenizerFast) and isinstance(model, NumeracyLMForCausalLM)
+    assert model.config.numeral_strategy == "hsoftmax" and model.config.numeral_vocab == tokenizer.numeral_vocab
+    text = pipeline("text-generation", model=model, tokenizer=tokenizer)("the deficit was", max_new_tokens=4,
+                                                                          do_sample=False)[0]["generated_text"]
+    assert text.startswith("the deficit was") and len(text.split()) == 7
+
+
+def test_numeral_embedding_picture_is_the_pca_of_the_numeral_rows(numeracy_tokenizer, tmp_path):
+    import numpy as np
+
+    from hf_nlm.numeral_plots import plot_numeral_embeddings
+
+    model = tokenized_model(numeracy_tokenizer, "softmax")
+    points = plot_numeral_embeddings(model, numeracy_tokenizer, tmp_path / "numerals.png")
+    assert (tmp_path / "numerals.png").stat().st_size > 1000
+    numerals = sorted((i, t) for t, i in numeracy_tokenizer.numeral_vocab.items() if t != "<unk_num>")
+    rows = model.lm_head.weight.detach()[[i for i, _ in numerals]].numpy()
+    # PCA the long way: eigenvectors of the covariance; points agree up to the sign of each axis.
+    centred = rows - rows.mean(0)
+    _, vectors = np.linalg.eigh(centred.T @ centred)
+    expected = centred @ vectors[:, ::-1][:, :2]
+    for k in range(2):
+        assert np.allclose(np.abs(points[:, k]), np.abs(expected[:, k]), atol=1e-4)
+
+
+@pytest.mark.parametrize("strategy", ["softmax", "softmax_digits", "hsoftmax"])
+def test_awkward_numerals_train_with_a_finite_loss(strategy):
+    """The issue's bad numerals in the training text: each is a token with a documented meaning, and a
+    training step on blocks that carry their side fields has a finite loss and finite gradients."""
+    from hf_nlm.data.lm import group_into_blocks, tokenize_stream
+    from hf_nlm.tokenization import train_numeracy_tokenizer
+
+    awkward = ["1,2,3 and 1e400 or NaN and inf", "-0 and \u22125 and \uff13 and 00012.500", "9" * 300, "",
+               "a 1,200 b 3.5 c"] * 3
+    tok = train_numeracy_tokenizer(awkward)
+    stream, _ = tokenize_stream(awkward, tok)
+    assert torch.isfinite(stream["numeral_value"]).all()
+    torch.manual_seed(0)
+    config = NumeracyLMConfig(vocab_size=len(tok), embedding_size=D, hidden_size=D, numeral_strategy=strategy,
+                              numeral_vocab=tok.numeral_vocab)
+    model = NumeracyLMForCausalLM(config).train()
+    batch = group_into_blocks(stream, block_size=8, context_size=1, bos_token_id=tok.eos_token_id, fill=tok.token_features.fill)
+    loss = model(**batch).loss
+    loss.backward()
+    assert torch.isfinite(loss) and all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
