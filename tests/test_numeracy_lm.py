@@ -181,9 +181,9 @@ def test_evaluate_lm_reports_adjusted_perplexity_as_computed_by_hand(numeracy_to
         log_probs = torch.log_softmax(model(torch.tensor([[tok.eos_token_id, *ids[:-1]]])).logits[0], -1)
     target_lp = [log_probs[t, i].item() for t, i in enumerate(ids)]
     numeral = [p != "<eos>" and parse_numeral(p) is not None for p in pieces]
-    oov = {kind: {p for p, i, n in zip(pieces, ids, numeral) if i in unknown_ids and n == kind} for kind in (False, True)}
+    oov = {kind: {p for p, i, n in zip(pieces, ids, numeral, strict=True) if i in unknown_ids and n == kind} for kind in (False, True)}
     assert oov[True] == {"1995", "9", "1,250"} and "surplus" in oov[False]
-    adjusted = [lp - (math.log(len(oov[n])) if i in unknown_ids else 0.0) for lp, i, n in zip(target_lp, ids, numeral)]
+    adjusted = [lp - (math.log(len(oov[n])) if i in unknown_ids else 0.0) for lp, i, n in zip(target_lp, ids, numeral, strict=True)]
 
     def ppl(values):
         return math.exp(-sum(values) / len(values))
@@ -193,9 +193,9 @@ def test_evaluate_lm_reports_adjusted_perplexity_as_computed_by_hand(numeracy_to
     assert report["perplexity"] == pytest.approx(ppl(target_lp), rel=1e-5)
     assert report["adjusted_perplexity"] == pytest.approx(ppl(adjusted), rel=1e-5)
     assert report["adjusted_perplexity_numerals"] == pytest.approx(
-        ppl([a for a, n in zip(adjusted, numeral) if n]), rel=1e-5)
+        ppl([a for a, n in zip(adjusted, numeral, strict=True) if n]), rel=1e-5)
     assert report["adjusted_perplexity_words"] == pytest.approx(
-        ppl([a for a, n in zip(adjusted, numeral) if not n]), rel=1e-5)
+        ppl([a for a, n in zip(adjusted, numeral, strict=True) if not n]), rel=1e-5)
 
 
 def test_train_evaluate_save_load_and_generate_through_the_cli(tmp_path):
