@@ -70,7 +70,7 @@ def plot_numeral_embeddings(model, tokenizer, path: str | Path, which: str = "ou
     for k in range(min(label, len(tokens))):
         ax.annotate(tokens[k], points[k], fontsize=7, alpha=0.8)
     strategy = getattr(model.config, "head", "?")
-    ax.set_title(f"{which} embeddings of {len(tokens)} numerals ({strategy}), first two principal components")
+    ax.set_title(f"{which} vectors of {len(tokens)} numerals ({strategy}), PCA", fontsize=10)
     ax.set_xlabel("PC 1")
     ax.set_ylabel("PC 2")
     fig.tight_layout()
