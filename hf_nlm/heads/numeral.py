@@ -178,19 +178,31 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
         for name, values in self._index_lists.items():
             init.copy_(getattr(self, name), torch.tensor(values, dtype=torch.long))
 
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        """log p(s | h) over the whole vocabulary, ``hidden.shape[:-1] + (|V|,)``."""
+    def branch_log_probs(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """log p(class | h) (..., 2), log p(s | word, h) (..., |W|) and log p(s | numeral, h) (..., |N|)."""
         log_class = torch.log_softmax(upcast(F.linear(hidden, self.class_weight, self.class_bias)), dim=-1)
         words = torch.log_softmax(upcast(F.linear(hidden, self.word_weight, self.word_bias)), dim=-1)
         numerals = torch.log_softmax(upcast(F.linear(hidden, self.numeral_weight, self.numeral_bias)), dim=-1)
+        return log_class, words, numerals
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        """log p(s | h) over the whole vocabulary, ``hidden.shape[:-1] + (|V|,)``."""
+        log_class, words, numerals = self.branch_log_probs(hidden)
         branches = torch.cat([words + log_class[..., :1], numerals + log_class[..., 1:]], dim=-1)
         return branches.index_select(-1, self.vocab_position)
 
     def nll(self, hidden: torch.Tensor, targets: torch.Tensor | Targets) -> torch.Tensor:
+        """-log p(class(s) | h) - log p(s | class, h), read from the two branches: the |V|-wide
+        permutation of ``forward`` (and its backward) is never built."""
         ids = Targets.of(targets).ids
-        log_probs = self.forward(hidden)
         keep = ids != -100
-        picked = log_probs.gather(-1, torch.where(keep, ids, 0).unsqueeze(-1)).squeeze(-1)
+        log_class, words, numerals = self.branch_log_probs(hidden)
+        position = self.vocab_position[torch.where(keep, ids, 0)]
+        num_words = words.shape[-1]
+        is_numeral = position >= num_words
+        in_words = words.gather(-1, position.clamp(max=num_words - 1).unsqueeze(-1)).squeeze(-1)
+        in_numerals = numerals.gather(-1, (position - num_words).clamp(min=0).unsqueeze(-1)).squeeze(-1)
+        picked = torch.where(is_numeral, log_class[..., 1] + in_numerals, log_class[..., 0] + in_words)
         return torch.where(keep, -picked, torch.zeros_like(picked))
 
     def extra_repr(self) -> str:
