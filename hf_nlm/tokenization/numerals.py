@@ -80,7 +80,7 @@ from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from ..data.lm import TokenFeatures
-from .word_level import EOS_TOKEN, word_decoder
+from .word_level import EOS_TOKEN, ranked_vocabulary, word_decoder, wrap_tokenizer
 
 #: The symbols of a canonical numeral string, in id order: "0"-"9" are ids 0-9, "." is 10, "-" is 11.
 DIGIT_SYMBOLS = "0123456789.-"
@@ -390,34 +390,14 @@ def train_numeracy_tokenizer(
         the tokens by descending training frequency, ties alphabetical (so the vocabulary is
         deterministic). Words out of the vocabulary encode as ``<unk_word>``, numerals as ``<unk_num>``.
     """
-    if min_frequency < 1:
-        raise ValueError(f"min_frequency must be >= 1, got {min_frequency}")
     counts = numeracy_token_counts(texts, lowercase, split_punctuation)
-    if not counts:
-        raise ValueError("cannot build a vocabulary from empty training text")
-    for special in NUMERACY_SPECIAL_TOKENS:
-        counts.pop(special, None)  # written in the text, they are the special tokens, not words
-    tokens = sorted((t for t, c in counts.items() if c >= min_frequency), key=lambda t: (-counts[t], t))
-    if max_vocab_size is not None:
-        if max_vocab_size <= len(NUMERACY_SPECIAL_TOKENS):
-            raise ValueError(
-                f"max_vocab_size must exceed the {len(NUMERACY_SPECIAL_TOKENS)} special tokens, got {max_vocab_size}"
-            )
-        tokens = tokens[: max_vocab_size - len(NUMERACY_SPECIAL_TOKENS)]
-    vocab = {token: i for i, token in enumerate([*NUMERACY_SPECIAL_TOKENS, *tokens])}
+    vocab = ranked_vocabulary(counts, NUMERACY_SPECIAL_TOKENS, min_frequency, max_vocab_size)
 
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK_WORD_TOKEN))
     backend.normalizer = numeracy_normalizer(lowercase)
     backend.pre_tokenizer = numeracy_pre_tokenizer(split_punctuation)
     backend.decoder = word_decoder()
-    return NumeracyTokenizerFast(
-        tokenizer_object=backend,
-        unk_token=UNK_WORD_TOKEN,
-        eos_token=EOS_TOKEN,
-        bos_token=EOS_TOKEN,
-        pad_token=EOS_TOKEN,
-        clean_up_tokenization_spaces=False,
-    )
+    return wrap_tokenizer(backend, unk_token=UNK_WORD_TOKEN, tokenizer_class=NumeracyTokenizerFast)
 
 
 def register_numeracy_tokenizer(config_class=None) -> None:

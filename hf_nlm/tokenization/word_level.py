@@ -20,21 +20,43 @@ EOS_TOKEN = "<eos>"
 SPECIAL_TOKENS = (UNK_TOKEN, EOS_TOKEN)
 
 
-def wrap_tokenizer(tokenizer: Tokenizer) -> PreTrainedTokenizerFast:
+def wrap_tokenizer(
+    tokenizer: Tokenizer, unk_token: str = UNK_TOKEN, tokenizer_class: type = PreTrainedTokenizerFast
+) -> PreTrainedTokenizerFast:
     """Wrap a ``tokenizers.Tokenizer`` with the hf_nlm special-token convention.
 
-    ``<unk>`` is id 0; ``<eos>`` (id 1) marks sentence ends and doubles as bos and pad, as
-    ``<|endoftext|>`` does for GPT-2: an LM trained on sentence streams reads ``<eos>`` as "a new
-    sentence starts here", which is exactly what a prompt's left context should say.
+    ``<unk>`` (or ``unk_token``) is id 0; ``<eos>`` (id 1) marks sentence ends and doubles as bos and
+    pad, as ``<|endoftext|>`` does for GPT-2: an LM trained on sentence streams reads ``<eos>`` as "a
+    new sentence starts here", which is exactly what a prompt's left context should say.
+    ``tokenizer_class``: a ``PreTrainedTokenizerFast`` subclass to build (the numeracy tokenizer's).
     """
-    return PreTrainedTokenizerFast(
+    return tokenizer_class(
         tokenizer_object=tokenizer,
-        unk_token=UNK_TOKEN,
+        unk_token=unk_token,
         eos_token=EOS_TOKEN,
         bos_token=EOS_TOKEN,
         pad_token=EOS_TOKEN,
         clean_up_tokenization_spaces=False,
     )
+
+
+def ranked_vocabulary(
+    counts: Counter, special_tokens: tuple[str, ...], min_frequency: int = 1, max_vocab_size: int | None = None
+) -> dict[str, int]:
+    """token -> id: ``special_tokens`` first, then the tokens seen at least ``min_frequency`` times by
+    descending count (ties alphabetical, so the vocabulary is deterministic), cut to ``max_vocab_size``
+    ids in total. Special tokens written in the text count as the special tokens, not as words."""
+    if min_frequency < 1:
+        raise ValueError(f"min_frequency must be >= 1, got {min_frequency}")
+    if not counts:
+        raise ValueError("cannot build a vocabulary from empty training text")
+    counts = Counter({t: c for t, c in counts.items() if t not in special_tokens})
+    tokens = sorted((t for t, c in counts.items() if c >= min_frequency), key=lambda t: (-counts[t], t))
+    if max_vocab_size is not None:
+        if max_vocab_size <= len(special_tokens):
+            raise ValueError(f"max_vocab_size must exceed the {len(special_tokens)} special tokens, got {max_vocab_size}")
+        tokens = tokens[: max_vocab_size - len(special_tokens)]
+    return {tok: i for i, tok in enumerate([*special_tokens, *tokens])}
 
 
 def word_counts(texts: Iterable[str], lowercase: bool = False) -> Counter:
@@ -63,20 +85,7 @@ def train_word_level_tokenizer(
     Returns:
         A ``PreTrainedTokenizerFast``: ``<unk>`` = 0, ``<eos>`` = 1, then words by descending frequency.
     """
-    if min_frequency < 1:
-        raise ValueError(f"min_frequency must be >= 1, got {min_frequency}")
-    counts = word_counts(texts, lowercase)
-    if not counts:
-        raise ValueError("cannot build a vocabulary from empty training text")
-    for special in SPECIAL_TOKENS:
-        counts.pop(special, None)  # PTB writes <unk> in its text: it is our <unk>, not a word
-    words = sorted((w for w, c in counts.items() if c >= min_frequency), key=lambda w: (-counts[w], w))
-    if max_vocab_size is not None:
-        if max_vocab_size <= len(SPECIAL_TOKENS):
-            raise ValueError(f"max_vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens, got {max_vocab_size}")
-        words = words[: max_vocab_size - len(SPECIAL_TOKENS)]
-    vocab = {tok: i for i, tok in enumerate([*SPECIAL_TOKENS, *words])}
-
+    vocab = ranked_vocabulary(word_counts(texts, lowercase), SPECIAL_TOKENS, min_frequency, max_vocab_size)
     tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK_TOKEN))
     if lowercase:
         tokenizer.normalizer = normalizers.Lowercase()
