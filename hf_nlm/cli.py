@@ -557,6 +557,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         check_generation_arguments(args)
     except ValueError as err:
         _fail(args.parser, str(err))
+    from .data.lm import unknown_token_ids
+
     model, tokenizer = _load_saved_model(args.parser, args.model_dir)
     if args.seed is not None:
         torch.manual_seed(args.seed)
@@ -565,7 +567,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
                 for k, default in SAMPLING_DEFAULTS.items()}
     for prompt in args.prompts:
         ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False).input_ids
-        unknown = int((ids == tokenizer.unk_token_id).sum()) if tokenizer.unk_token_id is not None else 0
+        unknown = int(torch.isin(ids, torch.tensor(unknown_token_ids(tokenizer))).sum())
         if unknown and 2 * unknown >= ids.shape[1]:
             print(f"warning: {unknown} of the {ids.shape[1]} tokens of the prompt {prompt!r} are not in the model's "
                   f"vocabulary (they read as {tokenizer.unk_token}); the continuation has little to go on",

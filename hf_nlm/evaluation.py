@@ -69,6 +69,7 @@ def numeracy_report(batching, model, tokenizer, texts, stream, stats, batch_size
     """:func:`perplexity_report` plus the ``adjusted_perplexity`` metric's figures, from exact
     per-token log-probabilities of ``stream`` (the encoded ``texts``; its ``numeral_mask`` field says
     which targets are numerals)."""
+    from .data.lm import unknown_token_ids
     from .metrics import adjusted_perplexity_report
 
     if "numeral_mask" not in stream:
@@ -78,7 +79,7 @@ def numeracy_report(batching, model, tokenizer, texts, stream, stats, batch_size
     log_probs = batching.log_probs(model, stream, batch_size, device)
     if log_probs.numel() != ids.numel():
         raise RuntimeError(f"scored {log_probs.numel()} tokens but the stream has {ids.numel()}")
-    unknown = (ids == tokenizer.unk_token_id) | (ids == tokenizer.unk_num_token_id)
+    unknown = torch.isin(ids, torch.tensor(unknown_token_ids(tokenizer)))
     report = adjusted_perplexity_report(
         log_probs.double().numpy(), stream["numeral_mask"].numpy().astype(int), unknown.numpy().astype(int),
         stream_token_texts(texts, tokenizer),

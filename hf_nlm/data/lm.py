@@ -267,12 +267,17 @@ def bos_token_id(tokenizer) -> int:
     return tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
 
 
+def unknown_token_ids(tokenizer) -> list[int]:
+    """The ids that stand for out-of-vocabulary text: ``<unk>``, and a numeracy tokenizer's ``<unk_num>``."""
+    ids = [tokenizer.unk_token_id, getattr(tokenizer, "unk_num_token_id", None)]
+    return [i for i in ids if i is not None]
+
+
 def stream_stats(ids: torch.LongTensor, num_words: int, tokenizer) -> dict[str, int]:
     """The counts every evaluation reports: ``num_tokens`` targets, ``num_words`` words incl. sentence
-    ends, ``num_unk`` targets that are ``<unk>``."""
-    unk = tokenizer.unk_token_id
+    ends, ``num_unk`` targets that are unknown (``<unk>``; ``<unk_word>`` or ``<unk_num>``)."""
     return {
         "num_tokens": int(ids.numel()),
         "num_words": num_words,
-        "num_unk": int((ids == unk).sum()) if unk is not None else 0,
+        "num_unk": int(torch.isin(ids, torch.tensor(unknown_token_ids(tokenizer), dtype=ids.dtype)).sum()),
     }
