@@ -111,7 +111,9 @@ def test_a_head_registered_in_a_test_works_with_every_body(body, unigram_head, t
 
 
 def test_unknown_and_clashing_head_names_are_refused(unigram_head):
-    with pytest.raises(ValueError, match="head must be one of softmax, split, tree, unigram; got 'uniform'"):
+    registered = ", ".join(HEAD_REGISTRY)
+    assert registered.endswith("unigram")
+    with pytest.raises(ValueError, match=f"head must be one of {registered}; got 'uniform'"):
         NPLMConfig(vocab_size=9, head="uniform")
 
     class Other(OutputHead):
@@ -182,9 +184,11 @@ def test_the_model_registry_drives_auto_classes_and_cli():
     flags = model_flags(MODEL_TYPES)
     # Each model's flags are exactly its config's own fields (the LBL's D under its attribute_map name).
     assert flags["embedding_size"] == {"nplm": "embedding_size", "lbl": "hidden_size", "hlbl": "hidden_size",
-                                       "awd_lstm": "embedding_size"}
+                                       "awd_lstm": "embedding_size", "numeracy_lm": "embedding_size"}
     assert set(flags["diagonal_context"]) == {"lbl", "hlbl"}
-    assert flags["head"].keys() == MODEL_TYPES.keys()
+    # The numeracy LM's head is its numeral strategy (the paper's name, through its attribute_map).
+    assert flags["numeral_strategy"] == {"numeracy_lm": "head"}
+    assert flags["head"].keys() == MODEL_TYPES.keys() - {"numeracy_lm"}
     for dest in flags:
         assert any(a.dest == dest for a in train._actions), dest
 
