@@ -97,6 +97,27 @@ def _target_log_probs(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tenso
     return logp.gather(1, labels[keep][:, None]).squeeze(1).cpu()
 
 
+def batch_log_probs(model, batch: Mapping[str, torch.Tensor], **model_kwargs):
+    """``(log p of each labelled target of batch, the model's output)``, targets in batch order.
+
+    Our models are asked through their head: ``-head.nll`` of the last hidden states, with the
+    per-target fields the head names (a numeral's value, its digits) taken from the batch, which is
+    the exact probability of the target itself even where a head's vocabulary-wide distribution can
+    only say ``<unk_num>`` (an open-vocabulary numeral branch). Other models: their logits."""
+    from ..heads import OutputHead  # here: the data package does not need the models to load
+    from ..modeling_utils import align_targets
+
+    head = getattr(model, "lm_head", None)
+    if not isinstance(head, OutputHead):
+        output = model(**_model_inputs(batch), **model_kwargs)
+        logits = output.logits if "shift_labels" in batch else output.logits[:, :-1]
+        return _target_log_probs(logits, target_labels(batch)), output
+    output = model(**_model_inputs(batch), **model_kwargs, output_hidden_states=True, logits_to_keep=1)
+    fields = {name: batch[name] for name in head.target_fields if name in batch}
+    hidden, targets = align_targets(output.hidden_states[-1], batch.get("labels"), batch.get("shift_labels"), fields)
+    return -head.nll(hidden, targets).float().cpu(), output
+
+
 def _model_inputs(batch: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """A batch without its labels: the model's inputs (ids and extra fields) when only logits are wanted."""
     return {k: v for k, v in batch.items() if k not in ("labels", "shift_labels")}
@@ -185,9 +206,8 @@ class BlockBatching(Batching):
         out = []
         with _eval_mode(model):
             for batch in self._loader(stream, batch_size):
-                batch = {k: v.to(device) for k, v in batch.items()}
-                logits = model(**_model_inputs(batch)).logits[:, :-1]
-                out.append(_target_log_probs(logits, target_labels(batch)))
+                log_probs, _ = batch_log_probs(model, {k: v.to(device) for k, v in batch.items()})
+                out.append(log_probs)
         return torch.cat(out)
 
 
@@ -227,9 +247,9 @@ class StreamBatching(Batching):
         with _eval_mode(model):
             for start, length in bptt_chunks(columns.length, self.block_size):
                 chunk = {k: v.to(device) for k, v in columns.chunk(start, length).items()}
-                output = model(**_model_inputs(chunk), past_key_values=state, use_cache=True)
+                log_probs, output = batch_log_probs(model, chunk, past_key_values=state, use_cache=True)
                 state = output.past_key_values
-                out.append(_target_log_probs(output.logits, target_labels(chunk)))
+                out.append(log_probs)
         return torch.cat(out)
 
     def exact_batch_size(self, batch_size: int) -> int:
