@@ -11,7 +11,9 @@ these work without the Hub::
 
 ``adjusted_perplexity`` (perplexity and adjusted perplexity over words and numerals, Spithourakis &
 Riedel 2018) also has a plain function, :func:`adjusted_perplexity_report`, for evaluation code that
-has the per-token arrays at hand and does not need evaluate's Arrow cache.
+has the per-token arrays at hand and does not need evaluate's Arrow cache. ``number_prediction`` (MAPE
+and MdAPE of point predictions of numerals, with the "always the training mean / median" baselines,
+Spithourakis & Riedel 2018) likewise has :func:`number_prediction_report`.
 
 The metric folders have no ``__init__.py`` on purpose: they are scripts for ``evaluate.load``;
 Python imports them here as namespace packages.
@@ -28,12 +30,16 @@ from hf_nlm.metrics.adjusted_perplexity.adjusted_perplexity import (
     adjusted_perplexity_report,
 )
 from hf_nlm.metrics.bleu.bleu import Bleu
+from hf_nlm.metrics.number_prediction.number_prediction import (
+    NumberPrediction,
+    number_prediction_report,
+)
 from hf_nlm.metrics.perplexity.perplexity import Perplexity
 
 _METRICS_DIR = Path(__file__).resolve().parent
 
 #: Names accepted by :func:`load_metric` and :func:`metric_path`.
-AVAILABLE_METRICS = ("adjusted_perplexity", "bleu", "perplexity")
+AVAILABLE_METRICS = ("adjusted_perplexity", "bleu", "number_prediction", "perplexity")
 
 
 def metric_path(name: str) -> str:
@@ -61,8 +67,10 @@ __all__ = [
     "AVAILABLE_METRICS",
     "AdjustedPerplexity",
     "Bleu",
+    "NumberPrediction",
     "Perplexity",
     "adjusted_perplexity_report",
     "load_metric",
     "metric_path",
+    "number_prediction_report",
 ]
