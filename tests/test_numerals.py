@@ -444,3 +444,15 @@ def test_datasets_map_fingerprints_the_tokenizer_and_keeps_the_fields(data_token
     first, failures = map_hash_failures(dataset, unhashable)
     second, _ = map_hash_failures(dataset, unhashable)
     assert failures and first._fingerprint != second._fingerprint
+
+
+def test_characters_nfkc_would_expand_keep_their_own_text():
+    """``½`` is one word (NFKC would make it three pieces, ``1 ⁄ 2``, all pointing at one character,
+    so the numeral fields and OOV types would be read from the wrong text)."""
+    tokenizer = train_numeracy_tokenizer(["1 and 2 are numbers"])
+    text = "½ of 1 and ２"
+    encoded = tokenizer(text, return_offsets_mapping=True)
+    assert [text[a:b] for a, b in encoded["offset_mapping"]] == ["½", "of", "1", "and", "２"]
+    assert tokenizer.convert_ids_to_tokens(encoded["input_ids"]) == ["<unk_word>", "<unk_word>", "1", "and", "2"]
+    features = tokenizer.token_features(text, encoded["offset_mapping"])
+    assert features["numeral_mask"].tolist() == [False, False, True, False, True]

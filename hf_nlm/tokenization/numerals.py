@@ -17,7 +17,8 @@ numerals have their own unknown tokens, ``<unk_word>`` and ``<unk_num>``. This m
 
 Numeral policy
 --------------
-Text is NFKC-normalised (full-width ``３`` is ``3``; offsets still point into the original text),
+Full-width digits and ``．，－＋％`` are folded to ASCII (``３`` is ``3``; one character for one, so
+offsets still point into the original text; not NFKC, which expands ``½`` into three characters),
 split at whitespace, and every numeral is then cut out of its whitespace-separated piece; what is
 left of the piece is a word (punctuation is not split off words: ``cat,`` stays one word, as with
 the word-level tokenizer). A numeral is
@@ -33,7 +34,7 @@ the word-level tokenizer). A numeral is
 * at most :data:`MAX_NUMERAL_LENGTH` canonical symbols: a longer one (a 300-digit number) is a word
   (``<unk_word>`` unless it is in the vocabulary as a word), so a value is never ``inf``.
 
-Only ASCII digits (after NFKC) count: ``٣`` (Arabic-Indic) is a word. ``NaN``, ``inf`` and
+Only ASCII digits (after folding) count: ``٣`` (Arabic-Indic) and ``½`` are words. ``NaN``, ``inf`` and
 scientific notation are words. The canonical string (the digits the digit models spell) drops the
 commas and a ``+``, writes ``−`` as ``-`` and keeps every written digit; the value is its float
 (``-0`` has value 0.0, not -0.0); the precision r counts the digits after the point.
@@ -58,7 +59,7 @@ text              tokens                            numerals: canonical / value 
 ``5%``            ``5`` ``%``                       ``5`` / 5.0 / 0, then the word ``%``
 ``$5.00``         ``$`` ``5.00``                    ``5.00`` / 5.0 / 2
 ``5.``            ``5`` ``.``                       a sentence's full stop is not a fraction
-``３``             ``３``                             ``3`` / 3.0 / 0 (NFKC)
+``３``             ``３``                             ``3`` / 3.0 / 0 (width folding)
 ``1st`` ``2nd``   ``1st`` / ``2nd``                 words (ordinals)
 ``1e400``         ``1e400``                         a word (no scientific notation)
 ``NaN`` ``inf``   ``NaN`` / ``inf``                 words
@@ -70,7 +71,6 @@ text              tokens                            numerals: canonical / value 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -132,10 +132,10 @@ def decode_digits(ids) -> str:
 #: "1,234" + "5") or plain digits, then an optional fraction; or a bare fraction ".5".
 _UNSIGNED = r"(?:(?:[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])|[0-9]+)(?:\.[0-9]+)?|\.[0-9]+)"
 _SIGNS = "-−+"
-#: One token that is a numeral, as :func:`parse_numeral` reads it (after NFKC normalisation).
+#: One token that is a numeral, as :func:`parse_numeral` reads it (after width folding).
 _NUMERAL_TOKEN = re.compile(f"[{_SIGNS}]?{_UNSIGNED}")
 
-#: The numerals inside a whitespace-separated piece of (NFKC-normalised) text, in Oniguruma syntax
+#: The numerals inside a whitespace-separated piece of (width-folded) text, in Oniguruma syntax
 #: for ``tokenizers.pre_tokenizers.Split``: the unsigned numeral, a sign only at the start of the
 #: piece or after an opening bracket, and lookarounds that keep numerals glued to words inside them
 #: (see the policy in the module docstring). Every match that :func:`parse_numeral` accepts is a
@@ -159,6 +159,12 @@ class Numeral:
     precision: int
 
 
+#: Full-width digits and number punctuation -> their ASCII forms, one character for one (what NFKC
+#: does for these, without NFKC's expansions of other characters).
+WIDTH_FOLD = {chr(0xFF10 + d): str(d) for d in range(10)} | {"．": ".", "，": ",", "－": "-", "＋": "+", "％": "%"}
+_FOLD_TABLE = str.maketrans(WIDTH_FOLD)
+
+
 def parse_numeral(text: str) -> Numeral | None:
     """The numeral that ``text`` (one whole token, as written) is, or None if it is a word.
 
@@ -166,7 +172,7 @@ def parse_numeral(text: str) -> Numeral | None:
     ``Numeral("1,200.50", "1200.50", 1200.5, 2)``; ``"1st"``, ``"1,2,3"``, ``"1e400"``, ``"NaN"``,
     ``""`` and numerals of more than :data:`MAX_NUMERAL_LENGTH` canonical symbols are words (None).
     """
-    normal = unicodedata.normalize("NFKC", text)  # the tokenizer's normaliser: "３" reads as "3"
+    normal = text.translate(_FOLD_TABLE)  # the tokenizer's normaliser: "３" reads as "3"
     if len(normal) > 2 * MAX_NUMERAL_LENGTH or not _NUMERAL_TOKEN.fullmatch(normal):
         return None  # the length test first: a long word is never run through the regex
     canonical = normal.replace(",", "").replace("−", "-").removeprefix("+")
@@ -341,9 +347,14 @@ class NumeracyTokenizerFast(PreTrainedTokenizerFast):
 
 
 def numeracy_normalizer(lowercase: bool = False) -> normalizers.Normalizer:
-    """NFKC (full-width digits are digits; offsets still map to the original text), then lowercasing if asked."""
-    steps = [normalizers.NFKC()] + ([normalizers.Lowercase()] if lowercase else [])
-    return normalizers.Sequence(steps)
+    """Full-width digits and number punctuation folded to ASCII (:data:`WIDTH_FOLD`), then lowercasing if asked.
+
+    Not NFKC: NFKC also expands characters into several (``½`` -> ``1⁄2``), and then the pieces cut
+    from the expansion all point at the one original character, so a piece's own text (what its
+    numeral value, its OOV type and the ``<unk_num>`` decision are read from) is lost. Folding one
+    character into one keeps every offset exact."""
+    steps = [normalizers.Replace(wide, narrow) for wide, narrow in WIDTH_FOLD.items()]
+    return normalizers.Sequence(steps + ([normalizers.Lowercase()] if lowercase else []))
 
 
 def numeracy_pre_tokenizer(split_punctuation: bool = False) -> pre_tokenizers.PreTokenizer:
