@@ -489,6 +489,111 @@ def test_irregular_arpa_layout_reads_as_the_regular_one(tmp_path):
         np.testing.assert_array_equal(b_a, b_b)
 
 
+def _bulk_and_lines(path):
+    from hf_nlm.ngram.arpa import _read_bulk, _read_lines
+
+    data = Path(path).read_bytes()
+    return _read_bulk(data, data.decode()), _read_lines(Path(path), data.decode())
+
+
+def _assert_same_sections(a, b):
+    assert len(a) == len(b)
+    for (words_a, p_a, b_a, lines_a), (words_b, p_b, b_b, lines_b) in zip(a, b, strict=True):
+        assert list(words_a) == list(words_b) and list(lines_a) == list(lines_b)
+        np.testing.assert_array_equal(p_a, p_b)  # bit-exact, NaN where the same
+        np.testing.assert_array_equal(b_a, b_b)
+
+
+NUMBERS_ARPA = """comment line before the header
+\\data\\
+ngram 1=5
+ngram 2=3
+
+\\1-grams:
+-1.2345678901234\t<s>\t-12345678901234567890
+-99\t</s>
+-.5\tcafé\t5.
+-1.5e-05\t42\t1E+2
+-inf\tüber\t-0
+
+\\2-grams:
+-0.30102999566398120\t<s> café
+-0.000001\tcafé 42
+-3\t42 </s>
+
+\\end\\
+"""
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 5])
+def test_bulk_reader_gives_the_line_readers_sections(tmp_path, order):
+    """Regular files are parsed in bulk (numpy over the bytes); the result is the line reader's, bit for bit."""
+    rng = np.random.default_rng(order)
+    train = rng.choice(V, size=400, p=[0.05, 0.15, 0.3, 0.2, 0.1, 0.1, 0.1])
+    files = {"ours": KneserNeyLM.from_ids(train, order, V), "ids": KneserNeyLM.from_ids(train, order, V)}
+    files["ours"].to_arpa(tmp_path / "ours.arpa", vocab=WORDS)
+    files["ids"].to_arpa(tmp_path / "ids.arpa", digits=4)
+    (tmp_path / "kenlm.arpa").write_text(KENLM_STYLE_ARPA)
+    (tmp_path / "good.arpa").write_text(GOOD_ARPA)
+    (tmp_path / "numbers.arpa").write_text(NUMBERS_ARPA, encoding="utf-8")
+    for name in ["ours", "ids", "kenlm", "good", "numbers"]:
+        bulk, lines = _bulk_and_lines(tmp_path / f"{name}.arpa")
+        assert bulk is not None, name
+        _assert_same_sections(bulk, lines)
+    numbers = _bulk_and_lines(tmp_path / "numbers.arpa")[0]
+    np.testing.assert_array_equal(numbers[0][1], [-1.2345678901234, -99, -0.5, -1.5e-05, -np.inf])
+    np.testing.assert_array_equal(numbers[0][2], [-12345678901234567890.0, np.nan, 5.0, 100.0, -0.0])
+    np.testing.assert_array_equal(numbers[1][1], [-0.3010299956639812, -0.000001, -3])
+    assert numbers[1][0] == ["<s>", "café", "café", "42", "42", "</s>"]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda t: t.replace("\t", "  "),  # spaces between fields
+        lambda t: t.replace("\n", "\r\n"),  # CRLF
+        lambda t: t.replace("-0.3\ta b\n", "-0.3\ta b\n\n"),  # a blank line in a section
+        lambda t: t.replace("\tb c", "\tb\u00a0c"),  # a no-break space, which str.split() splits on
+        lambda t: t.replace("\tb c", "\tb  c"),
+        lambda t: t.replace("\tb c", "\t b c"),
+        lambda t: t.replace("-0.7\tc", "-0.7\tc "),
+        lambda t: t.replace("-0.7\tc", "-0.7 \tc"),
+        lambda t: t.replace("\n\\end\\\n", ""),  # no \end\
+    ],
+)
+def test_bulk_reader_leaves_irregular_files_to_the_line_reader(tmp_path, edit):
+    path = tmp_path / "odd.arpa"
+    path.write_bytes(edit(GOOD_ARPA).encode())
+    from hf_nlm.ngram.arpa import _read_bulk
+
+    data = path.read_bytes()
+    assert _read_bulk(data, data.decode()) is None
+    try:
+        read_arpa(path, bos_id=0)  # the line reader reads it, or names what is wrong
+    except ValueError as err:
+        assert str(err).startswith(f"{path}")
+
+
+def test_bulk_number_parser_is_float():
+    from hf_nlm.ngram.arpa import _parse_numbers
+
+    fields = [
+        "-1.2345678901", "-99", "0", "-0", "3", "-0.5", ".5", "5.", "-.5", "1e-5", "-1.5E+02", "-inf", "1_0",
+        "123456789012345", "1234567890123456", "-0.000000000000001", "12345678901234567890", "-9.999999999999999",
+        "0.1", "-0.3", "-2.2250738585072014", "17.000000000000000",
+    ]  # fmt: skip
+    data = ("\t".join(fields) + "\t").encode()
+    ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 9)
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    got = _parse_numbers(data, np.frombuffer(data, np.uint8), starts, ends)
+    want = np.array([float(f) for f in fields])
+    np.testing.assert_array_equal(got, want)
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+    for bad in ["-", ".", "1.2.3", "--1", "1-", "abc", "nan-"]:
+        data = f"{bad}\t".encode()
+        assert _parse_numbers(data, np.frombuffer(data, np.uint8), np.array([0]), np.array([len(bad)])) is None
+
+
 def test_row_ranks_match_numpy_unique():
     from hf_nlm.ngram.counts import row_ranks, unique_rows
 

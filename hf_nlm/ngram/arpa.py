@@ -51,6 +51,7 @@ import math
 import operator
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -198,9 +199,8 @@ def _parse_float(path, line: int, text: str, what: str, at_most_zero: bool) -> f
     return x
 
 
-def _decode(path: Path) -> str:
+def _decode(path: Path, data: bytes) -> str:
     """The file's text; a byte sequence that is not UTF-8 is refused with its line and byte offset."""
-    data = path.read_bytes()
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -252,7 +252,17 @@ def read_arpa(
 def _read_arpa(path: PathLike, vocab=None, bos_id: int | None = None):
     """:func:`read_arpa`, plus the boundary id (``None`` when the file has no ``<s>`` / ``</s>``)."""
     path = Path(path)
-    lines = _decode(path).split("\n")
+    data = path.read_bytes()
+    text = _decode(path, data)
+    raw = _read_bulk(data, text)
+    if raw is None:  # anything irregular: read line by line, which also finds and names what is wrong
+        raw = _read_lines(path, text)
+    return _map_words(path, raw, vocab, bos_id)
+
+
+def _read_lines(path: Path, text: str) -> list[tuple[list[str], np.ndarray, np.ndarray, Sequence[int]]]:
+    """The sections of the file, read line by line (see :func:`_read_bulk` for what it returns)."""
+    lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()  # the final newline does not start a line of its own
     num_lines = len(lines)
@@ -348,11 +358,18 @@ def _read_arpa(path: PathLike, vocab=None, bos_id: int | None = None):
         raise _error(
             path, i + 1, f"expected \\end\\ after the \\{order}-grams: section, got '{lines[i].strip()}'"
         )
+    return raw
 
+
+def _map_words(path: Path, raw, vocab, bos_id: int | None):
+    """The parsed sections as id arrays (words mapped to ids, ``<s>`` / ``</s>`` pairs merged)."""
     word_id, words, vocab_size, boundary = _word_ids(path, raw[0][0], vocab, bos_id)
     sections = []
     for k, (flat, logp, bow, where) in enumerate(raw, start=1):
-        ids = np.fromiter(map(word_id.get, flat, itertools.repeat(-1)), dtype=np.int64, count=len(flat))
+        try:
+            ids = np.fromiter(map(word_id.__getitem__, flat), dtype=np.int64, count=len(flat))
+        except KeyError:  # find and name the first unknown word
+            ids = np.fromiter(map(word_id.get, flat, itertools.repeat(-1)), dtype=np.int64, count=len(flat))
         if (ids < 0).any():
             unknown = int(np.argmax(ids < 0))
             source = "the vocabulary given" if vocab is not None else "the \\1-grams: section"
@@ -368,6 +385,178 @@ def _read_arpa(path: PathLike, vocab=None, bos_id: int | None = None):
         ids, logp, bow = _merge_duplicates(path, k, ids, logp, bow, start, flat, where)
         sections.append((ids, logp, bow))
     return words, vocab_size, sections, boundary
+
+
+# Characters str.split() splits on besides " ", "\t" and "\n": the bulk reader leaves files with any of
+# them to the line reader (which splits lines with str.split()).
+_ODD_SPACE_BYTES = (b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
+_ODD_SPACE = re.compile("[\r\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+_DATA_LINE = re.compile(rb"^[ \t]*\\data\\[ \t]*$", re.MULTILINE)
+_POW10 = 10.0 ** np.arange(16)  # exact doubles
+_POW10_INT = 10 ** np.arange(16, dtype=np.int64)
+
+
+def _read_bulk(data: bytes, text: str) -> list[tuple[list[str], np.ndarray, np.ndarray, Sequence[int]]] | None:
+    """The sections of a regular file, parsed in bulk from its bytes, or ``None``.
+
+    Returns, for k = 1 .. order, ``(words, log10 p, log10 bow, lines)``: the k words of every entry
+    (flat), its probability, its backoff weight (NaN where there is none) and its line number. Regular:
+    the entries of every section are ``p<TAB>w1 .. wk`` or ``p<TAB>w1 .. wk<TAB>bow`` lines (single
+    spaces between words), exactly as many as the ``\\data\\`` header declares. Anything else (and any
+    malformed value) gives ``None``: the caller then reads the file line by line, which gives the same
+    sections for every file this reader accepts, and names the line of whatever is wrong.
+
+    Bulk: numpy over the file's bytes (line ends, tabs and spaces found once, numbers parsed column by
+    column), and one ``str.split`` for the words of a section; no Python object per line.
+    """
+    if any(c in data for c in _ODD_SPACE_BYTES) or (not data.isascii() and _ODD_SPACE.search(text)):
+        return None
+    header = _DATA_LINE.search(data)
+    if header is None:
+        return None
+    buf = np.frombuffer(data, dtype=np.uint8)
+    newlines, tabs, spaces = (np.flatnonzero(buf == c) for c in (10, 9, 32))
+
+    def line(pos: int) -> tuple[str, int]:  # the line from byte pos on, stripped, and where the next starts
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end
+        return data[pos:end].decode("utf-8").strip(), end + 1
+
+    def next_line(pos: int) -> tuple[str | None, int]:  # the next non-blank line (None: end of file)
+        while pos < len(data):
+            s, after = line(pos)
+            if s:
+                return s, after
+            pos = after
+        return None, pos
+
+    declared: list[int] = []
+    s, pos = next_line(header.end() + 1)
+    while s is not None and not s.startswith("\\"):
+        m = _NGRAM_LINE.fullmatch(s)
+        if m is None or int(m.group(1)) != len(declared) + 1:
+            return None
+        declared.append(int(m.group(2)))
+        s, pos = next_line(pos)
+    order = len(declared)
+    sections = []
+    for k in range(1, order + 1):
+        if s != f"\\{k}-grams:":
+            return None
+        section = _bulk_section(data, buf, newlines, tabs, spaces, pos, declared[k - 1], k, order)
+        if section is None:
+            return None
+        sections.append(section[0])
+        s, pos = next_line(section[1])
+    return sections if order and s == "\\end\\" else None
+
+
+def _bulk_section(data, buf, newlines, tabs, spaces, pos: int, count: int, k: int, order: int):
+    """The ``count`` entries of the k-grams section starting at byte ``pos`` (see :func:`_read_bulk`), and
+    the byte after them; ``None`` if they are not regular."""
+    first = int(np.searchsorted(newlines, pos))  # index of the newline that ends the first entry
+    if count == 0 or first + count > newlines.size:
+        return None
+    ends = newlines[first : first + count]
+    starts = np.concatenate([[pos], ends[:-1] + 1])
+    after = int(ends[-1]) + 1
+    follow_end = data.find(b"\n", after)
+    follow = data[after : follow_end if follow_end >= 0 else len(data)].strip()
+    if follow and not follow.startswith(b"\\"):
+        return None  # more entries than declared
+    tab = tabs[np.searchsorted(tabs, pos) : np.searchsorted(tabs, after)]
+    tab_line = np.searchsorted(ends, tab)  # the entry each tab is on
+    per_line = np.bincount(tab_line, minlength=count)
+    with_bow = per_line == 2
+    if not ((per_line == 1) | (with_bow & (k < order))).all():
+        return None
+    first_tab = np.cumsum(per_line) - per_line
+    word_start = tab[first_tab] + 1
+    word_end = np.where(with_bow, tab[np.minimum(first_tab + 1, tab.size - 1)], ends)
+    space = spaces[np.searchsorted(spaces, pos) : np.searchsorted(spaces, after)]
+    space_line = np.searchsorted(ends, space)
+    # k - 1 single spaces per entry, all inside the words field and none at its edges: k non-empty words.
+    if (
+        not (word_end > word_start).all()
+        or not (np.bincount(space_line, minlength=count) == k - 1).all()
+        or not ((space > word_start[space_line]) & (space < word_end[space_line] - 1)).all()
+        or (np.diff(space) == 1).any()
+    ):
+        return None
+    logp = _parse_numbers(data, buf, starts, word_start - 1)
+    bow = np.full(count, np.nan)
+    if logp is None or np.isnan(logp).any() or (logp > 0).any():
+        return None
+    if with_bow.any():
+        values = _parse_numbers(data, buf, word_end[with_bow] + 1, ends[with_bow])
+        if values is None or np.isnan(values).any():
+            return None
+        bow[with_bow] = values
+    words = _join_fields(buf, word_start, word_end).split(" ")
+    if len(words) != k * count:
+        return None
+    return (words, logp, bow, range(first + 1, first + 1 + count)), after
+
+
+def _parse_numbers(data: bytes, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
+    """``float(data[starts[i]:ends[i]])`` for every i; ``None`` if one is not a number.
+
+    Plain decimals (``-?digits[.digits]``, at most 15 digits: ``-1.2345678901``, ``-99``) are parsed in
+    numpy, all fields of one length at a time as a (fields, length) byte matrix: the digits as an
+    integer m and the number f of decimals, then m / 10^f, which is correctly rounded as ``float`` is
+    (m and 10^f are exact doubles, one division). Anything else (an exponent, ``inf``, more digits)
+    goes through ``float`` itself."""
+    lengths = ends - starts
+    values = np.empty(starts.size)
+    plain = np.zeros(starts.size, dtype=bool)
+    widths = np.bincount(np.clip(lengths, 0, 18))  # fields of 1 .. 17 bytes may be plain decimals
+    for width in np.flatnonzero(widths[:18]).tolist():
+        if width == 0:
+            continue
+        rows = np.flatnonzero(lengths == width)
+        chars = np.lib.stride_tricks.sliding_window_view(buf, width)[starts[rows]]
+        digit_value = chars - np.uint8(ord("0"))  # wraps below "0": a digit is < 10
+        is_digit = digit_value < 10
+        is_dot = chars == ord(".")
+        negative = chars[:, 0] == ord("-")
+        other = ~(is_digit | is_dot)
+        other[:, 0] &= ~negative
+        # One pass over the rows: the number of dots (bits 0-4) and of other characters (bits 5-9).
+        tally = np.add.reduce(is_dot + (other.view(np.uint8) << 5), axis=1, dtype=np.uint16)
+        dots = tally & 31
+        ok = (tally >> 5 == 0) & (dots <= 1) & (width - dots - negative >= 1) & (width - dots - negative <= 15)
+        digit_value[~is_digit] = 0  # the sign and the dot read as a 0 digit, taken out below
+        mantissa = np.zeros(rows.size, dtype=np.int64)
+        for p in range(width):
+            mantissa *= 10
+            mantissa += digit_value[:, p]
+        decimals = np.where(dots == 1, width - 1 - is_dot.argmax(axis=1), 0)
+        scale = _POW10_INT[decimals]
+        # With the dot read as a 0: m' = int part * 10^(f+1) + decimals part.
+        mantissa = np.where(dots == 1, mantissa // (scale * 10) * scale + mantissa % (scale * 10), mantissa)
+        number = mantissa / _POW10[decimals]
+        values[rows] = np.where(negative, -number, number)
+        plain[rows] = ok
+    for i in np.flatnonzero(~plain).tolist():
+        try:
+            values[i] = float(data[starts[i] : ends[i]])
+        except ValueError:
+            return None
+    return values
+
+
+def _join_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> str:
+    """The byte ranges ``[starts[i], ends[i])`` (in order, each followed by a separator byte, with bytes
+    between one separator and the next range) as one string, joined by single spaces."""
+    lo = int(starts[0])
+    span = buf[lo : int(ends[-1]) + 1]
+    kept = ends - starts + 1  # each range's separator is kept, and becomes the joining space
+    runs = np.empty(2 * starts.size, dtype=np.int64)
+    runs[0::2] = starts - np.concatenate([[lo], ends[:-1] + 1])
+    runs[1::2] = kept
+    out = span[np.repeat(np.tile([False, True], starts.size), runs)]
+    out[np.cumsum(kept) - 1] = ord(" ")
+    return out[:-1].tobytes().decode("utf-8")
 
 
 def _regular_section(lines: list[str], i: int, k: int, order: int, expected: int):
