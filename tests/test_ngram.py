@@ -46,6 +46,32 @@ def reference_kn(tokens, order: int, vocab_size: int, bos: int = 1, discounts=No
         for gram in levels[k + 1]:
             before[gram[1:]].add(gram[0])
         levels[k] = {gram: len(words) for gram, words in before.items()}
+    return _reference_from_levels(levels, order, vocab_size, discounts)
+
+
+def reference_kn_per_sentence(sentences, order: int, vocab_size: int, bos: int = 1):
+    """KenLM lmplz's counting, by hand: every sentence padded <s> ... </s> (both ``bos``) and counted
+    alone, a token's n-grams cut at its <s>; adjusted counts: raw at order n and for n-grams that start
+    with <s> (nothing precedes <s>), else the number of distinct words seen before the n-gram."""
+    raw = Counter()
+    for sentence in sentences:
+        padded = [bos, *sentence, bos]
+        for t in range(1, len(padded)):
+            for k in range(1, min(order, t + 1) + 1):
+                raw[tuple(padded[t - k + 1 : t + 1])] += 1
+    before = defaultdict(set)
+    for gram in raw:
+        if len(gram) > 1:
+            before[gram[1:]].add(gram[0])
+    levels = {k: {} for k in range(1, order + 1)}
+    for gram, c in raw.items():
+        keep_raw = len(gram) == order or (len(gram) > 1 and gram[0] == bos)
+        levels[len(gram)][gram] = c if keep_raw else len(before[gram])
+    return _reference_from_levels(levels, order, vocab_size)
+
+
+def _reference_from_levels(levels, order: int, vocab_size: int, discounts=None):
+    """p(w | h) (h: a tuple of at most order - 1 ids, oldest first) from the adjusted counts of every order."""
     disc = {k: (discounts[k - 1] if discounts else reference_discounts(levels[k].values())) for k in levels}
     following = {k: defaultdict(dict) for k in levels}
     for k, grams in levels.items():
@@ -65,7 +91,7 @@ def reference_kn(tokens, order: int, vocab_size: int, bos: int = 1, discounts=No
         c = seen.get(w, 0)
         return max(c - D[min(c, 3) - 1], 0) / total + gamma * lower if c else gamma * lower
 
-    return lambda h, w: p(order, tuple(h), w)
+    return lambda h, w: p(len(h) + 1, tuple(h), w)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -117,6 +143,52 @@ def test_kneser_ney_matches_brute_force(order):
     got = np.exp(lm.log_probs(contexts))
     want = np.array([[ref(h, w) for w in range(V)] for h in contexts])
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 4])
+def test_per_sentence_estimation_matches_lmplz_style_reference(order):
+    """per_sentence=True counts as KenLM's lmplz: every sentence alone, raw counts for <s> n-grams."""
+    sentences = [[2, 3, 4, 2, 3], [2, 4, 4, 3], [3, 2, 3, 4], [2, 2, 3], [4, 3, 2], [], [0, 3], [3, 3, 3, 3, 3, 3]]
+    train = [w for sentence in sentences for w in [*sentence, 1]]
+    lm = KneserNeyLM.from_ids(train, order, V, per_sentence=True)
+    ref = reference_kn_per_sentence(sentences, order, V)
+    # Every context a sentence can give (<s> then up to order - 2 words, or order - 1 words), every word.
+    words = [0, 2, 3, 4, 5, 6]
+    contexts = [(1, *rest) for m in range(order - 1) for rest in itertools.product(words, repeat=m)]
+    contexts += list(itertools.product(words, repeat=order - 1)) if order > 1 else []
+    for h in contexts:
+        got = np.exp(lm._log_prob(np.array([h] * V, dtype=np.int64).reshape(V, len(h)), np.arange(V)))
+        want = [ref(h, w) for w in range(V)]
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0, err_msg=str(h))
+        assert got[[0, 2, 3, 4, 5, 6, 1]].sum() == pytest.approx(1.0, rel=1e-12)
+    # Scoring each sentence from <s> (per_sentence=True) uses exactly those contexts.
+    held_out = [[2, 3, 4], [5, 2], [3, 3, 3, 3, 3, 3, 3]]
+    stream = [w for s in held_out for w in [*s, 1]]
+    want = [math.log(ref(tuple([1, *s][max(0, t - order + 2) : t + 1]), [*s, 1][t])) for s in held_out for t in range(len(s) + 1)]
+    np.testing.assert_allclose(lm.stream_log_probs(stream, per_sentence=True), want, rtol=1e-12)
+    if order > 2:  # the running stream is another model: contexts across sentence ends, <eos> n-grams
+        stream_lm = KneserNeyLM.from_ids(train, order, V)
+        assert not np.allclose(stream_lm.stream_log_probs(stream, per_sentence=True), want)
+
+
+def test_per_sentence_counts_by_hand():
+    """Bigrams of "a b </s>" and "b </s>" (a=2, b=3, <s> = </s> = 1), each sentence alone:
+    (<s> a) (a b) (b </s>) (<s> b) (b </s>); trigrams stop at <s>, none spans the sentence end."""
+    from hf_nlm.ngram.counts import count_ngrams
+
+    counts = count_ngrams(np.array([2, 3, 1, 3, 1]), 3, 4, 1, per_sentence=True)
+    grams = {int(k): int(c) for k, c in zip(counts.gram_keys[2], counts.gram_counts[2], strict=True)}
+    ctx = counts.ctx_keys[1]
+    bigrams = {(int(ctx[key // 4]) % 4, key % 4): c for key, c in grams.items()}
+    assert bigrams == {(1, 2): 1, (2, 3): 1, (3, 1): 2, (1, 3): 1}
+    # Trigrams stop at <s>: "<s> a b", "a b </s>", "<s> b </s>" (none starts before <s>).
+    assert counts.gram_counts[3].tolist() == [1, 1, 1] and counts.num_tokens == 5
+    # Adjusted bigram counts: <s>-initial ones keep their raw count; "b </s>" has 2 words before it.
+    adjusted = dict(zip(bigrams, counts.continuation_counts(2).tolist(), strict=True))
+    assert adjusted == {(1, 2): 1, (2, 3): 1, (3, 1): 2, (1, 3): 1}
+    stream = count_ngrams(np.array([2, 3, 1, 3, 1]), 3, 4, 1)
+    # The stream's trigrams: "<eos> <eos> a", "<eos> a b", "a b <eos>", "b <eos> b" (across the end), "<eos> b <eos>".
+    assert stream.gram_counts[3].tolist() == [1, 1, 1, 1, 1]
 
 
 @pytest.mark.parametrize("order", [1, 2, 3, 4, 5])
@@ -544,7 +616,7 @@ def test_bulk_reader_gives_the_line_readers_sections(tmp_path, order):
     np.testing.assert_array_equal(numbers[0][1], [-1.2345678901234, -99, -0.5, -1.5e-05, -np.inf])
     np.testing.assert_array_equal(numbers[0][2], [-12345678901234567890.0, np.nan, 5.0, 100.0, -0.0])
     np.testing.assert_array_equal(numbers[1][1], [-0.3010299956639812, -0.000001, -3])
-    assert numbers[1][0] == ["<s>", "café", "café", "42", "42", "</s>"]
+    assert list(numbers[1][0]) == ["<s>", "café", "café", "42", "42", "</s>"]
 
 
 @pytest.mark.parametrize(
@@ -572,6 +644,30 @@ def test_bulk_reader_leaves_irregular_files_to_the_line_reader(tmp_path, edit):
         read_arpa(path, bos_id=0)  # the line reader reads it, or names what is wrong
     except ValueError as err:
         assert str(err).startswith(f"{path}")
+
+
+def test_bulk_word_matching_is_by_the_exact_bytes():
+    """The bulk reader maps words to ids in numpy (8-byte keys, a hash table, then a byte comparison):
+    the same ids as a dict, for words of every length, unknown ones, and words sharing a table slot."""
+    from hf_nlm.ngram.arpa import _BulkWords
+
+    rng = np.random.default_rng(0)
+    letters = list("abcdefghijklmnopqrstuvwxyzéü\x00")
+    vocab = sorted({"".join(rng.choice(letters, size=int(rng.integers(1, 21)))) for _ in range(6000)})
+    word_id = {w: j for j, w in enumerate(vocab)}
+    unknown = ["zzzzzzzzzzzzzzzzzzzzzz", "a" * 8, "a" * 9, "a" * 16, "a" * 17, vocab[5] + "x", vocab[7][:-1] or "q"]
+    words = [*vocab, *[w for w in unknown if w not in word_id], *vocab[::7]]
+    data = " ".join(words).encode() + b" "
+    buf = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(buf == 32)
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    padded = np.concatenate([buf, np.zeros(16, np.uint8)])
+    octets = np.ndarray((padded.size - 7,), dtype="<u8", buffer=padded, strides=(1,))
+    bulk = _BulkWords(octets, buf, starts, ends)
+    assert [bulk[i] for i in range(3)] == words[:3] and bulk[1:3] == words[1:3]
+    np.testing.assert_array_equal(bulk.ids(word_id), [word_id.get(w, -1) for w in words])
+    rows = np.arange(len(words))
+    np.testing.assert_array_equal(bulk.equal(rows, vocab[3]), [w == vocab[3] for w in words])
 
 
 def test_bulk_number_parser_is_float():

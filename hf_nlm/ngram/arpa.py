@@ -366,10 +366,12 @@ def _map_words(path: Path, raw, vocab, bos_id: int | None):
     word_id, words, vocab_size, boundary = _word_ids(path, raw[0][0], vocab, bos_id)
     sections = []
     for k, (flat, logp, bow, where) in enumerate(raw, start=1):
-        try:
-            ids = np.fromiter(map(word_id.__getitem__, flat), dtype=np.int64, count=len(flat))
-        except KeyError:  # find and name the first unknown word
-            ids = np.fromiter(map(word_id.get, flat, itertools.repeat(-1)), dtype=np.int64, count=len(flat))
+        ids = flat.ids(word_id) if isinstance(flat, _BulkWords) else None
+        if ids is None:
+            try:
+                ids = np.fromiter(map(word_id.__getitem__, flat), dtype=np.int64, count=len(flat))
+            except KeyError:  # find and name the first unknown word
+                ids = np.fromiter(map(word_id.get, flat, itertools.repeat(-1)), dtype=np.int64, count=len(flat))
         if (ids < 0).any():
             unknown = int(np.argmax(ids < 0))
             source = "the vocabulary given" if vocab is not None else "the \\1-grams: section"
@@ -381,7 +383,10 @@ def _map_words(path: Path, raw, vocab, bos_id: int | None):
         if boundary is not None:
             start = np.zeros(len(ids), dtype=bool)
             ends = np.flatnonzero(ids[:, -1] == boundary)
-            start[ends] = [flat[r * k + k - 1] == BOS for r in ends.tolist()]
+            if isinstance(flat, _BulkWords):
+                start[ends] = flat.equal(ends * k + k - 1, BOS)
+            else:
+                start[ends] = [flat[r * k + k - 1] == BOS for r in ends.tolist()]
         ids, logp, bow = _merge_duplicates(path, k, ids, logp, bow, start, flat, where)
         sections.append((ids, logp, bow))
     return words, vocab_size, sections, boundary
@@ -415,7 +420,13 @@ def _read_bulk(data: bytes, text: str) -> list[tuple[list[str], np.ndarray, np.n
     if header is None:
         return None
     buf = np.frombuffer(data, dtype=np.uint8)
-    newlines, tabs, spaces = (np.flatnonzero(buf == c) for c in (10, 9, 32))
+    # One pass over the bytes for the separators (the only bytes <= 32 left: tab, newline, space).
+    separators = np.flatnonzero(buf <= 32)
+    kind = buf[separators]
+    newlines, tabs, spaces = (separators[kind == c] for c in (10, 9, 32))
+    # Every 8 bytes from every byte offset as a little-endian integer (a strided view; the words' keys).
+    padded = np.concatenate([buf, np.zeros(16, dtype=np.uint8)])
+    octets = np.ndarray((padded.size - 7,), dtype="<u8", buffer=padded, strides=(1,))
 
     def line(pos: int) -> tuple[str, int]:  # the line from byte pos on, stripped, and where the next starts
         end = data.find(b"\n", pos)
@@ -443,7 +454,7 @@ def _read_bulk(data: bytes, text: str) -> list[tuple[list[str], np.ndarray, np.n
     for k in range(1, order + 1):
         if s != f"\\{k}-grams:":
             return None
-        section = _bulk_section(data, buf, newlines, tabs, spaces, pos, declared[k - 1], k, order)
+        section = _bulk_section(data, buf, octets, newlines, tabs, spaces, pos, declared[k - 1], k, order)
         if section is None:
             return None
         sections.append(section[0])
@@ -451,7 +462,7 @@ def _read_bulk(data: bytes, text: str) -> list[tuple[list[str], np.ndarray, np.n
     return sections if order and s == "\\end\\" else None
 
 
-def _bulk_section(data, buf, newlines, tabs, spaces, pos: int, count: int, k: int, order: int):
+def _bulk_section(data, buf, octets, newlines, tabs, spaces, pos: int, count: int, k: int, order: int):
     """The ``count`` entries of the k-grams section starting at byte ``pos`` (see :func:`_read_bulk`), and
     the byte after them; ``None`` if they are not regular."""
     first = int(np.searchsorted(newlines, pos))  # index of the newline that ends the first entry
@@ -492,10 +503,100 @@ def _bulk_section(data, buf, newlines, tabs, spaces, pos: int, count: int, k: in
         if values is None or np.isnan(values).any():
             return None
         bow[with_bow] = values
-    words = _join_fields(buf, word_start, word_end).split(" ")
-    if len(words) != k * count:
-        return None
+    if k == 1:
+        words = _join_fields(buf, word_start, word_end).split(" ")
+        if len(words) != count:
+            return None
+    else:  # k words per entry: from the words field's start or a space, to a space or the field's end
+        space = space.reshape(count, k - 1)
+        words = _BulkWords(
+            octets,
+            buf,
+            np.concatenate([word_start[:, None], space + 1], axis=1).reshape(-1),
+            np.concatenate([space, word_end[:, None]], axis=1).reshape(-1),
+        )
     return (words, logp, bow, range(first + 1, first + 1 + count)), after
+
+
+_LOW_BYTES = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+_HASH = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9], dtype=np.uint64)
+
+
+class _BulkWords:
+    """The words of a section as byte ranges of the file (``starts[i]:ends[i]``), for :func:`_map_words`:
+    a sequence of strings (decoded one at a time, for messages), and :meth:`ids`, which maps them all to
+    ids in numpy: a word of at most 16 bytes is two 8-byte integers and a length, matched exactly
+    against the vocabulary's (a hash finds the candidate, the bytes are then compared)."""
+
+    def __init__(self, octets: np.ndarray, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
+        self.octets, self.buf, self.starts, self.ends = octets, buf, starts, ends
+
+    def __len__(self) -> int:
+        return self.starts.size
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return self.buf[self.starts[i] : self.ends[i]].tobytes().decode("utf-8")
+
+    def _keys(self, rows=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(first 8 bytes, next 8 bytes, length) of every word (of ``rows``), bytes past its end zeroed."""
+        starts = self.starts if rows is None else self.starts[rows]
+        lengths = (self.ends if rows is None else self.ends[rows]) - starts
+        low = self.octets[starts] & _LOW_BYTES[np.minimum(lengths, 8)]
+        high = self.octets[starts + 8] & _LOW_BYTES[np.clip(lengths - 8, 0, 8)]
+        return low, high, lengths
+
+    @staticmethod
+    def _hash(low, high, lengths) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            return low * _HASH[0] ^ high * _HASH[1] ^ lengths.astype(np.uint64) * _HASH[2]
+
+    def ids(self, word_id: dict[str, int]) -> np.ndarray | None:
+        """The id of every word (-1: not in ``word_id``); ``None`` if the vocabulary cannot be matched
+        this way (two of its words with one hash)."""
+        short = [(w.encode("utf-8"), j) for w, j in word_id.items()]
+        short = [(b, j) for b, j in short if len(b) <= 16]
+        ids = np.full(len(self), -1, dtype=np.int64)
+        low, high, lengths = self._keys()
+        if short:
+            v_bytes = np.frombuffer(b"".join(b.ljust(16, b"\0") for b, _ in short), dtype="<u8").reshape(-1, 2)
+            v_len = np.array([len(b) for b, _ in short], dtype=np.int64)
+            v_id = np.array([j for _, j in short], dtype=np.int64)
+            v_hash = self._hash(v_bytes[:, 0], v_bytes[:, 1], v_len)
+            order = np.argsort(v_hash)
+            v_hash, v_bytes, v_len, v_id = v_hash[order], v_bytes[order], v_len[order], v_id[order]
+            if (v_hash[1:] == v_hash[:-1]).any():
+                return None
+            # A table of 2^bits slots (a few per word) holds one candidate per slot; the words that
+            # share a slot with another are found by binary search instead.
+            bits = max(12, int(v_hash.size).bit_length() + 4)
+            table = np.full(1 << bits, -1, dtype=np.int64)
+            table[(v_hash >> np.uint64(64 - bits)).astype(np.int64)] = np.arange(v_hash.size)
+            q_hash = self._hash(low, high, lengths)
+
+            def match(at, rows):  # candidates at -> their ids where the bytes are the word's, else -1
+                ok = at >= 0
+                at = np.where(ok, at, 0)
+                ok &= (v_bytes[at, 0] == low[rows]) & (v_bytes[at, 1] == high[rows]) & (v_len[at] == lengths[rows])
+                return np.where(ok, v_id[at], -1)
+
+            ids = match(table[(q_hash >> np.uint64(64 - bits)).astype(np.int64)], slice(None))
+            rest = np.flatnonzero((ids < 0) & (lengths <= 16))
+            if rest.size:
+                ids[rest] = match(np.minimum(np.searchsorted(v_hash, q_hash[rest]), v_hash.size - 1), rest)
+        for i in np.flatnonzero((self.ends - self.starts) > 16).tolist():  # long words: by string
+            ids[i] = word_id.get(self[i], -1)
+        return ids
+
+    def equal(self, rows: np.ndarray, word: str) -> np.ndarray:
+        """Whether the words at ``rows`` are ``word``."""
+        b = word.encode("utf-8")
+        if len(b) > 16:
+            return np.array([self[i] == word for i in rows.tolist()], dtype=bool)
+        low, high, lengths = self._keys(rows)
+        want = np.frombuffer(b.ljust(16, b"\0"), dtype="<u8")
+        return (low == want[0]) & (high == want[1]) & (lengths == len(b))
 
 
 def _parse_numbers(data: bytes, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
