@@ -22,6 +22,13 @@ resp. continuation count, exactly r), the paper's estimates:
 On tiny corpora a count-of-count can be 0, which leaves a formula undefined or outside (0, r];
 that discount then falls back to KenLM's ``--discount_fallback`` values (0.5, 1, 1.5).
 
+Sentence boundaries, two conventions. Default: the training data is one running stream (sentences
+ending in ``<eos>``, which also starts the next one's context), as the neural models see it.
+``per_sentence=True``: KenLM ``lmplz``'s estimation, every sentence counted alone between ``<s>`` and
+``</s>`` (no n-gram spans a sentence end) and the lower-order n-grams that start with ``<s>`` keep raw
+counts c instead of N1+ (nothing precedes ``<s>``); with per-sentence scoring it gives ``lmplz`` +
+``query``'s perplexity (PTB KN5 test: 141.186206 here, 141.186207 there).
+
 The result is a backoff model in the ARPA sense: a stored n-gram has probability p_k(w | h), an
 unstored one gamma_k(h) p_{k-1}(w | h'), so the model is kept as :class:`~hf_nlm.ngram.base.BackoffLM`
 tables and exports to ARPA exactly.
