@@ -231,6 +231,21 @@ class NLMPreTrainedModel(PreTrainedModel):
             check_checkpoint_model_type(folder, cls.config_class.model_type)
             if not isinstance(kwargs.get("config"), PreTrainedConfig):
                 check_config_field_types(folder, cls.config_class)
+        import logging
+
+        # transformers logs its LOAD REPORT table before it raises on mismatched sizes: hold the report
+        # back during the load, drop it when our own message replaces the error, else let it through.
+        held: list[logging.LogRecord] = []
+
+        def hold_report(record: logging.LogRecord) -> bool:
+            if "LOAD REPORT" in str(record.msg):
+                held.append(record)
+                return False
+            return True
+
+        report_logger = logging.getLogger("transformers.modeling_utils")
+        report_logger.addFilter(hold_report)
+        replaced = False
         try:
             model = super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
         except SafetensorError as err:
@@ -240,9 +255,15 @@ class NLMPreTrainedModel(PreTrainedModel):
                 raise
             try:
                 message = _size_mismatch_message(folder, cls, kwargs.get("config"))
-            except Exception:  # cannot tell which parameters: transformers' own error then
+            except Exception:  # cannot tell which parameters: transformers' own error (and report) then
                 raise err from None
+            replaced = True
             raise ValueError(message) from None
+        finally:
+            report_logger.removeFilter(hold_report)
+            if not replaced:
+                for record in held:
+                    report_logger.handle(record)
         head = getattr(model, "lm_head", None)
         if isinstance(head, OutputHead):
             head.warm_cache()  # e.g. a loaded tree's tables, so that torch.export can trace the model at once

@@ -78,7 +78,25 @@ def test_config_accepts_an_int_for_a_float_field(run_copy):
     assert NPLMForCausalLM.from_pretrained(run_copy).config.initializer_range == 1
 
 
-def test_config_sizes_that_do_not_match_the_weights(run_copy, capsys):
+def _load_reports(records: list) -> list[str]:
+    return [r.getMessage() for r in records if "LOAD REPORT" in r.getMessage()]
+
+
+@pytest.fixture
+def transformers_records():
+    """The records that transformers' model loading logs (its LOAD REPORT table among them)."""
+    import logging
+
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger("transformers.modeling_utils")
+    logger.addHandler(handler)
+    yield records
+    logger.removeHandler(handler)
+
+
+def test_config_sizes_that_do_not_match_the_weights(run_copy, capsys, transformers_records):
     with safe_open(run_copy / "model.safetensors", framework="pt") as f:
         saved = tuple(f.get_slice("model.C.weight").get_shape())  # (|V|, embedding size)
     edit_config(run_copy, vocab_size=saved[0] + 3)
@@ -89,6 +107,17 @@ def test_config_sizes_that_do_not_match_the_weights(run_copy, capsys):
         assert str(run_copy / "config.json") in message
         assert f"model.C.weight: {saved} in the weights, {(saved[0] + 3, saved[1])} from the config" in message
     assert "model.C.weight" in cli_error(["generate", str(run_copy), "the"], capsys)
+    # Only our message: transformers' LOAD REPORT table (logged before its own error) is held back.
+    assert _load_reports(transformers_records) == []
+
+
+def test_load_report_still_shows_when_the_load_succeeds(run_copy, transformers_records):
+    """A report transformers logs for a load that works (here: a missing tensor) still reaches the user."""
+    weights = load_file(run_copy / "model.safetensors")
+    del weights["model.C.weight"]
+    save_file(weights, run_copy / "model.safetensors", metadata={"format": "pt"})
+    NPLMForCausalLM.from_pretrained(run_copy)
+    assert len(_load_reports(transformers_records)) == 1
 
 
 def test_any_failure_to_load_a_folder_exits_2(run_copy, capsys):

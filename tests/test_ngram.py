@@ -46,6 +46,32 @@ def reference_kn(tokens, order: int, vocab_size: int, bos: int = 1, discounts=No
         for gram in levels[k + 1]:
             before[gram[1:]].add(gram[0])
         levels[k] = {gram: len(words) for gram, words in before.items()}
+    return _reference_from_levels(levels, order, vocab_size, discounts)
+
+
+def reference_kn_per_sentence(sentences, order: int, vocab_size: int, bos: int = 1):
+    """KenLM lmplz's counting, by hand: every sentence padded <s> ... </s> (both ``bos``) and counted
+    alone, a token's n-grams cut at its <s>; adjusted counts: raw at order n and for n-grams that start
+    with <s> (nothing precedes <s>), else the number of distinct words seen before the n-gram."""
+    raw = Counter()
+    for sentence in sentences:
+        padded = [bos, *sentence, bos]
+        for t in range(1, len(padded)):
+            for k in range(1, min(order, t + 1) + 1):
+                raw[tuple(padded[t - k + 1 : t + 1])] += 1
+    before = defaultdict(set)
+    for gram in raw:
+        if len(gram) > 1:
+            before[gram[1:]].add(gram[0])
+    levels = {k: {} for k in range(1, order + 1)}
+    for gram, c in raw.items():
+        keep_raw = len(gram) == order or (len(gram) > 1 and gram[0] == bos)
+        levels[len(gram)][gram] = c if keep_raw else len(before[gram])
+    return _reference_from_levels(levels, order, vocab_size)
+
+
+def _reference_from_levels(levels, order: int, vocab_size: int, discounts=None):
+    """p(w | h) (h: a tuple of at most order - 1 ids, oldest first) from the adjusted counts of every order."""
     disc = {k: (discounts[k - 1] if discounts else reference_discounts(levels[k].values())) for k in levels}
     following = {k: defaultdict(dict) for k in levels}
     for k, grams in levels.items():
@@ -65,7 +91,7 @@ def reference_kn(tokens, order: int, vocab_size: int, bos: int = 1, discounts=No
         c = seen.get(w, 0)
         return max(c - D[min(c, 3) - 1], 0) / total + gamma * lower if c else gamma * lower
 
-    return lambda h, w: p(order, tuple(h), w)
+    return lambda h, w: p(len(h) + 1, tuple(h), w)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -117,6 +143,52 @@ def test_kneser_ney_matches_brute_force(order):
     got = np.exp(lm.log_probs(contexts))
     want = np.array([[ref(h, w) for w in range(V)] for h in contexts])
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 4])
+def test_per_sentence_estimation_matches_lmplz_style_reference(order):
+    """per_sentence=True counts as KenLM's lmplz: every sentence alone, raw counts for <s> n-grams."""
+    sentences = [[2, 3, 4, 2, 3], [2, 4, 4, 3], [3, 2, 3, 4], [2, 2, 3], [4, 3, 2], [], [0, 3], [3, 3, 3, 3, 3, 3]]
+    train = [w for sentence in sentences for w in [*sentence, 1]]
+    lm = KneserNeyLM.from_ids(train, order, V, per_sentence=True)
+    ref = reference_kn_per_sentence(sentences, order, V)
+    # Every context a sentence can give (<s> then up to order - 2 words, or order - 1 words), every word.
+    words = [0, 2, 3, 4, 5, 6]
+    contexts = [(1, *rest) for m in range(order - 1) for rest in itertools.product(words, repeat=m)]
+    contexts += list(itertools.product(words, repeat=order - 1)) if order > 1 else []
+    for h in contexts:
+        got = np.exp(lm._log_prob(np.array([h] * V, dtype=np.int64).reshape(V, len(h)), np.arange(V)))
+        want = [ref(h, w) for w in range(V)]
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0, err_msg=str(h))
+        assert got[[0, 2, 3, 4, 5, 6, 1]].sum() == pytest.approx(1.0, rel=1e-12)
+    # Scoring each sentence from <s> (per_sentence=True) uses exactly those contexts.
+    held_out = [[2, 3, 4], [5, 2], [3, 3, 3, 3, 3, 3, 3]]
+    stream = [w for s in held_out for w in [*s, 1]]
+    want = [math.log(ref(tuple([1, *s][max(0, t - order + 2) : t + 1]), [*s, 1][t])) for s in held_out for t in range(len(s) + 1)]
+    np.testing.assert_allclose(lm.stream_log_probs(stream, per_sentence=True), want, rtol=1e-12)
+    if order > 2:  # the running stream is another model: contexts across sentence ends, <eos> n-grams
+        stream_lm = KneserNeyLM.from_ids(train, order, V)
+        assert not np.allclose(stream_lm.stream_log_probs(stream, per_sentence=True), want)
+
+
+def test_per_sentence_counts_by_hand():
+    """Bigrams of "a b </s>" and "b </s>" (a=2, b=3, <s> = </s> = 1), each sentence alone:
+    (<s> a) (a b) (b </s>) (<s> b) (b </s>); trigrams stop at <s>, none spans the sentence end."""
+    from hf_nlm.ngram.counts import count_ngrams
+
+    counts = count_ngrams(np.array([2, 3, 1, 3, 1]), 3, 4, 1, per_sentence=True)
+    grams = {int(k): int(c) for k, c in zip(counts.gram_keys[2], counts.gram_counts[2], strict=True)}
+    ctx = counts.ctx_keys[1]
+    bigrams = {(int(ctx[key // 4]) % 4, key % 4): c for key, c in grams.items()}
+    assert bigrams == {(1, 2): 1, (2, 3): 1, (3, 1): 2, (1, 3): 1}
+    # Trigrams stop at <s>: "<s> a b", "a b </s>", "<s> b </s>" (none starts before <s>).
+    assert counts.gram_counts[3].tolist() == [1, 1, 1] and counts.num_tokens == 5
+    # Adjusted bigram counts: <s>-initial ones keep their raw count; "b </s>" has 2 words before it.
+    adjusted = dict(zip(bigrams, counts.continuation_counts(2).tolist(), strict=True))
+    assert adjusted == {(1, 2): 1, (2, 3): 1, (3, 1): 2, (1, 3): 1}
+    stream = count_ngrams(np.array([2, 3, 1, 3, 1]), 3, 4, 1)
+    # The stream's trigrams: "<eos> <eos> a", "<eos> a b", "a b <eos>", "b <eos> b" (across the end), "<eos> b <eos>".
+    assert stream.gram_counts[3].tolist() == [1, 1, 1, 1, 1]
 
 
 @pytest.mark.parametrize("order", [1, 2, 3, 4, 5])
@@ -487,6 +559,135 @@ def test_irregular_arpa_layout_reads_as_the_regular_one(tmp_path):
         np.testing.assert_array_equal(ids_a, ids_b)
         np.testing.assert_array_equal(p_a, p_b)
         np.testing.assert_array_equal(b_a, b_b)
+
+
+def _bulk_and_lines(path):
+    from hf_nlm.ngram.arpa import _read_bulk, _read_lines
+
+    data = Path(path).read_bytes()
+    return _read_bulk(data, data.decode()), _read_lines(Path(path), data.decode())
+
+
+def _assert_same_sections(a, b):
+    assert len(a) == len(b)
+    for (words_a, p_a, b_a, lines_a), (words_b, p_b, b_b, lines_b) in zip(a, b, strict=True):
+        assert list(words_a) == list(words_b) and list(lines_a) == list(lines_b)
+        np.testing.assert_array_equal(p_a, p_b)  # bit-exact, NaN where the same
+        np.testing.assert_array_equal(b_a, b_b)
+
+
+NUMBERS_ARPA = """comment line before the header
+\\data\\
+ngram 1=5
+ngram 2=3
+
+\\1-grams:
+-1.2345678901234\t<s>\t-12345678901234567890
+-99\t</s>
+-.5\tcafé\t5.
+-1.5e-05\t42\t1E+2
+-inf\tüber\t-0
+
+\\2-grams:
+-0.30102999566398120\t<s> café
+-0.000001\tcafé 42
+-3\t42 </s>
+
+\\end\\
+"""
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 5])
+def test_bulk_reader_gives_the_line_readers_sections(tmp_path, order):
+    """Regular files are parsed in bulk (numpy over the bytes); the result is the line reader's, bit for bit."""
+    rng = np.random.default_rng(order)
+    train = rng.choice(V, size=400, p=[0.05, 0.15, 0.3, 0.2, 0.1, 0.1, 0.1])
+    files = {"ours": KneserNeyLM.from_ids(train, order, V), "ids": KneserNeyLM.from_ids(train, order, V)}
+    files["ours"].to_arpa(tmp_path / "ours.arpa", vocab=WORDS)
+    files["ids"].to_arpa(tmp_path / "ids.arpa", digits=4)
+    (tmp_path / "kenlm.arpa").write_text(KENLM_STYLE_ARPA)
+    (tmp_path / "good.arpa").write_text(GOOD_ARPA)
+    (tmp_path / "numbers.arpa").write_text(NUMBERS_ARPA, encoding="utf-8")
+    for name in ["ours", "ids", "kenlm", "good", "numbers"]:
+        bulk, lines = _bulk_and_lines(tmp_path / f"{name}.arpa")
+        assert bulk is not None, name
+        _assert_same_sections(bulk, lines)
+    numbers = _bulk_and_lines(tmp_path / "numbers.arpa")[0]
+    np.testing.assert_array_equal(numbers[0][1], [-1.2345678901234, -99, -0.5, -1.5e-05, -np.inf])
+    np.testing.assert_array_equal(numbers[0][2], [-12345678901234567890.0, np.nan, 5.0, 100.0, -0.0])
+    np.testing.assert_array_equal(numbers[1][1], [-0.3010299956639812, -0.000001, -3])
+    assert list(numbers[1][0]) == ["<s>", "café", "café", "42", "42", "</s>"]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda t: t.replace("\t", "  "),  # spaces between fields
+        lambda t: t.replace("\n", "\r\n"),  # CRLF
+        lambda t: t.replace("-0.3\ta b\n", "-0.3\ta b\n\n"),  # a blank line in a section
+        lambda t: t.replace("\tb c", "\tb\u00a0c"),  # a no-break space, which str.split() splits on
+        lambda t: t.replace("\tb c", "\tb  c"),
+        lambda t: t.replace("\tb c", "\t b c"),
+        lambda t: t.replace("-0.7\tc", "-0.7\tc "),
+        lambda t: t.replace("-0.7\tc", "-0.7 \tc"),
+        lambda t: t.replace("\n\\end\\\n", ""),  # no \end\
+    ],
+)
+def test_bulk_reader_leaves_irregular_files_to_the_line_reader(tmp_path, edit):
+    path = tmp_path / "odd.arpa"
+    path.write_bytes(edit(GOOD_ARPA).encode())
+    from hf_nlm.ngram.arpa import _read_bulk
+
+    data = path.read_bytes()
+    assert _read_bulk(data, data.decode()) is None
+    try:
+        read_arpa(path, bos_id=0)  # the line reader reads it, or names what is wrong
+    except ValueError as err:
+        assert str(err).startswith(f"{path}")
+
+
+def test_bulk_word_matching_is_by_the_exact_bytes():
+    """The bulk reader maps words to ids in numpy (8-byte keys, a hash table, then a byte comparison):
+    the same ids as a dict, for words of every length, unknown ones, and words sharing a table slot."""
+    from hf_nlm.ngram.arpa import _BulkWords
+
+    rng = np.random.default_rng(0)
+    letters = list("abcdefghijklmnopqrstuvwxyzéü\x00")
+    vocab = sorted({"".join(rng.choice(letters, size=int(rng.integers(1, 21)))) for _ in range(6000)})
+    word_id = {w: j for j, w in enumerate(vocab)}
+    unknown = ["zzzzzzzzzzzzzzzzzzzzzz", "a" * 8, "a" * 9, "a" * 16, "a" * 17, vocab[5] + "x", vocab[7][:-1] or "q"]
+    words = [*vocab, *[w for w in unknown if w not in word_id], *vocab[::7]]
+    data = " ".join(words).encode() + b" "
+    buf = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(buf == 32)
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    padded = np.concatenate([buf, np.zeros(16, np.uint8)])
+    octets = np.ndarray((padded.size - 7,), dtype="<u8", buffer=padded, strides=(1,))
+    bulk = _BulkWords(octets, buf, starts, ends)
+    assert [bulk[i] for i in range(3)] == words[:3] and bulk[1:3] == words[1:3]
+    np.testing.assert_array_equal(bulk.ids(word_id), [word_id.get(w, -1) for w in words])
+    rows = np.arange(len(words))
+    np.testing.assert_array_equal(bulk.equal(rows, vocab[3]), [w == vocab[3] for w in words])
+
+
+def test_bulk_number_parser_is_float():
+    from hf_nlm.ngram.arpa import _parse_numbers
+
+    fields = [
+        "-1.2345678901", "-99", "0", "-0", "3", "-0.5", ".5", "5.", "-.5", "1e-5", "-1.5E+02", "-inf", "1_0",
+        "123456789012345", "1234567890123456", "-0.000000000000001", "12345678901234567890", "-9.999999999999999",
+        "0.1", "-0.3", "-2.2250738585072014", "17.000000000000000",
+    ]  # fmt: skip
+    data = ("\t".join(fields) + "\t").encode()
+    ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 9)
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    got = _parse_numbers(data, np.frombuffer(data, np.uint8), starts, ends)
+    want = np.array([float(f) for f in fields])
+    np.testing.assert_array_equal(got, want)
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+    for bad in ["-", ".", "1.2.3", "--1", "1-", "abc", "nan-"]:
+        data = f"{bad}\t".encode()
+        assert _parse_numbers(data, np.frombuffer(data, np.uint8), np.array([0]), np.array([len(bad)])) is None
 
 
 def test_row_ranks_match_numpy_unique():

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from .arpa import _LN10, PathLike, _read_arpa, write_arpa
 from .base import BackoffLM
-from .counts import context_ids, unique_rows
-
-
-def _unique_rows(rows: Sequence[np.ndarray], width: int, vocab_size: int) -> np.ndarray:
-    stacked = np.concatenate([np.asarray(r, dtype=np.int64).reshape(-1, width) for r in rows])
-    return unique_rows(stacked, vocab_size)
+from .counts import row_ranks
 
 
 class ArpaLM(BackoffLM):
@@ -59,32 +52,45 @@ class ArpaLM(BackoffLM):
         grams = [None] + [ids for ids, _, _ in sections]
         logp = [None] + [lp * _LN10 for _, lp, _ in sections]
         bows = [None] + [b * _LN10 for _, _, b in sections]
+        has_bow = [None] + [~np.isnan(b) for b in bows[1:]]
         unigram = np.full(V, -np.inf)
         given = ~np.isnan(logp[1])  # <s> alone has no probability: it is never predicted
         unigram[grams[1][given, 0]] = logp[1][given]
-        # The contexts a query must be able to reach: those of listed n-grams, those with a backoff
-        # weight, and (a trie cannot skip a node) every suffix of those.
+        # Top down, the contexts a query must be able to reach: those of listed n-grams, those with a
+        # backoff weight, and (a trie cannot skip a node) every suffix of those. Ranking them also tells
+        # where each (j+1)-gram's context (prefix), each backoff j-gram and each longer context's suffix is.
         contexts: list[np.ndarray] = [np.zeros((1, 0), dtype=np.int64)] + [None] * (n - 1)
+        prefix_at, bow_at, suffix_at = [None] * (n + 1), [None] * n, [None] * n
         for j in range(n - 1, 0, -1):
-            parts = [grams[j + 1][:, :-1], grams[j][~np.isnan(bows[j])]]
+            parts = [grams[j + 1][:, :-1], grams[j][has_bow[j]]]
             if j + 1 < n:
                 parts.append(contexts[j + 1][:, 1:])
-            contexts[j] = _unique_rows(parts, j, V)
+            stacked = np.concatenate(parts)
+            rank, count = row_ranks(stacked, V)
+            contexts[j] = np.empty((count, j), dtype=np.int64)
+            contexts[j][rank] = stacked
+            bounds = np.cumsum([len(p) for p in parts])[:-1]
+            prefix_at[j + 1], bow_at[j], *rest = np.split(rank, bounds)
+            if rest:
+                suffix_at[j + 1] = rest[0]
+        # Bottom up, the trie id of every context (module docstring of counts.py): the rank of
+        # id(its suffix) * V + its oldest word among its level's keys.
         ctx_keys, ctx_logbow = [np.zeros(1, dtype=np.int64)], [np.zeros(1)]
+        trie_id = [np.zeros(1, dtype=np.int64)]
         for j in range(1, n):
-            parent = context_ids(contexts[j][:, 1:], ctx_keys, V)[:, j - 1]
-            keys = np.unique(parent * V + contexts[j][:, 0])
-            ctx_keys.append(keys)
-            has_bow = ~np.isnan(bows[j])
-            bow_parent = context_ids(grams[j][has_bow][:, 1:], ctx_keys, V)[:, j - 1]
+            parent = trie_id[j - 1][suffix_at[j]] if j > 1 else np.zeros(len(contexts[j]), dtype=np.int64)
+            keys = parent * V + contexts[j][:, 0]
+            order = np.argsort(keys)  # the keys are distinct: the contexts are
+            ctx_keys.append(keys[order])
+            trie_id.append(np.empty(keys.size, dtype=np.int64))
+            trie_id[j][order] = np.arange(keys.size)
             logbow = np.zeros(keys.size)
-            logbow[np.searchsorted(keys, bow_parent * V + grams[j][has_bow][:, 0])] = bows[j][has_bow]
+            logbow[trie_id[j][bow_at[j]]] = bows[j][has_bow[j]]
             ctx_logbow.append(logbow)
         gram_keys, gram_logp = [None, None], [None, None]
         for k in range(2, n + 1):
             given = ~np.isnan(logp[k])  # an n-gram ending in <s> alone is a context, not a prediction
-            cid = context_ids(grams[k][given, :-1], ctx_keys, V)[:, k - 1]
-            keys = cid * V + grams[k][given, -1]
+            keys = trie_id[k - 1][prefix_at[k][given]] * V + grams[k][given, -1]
             order = np.argsort(keys)
             gram_keys.append(keys[order])
             gram_logp.append(logp[k][given][order])

@@ -64,12 +64,22 @@ def lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.nd
 def row_ranks(rows: np.ndarray, vocab_size: int) -> tuple[np.ndarray, int]:
     """The dense lexicographic rank of every row of an (M, k) id array, and the number of distinct rows.
 
-    ``np.unique(rows, axis=0, return_inverse=True)`` with one int64 sort per column instead of a sort of
-    k-wide records (several times faster): rank of the first j columns * V + column j, re-ranked.
+    ``np.unique(rows, axis=0, return_inverse=True)`` with int64 sorts instead of a sort of k-wide records
+    (several times faster): the rank of the first j columns times V^g plus the next g columns in base V,
+    re-ranked, with g as large as the int64 range allows (a 4-word row over a 10k vocabulary: one sort).
     """
     rank, count = np.zeros(rows.shape[0], dtype=np.int64), 1
-    for j in range(rows.shape[1]):
-        uniq, rank = np.unique(rank * vocab_size + rows[:, j], return_inverse=True)
+    width, j = rows.shape[1], 0
+    base = max(int(vocab_size), 2)
+    while j < width:
+        key, span = rank, count
+        while j < width and span * base < 1 << 62:  # the key stays below 2^62: no int64 overflow
+            key = key * base + rows[:, j]
+            span *= base
+            j += 1
+        if span == count:  # count * V alone overflows (cannot happen: count <= rows, V < 2^31)
+            raise OverflowError(f"cannot rank {count} rows over a vocabulary of {vocab_size}")
+        uniq, rank = np.unique(key, return_inverse=True)
         count = uniq.size
     return rank.reshape(-1), count
 
@@ -136,6 +146,8 @@ class NgramCounts:
         ctx_keys: ``ctx_keys[j]`` (j = 0..n-1): sorted keys of the distinct length-j contexts.
         gram_keys: ``gram_keys[k]`` (k = 1..n; index 0 unused): sorted keys of the distinct k-grams.
         gram_counts: ``gram_counts[k]``: how often each k-gram occurs before a target (raw counts c).
+        bos_id: the boundary id.
+        per_sentence: counted one sentence at a time (see :func:`count_ngrams`).
     """
 
     order: int
@@ -144,6 +156,8 @@ class NgramCounts:
     ctx_keys: list[np.ndarray]
     gram_keys: list[np.ndarray]
     gram_counts: list[np.ndarray]
+    bos_id: int = 1
+    per_sentence: bool = False
 
     def suffix_index(self, k: int, keys: np.ndarray) -> np.ndarray:
         """Index in ``gram_keys[k - 1]`` of the (k-1)-gram suffix (oldest word dropped) of each k-gram key."""
@@ -158,14 +172,31 @@ class NgramCounts:
 
         Every k-gram of the padded stream has a word before it (the bos padding is n - 1 long), so the
         distinct (k+1)-grams map onto all k-grams and the counts come out in ``gram_keys[k]`` order.
+        Counted per sentence, a k-gram that starts with ``<s>`` (k >= 2) has no word before it: it keeps
+        its raw count, as in KenLM's ``lmplz`` (nothing can precede ``<s>``).
         """
         counts = np.bincount(
             self.suffix_index(k + 1, self.gram_keys[k + 1]), minlength=self.gram_keys[k].size
-        )
-        return counts.astype(np.int64)
+        ).astype(np.int64)
+        if self.per_sentence and k >= 2:
+            oldest = self.ctx_keys[k - 1][self.gram_keys[k] // self.vocab_size] % self.vocab_size
+            counts = np.where(oldest == self.bos_id, self.gram_counts[k], counts)
+        return counts
 
 
-def count_ngrams(ids: np.ndarray, order: int, vocab_size: int, bos_id: int) -> NgramCounts:
+def sentence_reach(ids: np.ndarray, bos_id: int, order: int) -> np.ndarray:
+    """For every token of a stream, how many words of context it has when every sentence stands alone:
+    the words since the boundary (``bos_id``) before it, that boundary (read as ``<s>``) included, at
+    most ``order - 1``. The first sentence starts after a virtual boundary."""
+    positions = np.arange(ids.size)
+    boundary = np.maximum.accumulate(np.where(ids == bos_id, positions, -1)) if ids.size else positions
+    previous = np.concatenate([[-1], boundary[:-1]])
+    return np.minimum(positions - previous, order - 1)
+
+
+def count_ngrams(
+    ids: np.ndarray, order: int, vocab_size: int, bos_id: int, per_sentence: bool = False
+) -> NgramCounts:
     """Count every k-gram (k = 1..order) ending at a target of ``ids`` padded with ``order - 1`` bos ids.
 
     Args:
@@ -173,21 +204,34 @@ def count_ngrams(ids: np.ndarray, order: int, vocab_size: int, bos_id: int) -> N
         order: n >= 1.
         vocab_size: V; keys are built in base V.
         bos_id: the id the context before the first token is made of (``<eos>``).
+        per_sentence: count every sentence alone, as KenLM's ``lmplz`` does: a token's n-grams stop
+            at the boundary before it (read as ``<s>``), so no n-gram spans a sentence end and a
+            token near a sentence start has only the n-grams back to its ``<s>`` (``<s> w1 w2`` for
+            ``w2``, at most order n). Default: the running stream, whose contexts reach across
+            sentence ends.
     """
     n, V = order, vocab_size
     stream = np.concatenate([np.full(n - 1, bos_id, dtype=np.int64), ids])
     targets = stream[n - 1 :]
+    reach = sentence_reach(ids, bos_id, n) if per_sentence else None
+    rows = np.arange(targets.size)  # per sentence: the targets whose context reaches this level
     ctx_keys = [np.zeros(1, dtype=np.int64)]
     cid = np.zeros(targets.size, dtype=np.int64)  # id of the length-j context of every target
     gram_keys: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
     gram_counts: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
     for k in range(1, n + 1):
-        keys, counts = np.unique(cid * V + targets, return_counts=True)
+        keys, counts = np.unique(cid * V + (targets if reach is None else targets[rows]), return_counts=True)
         gram_keys.append(keys)
         gram_counts.append(counts.astype(np.int64))
         if k < n:
             # Grow every target's context by one older word: w_{t-k} sits k places before the target.
-            uniq, cid = np.unique(cid * V + stream[n - 1 - k : stream.size - k], return_inverse=True)
+            if reach is None:
+                older = stream[n - 1 - k : stream.size - k]
+            else:
+                keep = reach[rows] >= k
+                rows, cid = rows[keep], cid[keep]
+                older = stream[n - 1 - k + rows]
+            uniq, cid = np.unique(cid * V + older, return_inverse=True)
             ctx_keys.append(uniq)
             cid = cid.reshape(-1)
-    return NgramCounts(n, V, int(targets.size), ctx_keys, gram_keys, gram_counts)
+    return NgramCounts(n, V, int(targets.size), ctx_keys, gram_keys, gram_counts, bos_id, per_sentence)
