@@ -80,6 +80,9 @@ def numeracy_report(batching, model, tokenizer, texts, stream, stats, batch_size
     if log_probs.numel() != ids.numel():
         raise RuntimeError(f"scored {log_probs.numel()} tokens but the stream has {ids.numel()}")
     unknown = torch.isin(ids, torch.tensor(unknown_token_ids(tokenizer)))
+    if getattr(getattr(model, "lm_head", None), "open_numeral_vocabulary", False):
+        # The head scored each numeral as itself (its digits or value), not as <unk_num>: nothing to adjust.
+        unknown &= ~stream["numeral_mask"].bool()
     report = adjusted_perplexity_report(
         log_probs.double().numpy(), stream["numeral_mask"].numpy().astype(int), unknown.numpy().astype(int),
         stream_token_texts(texts, tokenizer),

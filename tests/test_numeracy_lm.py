@@ -264,3 +264,83 @@ def test_awkward_numerals_train_with_a_finite_loss(strategy):
     loss = model(**batch).loss
     loss.backward()
     assert torch.isfinite(loss) and all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+# ----------------------------------------------------------------------------- open numeral vocabularies (issue 13)
+
+@pytest.mark.parametrize("strategy", ["drnn", "mog"])
+def test_open_numeral_heads_are_distributions_with_unk_num_holding_the_rest(strategy):
+    m = model(strategy)
+    head = m.lm_head
+    h = torch.randn(4, D, dtype=torch.float64)
+    head.double()
+    log_probs = head.log_probs(h)
+    torch.testing.assert_close(log_probs.exp().sum(-1), torch.ones(4, dtype=torch.float64))
+    # The numeral branch: in-vocabulary numerals get the branch's own probability of their numeral...
+    numeral_ids = sorted(NUMERALS.values())
+    branch = head.numeral_log_probs(h)
+    if strategy == "drnn":
+        expected = head.digit_rnn.log_prob_of_strings(h, ["7", "1200", "-3.25", "2019"])
+    else:
+        values = torch.tensor([7.0, 1200.0, -3.25, 2019.0], dtype=torch.float64)
+        precisions = torch.tensor([0, 0, 2, 0])
+        expected = torch.stack([head.mixture.log_prob(h, values[k].expand(4), precisions[k].expand(4)) for k in range(4)], -1)
+    torch.testing.assert_close(branch[:, 1:], expected)
+    # ... and <unk_num> (row 0) everything else: one minus their sum.
+    torch.testing.assert_close(branch[:, 0].exp(), 1 - expected.exp().sum(-1))
+    assert numeral_ids[0] == NUMERALS["<unk_num>"]
+
+
+@pytest.mark.parametrize("strategy", ["drnn", "mog"])
+def test_open_numeral_heads_score_a_numeral_target_as_itself(strategy):
+    """With the target's fields, an unseen numeral gets the probability of its own digits / value; a word
+    target and an in-vocabulary numeral get what the vocabulary-wide distribution says."""
+    from hf_nlm.heads import Targets
+    from hf_nlm.tokenization.numerals import encode_digits
+
+    head = model(strategy).lm_head.double()
+    h = torch.randn(3, D, dtype=torch.float64)
+    ids = torch.tensor([0, NUMERALS["<unk_num>"], NUMERALS["7"]])  # a word, an unseen 42.5, the numeral 7
+    fields = {
+        "numeral_mask": torch.tensor([False, True, True]),
+        "numeral_value": torch.tensor([0.0, 42.5, 7.0], dtype=torch.float64),
+        "numeral_precision": torch.tensor([0, 1, 0]),
+        "digit_ids": torch.tensor([[13] * 25, encode_digits("42.5"), encode_digits("7")]),
+    }
+    nll = head.nll(h, Targets(ids, fields))
+    full = head.log_probs(h)
+    log_numeral = torch.log_softmax(h @ head.class_weight.T + head.class_bias, -1)[:, 1]
+    if strategy == "drnn":
+        own = head.digit_rnn.log_prob(h[1:2], fields["digit_ids"][1:2])[0]
+    else:
+        own = head.mixture.log_prob(h[1:2], torch.tensor([42.5], dtype=torch.float64), torch.tensor([1]))[0]
+    torch.testing.assert_close(nll[0], -full[0, 0])
+    torch.testing.assert_close(nll[1], -(log_numeral[1] + own))
+    torch.testing.assert_close(nll[2], -full[2, NUMERALS["7"]])
+    # Without the fields the unseen numeral is scored as <unk_num>: the vocabulary-wide distribution.
+    torch.testing.assert_close(head.nll(h, ids)[1], -full[1, NUMERALS["<unk_num>"]])
+
+
+def test_mog_head_fits_its_gaussians_to_the_training_numerals_and_app_leaves_numerals_alone(numeracy_tokenizer, tmp_path):
+    from hf_nlm.evaluation import evaluate_lm
+    from hf_nlm.training import TrainingConfig, train_lm
+
+    tok = numeracy_tokenizer
+    torch.manual_seed(0)
+    config = NumeracyLMConfig(vocab_size=len(tok), embedding_size=D, hidden_size=D, numeral_strategy="mog",
+                              numeral_vocab=tok.numeral_vocab, mog_components=3)
+    m = NumeracyLMForCausalLM(config)
+    splits = {"train": TEXTS, "validation": HELD_OUT}
+    from datasets import Dataset, DatasetDict
+
+    data = DatasetDict({k: Dataset.from_dict({"text": v}) for k, v in splits.items()})
+    train_lm(m, tok, data, TrainingConfig(output_dir=str(tmp_path / "run"), num_epochs=1, block_size=6, batch_size=2,
+                                          optimizer="adam", learning_rate=0.01, progress_bar=False, eval_test=False))
+    # EM put the (log-space) means where the training values are: 1990, 3.5, 12, 1,200, 7, 2.25, 1991.
+    means = torch.sort(m.lm_head.mixture.means).values
+    assert means[0] < 2.0 and means[-1] > 6.5  # log1p(3.5) ~ 1.5 ... log1p(2019) ~ 7.6
+    report = evaluate_lm(m, HELD_OUT, tok, block_size=5, batch_size=1)
+    # Numerals are scored as themselves: only unknown words are adjusted.
+    assert report["num_unknown_numerals"] == 0 and report["num_oov_numeral_types"] == 0
+    assert report["num_unknown_words"] > 0 and report["adjusted_perplexity_numerals"] == pytest.approx(
+        report["perplexity_numerals"])

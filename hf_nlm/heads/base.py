@@ -169,6 +169,11 @@ class OutputHead(nn.Module):
         ``torch.compile`` / ``torch.export`` find it; most heads derive nothing."""
 
     # ------------------------------------------------------------------ data checks and vocabulary changes
+    def prepare_training(self, stream: dict[str, torch.Tensor]) -> None:
+        """Fit what the head takes from the training data before training starts (a mixture's
+        Gaussians by EM on the training numerals): ``stream`` is the training split's token stream
+        (``input_ids`` and the per-token fields). Most heads take nothing."""
+
     def check_training_counts(self, counts: torch.Tensor, special_ids=()) -> None:
         """Raise ``ValueError`` if training data with these per-id ``counts`` does not suit the head
         (the split softmax needs ids sorted by frequency). Most heads take any data."""

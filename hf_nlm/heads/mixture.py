@@ -254,7 +254,7 @@ def log_interval_probability(
     _check_transform(transform)
     if precision.dtype.is_floating_point or precision.dtype == torch.bool:
         raise TypeError(f"precision must be an integer tensor, got {precision.dtype}")
-    if precision.numel() and bool((precision < 0).any()):
+    if not torch.compiler.is_compiling() and precision.numel() and bool((precision < 0).any()):
         raise ValueError("precision must be >= 0 (the number of digits after the point)")
     out_dtype = log_weights.dtype if log_weights.dtype in (torch.float32, torch.float64) else torch.float32
     mid, log_width = _interval_in_model_space(value, precision, transform)
@@ -489,7 +489,7 @@ class NumeralMixture(nn.Module):
         ``value`` (float64 preferred: float32 cannot hold 16777217) and ``precision`` (int) have shape
         ``hidden.shape[:-1]``; precisions above ``max_precision`` are clipped to it, negative ones refused.
         """
-        if precision.numel() and bool((precision < 0).any()):
+        if not torch.compiler.is_compiling() and precision.numel() and bool((precision < 0).any()):
             raise ValueError("precision must be >= 0 (the number of digits after the point)")
         r = self.clip_precision(precision)
         log_r = self.log_precision_probs(hidden).gather(-1, r.unsqueeze(-1)).squeeze(-1)

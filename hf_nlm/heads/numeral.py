@@ -19,6 +19,8 @@ perplexity treat them like any other head.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -27,10 +29,13 @@ from ..tokenization.numerals import (
     DIGIT_PAD,
     DIGITS_WIDTH,
     NUM_DIGIT_SYMBOLS,
+    UNK_NUM_TOKEN,
     canonical_digits,
     encode_digits,
+    parse_numeral,
 )
 from .base import OutputHead, Targets, refuse_arguments, register_head, upcast
+from .mixture import log_interval_probability
 from .softmax import SoftmaxHead
 
 NUMERAL_HEAD_FIELD = "numeral_vocab"
@@ -130,19 +135,30 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
     """p(s | h) = p(c | h) p(s | c, h), c in {word, numeral} (sec. 3.2); no parameter is shared.
 
     Parameters: ``class_weight`` (2 x D) / ``class_bias``, ``word_weight`` (|W| x D) / ``word_bias``,
-    ``numeral_weight`` (|N| x D) / ``numeral_bias``. Buffers (saved with the weights): ``word_ids``
+    and the numeral branch: here ``numeral_weight`` (|N| x D) / ``numeral_bias``, a softmax over the
+    vocabulary's numerals (``<unk_num>`` one of them). Buffers (saved with the weights): ``word_ids``
     and ``numeral_ids``, the vocabulary ids of each branch's rows, and ``vocab_position``, where each
     id sits in the concatenation [word branch, numeral branch]. Every token that is not a numeral,
     ``<eos>`` and ``<unk_word>`` included, is in the word branch.
+
+    Subclasses replace the numeral branch (:meth:`build_numeral_branch`, :meth:`numeral_log_probs`)
+    and, with an open vocabulary of numerals (``open_numeral_vocabulary``: the digit-RNN, the mixture of
+    Gaussians), score a numeral target from its own per-target fields (:meth:`exact_numeral_log_probs`)
+    rather than from its vocabulary row, so an unseen numeral gets the probability of *its* digits or
+    value instead of ``<unk_num>``'s.
     """
 
     returns_log_probs = True
+    #: The numeral branch gives every numeral a probability from its per-target fields, so a numeral
+    #: outside the vocabulary is scored as itself (and is not an unknown token for the adjusted perplexity).
+    open_numeral_vocabulary: ClassVar[bool] = False
 
-    def __init__(self, in_features: int, vocab_size: int, numeral_vocab: dict[str, int]) -> None:
+    def __init__(self, in_features: int, vocab_size: int, numeral_vocab: dict[str, int], **branch_options) -> None:
         super().__init__()
         self.in_features = in_features
         self.vocab_size = vocab_size
-        numeral_ids = [i for _, i in _sorted_numerals(numeral_vocab)]
+        numerals = _sorted_numerals(numeral_vocab)
+        numeral_ids = [i for _, i in numerals]
         taken = set(numeral_ids)
         word_ids = [i for i in range(vocab_size) if i not in taken]
         position = [0] * vocab_size
@@ -155,22 +171,33 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
         self.class_bias = nn.Parameter(torch.zeros(2))
         self.word_weight = nn.Parameter(torch.empty(len(word_ids), in_features))
         self.word_bias = nn.Parameter(torch.zeros(len(word_ids)))
-        self.numeral_weight = nn.Parameter(torch.empty(len(numeral_ids), in_features))
-        self.numeral_bias = nn.Parameter(torch.zeros(len(numeral_ids)))
+        self.build_numeral_branch(in_features, [token for token, _ in numerals], **branch_options)
         bound = in_features**-0.5
-        for w in (self.class_weight, self.word_weight, self.numeral_weight):
-            nn.init.uniform_(w, -bound, bound)
+        for p in self.parameters(recurse=False):
+            if p.ndim == 2:
+                nn.init.uniform_(p, -bound, bound)
+
+    def build_numeral_branch(self, in_features: int, tokens: list[str]) -> None:
+        """The numeral branch's parameters; ``tokens`` are the numeral rows' tokens, in row order."""
+        self.numeral_weight = nn.Parameter(torch.empty(len(tokens), in_features))
+        self.numeral_bias = nn.Parameter(torch.zeros(len(tokens)))
 
     @classmethod
     def from_config(cls, config, in_features: int, **kwargs) -> NumeralHierarchicalSoftmaxHead:
         refuse_arguments(config, kwargs)
-        return cls(in_features, config.vocab_size, numeral_vocab_of(config, type(config).__name__, "hsoftmax"))
+        vocab = numeral_vocab_of(config, type(config).__name__, cls.head_name)
+        return cls(in_features, config.vocab_size, vocab, **cls.branch_options(config))
+
+    @classmethod
+    def branch_options(cls, config) -> dict:
+        """Construction options of the numeral branch read from the config (none for the softmax branch)."""
+        return {}
 
     @classmethod
     def check_config(cls, config, owner: str) -> None:
-        vocab = numeral_vocab_of(config, owner, "hsoftmax")
+        vocab = numeral_vocab_of(config, owner, cls.head_name)
         if len(set(vocab.values())) >= config.vocab_size:
-            raise ValueError(f"{owner}: head='hsoftmax' needs words besides the numerals, but all "
+            raise ValueError(f"{owner}: head={cls.head_name!r} needs words besides the numerals, but all "
                              f"{config.vocab_size} ids are numerals")
 
     def init_weights(self, initializer_range: float, init=nn.init) -> None:
@@ -178,35 +205,184 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
         for name, values in self._index_lists.items():
             init.copy_(getattr(self, name), torch.tensor(values, dtype=torch.long))
 
-    def branch_log_probs(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """log p(class | h) (..., 2), log p(s | word, h) (..., |W|) and log p(s | numeral, h) (..., |N|)."""
+    # ------------------------------------------------------------------ the branches
+    def class_and_word_log_probs(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """log p(class | h) (..., 2) and log p(s | word, h) (..., |W|)."""
         log_class = torch.log_softmax(upcast(F.linear(hidden, self.class_weight, self.class_bias)), dim=-1)
         words = torch.log_softmax(upcast(F.linear(hidden, self.word_weight, self.word_bias)), dim=-1)
-        numerals = torch.log_softmax(upcast(F.linear(hidden, self.numeral_weight, self.numeral_bias)), dim=-1)
-        return log_class, words, numerals
+        return log_class, words
+
+    def numeral_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        """log p(s | numeral, h) over the numeral rows (..., |N|): a distribution over the rows."""
+        return torch.log_softmax(upcast(F.linear(hidden, self.numeral_weight, self.numeral_bias)), dim=-1)
+
+    def exact_numeral_log_probs(self, hidden: torch.Tensor, fields: dict[str, torch.Tensor]) -> torch.Tensor | None:
+        """log p(numeral | numeral, h) of each target from its fields, (M,); None: score by vocabulary row."""
+        return None
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         """log p(s | h) over the whole vocabulary, ``hidden.shape[:-1] + (|V|,)``."""
-        log_class, words, numerals = self.branch_log_probs(hidden)
+        log_class, words = self.class_and_word_log_probs(hidden)
+        numerals = self.numeral_log_probs(hidden)
         branches = torch.cat([words + log_class[..., :1], numerals + log_class[..., 1:]], dim=-1)
         return branches.index_select(-1, self.vocab_position)
 
     def nll(self, hidden: torch.Tensor, targets: torch.Tensor | Targets) -> torch.Tensor:
-        """-log p(class(s) | h) - log p(s | class, h), read from the two branches: the |V|-wide
-        permutation of ``forward`` (and its backward) is never built."""
-        ids = Targets.of(targets).ids
+        """-log p(class(s) | h) - log p(s | class, h), read from the branches: the |V|-wide permutation
+        of ``forward`` is never built, and the numeral branch runs on the numeral targets only."""
+        targets = Targets.of(targets)
+        shape = targets.ids.shape
+        ids = targets.ids.reshape(-1)
+        hidden = hidden.reshape(-1, hidden.shape[-1])
         keep = ids != -100
-        log_class, words, numerals = self.branch_log_probs(hidden)
         position = self.vocab_position[torch.where(keep, ids, 0)]
-        num_words = words.shape[-1]
-        is_numeral = position >= num_words
-        in_words = words.gather(-1, position.clamp(max=num_words - 1).unsqueeze(-1)).squeeze(-1)
-        in_numerals = numerals.gather(-1, (position - num_words).clamp(min=0).unsqueeze(-1)).squeeze(-1)
-        picked = torch.where(is_numeral, log_class[..., 1] + in_numerals, log_class[..., 0] + in_words)
-        return torch.where(keep, -picked, torch.zeros_like(picked))
+        num_words = self.word_ids.numel()
+        is_numeral = keep & (position >= num_words)
+        log_class, words = self.class_and_word_log_probs(hidden)
+        picked = log_class[:, 0] + words.gather(-1, position.clamp(max=num_words - 1)[:, None]).squeeze(-1)
+        rows = torch.nonzero(is_numeral).squeeze(-1)
+        if rows.numel():
+            h = hidden[rows]
+            row = position[rows] - num_words
+            in_branch = self.numeral_log_probs(h).gather(-1, row[:, None]).squeeze(-1)
+            fields = {name: value.reshape(-1, *value.shape[len(shape):])[rows] for name, value in targets.fields.items()}
+            exact = self.exact_numeral_log_probs(h, fields)
+            if exact is not None:  # the target's own probability where its fields say it is a numeral
+                in_branch = torch.where(fields["numeral_mask"].bool(), exact.to(in_branch.dtype), in_branch)
+            picked = picked.index_put((rows,), log_class[rows, 1] + in_branch)
+        return torch.where(keep, -picked, torch.zeros_like(picked)).view(shape)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, words={self.word_ids.numel()}, numerals={self.numeral_ids.numel()}"
 
 
-__all__ = ["DigitSoftmaxHead", "NumeralHierarchicalSoftmaxHead"]
+class OpenNumeralBranchHead(NumeralHierarchicalSoftmaxHead):
+    """A hierarchical softmax whose numeral branch is a distribution over *all* numerals (sec. 3.3-3.4).
+
+    Over the vocabulary: each numeral token gets the branch's probability of its numeral (a numeral
+    that two tokens write alike, ``1,200`` and ``1200``, is given to the more frequent, lower id, the
+    other gets 0), and ``<unk_num>`` the rest, the mass of every numeral outside the vocabulary; so
+    ``forward`` is still a distribution over the vocabulary and ``generate()`` samples from it. A
+    training or evaluation target is scored by its own fields (:meth:`exact_numeral_log_probs`), the
+    probability of exactly that numeral, in the vocabulary or not.
+    """
+
+    open_numeral_vocabulary = True
+
+    def known_numeral_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        """log p(numeral of each scored row | numeral, h), (..., number of scored rows)."""
+        raise NotImplementedError
+
+    def _scored_rows(self, keys: list) -> list[int]:
+        """The numeral rows that get the branch's probability: the first row of each distinct key
+        (None: ``<unk_num>`` or a token that is no numeral)."""
+        seen, rows = set(), []
+        for row, key in enumerate(keys):
+            if key is not None and key not in seen:
+                seen.add(key)
+                rows.append(row)
+        return rows
+
+    def numeral_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        known = self.known_numeral_log_probs(hidden).to(torch.float64)
+        rest = torch.log1p(-torch.exp(torch.logsumexp(known, dim=-1)).clamp(max=1 - 1e-12))
+        out = known.new_full((*hidden.shape[:-1], len(self.numeral_tokens)), float("-inf"))
+        out[..., self.scored_rows] = known
+        out[..., self.unknown_row] = rest
+        return out.to(torch.promote_types(hidden.dtype, torch.float32))
+
+
+@register_head("drnn")
+class DigitRNNHead(OpenNumeralBranchHead):
+    """Hierarchical softmax whose numeral branch is a digit-level RNN (sec. 3.3, "d-RNN"): started from
+    h_t, it spells the numeral over {0-9, ., -, end} (:class:`~hf_nlm.heads.digit_rnn.DigitRNN`), an
+    open vocabulary with no ``<unk_num>`` of its own. Reads the targets' ``digit_ids``."""
+
+    target_fields = ("numeral_mask", "digit_ids")
+
+    def build_numeral_branch(self, in_features: int, tokens: list[str]) -> None:
+        from .digit_rnn import DigitRNN
+
+        self.numeral_tokens = tokens
+        self.digit_rnn = DigitRNN(in_features)
+        keys = [canonical_digits(token) for token in tokens]
+        self.scored_rows = self._scored_rows(keys)
+        self.scored_strings = [keys[row] for row in self.scored_rows]
+        self.unknown_row = tokens.index(UNK_NUM_TOKEN)
+
+    def init_weights(self, initializer_range: float, init=nn.init) -> None:
+        super().init_weights(initializer_range, init)
+        self.digit_rnn.init_weights(initializer_range, init)
+
+    def known_numeral_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.digit_rnn.log_prob_of_strings(hidden, self.scored_strings)
+
+    def exact_numeral_log_probs(self, hidden, fields):
+        if "digit_ids" not in fields or "numeral_mask" not in fields:
+            return None
+        return self.digit_rnn.log_prob(hidden, fields["digit_ids"])
+
+
+@register_head("mog")
+class MixtureOfGaussiansHead(OpenNumeralBranchHead):
+    """Hierarchical softmax whose numeral branch is a mixture of Gaussians (sec. 3.4, "MoG"): a numeral
+    v written with r decimals has P(r | h) sum_k pi_k(h) [Phi((v + 0.5 10^-r - mu_k) / sigma_k) -
+    Phi((v - 0.5 10^-r - mu_k) / sigma_k)] (:class:`~hf_nlm.heads.mixture.NumeralMixture`; in log
+    space, with the pdf x 10^-r fallback). The means and deviations are fitted by EM on the training
+    numerals when training starts (:meth:`prepare_training`) and then frozen (only pi(h) and P(r | h)
+    are learned). ``config.mog_components`` = K, ``config.mog_transform``: ``"log"`` (Gaussians over
+    sign(v) log(1 + |v|), for numbers spanning orders of magnitude) or ``"none"`` (over v).
+    Reads the targets' ``numeral_value`` and ``numeral_precision``."""
+
+    target_fields = ("numeral_mask", "numeral_value", "numeral_precision")
+
+    @classmethod
+    def branch_options(cls, config) -> dict:
+        return {"num_components": config.mog_components, "transform": config.mog_transform}
+
+    def build_numeral_branch(self, in_features: int, tokens: list[str], num_components: int = 10,
+                             transform: str = "log") -> None:
+        from .mixture import NumeralMixture
+
+        self.numeral_tokens = tokens
+        self.mixture = NumeralMixture(in_features, num_components, transform=transform)
+        parsed = [parse_numeral(token) for token in tokens]
+        keys = [(n.value, n.precision) if n is not None else None for n in parsed]
+        self.scored_rows = self._scored_rows(keys)
+        self.unknown_row = tokens.index(UNK_NUM_TOKEN)
+        self.register_buffer("known_values", torch.tensor([keys[r][0] for r in self.scored_rows], dtype=torch.float64))
+        self.register_buffer("known_precisions", torch.tensor([keys[r][1] for r in self.scored_rows], dtype=torch.long))
+        self._known = (self.known_values.clone(), self.known_precisions.clone())
+
+    def init_weights(self, initializer_range: float, init=nn.init) -> None:
+        super().init_weights(initializer_range, init)
+        init.copy_(self.known_values, self._known[0])
+        init.copy_(self.known_precisions, self._known[1])
+
+    def prepare_training(self, stream: dict[str, torch.Tensor]) -> None:
+        """EM on the training split's numerals: the components' means and deviations, the mixture and
+        precision biases (:meth:`NumeralMixture.initialize_from`)."""
+        mask = stream.get("numeral_mask")
+        if mask is None or not bool(mask.any()):
+            raise ValueError("the mog head fits its Gaussians to the training numerals, but the training data "
+                             "has none (or no numeral fields: use a numeracy tokenizer)")
+        mask = mask.bool()
+        self.mixture.initialize_from(stream["numeral_value"][mask], stream["numeral_precision"][mask])
+
+    def known_numeral_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        mixture = self.mixture
+        means, log_stds = mixture.components()
+        interval = log_interval_probability(
+            self.known_values, mixture.clip_precision(self.known_precisions),
+            mixture.log_weights(hidden).unsqueeze(-2), means, log_stds, mixture.transform,
+        )
+        log_r = mixture.log_precision_probs(hidden).index_select(-1, mixture.clip_precision(self.known_precisions))
+        return log_r.to(interval.dtype) + interval
+
+    def exact_numeral_log_probs(self, hidden, fields):
+        if not {"numeral_mask", "numeral_value", "numeral_precision"} <= fields.keys():
+            return None
+        return self.mixture.log_prob(hidden, fields["numeral_value"].to(torch.float64), fields["numeral_precision"])
+
+
+__all__ = ["DigitRNNHead", "DigitSoftmaxHead", "MixtureOfGaussiansHead", "NumeralHierarchicalSoftmaxHead", "OpenNumeralBranchHead"]

@@ -188,6 +188,8 @@ class LMTrainer:
         head = getattr(model, "lm_head", None)
         if isinstance(head, OutputHead):  # e.g. the split softmax needs ids sorted by frequency
             head.check_training_counts(torch.bincount(ids, minlength=len(tokenizer)), tokenizer.all_special_ids)
+            if not config.resume_from_checkpoint:  # a resumed run's head comes back from the checkpoint
+                head.prepare_training(train_stream)
         self._check_same_data_on_all_processes()
         self.carried_state = None  # the state at the end of the last batch (recurrent models; detached)
 

@@ -21,7 +21,9 @@ class NumeracyLMConfig(AWDLSTMConfig):
             The output layer (the config's `head`, under the paper's name): `"softmax"` (one vocabulary; unknown
             words and numerals are `<unk_word>` / `<unk_num>`), `"softmax_digits"` (sec. 3.1: a numeral's output
             embedding is its token embedding plus a character-RNN encoding of its digits), `"hsoftmax"` (sec. 3.2:
-            p(class | h) p(token | class, h) with class in {word, numeral}), or any other head of `hf_nlm.heads`.
+            p(class | h) p(token | class, h) with class in {word, numeral}), `"drnn"` (sec. 3.3: the h-softmax whose numeral
+            branch is a digit-RNN spelling the numeral, an open vocabulary), `"mog"` (sec. 3.4: the numeral branch is a
+            mixture of Gaussians over the value, with the precision's own distribution), or any other head of `hf_nlm.heads`.
         numeral_vocab (`dict[str, int]`, *optional*):
             The numerals of the vocabulary (`<unk_num>` included) and their ids: `tokenizer.numeral_vocab` of a
             tokenizer from `hf_nlm.tokenization.train_numeracy_tokenizer`. Needed by `"softmax_digits"` (which
@@ -36,6 +38,12 @@ class NumeracyLMConfig(AWDLSTMConfig):
             Dropout on the LSTM's outputs before the head (the paper's 0.1).
         dropout_input (`float`, defaults to 0.1):
             Dropout on the embedded inputs.
+        mog_components (`int`, defaults to 10):
+            With `numeral_strategy="mog"`: K, the number of Gaussians of the numeral density (fitted by EM on the
+            training numerals when training starts, then frozen).
+        mog_transform (`str`, defaults to `"log"`):
+            With `numeral_strategy="mog"`: the space of the Gaussians, `"log"` (sign(v) log(1 + |v|): numbers spanning
+            orders of magnitude, negative ones mirrored) or `"none"` (v itself, the paper's basic model).
         tie_word_embeddings (`bool`, defaults to `False`):
             Use the input embedding matrix as the output word matrix (`"softmax"` / `"softmax_digits"` only).
     """
@@ -55,6 +63,14 @@ class NumeracyLMConfig(AWDLSTMConfig):
     beta: float = 0.0
     tie_word_embeddings: bool = False
     numeral_vocab: dict[str, int] | None = None
+    mog_components: int = 10
+    mog_transform: str = "log"
+
+    def validate_mixture(self):
+        name = type(self).__name__
+        self.require_positive("mog_components")
+        if self.mog_transform not in ("log", "none"):
+            raise ValueError(f"{name}.mog_transform must be 'log' or 'none', got {self.mog_transform!r}")
 
     def validate_numeral_vocab(self):
         if self.numeral_vocab is None:
