@@ -641,6 +641,22 @@ def cmd_card(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plot_numerals(args: argparse.Namespace) -> int:
+    from .numeral_plots import plot_numeral_embeddings
+
+    model, tokenizer = _load_saved_model(args.parser, args.model_dir)
+    if getattr(tokenizer, "numeral_vocab", None) is None:
+        _fail(args.parser, f"{args.model_dir}: its tokenizer does not tell numerals from words (train the model with "
+                           "--tokenizer numeracy)")
+    output = args.output or str(Path(args.model_dir) / "numeral_embeddings.png")
+    try:
+        plot_numeral_embeddings(model, tokenizer, output, which=args.which)
+    except ValueError as err:
+        _fail(args.parser, str(err))
+    print(output)
+    return 0
+
+
 def cmd_push(args: argparse.Namespace) -> int:
     from .hub import HubError, push_run
 
@@ -722,6 +738,16 @@ def build_parser() -> argparse.ArgumentParser:
                       help="corpus name for the card (brown, ptb, sotu, text, csv; default: the one results.json records)")
     card.add_argument("--model-name", default=None, help="name in the model-index (default: MODEL_TYPE-CORPUS)")
     card.set_defaults(func=cmd_card, parser=card)
+
+    plot = sub.add_parser("plot-numerals", help="draw a numeracy model's numeral embeddings (PNG)",
+                          description="The numerals' vectors of a saved model trained with the numeracy tokenizer on "
+                                      "their first two principal components, coloured by log10(1 + |value|) "
+                                      "(Spithourakis & Riedel 2018, fig. 2).")
+    plot.add_argument("model_dir", help="a saved model folder")
+    plot.add_argument("--output", default=None, help="PNG file (default: MODEL_DIR/numeral_embeddings.png)")
+    plot.add_argument("--which", choices=("output", "input"), default="output",
+                      help="the head's numeral rows (output, default) or the input embeddings")
+    plot.set_defaults(func=cmd_plot_numerals, parser=plot)
 
     push = sub.add_parser("push", help="upload a run folder to the Hugging Face Hub",
                           description="Upload RUN_DIR's model, tokenizer, generation config, card (written first if "

@@ -224,6 +224,8 @@ def test_train_evaluate_save_load_and_generate_through_the_cli(tmp_path):
     text = pipeline("text-generation", model=model, tokenizer=tokenizer)("the deficit was", max_new_tokens=4,
                                                                           do_sample=False)[0]["generated_text"]
     assert text.startswith("the deficit was") and len(text.split()) == 7
+    assert main(["plot-numerals", str(out), "--output", str(tmp_path / "n.png")]) == 0
+    assert (tmp_path / "n.png").stat().st_size > 1000
 
 
 def test_numeral_embedding_picture_is_the_pca_of_the_numeral_rows(numeracy_tokenizer, tmp_path):
