@@ -522,6 +522,31 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_predict_numbers(args: argparse.Namespace) -> int:
+    from .numeral_prediction import evaluate_number_prediction, numeral_predictions
+
+    model, tokenizer = _load_saved_model(args.parser, args.model_dir)
+    try:
+        datasets = load_corpus(args)
+    except (ValueError, FileNotFoundError) as err:
+        _fail(args.parser, str(err))
+    if args.split not in datasets:
+        _fail(args.parser, f"the corpus has no {args.split!r} split (it has {', '.join(datasets)})")
+    try:
+        if args.predictions:
+            with open(args.predictions, "w", encoding="utf-8") as f:
+                for row in numeral_predictions(model, tokenizer, datasets[args.split], args.statistic,
+                                               interval=args.interval, block_size=args.block_size):
+                    f.write(json.dumps(row) + "\n")
+        train = datasets["train"] if "train" in datasets else None
+        report = evaluate_number_prediction(model, tokenizer, datasets[args.split], train, args.statistic,
+                                            block_size=args.block_size)
+    except ValueError as err:
+        _fail(args.parser, str(err))
+    print(json.dumps({"split": args.split, **report}))
+    return 0
+
+
 SAMPLING_DEFAULTS = {"temperature": 1.0, "top_k": 0, "top_p": 1.0}
 
 
@@ -711,6 +736,20 @@ def build_parser() -> argparse.ArgumentParser:
     cache.add_argument("--cache-lambda", type=float, default=None,
                        help=f"cache weight lambda in [0, 1] (default: {CACHE_DEFAULTS['cache_lambda']})")
     evaluate.set_defaults(func=cmd_evaluate, parser=evaluate)
+
+    predict = sub.add_parser("predict-numbers", help="predict every number of a split with a numeracy model "
+                                                     "(MAPE / MdAPE, JSON)")
+    predict.add_argument("model_dir", help="a saved model folder trained with the numeracy tokenizer")
+    add_data_arguments(predict)
+    predict.add_argument("--split", default="test", help="split to predict (default: test)")
+    predict.add_argument("--statistic", choices=("mean", "median", "mode"), default="median",
+                         help="point estimate of the predicted distribution (default: median)")
+    predict.add_argument("--interval", type=float, default=0.8,
+                         help="probability mass of the interval written with each prediction (default: 0.8)")
+    predict.add_argument("--predictions", default=None, metavar="FILE",
+                         help="also write one JSON line per numeral: index, value, prediction, low, high")
+    predict.add_argument("--block-size", type=int, default=256, help="tokens per chunk (default: 256)")
+    predict.set_defaults(func=cmd_predict_numbers, parser=predict)
 
     generate = sub.add_parser("generate", help="continue prompts with a saved model")
     generate.add_argument("model_dir", help="a saved model folder")

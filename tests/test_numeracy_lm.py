@@ -224,6 +224,10 @@ def test_train_evaluate_save_load_and_generate_through_the_cli(tmp_path):
     text = pipeline("text-generation", model=model, tokenizer=tokenizer)("the deficit was", max_new_tokens=4,
                                                                           do_sample=False)[0]["generated_text"]
     assert text.startswith("the deficit was") and len(text.split()) == 7
+    assert main(["predict-numbers", str(out), "--train-file", str(tmp_path / "train.txt"), "--test-file",
+                 str(tmp_path / "test.txt"), "--predictions", str(tmp_path / "p.jsonl")]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
+    assert len(rows) == 6 and all(r["low"] <= r["prediction"] <= r["high"] for r in rows)
     assert main(["plot-numerals", str(out), "--output", str(tmp_path / "n.png")]) == 0
     assert (tmp_path / "n.png").stat().st_size > 1000
 
@@ -346,3 +350,58 @@ def test_mog_head_fits_its_gaussians_to_the_training_numerals_and_app_leaves_num
     assert report["num_unknown_numerals"] == 0 and report["num_oov_numeral_types"] == 0
     assert report["num_unknown_words"] > 0 and report["adjusted_perplexity_numerals"] == pytest.approx(
         report["perplexity_numerals"])
+
+
+# ----------------------------------------------------------------------------- number prediction (issue 13)
+
+def _hidden_before_each_token(model, tok, texts):
+    """The state that predicts each token of the stream, from one forward pass over the whole stream."""
+    pieces = [p for line in texts for p in [*line.split(), "<eos>"]]
+    ids = [tok.eos_token_id if p == "<eos>" else tok.convert_tokens_to_ids(p) for p in pieces]
+    with torch.no_grad():
+        out = model(torch.tensor([[tok.eos_token_id, *ids[:-1]]]), output_hidden_states=True)
+    return pieces, out.hidden_states[-1][0]
+
+
+@pytest.mark.parametrize("statistic", ["mean", "median", "mode"])
+def test_numeral_predictions_of_a_closed_vocabulary_by_hand(numeracy_tokenizer, statistic):
+    from hf_nlm.numeral_prediction import numeral_predictions
+    from hf_nlm.tokenization.numerals import parse_numeral
+
+    tok = numeracy_tokenizer
+    m = tokenized_model(tok, "hsoftmax")
+    predictions = numeral_predictions(m, tok, HELD_OUT, statistic=statistic, interval=0.5, block_size=5)
+    pieces, hidden = _hidden_before_each_token(m, tok, HELD_OUT)
+    numeral_positions = [i for i, p in enumerate(pieces) if p != "<eos>" and parse_numeral(p) is not None]
+    assert [p["index"] for p in predictions] == numeral_positions
+    vocab = sorted((parse_numeral(t).value, i) for t, i in tok.numeral_vocab.items() if t != "<unk_num>")
+    for p, position in zip(predictions, numeral_positions, strict=True):
+        probs = m.lm_head.log_probs(hidden[position]).exp()[[i for _, i in vocab]].double()
+        probs = (probs / probs.sum()).tolist()
+        values = [v for v, _ in vocab]
+        cumulative = [sum(probs[: k + 1]) for k in range(len(probs))]
+        expected = {"mean": sum(v * q for v, q in zip(values, probs, strict=True)),
+                    "median": values[next(k for k, c in enumerate(cumulative) if c >= 0.5)],
+                    "mode": values[max(range(len(probs)), key=probs.__getitem__)]}[statistic]
+        assert p["prediction"] == pytest.approx(expected, rel=1e-6)
+        assert p["low"] == values[next(k for k, c in enumerate(cumulative) if c >= 0.25)]
+        assert p["value"] == parse_numeral(pieces[position]).value
+
+
+def test_mog_predictions_are_the_mixtures_and_metrics_have_baselines(numeracy_tokenizer):
+    from hf_nlm.numeral_prediction import evaluate_number_prediction, numeral_predictions
+
+    tok = numeracy_tokenizer
+    m = tokenized_model(tok, "mog")
+    m.lm_head.mixture.initialize_from(torch.tensor([1990.0, 3.5, 12.0, 1200.0, 7.0]))
+    predictions = numeral_predictions(m, tok, HELD_OUT, statistic="median", block_size=5)
+    pieces, hidden = _hidden_before_each_token(m, tok, HELD_OUT)
+    expected = m.lm_head.mixture.median(hidden[[p["index"] for p in predictions]])
+    assert [p["prediction"] for p in predictions] == pytest.approx(expected.tolist(), rel=1e-9)
+    assert all(p["low"] <= p["prediction"] <= p["high"] for p in predictions)
+    report = evaluate_number_prediction(m, tok, HELD_OUT, train_texts=TEXTS, statistic="median", block_size=5)
+    references = [p["value"] for p in predictions]
+    ape = sorted(abs(p["prediction"] - p["value"]) / abs(p["value"]) for p in predictions)
+    assert report["num_numerals"] == len(references) == 6
+    assert report["mape"] == pytest.approx(100 * sum(ape) / len(ape))
+    assert report["mdape_median_baseline"] is not None and report["train_median"] == 12.0

@@ -115,6 +115,7 @@ def batch_log_probs(model, batch: Mapping[str, torch.Tensor], **model_kwargs):
     output = model(**_model_inputs(batch), **model_kwargs, output_hidden_states=True, logits_to_keep=1)
     fields = {name: batch[name] for name in head.target_fields if name in batch}
     hidden, targets = align_targets(output.hidden_states[-1], batch.get("labels"), batch.get("shift_labels"), fields)
+    output.target_hidden_states = hidden  # what predicted each target, for callers that want it (number prediction)
     return -head.nll(hidden, targets).float().cpu(), output
 
 
@@ -162,8 +163,9 @@ class Batching:
         their number; the shares of all processes add up to every target once."""
         raise NotImplementedError
 
-    def log_probs(self, model, stream, batch_size: int, device=None) -> torch.Tensor:
-        """log p(w_t | context) of every token of ``stream``, in stream order."""
+    def log_probs(self, model, stream, batch_size: int, device=None, with_hidden: bool = False):
+        """log p(w_t | context) of every token of ``stream``, in stream order; with ``with_hidden``
+        ``(log_probs, hidden)``, the hidden state that predicted each token too (our models only)."""
         raise NotImplementedError
 
     def exact_batch_size(self, batch_size: int) -> int:
@@ -201,14 +203,16 @@ class BlockBatching(Batching):
         return summed_nll(model, self._loader(stream, batch_size, num_processes, process_index), device, desc)
 
     @torch.no_grad()
-    def log_probs(self, model, stream, batch_size: int, device=None) -> torch.Tensor:
+    def log_probs(self, model, stream, batch_size: int, device=None, with_hidden: bool = False):
         device = device or next(model.parameters()).device
-        out = []
+        out, hidden = [], []
         with _eval_mode(model):
             for batch in self._loader(stream, batch_size):
-                log_probs, _ = batch_log_probs(model, {k: v.to(device) for k, v in batch.items()})
+                log_probs, output = batch_log_probs(model, {k: v.to(device) for k, v in batch.items()})
                 out.append(log_probs)
-        return torch.cat(out)
+                if with_hidden:
+                    hidden.append(output.target_hidden_states)
+        return (torch.cat(out), torch.cat(hidden)) if with_hidden else torch.cat(out)
 
 
 class StreamBatching(Batching):
@@ -240,17 +244,19 @@ class StreamBatching(Batching):
         return stream_nll(model, columns, self.block_size, device, rows=rows, desc=desc)
 
     @torch.no_grad()
-    def log_probs(self, model, stream, batch_size: int, device=None) -> torch.Tensor:
+    def log_probs(self, model, stream, batch_size: int, device=None, with_hidden: bool = False):
         # One column, the state carried from chunk to chunk: every token sees the whole stream before it.
         device = device or next(model.parameters()).device
-        columns, state, out = self.columns(stream, 1), None, []
+        columns, state, out, hidden = self.columns(stream, 1), None, [], []
         with _eval_mode(model):
             for start, length in bptt_chunks(columns.length, self.block_size):
                 chunk = {k: v.to(device) for k, v in columns.chunk(start, length).items()}
                 log_probs, output = batch_log_probs(model, chunk, past_key_values=state, use_cache=True)
                 state = output.past_key_values
                 out.append(log_probs)
-        return torch.cat(out)
+                if with_hidden:
+                    hidden.append(output.target_hidden_states)
+        return (torch.cat(out), torch.cat(hidden)) if with_hidden else torch.cat(out)
 
     def exact_batch_size(self, batch_size: int) -> int:
         # One column, the state never reset: every token is predicted from the whole stream before it.

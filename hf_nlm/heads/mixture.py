@@ -533,15 +533,22 @@ class NumeralMixture(nn.Module):
 
     @torch.no_grad()
     def median(self, hidden: torch.Tensor, iterations: int = 100) -> torch.Tensor:
-        """The median of v, float64, shape ``hidden.shape[:-1]``: bisection on the mixture CDF in the
-        Gaussians' space (the transform is monotone, so the median maps back through it), starting from
+        """The median of v, float64, shape ``hidden.shape[:-1]``: :meth:`quantile` 0.5."""
+        return self.quantile(hidden, 0.5, iterations)
+
+    @torch.no_grad()
+    def quantile(self, hidden: torch.Tensor, q: float, iterations: int = 100) -> torch.Tensor:
+        """The q-quantile of v, float64, shape ``hidden.shape[:-1]``: bisection on the mixture CDF in the
+        Gaussians' space (the transform is monotone, so a quantile maps back through it), starting from
         [min_k mu_k - 10 sigma_k, max_k mu_k + 10 sigma_k], ``iterations`` halvings."""
+        if not 0.0 < q < 1.0:
+            raise ValueError(f"a quantile needs 0 < q < 1, got {q}")
         weights, mu, sigma = self._mixture(hidden)
         lo = torch.full(weights.shape[:-1], float((mu - 10 * sigma).min()), dtype=torch.float64)
         hi = torch.full(weights.shape[:-1], float((mu + 10 * sigma).max()), dtype=torch.float64)
         for _ in range(iterations):
             mid = (lo + hi) / 2
-            below = (weights * torch.special.ndtr((mid.unsqueeze(-1) - mu) / sigma)).sum(-1) < 0.5
+            below = (weights * torch.special.ndtr((mid.unsqueeze(-1) - mu) / sigma)).sum(-1) < q
             lo, hi = torch.where(below, mid, lo), torch.where(below, hi, mid)
         return inverse_transform((lo + hi) / 2, self.transform)
 

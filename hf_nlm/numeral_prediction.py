@@ -1,0 +1,99 @@
+"""Point predictions of the numbers in a text (Spithourakis & Riedel, ACL 2018, sec. 4: a numeracy
+LM's distribution over the next numeral, summarised by its mean, median or mode, and scored by MAPE
+and MdAPE against the baselines "always the training mean / median").
+
+For every numeral of the text the model reads what precedes it and predicts the number itself:
+
+* ``mog`` (mixture of Gaussians): the mixture's mean, median or mode, and a central probability
+  interval from its quantiles (:class:`~hf_nlm.heads.mixture.NumeralMixture`);
+* every other head (``softmax``, ``softmax_digits``, ``hsoftmax``, ``drnn``): the model's distribution
+  over the numerals of its vocabulary (``<unk_num>`` left out; the d-RNN's probabilities of those
+  numerals), renormalised: its mean, weighted median or mode, and the interval between its quantiles.
+  A closed vocabulary can only predict numbers it has seen.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .data.batching import batching_for, split_texts
+from .tokenization.numerals import parse_numeral
+
+STATISTICS = ("mean", "median", "mode")
+
+
+def numeral_predictions(model, tokenizer, texts, statistic: str = "median", interval: float = 0.8,
+                        block_size: int = 256, device=None) -> list[dict]:
+    """One prediction per numeral of ``texts`` (a list of strings or a ``datasets`` split), in order.
+
+    Returns dicts ``{"index": position in the token stream, "value": the true value, "prediction":
+    the point estimate, "low", "high": the central ``interval`` of the predicted distribution}``.
+    Each numeral is predicted from its full left context (recurrent models: the state carried over
+    the whole text).
+    """
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}")
+    if not 0.0 < interval < 1.0:
+        raise ValueError(f"interval is a probability mass in (0, 1), got {interval}")
+    if getattr(tokenizer, "numeral_vocab", None) is None:
+        raise ValueError("number prediction needs a numeracy tokenizer (hf_nlm.tokenization.train_numeracy_tokenizer)")
+    batching = batching_for(model, tokenizer, block_size)
+    stream, _ = batching.encode(split_texts(texts))
+    _, hidden = batching.log_probs(model, stream, 1, device, with_hidden=True)
+    mask = stream["numeral_mask"].bool()
+    positions = torch.nonzero(mask).squeeze(-1)
+    h = hidden[mask.to(hidden.device)]
+    low_q, high_q = (1 - interval) / 2, (1 + interval) / 2
+    with torch.no_grad():
+        mixture = getattr(model.lm_head, "mixture", None)
+        if mixture is not None:
+            point = getattr(mixture, statistic)(h)
+            low, high = mixture.quantile(h, low_q), mixture.quantile(h, high_q)
+        else:
+            point, low, high = _vocabulary_estimates(model.lm_head, tokenizer, h, statistic, low_q, high_q)
+    values = stream["numeral_value"][mask]
+    return [
+        {"index": int(i), "value": float(v), "prediction": float(p), "low": float(lo), "high": float(hi)}
+        for i, v, p, lo, hi in zip(positions, values, point.cpu(), low.cpu(), high.cpu(), strict=True)
+    ]
+
+
+def _vocabulary_estimates(head, tokenizer, hidden, statistic: str, low_q: float, high_q: float):
+    """Point estimate and quantiles of the model's distribution over its vocabulary's numerals."""
+    numerals = [(parse_numeral(token), i) for token, i in tokenizer.numeral_vocab.items()]
+    numerals = sorted((n.value, i) for n, i in numerals if n is not None)
+    if not numerals:
+        raise ValueError("the vocabulary holds no numeral to predict")
+    values = torch.tensor([v for v, _ in numerals], dtype=torch.float64, device=hidden.device)
+    ids = torch.tensor([i for _, i in numerals], device=hidden.device)
+    probs = torch.softmax(head.log_probs(hidden)[:, ids].to(torch.float64), dim=-1)  # sorted by value
+    cdf = probs.cumsum(-1)
+
+    def quantile(q: float) -> torch.Tensor:  # the smallest value whose CDF reaches q
+        return values[torch.searchsorted(cdf, torch.full((len(cdf), 1), q, dtype=cdf.dtype, device=cdf.device))
+                      .squeeze(-1).clamp(max=len(values) - 1)]
+
+    point = {"mean": lambda: probs @ values, "median": lambda: quantile(0.5),
+             "mode": lambda: values[probs.argmax(-1)]}[statistic]()
+    return point, quantile(low_q), quantile(high_q)
+
+
+def evaluate_number_prediction(model, tokenizer, texts, train_texts=None, statistic: str = "median",
+                               block_size: int = 256, device=None) -> dict:
+    """MAPE and MdAPE of :func:`numeral_predictions` on ``texts`` (the ``number_prediction`` metric),
+    with the baselines "always the training mean / median" when ``train_texts`` are given."""
+    from .metrics import number_prediction_report
+
+    predictions = numeral_predictions(model, tokenizer, texts, statistic, block_size=block_size, device=device)
+    if not predictions:
+        raise ValueError("the text holds no numeral to predict")
+    train_values = None
+    if train_texts is not None:
+        stream, _ = batching_for(model, tokenizer, block_size).encode(split_texts(train_texts))
+        train_values = stream["numeral_value"][stream["numeral_mask"].bool()].tolist()
+    report = number_prediction_report([p["prediction"] for p in predictions], [p["value"] for p in predictions],
+                                      train_values=train_values)
+    return {**report, "statistic": statistic}
+
+
+__all__ = ["STATISTICS", "evaluate_number_prediction", "numeral_predictions"]
