@@ -118,6 +118,7 @@ def write_arpa(lm, path: PathLike, vocab=None, digits: int = 10) -> None:
     as_target[bos] = EOS
     ctx_words = context_words(lm.ctx_keys, V)
     fmt = f"%.{digits}f"
+    fast = _FastWriter.for_words(as_context.tolist(), as_target.tolist(), digits)
     sections = []
     for k in range(1, n + 1):
         # The model's own level-k probability, from the last k-1 words: stored or backed off.
@@ -144,23 +145,26 @@ def write_arpa(lm, path: PathLike, vocab=None, digits: int = 10) -> None:
                 bow[rank[len(listed) :]] = lm.ctx_logbow[k] / _LN10
         ends = grams[:, -1] == bos
         # "h </s>": the probability only; "h <s>": the backoff weight (<s> alone: always listed).
-        starts = ends & (~np.isnan(bow) | (k == 1))
-        columns = [as_context[grams[:, j]] for j in range(k - 1)]
-        head = [" ".join(t) for t in zip(*[c.tolist() for c in columns], strict=True)] if k > 1 else None
-        blocks = _entry_lines(head, as_target[grams[:, -1]].tolist(), logp, np.where(ends, np.nan, bow), fmt)
-        rows = np.flatnonzero(starts)
-        start_head = [head[r] for r in rows.tolist()] if k > 1 else None
-        blocks += _entry_lines(start_head, [BOS] * rows.size, None, bow[rows], fmt)
+        rows = np.flatnonzero(ends & (~np.isnan(bow) | (k == 1)))
+        entry_bow = np.where(ends, np.nan, bow)
+        blocks = fast.section(grams, logp, entry_bow, rows, bow[rows]) if fast is not None else None
+        if blocks is None:  # the general (slower) path: Python's own formatting, line by line
+            columns = [as_context[grams[:, j]] for j in range(k - 1)]
+            head = [" ".join(t) for t in zip(*[c.tolist() for c in columns], strict=True)] if k > 1 else None
+            blocks = _entry_lines(head, as_target[grams[:, -1]].tolist(), logp, entry_bow, fmt)
+            start_head = [head[r] for r in rows.tolist()] if k > 1 else None
+            blocks += _entry_lines(start_head, [BOS] * rows.size, None, bow[rows], fmt)
+            blocks = [b.encode("utf-8") for b in blocks]
         sections.append((len(grams) + rows.size, blocks))
 
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\\data\\\n")
+    with open(path, "wb") as f:
+        f.write(b"\\data\\\n")
         for k, (count, _) in enumerate(sections, start=1):
-            f.write(f"ngram {k}={count}\n")
+            f.write(f"ngram {k}={count}\n".encode())
         for k, (_, blocks) in enumerate(sections, start=1):
-            f.write(f"\n\\{k}-grams:\n")
+            f.write(f"\n\\{k}-grams:\n".encode())
             f.writelines(blocks)
-        f.write("\n\\end\\\n")
+        f.write(b"\n\\end\\\n")
 
 
 def _entry_lines(head, last, logp, bow, fmt: str, chunk: int = 1 << 20) -> list[str]:
@@ -182,6 +186,107 @@ def _entry_lines(head, last, logp, bow, fmt: str, chunk: int = 1 << 20) -> list[
         keep[:, -1] = has_bow[lo:hi]
         out.append("".join(templates[has_bow[lo:hi].astype(np.int64)].tolist()) % tuple(args[keep].tolist()))
     return out
+
+
+def fixed_point_bytes(x: np.ndarray, digits: int) -> np.ndarray | None:
+    """``"%.{digits}f" % v`` of every value as the rows of a (N, W) uint8 array, NUL-padded, or ``None``.
+
+    The text of a row is its bytes without the NULs (the padding sits between the sign and the first
+    digit). Vectorised integer arithmetic, and the same text as Python's formatting: ``rint(|x| 10^d)``
+    is the correctly rounded value except within the rounding error of the product of a tie, and those
+    few values are formatted by Python. ``None`` (format them another way) for ``digits`` outside
+    1 .. 15 and for values that are not finite or too large (``|x| 10^d >= 2^52``).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if not 1 <= digits <= 15 or not np.isfinite(x).all():
+        return None
+    y = np.abs(x) * 10.0**digits  # one rounding: relative error <= 2^-53
+    if x.size and y.max() >= 2.0**52:
+        return None
+    q = np.rint(y).astype(np.int64)
+    near_tie = np.flatnonzero(np.abs(y - np.floor(y) - 0.5) <= y * 2.0**-51 + 2.0**-40)
+    if near_tie.size:
+        fmt = f"%.{digits}f"
+        q[near_tie] = [int((fmt % v).lstrip("-").replace(".", "")) for v in x[near_tie].tolist()]
+    whole, frac = np.divmod(q, np.int64(10) ** digits)
+    width = len(str(int(whole.max()))) if x.size else 1
+    out = np.zeros((x.size, 1 + width + 1 + digits), dtype=np.uint8)
+    out[:, 0] = np.where(np.signbit(x), ord("-"), 0)
+    for i in range(width):  # the integer part, right-aligned, its leading zeros NUL (but the last digit)
+        power = 10 ** (width - 1 - i)
+        digit = (whole // power) % 10 + ord("0")
+        out[:, 1 + i] = digit if i == width - 1 else np.where(whole >= power, digit, 0)
+    out[:, 1 + width] = ord(".")
+    for i in range(digits):
+        out[:, 2 + width + i] = (frac // 10 ** (digits - 1 - i)) % 10 + ord("0")
+    return out
+
+
+class _FastWriter:
+    """ARPA entry lines built as bytes in bulk: every line a fixed-width row of a uint8 array (each
+    field in a slot of its own, NUL-padded), then the NULs dropped. Only for vocabularies whose words
+    are short and free of NUL characters (see :meth:`for_words`)."""
+
+    MAX_WORD_BYTES = 64  # longer words make every row that wide: the general path is faster then
+    CHUNK_BYTES = 1 << 26  # rows are built this many bytes at a time
+
+    def __init__(self, context: np.ndarray, target: np.ndarray, digits: int) -> None:
+        self.context, self.target, self.digits = context, target, digits
+
+    @classmethod
+    def for_words(cls, as_context: list[str], as_target: list[str], digits: int) -> _FastWriter | None:
+        encoded = [[w.encode("utf-8") for w in words] for words in (as_context, as_target)]
+        width = max(len(w) for w in encoded[0] + encoded[1])
+        if width > cls.MAX_WORD_BYTES or any(b"\0" in w for w in encoded[0] + encoded[1]):
+            return None
+        mats = [np.array(words, dtype=f"S{width}").view(np.uint8).reshape(len(words), width) for words in encoded]
+        return cls(mats[0], mats[1], digits)
+
+    def section(self, grams, logp, bow, start_rows, start_bow) -> list[bytes] | None:
+        """The lines of one section: every n-gram (``grams`` (N, k) ids, log10 p, log10 bow or NaN),
+        then an ``<s>`` line (-99, the backoff weight ``start_bow``) for each of ``start_rows``."""
+        if grams.shape[0] == 0:
+            return []
+        prob = fixed_point_bytes(logp, self.digits)
+        has_bow = ~np.isnan(bow)
+        weight = fixed_point_bytes(np.where(has_bow, bow, 0.0), self.digits)
+        start_has_bow = ~np.isnan(start_bow)  # <s> of a unigram model: no backoff weight
+        start_weight = fixed_point_bytes(np.where(start_has_bow, start_bow, 0.0), self.digits)
+        if prob is None or weight is None or start_weight is None:
+            return None
+        minus99 = np.frombuffer(b"-99", dtype=np.uint8)[None, :]
+        bos = np.zeros((1, self.target.shape[1]), dtype=np.uint8)
+        bos[0, :3] = np.frombuffer(BOS.encode(), dtype=np.uint8)
+        blocks = self._lines(grams, prob, None, weight, has_bow)
+        if start_rows.size:
+            blocks += self._lines(grams[start_rows], minus99, bos, start_weight, start_has_bow)
+        return blocks
+
+    def _lines(self, grams, prob, last, weight, has_bow) -> list[bytes]:
+        n, k = grams.shape
+        word = self.context.shape[1]
+        width = prob.shape[1] + k * (word + 1) + 1 + weight.shape[1] + 1
+        step = max(1, self.CHUNK_BYTES // width)
+        out = []
+        for lo in range(0, n, step):
+            hi = min(lo + step, n)
+            rows = np.zeros((hi - lo, width), dtype=np.uint8)
+            at = prob.shape[1]
+            rows[:, :at] = prob if prob.shape[0] == 1 else prob[lo:hi]
+            for j in range(k):
+                rows[:, at] = 9 if j == 0 else 32
+                if j < k - 1:
+                    rows[:, at + 1 : at + 1 + word] = self.context[grams[lo:hi, j]]
+                else:
+                    rows[:, at + 1 : at + 1 + word] = self.target[grams[lo:hi, j]] if last is None else last
+                at += 1 + word
+            bow_here = has_bow[lo:hi]
+            rows[:, at] = np.where(bow_here, 9, 0)
+            rows[:, at + 1 : at + 1 + weight.shape[1]] = weight[lo:hi] * bow_here[:, None]
+            rows[:, -1] = 10
+            flat = rows.reshape(-1)
+            out.append(flat[flat != 0].tobytes())
+        return out
 
 
 def _error(path, line: int, message: str) -> ValueError:
