@@ -134,8 +134,9 @@ def write_arpa(lm, path: PathLike, vocab=None, digits: int = 10) -> None:
             extra = ctx_words[k] if k < n else np.zeros((0, k), dtype=np.int64)
             stacked = np.concatenate([listed, extra])
             rank, count = row_ranks(stacked, V)
-            grams = np.empty((count, k), dtype=np.int64)
-            grams[rank] = stacked
+            first = np.empty(count, dtype=np.int64)  # a row of stacked for every distinct row
+            first[rank] = np.arange(rank.size)
+            grams = np.take(stacked, first, axis=0)
             logp = np.full(count, np.nan)
             logp[rank[: len(listed)]] = lm.gram_logp[k] / _LN10
             unlisted = np.flatnonzero(np.isnan(logp))  # contexts only: the backed-off probability
@@ -242,50 +243,61 @@ class _FastWriter:
         mats = [np.array(words, dtype=f"S{width}").view(np.uint8).reshape(len(words), width) for words in encoded]
         return cls(mats[0], mats[1], digits)
 
-    def section(self, grams, logp, bow, start_rows, start_bow) -> list[bytes] | None:
-        """The lines of one section: every n-gram (``grams`` (N, k) ids, log10 p, log10 bow or NaN),
-        then an ``<s>`` line (-99, the backoff weight ``start_bow``) for each of ``start_rows``."""
-        if grams.shape[0] == 0:
-            return []
+    def section(self, grams, logp, bow, start_rows, start_bow) -> list[np.ndarray] | None:
+        """The lines of one section (byte arrays, to be written one after the other): every n-gram
+        (``grams`` (N, k) ids, log10 p, log10 bow or NaN), then an ``<s>`` line (-99, the backoff weight
+        ``start_bow`` or NaN) for each of ``start_rows``; ``None`` if a value needs the general path."""
         prob = fixed_point_bytes(logp, self.digits)
-        has_bow = ~np.isnan(bow)
-        weight = fixed_point_bytes(np.where(has_bow, bow, 0.0), self.digits)
-        start_has_bow = ~np.isnan(start_bow)  # <s> of a unigram model: no backoff weight
-        start_weight = fixed_point_bytes(np.where(start_has_bow, start_bow, 0.0), self.digits)
+        weight = self._weights(bow)
+        start_weight = self._weights(start_bow)
         if prob is None or weight is None or start_weight is None:
             return None
-        minus99 = np.frombuffer(b"-99", dtype=np.uint8)[None, :]
-        bos = np.zeros((1, self.target.shape[1]), dtype=np.uint8)
-        bos[0, :3] = np.frombuffer(BOS.encode(), dtype=np.uint8)
-        blocks = self._lines(grams, prob, None, weight, has_bow)
+        blocks = self._lines(grams, prob, None, weight)
         if start_rows.size:
-            blocks += self._lines(grams[start_rows], minus99, bos, start_weight, start_has_bow)
+            bos = np.zeros((1, self.target.shape[1]), dtype=np.uint8)
+            bos[0, : len(BOS)] = np.frombuffer(BOS.encode(), dtype=np.uint8)
+            minus99 = np.frombuffer(b"-99", dtype=np.uint8)[None, :]
+            blocks += self._lines(grams[start_rows], minus99, bos, start_weight)
         return blocks
 
-    def _lines(self, grams, prob, last, weight, has_bow) -> list[bytes]:
+    def _weights(self, bow: np.ndarray) -> np.ndarray | None:
+        """The backoff field of every line, ``"\\t" + value``, as NUL-padded rows (all NUL: no field)."""
+        has_bow = ~np.isnan(bow)
+        rows = np.flatnonzero(has_bow)
+        if rows.size == 0:
+            return np.zeros((bow.size, 0), dtype=np.uint8)
+        text = fixed_point_bytes(bow[rows], self.digits)
+        if text is None:
+            return None
+        out = np.zeros((bow.size, 1 + text.shape[1]), dtype=np.uint8)
+        out[rows, 0] = 9
+        out[rows, 1:] = text
+        return out
+
+    def _lines(self, grams, prob, last, weight) -> list[np.ndarray]:
         n, k = grams.shape
         word = self.context.shape[1]
-        width = prob.shape[1] + k * (word + 1) + 1 + weight.shape[1] + 1
+        width = prob.shape[1] + k * (word + 1) + weight.shape[1] + 1
         step = max(1, self.CHUNK_BYTES // width)
         out = []
         for lo in range(0, n, step):
             hi = min(lo + step, n)
-            rows = np.zeros((hi - lo, width), dtype=np.uint8)
+            rows = np.empty((hi - lo, width), dtype=np.uint8)
             at = prob.shape[1]
             rows[:, :at] = prob if prob.shape[0] == 1 else prob[lo:hi]
             for j in range(k):
                 rows[:, at] = 9 if j == 0 else 32
                 if j < k - 1:
-                    rows[:, at + 1 : at + 1 + word] = self.context[grams[lo:hi, j]]
+                    np.take(self.context, grams[lo:hi, j], axis=0, mode="clip", out=rows[:, at + 1 : at + 1 + word])
+                elif last is None:
+                    np.take(self.target, grams[lo:hi, j], axis=0, mode="clip", out=rows[:, at + 1 : at + 1 + word])
                 else:
-                    rows[:, at + 1 : at + 1 + word] = self.target[grams[lo:hi, j]] if last is None else last
+                    rows[:, at + 1 : at + 1 + word] = last
                 at += 1 + word
-            bow_here = has_bow[lo:hi]
-            rows[:, at] = np.where(bow_here, 9, 0)
-            rows[:, at + 1 : at + 1 + weight.shape[1]] = weight[lo:hi] * bow_here[:, None]
+            rows[:, at:-1] = weight[lo:hi]
             rows[:, -1] = 10
             flat = rows.reshape(-1)
-            out.append(flat[flat != 0].tobytes())
+            out.append(flat[flat != 0])
         return out
 
 

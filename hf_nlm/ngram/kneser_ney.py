@@ -169,7 +169,7 @@ class KneserNeyLM(BackoffLM):
             num_ctx = counts.ctx_keys[k - 1].size
             total = np.bincount(ctx, weights=c, minlength=num_ctx)  # > 0: every context has a k-gram
             gamma = np.bincount(ctx, weights=d, minlength=num_ctx) / total
-            lower_p = lower[keys % V] if k == 2 else lower[counts.suffix_index(k, keys)]
+            lower_p = lower[keys % V] if k == 2 else lower[counts.gram_suffix(k)]
             p = (c - d) / total[ctx] + gamma[ctx] * lower_p
             with np.errstate(divide="ignore"):  # gamma = 0 only with user discounts of 0
                 ctx_logbow.append(np.log(gamma))
