@@ -148,14 +148,7 @@ def write_arpa(lm, path: PathLike, vocab=None, digits: int = 10) -> None:
         # "h </s>": the probability only; "h <s>": the backoff weight (<s> alone: always listed).
         rows = np.flatnonzero(ends & (~np.isnan(bow) | (k == 1)))
         entry_bow = np.where(ends, np.nan, bow)
-        blocks = fast.section(grams, logp, entry_bow, rows, bow[rows]) if fast is not None else None
-        if blocks is None:  # the general (slower) path: Python's own formatting, line by line
-            columns = [as_context[grams[:, j]] for j in range(k - 1)]
-            head = [" ".join(t) for t in zip(*[c.tolist() for c in columns], strict=True)] if k > 1 else None
-            blocks = _entry_lines(head, as_target[grams[:, -1]].tolist(), logp, entry_bow, fmt)
-            start_head = [head[r] for r in rows.tolist()] if k > 1 else None
-            blocks += _entry_lines(start_head, [BOS] * rows.size, None, bow[rows], fmt)
-            blocks = [b.encode("utf-8") for b in blocks]
+        blocks = _section_lines(grams, logp, entry_bow, rows, bow[rows], as_context, as_target, fast, fmt)
         sections.append((len(grams) + rows.size, blocks))
 
     with open(path, "wb") as f:
@@ -166,6 +159,21 @@ def write_arpa(lm, path: PathLike, vocab=None, digits: int = 10) -> None:
             f.write(f"\n\\{k}-grams:\n".encode())
             f.writelines(blocks)
         f.write(b"\n\\end\\\n")
+
+
+def _section_lines(grams, logp, bow, rows, start_bow, as_context, as_target, fast, fmt) -> list:
+    """The text of one section (bytes-like blocks): every n-gram (``grams``, log10 p, log10 bow or NaN)
+    and an ``<s>`` entry (-99, ``start_bow``) for each of ``rows``; in bulk where it can be."""
+    blocks = fast.section(grams, logp, bow, rows, start_bow) if fast is not None else None
+    if blocks is None:  # the general (slower) path: Python's own formatting, line by line
+        k = grams.shape[1]
+        columns = [as_context[grams[:, j]] for j in range(k - 1)]
+        head = [" ".join(t) for t in zip(*[c.tolist() for c in columns], strict=True)] if k > 1 else None
+        blocks = _entry_lines(head, as_target[grams[:, -1]].tolist(), logp, bow, fmt)
+        start_head = [head[r] for r in rows.tolist()] if k > 1 else None
+        blocks += _entry_lines(start_head, [BOS] * rows.size, None, start_bow, fmt)
+        blocks = [b.encode("utf-8") for b in blocks]
+    return blocks
 
 
 def _entry_lines(head, last, logp, bow, fmt: str, chunk: int = 1 << 20) -> list[str]:
@@ -218,9 +226,24 @@ def fixed_point_bytes(x: np.ndarray, digits: int) -> np.ndarray | None:
         digit = (whole // power) % 10 + ord("0")
         out[:, 1 + i] = digit if i == width - 1 else np.where(whole >= power, digit, 0)
     out[:, 1 + width] = ord(".")
-    for i in range(digits):
-        out[:, 2 + width + i] = (frac // 10 ** (digits - 1 - i)) % 10 + ord("0")
+    at = 2 + width + digits  # the decimals, five at a time from the last, from a table of "00000".."99999"
+    while at > 2 + width:
+        size = min(5, at - 2 - width)
+        frac, group = np.divmod(frac, 10**size)
+        out[:, at - size : at] = _five_digits()[group, 5 - size :]
+        at -= size
     return out
+
+
+_FIVE_DIGITS: list[np.ndarray] = []
+
+
+def _five_digits() -> np.ndarray:
+    """(100000, 5) uint8: the digits of 0 .. 99999, zero-padded (``"00000"`` .. ``"99999"``)."""
+    if not _FIVE_DIGITS:
+        numbers = np.arange(100000)
+        _FIVE_DIGITS.append(np.stack([(numbers // 10**p) % 10 for p in (4, 3, 2, 1, 0)], axis=1).astype(np.uint8) + 48)
+    return _FIVE_DIGITS[0]
 
 
 class _FastWriter:

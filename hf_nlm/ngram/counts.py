@@ -60,6 +60,8 @@ def text_ids(texts: Sequence[str], tokenizer) -> np.ndarray:
     here with ``str.split`` and a dictionary: the same ids, several times faster than the tokenizer's
     own call, which makes a Python list per line. Anything else goes through ``tokenize_corpus``.
     """
+    if type(texts).__module__.startswith("datasets."):  # a datasets Column: one Arrow read, not one per row
+        texts = texts[:]
     texts = list(texts)
     ids = _word_level_ids(texts, tokenizer) if texts else None
     if ids is None:
