@@ -699,6 +699,96 @@ def test_row_ranks_match_numpy_unique():
     np.testing.assert_array_equal(row_ranks(rows, 4)[0], inverse.reshape(-1))
 
 
+def test_unique_inverse_matches_numpy_unique():
+    from hf_nlm.ngram.counts import unique_inverse
+
+    rng = np.random.default_rng(0)
+    for n, bound in [(1, 5), (2, 1), (1000, 7), (1000, 10**9), (300, 2**61)]:  # the last: np.unique
+        keys = rng.integers(0, bound, size=n)
+        want, inverse = np.unique(keys, return_inverse=True)
+        got, got_inverse = unique_inverse(keys, bound)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got_inverse, inverse.reshape(-1))
+
+
+def test_fixed_point_bytes_is_python_formatting():
+    from hf_nlm.ngram.arpa import fixed_point_bytes
+
+    rng = np.random.default_rng(0)
+    ties = np.array([(i + 0.5) / 10**10 for i in range(-3000, 3000)])  # the nearest doubles to ties
+    values = np.concatenate(
+        [
+            -rng.exponential(2.0, 5000),
+            rng.uniform(-100, 100, 5000),
+            rng.uniform(-1e-9, 1e-9, 1000),
+            ties,
+            -ties * 1e5,
+            [0.0, -0.0, -99.0, 5e-11, -5e-11, 1.5e-10, 123456.123456789, -0.99999999999, 9.99999999995],
+        ]
+    )
+    for digits in (1, 4, 10, 12):
+        fit = values[np.abs(values) * 10.0**digits < 2.0**52]
+        rows = fixed_point_bytes(fit, digits)
+        got = [row[row != 0].tobytes().decode() for row in rows]
+        assert got == [f"%.{digits}f" % v for v in fit.tolist()]
+    assert fixed_point_bytes(np.array([1.0, np.inf]), 10) is None
+    assert fixed_point_bytes(np.array([np.nan]), 10) is None
+    assert fixed_point_bytes(np.array([1e6]), 10) is None  # |x| 10^d >= 2^52
+    assert fixed_point_bytes(np.array([1.0]), 0) is None
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 5])
+@pytest.mark.parametrize("per_sentence", [False, True])
+def test_arpa_bulk_writer_writes_the_general_writers_bytes(tmp_path, monkeypatch, order, per_sentence):
+    from hf_nlm.ngram import arpa
+
+    lm = KneserNeyLM.from_ids(TRAIN, order, V, per_sentence=per_sentence)
+    lm.to_arpa(tmp_path / "bulk.arpa", vocab=WORDS)
+    lm.to_arpa(tmp_path / "bulk4.arpa", vocab=WORDS, digits=4)
+    monkeypatch.setattr(arpa._FastWriter, "MAX_WORD_BYTES", 0)  # every word too long: the general path
+    lm.to_arpa(tmp_path / "general.arpa", vocab=WORDS)
+    lm.to_arpa(tmp_path / "general4.arpa", vocab=WORDS, digits=4)
+    assert (tmp_path / "bulk.arpa").read_bytes() == (tmp_path / "general.arpa").read_bytes()
+    assert (tmp_path / "bulk4.arpa").read_bytes() == (tmp_path / "general4.arpa").read_bytes()
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero")
+def test_arpa_writer_takes_the_general_path_for_what_the_bulk_one_cannot_write(tmp_path):
+    # Zero discounts make a backoff weight 0 (log -inf); a long word and a non-ASCII word: still exact.
+    words = [*WORDS[:5], "é" * 40, "x" * 100]
+    lm = KneserNeyLM.from_ids(TRAIN, 3, V, discounts=[(0, 0, 0)] * 3)
+    assert np.isinf(np.concatenate(lm.ctx_logbow[1:])).any()
+    lm.to_arpa(tmp_path / "lm.arpa", vocab=words)
+    text = (tmp_path / "lm.arpa").read_text(encoding="utf-8")
+    assert "-inf" in text and "é" * 40 in text
+    lm = KneserNeyLM.from_ids(TRAIN, 3, V)
+    lm.to_arpa(tmp_path / "lm.arpa", vocab=words)
+    back = ArpaLM.from_arpa(tmp_path / "lm.arpa", vocab=words)
+    ctx = all_contexts(3)
+    for w in range(V):
+        np.testing.assert_allclose(back.log_prob(ctx, np.full(len(ctx), w)), lm.log_prob(ctx, np.full(len(ctx), w)), atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["the cat sat", "", "a <unk> dog <eos> the", "  the\tcat  "],
+        ["the cat<unk> sat"],  # an added token inside a word: the tokenizer splits it off
+        ["a\x1cb cat"],  # a separator str.split() splits on and the tokenizer does not
+        ["the café", "cat"],  # not ASCII
+        ["The CAT <UNK>", "<Eos> dog"],
+    ],
+)
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_text_ids_are_the_tokenizers(texts, lowercase):
+    from hf_nlm.data.lm import tokenize_corpus
+    from hf_nlm.ngram.counts import text_ids
+    from hf_nlm.tokenization import train_word_level_tokenizer
+
+    tok = train_word_level_tokenizer(["the cat sat on the mat", "a dog", "The Cat"], lowercase=lowercase)
+    np.testing.assert_array_equal(text_ids(texts, tok), tokenize_corpus(texts, tok)[0].numpy())
+
+
 def test_non_utf8_arpa_names_file_line_and_byte(tmp_path):
     path = tmp_path / "latin1.arpa"
     data = GOOD_ARPA.replace("-0.6\tb\t0.2", "-0.6\tb\u00e9\t0.2").encode("latin-1")

@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .base import BackoffLM
-from .counts import NgramCounts, as_id_array, count_ngrams
+from .counts import NgramCounts, as_id_array, count_ngrams, text_ids
 
 #: KenLM's --discount_fallback: used where the count-of-counts leave the estimates undefined.
 FALLBACK_DISCOUNTS = (0.5, 1.0, 1.5)
@@ -127,11 +127,9 @@ class KneserNeyLM(BackoffLM):
     @classmethod
     def from_texts(cls, texts: Sequence[str], tokenizer, order: int, **kwargs) -> KneserNeyLM:
         """Tokenize ``texts`` into one stream (``hf_nlm.data.lm.tokenize_corpus``) and fit on it."""
-        from ..data.lm import tokenize_corpus
-
-        ids, _ = tokenize_corpus(texts, tokenizer)
+        ids = text_ids(texts, tokenizer)
         bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-        return cls(order, len(tokenizer), bos, **kwargs).fit(ids.numpy())
+        return cls(order, len(tokenizer), bos, **kwargs).fit(ids)
 
     def fit(self, ids: npt.ArrayLike) -> KneserNeyLM:
         """Count the stream ``ids`` (padded in front with ``order - 1`` bos ids; per sentence if the model
@@ -171,7 +169,7 @@ class KneserNeyLM(BackoffLM):
             num_ctx = counts.ctx_keys[k - 1].size
             total = np.bincount(ctx, weights=c, minlength=num_ctx)  # > 0: every context has a k-gram
             gamma = np.bincount(ctx, weights=d, minlength=num_ctx) / total
-            lower_p = lower[keys % V] if k == 2 else lower[counts.suffix_index(k, keys)]
+            lower_p = lower[keys % V] if k == 2 else lower[counts.gram_suffix(k)]
             p = (c - d) / total[ctx] + gamma[ctx] * lower_p
             with np.errstate(divide="ignore"):  # gamma = 0 only with user discounts of 0
                 ctx_logbow.append(np.log(gamma))
