@@ -36,6 +36,7 @@ from common import (
 from hf_nlm.data import load_sotu, load_text_files
 from hf_nlm.evaluation import evaluate_lm
 from hf_nlm.models import NumeracyLMConfig, NumeracyLMForCausalLM
+from hf_nlm.numeral_prediction import evaluate_number_prediction
 from hf_nlm.tokenization import train_numeracy_tokenizer
 from hf_nlm.training import TrainingConfig, train_lm
 
@@ -46,6 +47,11 @@ FIGURES = (
     ("adjusted_perplexity", "APP"), ("adjusted_perplexity_words", "APP words"),
     ("adjusted_perplexity_numerals", "APP numerals"),
 )
+
+
+#: Point prediction of every test numeral by the median of the model's distribution (sec. 4).
+NUMBER_FIGURES = ("mape", "mdape", "mape_mean_baseline", "mdape_mean_baseline", "mape_median_baseline",
+                  "mdape_median_baseline")
 
 
 def emit(row: dict) -> None:
@@ -101,11 +107,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
         results = train_lm(model, tokenizer, corpus, training, dataset_name="sotu")
         train_s = time.perf_counter() - start
         test = evaluate_lm(model, corpus["test"], tokenizer, block_size=args.bptt, batch_size=1)
+        numbers = evaluate_number_prediction(model, tokenizer, corpus["test"], corpus["train"], statistic="median",
+                                             block_size=args.bptt)
         row = {
             "case": strategy, "value": round(test["adjusted_perplexity_numerals"], 2), "unit": "APP numerals",
             "better": "lower", **{key: round(test[key], 2) for key, _ in FIGURES if test[key] is not None},
             **{key: test[key] for key in ("num_tokens", "num_numerals", "num_unknown_words", "num_unknown_numerals",
                                            "num_oov_word_types", "num_oov_numeral_types")},
+            **{key: round(numbers[key], 2) for key in NUMBER_FIGURES if numbers.get(key) is not None},
             "train_time_s": round(train_s, 1), "epochs": results["epochs_completed"],
             "stop_reason": results["stop_reason"], "num_parameters": model.num_parameters(), **common,
         }
@@ -137,14 +146,19 @@ def target_checks(rows: dict[str, dict], common: dict) -> list[dict]:
 
 
 def write_table(rows: list[dict], checks: list[dict], path, args, common: dict) -> None:
-    columns = ["strategy", "params", "epochs", "train time", *[label for _, label in FIGURES]]
+    columns = ["strategy", "params", "epochs", "train time", *[label for _, label in FIGURES], "MAPE", "MdAPE"]
     cells = [[r["case"], f"{r['num_parameters']:,}", r["epochs"], f"{r['train_time_s']:.0f} s",
-              *[f"{r[key]:,.2f}" if key in r else "-" for key, _ in FIGURES]] for r in rows]
+              *[f"{r[key]:,.2f}" if key in r else "-" for key, _ in (*FIGURES, ("mape", ""), ("mdape", ""))]]
+             for r in rows]
     first = rows[0]
     notes = [
         f"Test split: {first['num_tokens']:,} tokens, {first['num_numerals']:,} numerals; {first['num_unknown_words']:,} "
         f"<unk_word> targets standing for {first['num_oov_word_types']:,} word types, {first['num_unknown_numerals']:,} "
         f"<unk_num> targets for {first['num_oov_numeral_types']:,} numeral types.",
+        *([f"Point predictions by the median of each model's distribution; baselines: always the training mean "
+           f"(MAPE {first['mape_mean_baseline']:,.2f}, MdAPE {first['mdape_mean_baseline']:,.2f}), always the "
+           f"training median (MAPE {first['mape_median_baseline']:,.2f}, MdAPE {first['mdape_median_baseline']:,.2f})."]
+          if "mape_mean_baseline" in first else []),
         *[f"{c['case']}: {c['value']} (target {'>=' if c['better'] == 'higher' else '<='} {c['target']}: "
           f"{'met' if c['met'] else 'MISSED'})" for c in checks],
     ]
