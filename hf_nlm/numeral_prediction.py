@@ -78,6 +78,26 @@ def _vocabulary_estimates(head, tokenizer, hidden, statistic: str, low_q: float,
     return point, quantile(low_q), quantile(high_q)
 
 
+@torch.no_grad()
+def write_unknown_numerals(model, tokenizer, sequences: torch.Tensor, do_sample: bool = False,
+                           generator: torch.Generator | None = None) -> list[dict[int, str]]:
+    """For every ``<unk_num>`` in generated ``sequences`` (B, T; no padding), the numeral it stands for,
+    written by the model's own numeral decoder from the state that generated it: ``{position: text}``
+    per sequence. The digit-RNN spells it (greedy: the best string outside the vocabulary; or a sample),
+    the mixture of Gaussians writes its median with the likeliest precision (or a sample). Empty dicts
+    for a model whose numeral branch is closed (``<unk_num>`` is all it knows)."""
+    head = getattr(model, "lm_head", None)
+    unk = getattr(tokenizer, "unk_num_token_id", None)
+    if not getattr(head, "open_numeral_vocabulary", False) or unk is None:
+        return [{} for _ in sequences]
+    hidden = model(sequences, output_hidden_states=True).hidden_states[-1]  # position t predicts t + 1
+    return [
+        {t: head.write_numeral(hidden[b, t - 1], do_sample, generator)
+         for t in torch.nonzero(seq == unk).squeeze(-1).tolist() if t > 0}
+        for b, seq in enumerate(sequences)
+    ]
+
+
 def evaluate_number_prediction(model, tokenizer, texts, train_texts=None, statistic: str = "median",
                                block_size: int = 256, device=None) -> dict:
     """MAPE and MdAPE of :func:`numeral_predictions` on ``texts`` (the ``number_prediction`` metric),
@@ -96,4 +116,4 @@ def evaluate_number_prediction(model, tokenizer, texts, train_texts=None, statis
     return {**report, "statistic": statistic}
 
 
-__all__ = ["STATISTICS", "evaluate_number_prediction", "numeral_predictions"]
+__all__ = ["STATISTICS", "evaluate_number_prediction", "numeral_predictions", "write_unknown_numerals"]

@@ -405,3 +405,32 @@ def test_mog_predictions_are_the_mixtures_and_metrics_have_baselines(numeracy_to
     assert report["num_numerals"] == len(references) == 6
     assert report["mape"] == pytest.approx(100 * sum(ape) / len(ape))
     assert report["mdape_median_baseline"] is not None and report["train_median"] == 12.0
+
+
+@pytest.mark.parametrize("strategy", ["drnn", "mog"])
+def test_generated_unk_num_is_written_out_by_the_numeral_decoder(numeracy_tokenizer, strategy):
+    from hf_nlm.cli import decode_generated
+    from hf_nlm.numeral_prediction import write_unknown_numerals
+    from hf_nlm.tokenization.numerals import parse_numeral
+
+    tok = numeracy_tokenizer
+    m = tokenized_model(tok, strategy)
+    if strategy == "mog":
+        m.lm_head.mixture.initialize_from(torch.tensor([1990.0, 3.5, 12.0, 1200.0, 7.0]))
+    seq = torch.tensor([tok(["the deficit was"], add_special_tokens=False)["input_ids"][0] + [tok.unk_num_token_id]])
+    written = write_unknown_numerals(m, tok, seq)[0]
+    assert list(written) == [3]
+    text = written[3]
+    numeral = parse_numeral(text)
+    assert numeral is not None and text not in tok.numeral_vocab  # a numeral the vocabulary does not hold
+    with torch.no_grad():
+        h = m(seq, output_hidden_states=True).hidden_states[-1][0, 2]
+    if strategy == "drnn":  # greedy: the likeliest spelling outside the vocabulary
+        beams, _ = m.lm_head.digit_rnn.beam_search(h[None], num_beams=16, num_return_sequences=16)
+        assert text == next(b for b in beams[0] if b and b not in tok.numeral_vocab)
+    else:  # the median, written with the likeliest precision
+        r = int(m.lm_head.mixture.log_precision_probs(h).argmax())
+        assert numeral.value == pytest.approx(float(f"{float(m.lm_head.mixture.median(h[None])[0]):.{r}f}"))
+    assert decode_generated(tok, seq[0], written).split() == ["the", "deficit", "was", text]
+    # A closed strategy has nothing to write: <unk_num> stays.
+    assert write_unknown_numerals(tokenized_model(tok, "hsoftmax"), tok, seq) == [{}]

@@ -283,6 +283,28 @@ class OpenNumeralBranchHead(NumeralHierarchicalSoftmaxHead):
                 rows.append(row)
         return rows
 
+    def numeral_key(self, text: str):
+        """What tells two numerals apart for this branch (its canonical string, or value and precision)."""
+        raise NotImplementedError
+
+    def draw_numeral(self, hidden: torch.Tensor, do_sample: bool, generator: torch.Generator | None) -> list[str]:
+        """Candidate numerals at ``hidden`` (D,), best first: one sample, or the branch's best guesses."""
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def write_numeral(self, hidden: torch.Tensor, do_sample: bool = False, generator: torch.Generator | None = None,
+                      tries: int = 20) -> str:
+        """A numeral for a generated ``<unk_num>`` at ``hidden`` (D,): drawn from the numeral branch (or its
+        best guess) among the numerals *outside* the vocabulary, which is what ``<unk_num>`` stands for
+        here (sampling: up to ``tries`` draws; the last one is kept if all were in the vocabulary)."""
+        known = {self.numeral_key(token) for token in self.numeral_tokens}
+        text = ""
+        for _ in range(tries if do_sample else 1):
+            for text in self.draw_numeral(hidden, do_sample, generator):
+                if self.numeral_key(text) not in known:
+                    return text
+        return text
+
     def numeral_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
         known = self.known_numeral_log_probs(hidden).to(torch.float64)
         rest = torch.log1p(-torch.exp(torch.logsumexp(known, dim=-1)).clamp(max=1 - 1e-12))
@@ -316,6 +338,16 @@ class DigitRNNHead(OpenNumeralBranchHead):
 
     def known_numeral_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.digit_rnn.log_prob_of_strings(hidden, self.scored_strings)
+
+    def numeral_key(self, text: str):
+        return canonical_digits(text)
+
+    def draw_numeral(self, hidden, do_sample, generator):
+        if do_sample:
+            return self.digit_rnn.sample(hidden[None], generator=generator)[0]
+        # The most likely strings, best first, so that the best one outside the vocabulary is found.
+        beams, _ = self.digit_rnn.beam_search(hidden[None], num_beams=16, num_return_sequences=16)
+        return [text for text in beams[0] if text]
 
     def exact_numeral_log_probs(self, hidden, fields):
         if "digit_ids" not in fields or "numeral_mask" not in fields:
@@ -378,6 +410,17 @@ class MixtureOfGaussiansHead(OpenNumeralBranchHead):
         )
         log_r = mixture.log_precision_probs(hidden).index_select(-1, mixture.clip_precision(self.known_precisions))
         return log_r.to(interval.dtype) + interval
+
+    def numeral_key(self, text: str):
+        numeral = parse_numeral(text)
+        return (numeral.value, numeral.precision) if numeral is not None else None
+
+    def draw_numeral(self, hidden, do_sample, generator):
+        if do_sample:
+            return self.mixture.sample(hidden[None], generator=generator)[2]
+        # The median, written with the most likely precision.
+        precision = int(self.mixture.log_precision_probs(hidden).argmax())
+        return [f"{float(self.mixture.median(hidden[None])[0]):.{precision}f}"]
 
     def exact_numeral_log_probs(self, hidden, fields):
         if not {"numeral_mask", "numeral_value", "numeral_precision"} <= fields.keys():
