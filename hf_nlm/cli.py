@@ -485,6 +485,18 @@ def _load_saved_model(parser: argparse.ArgumentParser, folder: str):
         _fail(parser, str(err))
 
 
+def _load_model_and_corpus(args: argparse.Namespace):
+    """``(model, tokenizer, corpus)`` of a command that scores a saved model on ``--split`` of a corpus."""
+    model, tokenizer = _load_saved_model(args.parser, args.model_dir)
+    try:
+        datasets = load_corpus(args)
+    except (ValueError, FileNotFoundError) as err:
+        _fail(args.parser, str(err))
+    if args.split not in datasets:
+        _fail(args.parser, f"the corpus has no {args.split!r} split (it has {', '.join(datasets)})")
+    return model, tokenizer, datasets
+
+
 CACHE_DEFAULTS = {"cache_window": 500, "cache_theta": 1.0, "cache_lambda": 0.1}
 
 
@@ -497,13 +509,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             setattr(args, name, default)
         elif not args.neural_cache:
             _fail(args.parser, f"{flag} needs --neural-cache")
-    model, tokenizer = _load_saved_model(args.parser, args.model_dir)
-    try:
-        datasets = load_corpus(args)
-    except (ValueError, FileNotFoundError) as err:
-        _fail(args.parser, str(err))
-    if args.split not in datasets:
-        _fail(args.parser, f"the corpus has no {args.split!r} split (it has {', '.join(datasets)})")
+    model, tokenizer, datasets = _load_model_and_corpus(args)
     if args.neural_cache:
         from .neural_cache import evaluate_with_neural_cache
 
@@ -525,13 +531,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_predict_numbers(args: argparse.Namespace) -> int:
     from .numeral_prediction import evaluate_number_prediction, numeral_predictions
 
-    model, tokenizer = _load_saved_model(args.parser, args.model_dir)
-    try:
-        datasets = load_corpus(args)
-    except (ValueError, FileNotFoundError) as err:
-        _fail(args.parser, str(err))
-    if args.split not in datasets:
-        _fail(args.parser, f"the corpus has no {args.split!r} split (it has {', '.join(datasets)})")
+    model, tokenizer, datasets = _load_model_and_corpus(args)
     try:
         if args.predictions:
             with open(args.predictions, "w", encoding="utf-8") as f:
