@@ -73,7 +73,9 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"NPLM n={config.order} m={config.embedding_size} h={config.hidden_size}: {model.num_parameters():,} parameters")
 
     training = TrainingConfig(
-        output_dir=args.output_dir, num_epochs=args.epochs, max_steps=args.max_steps, batch_size=args.batch_size,
+        # The demo starts over each time it runs (`make demo` twice must work), replacing its own folder.
+        output_dir=args.output_dir, overwrite_output_dir=True, num_epochs=args.epochs, max_steps=args.max_steps,
+        batch_size=args.batch_size,
         block_size=64, optimizer="adam", learning_rate=args.learning_rate, lr_scheduler="linear",
         weight_decay=0.0, max_grad_norm=1.0, early_stopping_patience=1, logging_steps=50,
     )
