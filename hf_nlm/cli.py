@@ -677,15 +677,19 @@ def cmd_card(args: argparse.Namespace) -> int:
 
 
 def cmd_plot_numerals(args: argparse.Namespace) -> int:
-    from .numeral_plots import plot_numeral_embeddings
+    from .numeral_plots import plot_numeral_density, plot_numeral_embeddings
 
     model, tokenizer = _load_saved_model(args.parser, args.model_dir)
     if getattr(tokenizer, "numeral_vocab", None) is None:
         _fail(args.parser, f"{args.model_dir}: its tokenizer does not tell numerals from words (train the model with "
                            "--tokenizer numeracy)")
-    output = args.output or str(Path(args.model_dir) / "numeral_embeddings.png")
+    name = "numeral_density.png" if args.density_after is not None else "numeral_embeddings.png"
+    output = args.output or str(Path(args.model_dir) / name)
     try:
-        plot_numeral_embeddings(model, tokenizer, output, which=args.which)
+        if args.density_after is not None:
+            plot_numeral_density(model, tokenizer, args.density_after, output, value=args.value)
+        else:
+            plot_numeral_embeddings(model, tokenizer, output, which=args.which)
     except ValueError as err:
         _fail(args.parser, str(err))
     print(output)
@@ -796,6 +800,9 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--output", default=None, help="PNG file (default: MODEL_DIR/numeral_embeddings.png)")
     plot.add_argument("--which", choices=("output", "input"), default="output",
                       help="the head's numeral rows (output, default) or the input embeddings")
+    plot.add_argument("--density-after", default=None, metavar="TEXT",
+                      help="instead: a mog model's predicted density of the next numeral after TEXT")
+    plot.add_argument("--value", type=float, default=None, help="with --density-after: the true value, marked")
     plot.set_defaults(func=cmd_plot_numerals, parser=plot)
 
     push = sub.add_parser("push", help="upload a run folder to the Hugging Face Hub",

@@ -81,4 +81,58 @@ def plot_numeral_embeddings(model, tokenizer, path: str | Path, which: str = "ou
     return points
 
 
-__all__ = ["numeral_vectors", "plot_numeral_embeddings", "project_2d"]
+@torch.no_grad()
+def numeral_density(model, tokenizer, context: str, points: int = 2000) -> tuple[np.ndarray, np.ndarray, float]:
+    """The MoG head's density of the next numeral after ``context``: ``(v grid, density, median)``.
+
+    The density is that of the Gaussians' variable u = T(v) (v itself, or sign(v) log(1 + |v|) under
+    ``mog_transform="log"``), sum_k pi_k(h) N(u; mu_k, sigma_k), on a grid of v between the mixture's
+    0.001 and 0.999 quantiles, evenly spaced in u; it integrates to 0.998 over u where the grid resolves
+    the components (a component narrower than the grid's step shows as a spike of the wrong height)."""
+    from .heads.mixture import forward_transform
+
+    mixture = getattr(model.lm_head, "mixture", None)
+    if mixture is None:
+        raise ValueError(f"a numeral density needs numeral_strategy='mog'; this model's is {model.config.head!r}")
+    ids = tokenizer(context, return_tensors="pt", add_special_tokens=False).input_ids
+    if ids.shape[1] == 0:
+        ids = torch.tensor([[model.config.bos_token_id]])
+    hidden = model.eval()(ids, output_hidden_states=True).hidden_states[-1][0, -1]
+    weights, means, stds = mixture._mixture(hidden)
+    low, high = (forward_transform(mixture.quantile(hidden, q), mixture.transform) for q in (0.001, 0.999))
+    u = torch.linspace(float(low), float(high), points, dtype=torch.float64)
+    density = (weights * torch.exp(-0.5 * ((u[:, None] - means) / stds) ** 2) / (stds * (2 * np.pi) ** 0.5)).sum(-1)
+    from .heads.mixture import inverse_transform
+
+    return inverse_transform(u, mixture.transform).numpy(), density.numpy(), float(mixture.median(hidden))
+
+
+def plot_numeral_density(model, tokenizer, context: str, path: str | Path, value: float | None = None) -> tuple:
+    """Save the MoG head's predicted density of the next numeral after ``context`` as a PNG, the median
+    and (if given) the true ``value`` marked; returns :func:`numeral_density`'s arrays."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    v, density, median = numeral_density(model, tokenizer, context)
+    log_space = model.lm_head.mixture.transform == "log"
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(v, density, color="tab:blue")
+    ax.axvline(median, color="tab:green", linestyle="--", label=f"median {median:,.4g}")
+    if value is not None:
+        ax.axvline(value, color="tab:red", label=f"true value {value:,.4g}")
+    if log_space:
+        ax.set_xscale("symlog")
+    ax.set_xlabel("next numeral v")
+    ax.set_ylabel("density of sign(v) log(1 + |v|)" if log_space else "density of v")
+    ax.set_title(f"after: {context[-60:]!r}", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return v, density, median
+
+
+__all__ = ["numeral_density", "numeral_vectors", "plot_numeral_density", "plot_numeral_embeddings", "project_2d"]

@@ -230,6 +230,9 @@ def test_train_evaluate_save_load_and_generate_through_the_cli(tmp_path):
     assert len(rows) == 6 and all(r["low"] <= r["prediction"] <= r["high"] for r in rows)
     assert main(["plot-numerals", str(out), "--output", str(tmp_path / "n.png")]) == 0
     assert (tmp_path / "n.png").stat().st_size > 1000
+    with pytest.raises(SystemExit) as refused:  # a density needs the mog strategy: a clear error, status 2
+        main(["plot-numerals", str(out), "--density-after", "the deficit was"])
+    assert refused.value.code == 2
 
 
 def test_numeral_embedding_picture_is_the_pca_of_the_numeral_rows(numeracy_tokenizer, tmp_path):
@@ -434,3 +437,24 @@ def test_generated_unk_num_is_written_out_by_the_numeral_decoder(numeracy_tokeni
     assert decode_generated(tok, seq[0], written).split() == ["the", "deficit", "was", text]
     # A closed strategy has nothing to write: <unk_num> stays.
     assert write_unknown_numerals(tokenized_model(tok, "hsoftmax"), tok, seq) == [{}]
+
+
+def test_mog_density_picture_integrates_to_one_and_marks_the_median(numeracy_tokenizer, tmp_path):
+    import numpy as np
+
+    from hf_nlm.heads.mixture import forward_transform
+    from hf_nlm.numeral_plots import plot_numeral_density
+
+    tok = numeracy_tokenizer
+    torch.manual_seed(0)
+    m = NumeracyLMForCausalLM(NumeracyLMConfig(vocab_size=len(tok), embedding_size=D, hidden_size=D, numeral_strategy="mog",
+                                               numeral_vocab=tok.numeral_vocab, mog_components=2)).eval()
+    m.lm_head.mixture.initialize_from(torch.tensor([1990.0, 3.5, 12.0, 1200.0, 7.0, 2.25]))
+    v, density, median = plot_numeral_density(m, tok, "the deficit was", tmp_path / "d.png", value=3.5)
+    assert (tmp_path / "d.png").stat().st_size > 1000
+    u = forward_transform(torch.from_numpy(v), "log").numpy()
+    assert np.trapezoid(density, u) == pytest.approx(0.998, abs=2e-3)  # the 0.001-0.999 quantile range
+    ids = tok("the deficit was", return_tensors="pt").input_ids
+    with torch.no_grad():
+        h = m(ids, output_hidden_states=True).hidden_states[-1][0, -1]
+    assert median == pytest.approx(float(m.lm_head.mixture.median(h)))
