@@ -41,7 +41,7 @@ from hf_nlm.tokenization import train_numeracy_tokenizer
 from hf_nlm.training import TrainingConfig, train_lm
 
 BENCHMARK = "numeracy_table"
-STRATEGIES = ("softmax", "softmax_digits", "hsoftmax", "drnn", "mog")
+STRATEGIES = ("softmax", "softmax_digits", "hsoftmax", "drnn", "mog", "combination")
 FIGURES = (
     ("perplexity", "ppl"), ("perplexity_words", "ppl words"), ("perplexity_numerals", "ppl numerals"),
     ("adjusted_perplexity", "APP"), ("adjusted_perplexity_words", "APP words"),

@@ -278,7 +278,7 @@ def test_awkward_numerals_train_with_a_finite_loss(strategy):
 # ----------------------------------------------------------------------------- open numeral vocabularies (issue 13)
 
 @pytest.mark.parametrize("strategy", ["drnn", "mog"])
-def test_open_numeral_heads_are_distributions_with_unk_num_holding_the_rest(strategy):
+def test_open_numeral_heads_are_distributions_with_unk_num_holding_the_rest(strategy):  # (combination: below)
     m = model(strategy)
     head = m.lm_head
     h = torch.randn(4, D, dtype=torch.float64)
@@ -458,3 +458,38 @@ def test_mog_density_picture_integrates_to_one_and_marks_the_median(numeracy_tok
     with torch.no_grad():
         h = m(ids, output_hidden_states=True).hidden_states[-1][0, -1]
     assert median == pytest.approx(float(m.lm_head.mixture.median(h)))
+
+
+def test_combination_mixes_the_three_strategies_by_weights_from_h():
+    """p(s | numeral, h) = sum_m p(m | h) p_m(s | h): checked for an unseen numeral against the formula
+    written out (the h-softmax's <unk_num> mass spread as the d-RNN spreads its own), and for a numeral
+    of the vocabulary against the vocabulary-wide distribution."""
+    import math
+
+    from hf_nlm.heads import Targets
+    from hf_nlm.tokenization.numerals import encode_digits
+
+    head = model("combination").lm_head.double()
+    h = torch.randn(2, D, dtype=torch.float64)
+    full = head.log_probs(h)
+    torch.testing.assert_close(full.exp().sum(-1), torch.ones(2, dtype=torch.float64))
+    fields = {
+        "numeral_mask": torch.tensor([True, True]),
+        "numeral_value": torch.tensor([42.5, 7.0], dtype=torch.float64),
+        "numeral_precision": torch.tensor([1, 0]),
+        "digit_ids": torch.tensor([encode_digits("42.5"), encode_digits("7")]),
+    }
+    ids = torch.tensor([NUMERALS["<unk_num>"], NUMERALS["7"]])
+    nll = head.nll(h, Targets(ids, fields))
+    w = torch.softmax(h @ head.strategy_weight.T + head.strategy_bias, -1)[0]
+    p_class = torch.softmax(h @ head.class_weight.T + head.class_bias, -1)[0, 1]
+    soft = torch.softmax(h[0] @ head.numeral_weight.T + head.numeral_bias, -1)
+    rows = sorted(NUMERALS.values())
+    p_d = head.digit_rnn.log_prob(h[:1], fields["digit_ids"][:1]).exp()[0]
+    p_d_vocab = head.digit_rnn.log_prob_of_strings(h[:1], ["7", "1200", "-3.25", "2019"]).exp().sum()
+    p_g = head.mixture.log_prob(h[:1], fields["numeral_value"][:1], fields["numeral_precision"][:1]).exp()[0]
+    p_soft = soft[rows.index(NUMERALS["<unk_num>"])] * p_d / (1 - p_d_vocab)
+    expected = p_class * (w[0] * p_soft + w[1] * p_d + w[2] * p_g)
+    assert nll[0].item() == pytest.approx(-math.log(expected.item()), rel=1e-9)
+    # A numeral of the vocabulary: its own probability is its row of the full distribution.
+    torch.testing.assert_close(nll[1], -full[1, NUMERALS["7"]])

@@ -31,6 +31,7 @@ from ..tokenization.numerals import (
     NUM_DIGIT_SYMBOLS,
     UNK_NUM_TOKEN,
     canonical_digits,
+    decode_digits,
     encode_digits,
     parse_numeral,
 )
@@ -256,8 +257,30 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
         return f"in_features={self.in_features}, words={self.word_ids.numel()}, numerals={self.numeral_ids.numel()}"
 
 
+def spread_over_rows(known: torch.Tensor, scored_rows: list[int], unknown_row: int, num_rows: int) -> torch.Tensor:
+    """An open numeral distribution over the numeral rows of the vocabulary: ``known`` (..., len(scored_rows))
+    log-probabilities of the rows' numerals go to ``scored_rows``, the rest of the mass (every numeral
+    outside the vocabulary) to ``unknown_row`` (``<unk_num>``), -inf elsewhere (a duplicate spelling)."""
+    known = known.to(torch.float64)
+    rest = torch.log1p(-torch.exp(torch.logsumexp(known, dim=-1)).clamp(max=1 - 1e-12))
+    out = known.new_full((*known.shape[:-1], num_rows), float("-inf"))
+    out[..., scored_rows] = known
+    out[..., unknown_row] = rest
+    return out
+
+
+def first_rows(keys: list) -> list[int]:
+    """The first row of each distinct key (None: ``<unk_num>`` or a token that is no numeral)."""
+    seen, rows = set(), []
+    for row, key in enumerate(keys):
+        if key is not None and key not in seen:
+            seen.add(key)
+            rows.append(row)
+    return rows
+
+
 class OpenNumeralBranchHead(NumeralHierarchicalSoftmaxHead):
-    """A hierarchical softmax whose numeral branch is a distribution over *all* numerals (sec. 3.3-3.4).
+    """A hierarchical softmax whose numeral branch is a distribution over *all* numerals (sec. 3.3-3.5).
 
     Over the vocabulary: each numeral token gets the branch's probability of its numeral (a numeral
     that two tokens write alike, ``1,200`` and ``1200``, is given to the more frequent, lower id, the
@@ -268,20 +291,6 @@ class OpenNumeralBranchHead(NumeralHierarchicalSoftmaxHead):
     """
 
     open_numeral_vocabulary = True
-
-    def known_numeral_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        """log p(numeral of each scored row | numeral, h), (..., number of scored rows)."""
-        raise NotImplementedError
-
-    def _scored_rows(self, keys: list) -> list[int]:
-        """The numeral rows that get the branch's probability: the first row of each distinct key
-        (None: ``<unk_num>`` or a token that is no numeral)."""
-        seen, rows = set(), []
-        for row, key in enumerate(keys):
-            if key is not None and key not in seen:
-                seen.add(key)
-                rows.append(row)
-        return rows
 
     def numeral_key(self, text: str):
         """What tells two numerals apart for this branch (its canonical string, or value and precision)."""
@@ -305,17 +314,95 @@ class OpenNumeralBranchHead(NumeralHierarchicalSoftmaxHead):
                     return text
         return text
 
-    def numeral_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        known = self.known_numeral_log_probs(hidden).to(torch.float64)
-        rest = torch.log1p(-torch.exp(torch.logsumexp(known, dim=-1)).clamp(max=1 - 1e-12))
-        out = known.new_full((*hidden.shape[:-1], len(self.numeral_tokens)), float("-inf"))
-        out[..., self.scored_rows] = known
-        out[..., self.unknown_row] = rest
-        return out.to(torch.promote_types(hidden.dtype, torch.float32))
+
+class DigitBranch:
+    """The digit-RNN numeral branch (sec. 3.3), shared by the ``drnn`` and ``combination`` heads."""
+
+    def build_digit_branch(self, in_features: int, tokens: list[str]) -> None:
+        from .digit_rnn import DigitRNN
+
+        self.digit_rnn = DigitRNN(in_features)
+        keys = [canonical_digits(token) for token in tokens]
+        self.digit_rows = first_rows(keys)
+        self.digit_strings = [keys[row] for row in self.digit_rows]
+
+    def digit_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The d-RNN's open distribution over the numeral rows (..., |N|)."""
+        known = self.digit_rnn.log_prob_of_strings(hidden, self.digit_strings)
+        return spread_over_rows(known, self.digit_rows, self.unknown_row, len(self.numeral_tokens))
+
+    def digit_exact(self, hidden: torch.Tensor, fields) -> torch.Tensor | None:
+        if "digit_ids" not in fields or "numeral_mask" not in fields:
+            return None
+        return self.digit_rnn.log_prob(hidden, fields["digit_ids"])
+
+    def digit_draw(self, hidden, do_sample, generator) -> list[str]:
+        if do_sample:
+            return self.digit_rnn.sample(hidden[None], generator=generator)[0]
+        # The most likely strings, best first, so that the best one outside the vocabulary is found.
+        beams, _ = self.digit_rnn.beam_search(hidden[None], num_beams=16, num_return_sequences=16)
+        return [text for text in beams[0] if text]
+
+
+class ValueBranch:
+    """The mixture-of-Gaussians numeral branch (sec. 3.4), shared by the ``mog`` and ``combination`` heads."""
+
+    def build_value_branch(self, in_features: int, tokens: list[str], num_components: int, transform: str) -> None:
+        from .mixture import NumeralMixture
+
+        self.mixture = NumeralMixture(in_features, num_components, transform=transform)
+        parsed = [parse_numeral(token) for token in tokens]
+        keys = [(n.value, n.precision) if n is not None else None for n in parsed]
+        self.value_rows = first_rows(keys)
+        self.register_buffer("known_values", torch.tensor([keys[r][0] for r in self.value_rows], dtype=torch.float64))
+        self.register_buffer("known_precisions", torch.tensor([keys[r][1] for r in self.value_rows], dtype=torch.long))
+        self._known = (self.known_values.clone(), self.known_precisions.clone())
+
+    def init_value_buffers(self, init) -> None:
+        init.copy_(self.known_values, self._known[0])
+        init.copy_(self.known_precisions, self._known[1])
+
+    def prepare_training(self, stream: dict[str, torch.Tensor]) -> None:
+        """EM on the training split's numerals: the components' means and deviations, the mixture and
+        precision biases (:meth:`NumeralMixture.initialize_from`)."""
+        mask = stream.get("numeral_mask")
+        if mask is None or not bool(mask.any()):
+            raise ValueError(f"the {self.head_name} head fits its Gaussians to the training numerals, but the "
+                             "training data has none (or no numeral fields: use a numeracy tokenizer)")
+        mask = mask.bool()
+        self.mixture.initialize_from(stream["numeral_value"][mask], stream["numeral_precision"][mask])
+
+    def value_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The mixture's open distribution over the numeral rows (..., |N|)."""
+        mixture = self.mixture
+        means, log_stds = mixture.components()
+        r = mixture.clip_precision(self.known_precisions)
+        interval = log_interval_probability(
+            self.known_values, r, mixture.log_weights(hidden).unsqueeze(-2), means, log_stds, mixture.transform
+        )
+        known = mixture.log_precision_probs(hidden).index_select(-1, r).to(interval.dtype) + interval
+        return spread_over_rows(known, self.value_rows, self.unknown_row, len(self.numeral_tokens))
+
+    def value_exact(self, hidden: torch.Tensor, fields) -> torch.Tensor | None:
+        if not {"numeral_mask", "numeral_value", "numeral_precision"} <= fields.keys():
+            return None
+        return self.mixture.log_prob(hidden, fields["numeral_value"].to(torch.float64), fields["numeral_precision"])
+
+    def value_draw(self, hidden, do_sample, generator) -> list[str]:
+        if do_sample:
+            return self.mixture.sample(hidden[None], generator=generator)[2]
+        # The median, written with the most likely precision.
+        precision = int(self.mixture.log_precision_probs(hidden).argmax())
+        return [f"{float(self.mixture.median(hidden[None])[0]):.{precision}f}"]
+
+
+def _value_key(text: str):
+    numeral = parse_numeral(text)
+    return (numeral.value, numeral.precision) if numeral is not None else None
 
 
 @register_head("drnn")
-class DigitRNNHead(OpenNumeralBranchHead):
+class DigitRNNHead(DigitBranch, OpenNumeralBranchHead):
     """Hierarchical softmax whose numeral branch is a digit-level RNN (sec. 3.3, "d-RNN"): started from
     h_t, it spells the numeral over {0-9, ., -, end} (:class:`~hf_nlm.heads.digit_rnn.DigitRNN`), an
     open vocabulary with no ``<unk_num>`` of its own. Reads the targets' ``digit_ids``."""
@@ -323,40 +410,29 @@ class DigitRNNHead(OpenNumeralBranchHead):
     target_fields = ("numeral_mask", "digit_ids")
 
     def build_numeral_branch(self, in_features: int, tokens: list[str]) -> None:
-        from .digit_rnn import DigitRNN
-
         self.numeral_tokens = tokens
-        self.digit_rnn = DigitRNN(in_features)
-        keys = [canonical_digits(token) for token in tokens]
-        self.scored_rows = self._scored_rows(keys)
-        self.scored_strings = [keys[row] for row in self.scored_rows]
         self.unknown_row = tokens.index(UNK_NUM_TOKEN)
+        self.build_digit_branch(in_features, tokens)
 
     def init_weights(self, initializer_range: float, init=nn.init) -> None:
         super().init_weights(initializer_range, init)
         self.digit_rnn.init_weights(initializer_range, init)
 
-    def known_numeral_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.digit_rnn.log_prob_of_strings(hidden, self.scored_strings)
+    def numeral_log_probs(self, hidden):
+        return self.digit_log_probs(hidden).to(torch.promote_types(hidden.dtype, torch.float32))
+
+    def exact_numeral_log_probs(self, hidden, fields):
+        return self.digit_exact(hidden, fields)
 
     def numeral_key(self, text: str):
         return canonical_digits(text)
 
     def draw_numeral(self, hidden, do_sample, generator):
-        if do_sample:
-            return self.digit_rnn.sample(hidden[None], generator=generator)[0]
-        # The most likely strings, best first, so that the best one outside the vocabulary is found.
-        beams, _ = self.digit_rnn.beam_search(hidden[None], num_beams=16, num_return_sequences=16)
-        return [text for text in beams[0] if text]
-
-    def exact_numeral_log_probs(self, hidden, fields):
-        if "digit_ids" not in fields or "numeral_mask" not in fields:
-            return None
-        return self.digit_rnn.log_prob(hidden, fields["digit_ids"])
+        return self.digit_draw(hidden, do_sample, generator)
 
 
 @register_head("mog")
-class MixtureOfGaussiansHead(OpenNumeralBranchHead):
+class MixtureOfGaussiansHead(ValueBranch, OpenNumeralBranchHead):
     """Hierarchical softmax whose numeral branch is a mixture of Gaussians (sec. 3.4, "MoG"): a numeral
     v written with r decimals has P(r | h) sum_k pi_k(h) [Phi((v + 0.5 10^-r - mu_k) / sigma_k) -
     Phi((v - 0.5 10^-r - mu_k) / sigma_k)] (:class:`~hf_nlm.heads.mixture.NumeralMixture`; in log
@@ -374,58 +450,109 @@ class MixtureOfGaussiansHead(OpenNumeralBranchHead):
 
     def build_numeral_branch(self, in_features: int, tokens: list[str], num_components: int = 10,
                              transform: str = "log") -> None:
-        from .mixture import NumeralMixture
-
         self.numeral_tokens = tokens
-        self.mixture = NumeralMixture(in_features, num_components, transform=transform)
-        parsed = [parse_numeral(token) for token in tokens]
-        keys = [(n.value, n.precision) if n is not None else None for n in parsed]
-        self.scored_rows = self._scored_rows(keys)
         self.unknown_row = tokens.index(UNK_NUM_TOKEN)
-        self.register_buffer("known_values", torch.tensor([keys[r][0] for r in self.scored_rows], dtype=torch.float64))
-        self.register_buffer("known_precisions", torch.tensor([keys[r][1] for r in self.scored_rows], dtype=torch.long))
-        self._known = (self.known_values.clone(), self.known_precisions.clone())
+        self.build_value_branch(in_features, tokens, num_components, transform)
 
     def init_weights(self, initializer_range: float, init=nn.init) -> None:
         super().init_weights(initializer_range, init)
-        init.copy_(self.known_values, self._known[0])
-        init.copy_(self.known_precisions, self._known[1])
+        self.init_value_buffers(init)
 
-    def prepare_training(self, stream: dict[str, torch.Tensor]) -> None:
-        """EM on the training split's numerals: the components' means and deviations, the mixture and
-        precision biases (:meth:`NumeralMixture.initialize_from`)."""
-        mask = stream.get("numeral_mask")
-        if mask is None or not bool(mask.any()):
-            raise ValueError("the mog head fits its Gaussians to the training numerals, but the training data "
-                             "has none (or no numeral fields: use a numeracy tokenizer)")
-        mask = mask.bool()
-        self.mixture.initialize_from(stream["numeral_value"][mask], stream["numeral_precision"][mask])
-
-    def known_numeral_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        mixture = self.mixture
-        means, log_stds = mixture.components()
-        interval = log_interval_probability(
-            self.known_values, mixture.clip_precision(self.known_precisions),
-            mixture.log_weights(hidden).unsqueeze(-2), means, log_stds, mixture.transform,
-        )
-        log_r = mixture.log_precision_probs(hidden).index_select(-1, mixture.clip_precision(self.known_precisions))
-        return log_r.to(interval.dtype) + interval
-
-    def numeral_key(self, text: str):
-        numeral = parse_numeral(text)
-        return (numeral.value, numeral.precision) if numeral is not None else None
-
-    def draw_numeral(self, hidden, do_sample, generator):
-        if do_sample:
-            return self.mixture.sample(hidden[None], generator=generator)[2]
-        # The median, written with the most likely precision.
-        precision = int(self.mixture.log_precision_probs(hidden).argmax())
-        return [f"{float(self.mixture.median(hidden[None])[0]):.{precision}f}"]
+    def numeral_log_probs(self, hidden):
+        return self.value_log_probs(hidden).to(torch.promote_types(hidden.dtype, torch.float32))
 
     def exact_numeral_log_probs(self, hidden, fields):
-        if not {"numeral_mask", "numeral_value", "numeral_precision"} <= fields.keys():
+        return self.value_exact(hidden, fields)
+
+    def numeral_key(self, text: str):
+        return _value_key(text)
+
+    def draw_numeral(self, hidden, do_sample, generator):
+        return self.value_draw(hidden, do_sample, generator)
+
+
+@register_head("combination")
+class CombinationHead(DigitBranch, ValueBranch, OpenNumeralBranchHead):
+    """The combination of strategies (sec. 3.5): p(s | numeral, h) = sum_m p(m | h) p_m(s | h) over
+    m in {h-softmax, d-RNN, MoG}, the strategy weights p(m | h) a softmax of h (``strategy_weight``).
+
+    The h-softmax component is closed (a softmax over the vocabulary's numerals and ``<unk_num>``); so
+    that the mixture is a distribution over all numerals, its ``<unk_num>`` mass is spread over the
+    numerals outside the vocabulary as the d-RNN distributes its own there:
+    p_soft(s) = p_soft(<unk_num>) p_d(s) / (1 - sum_{v in vocab} p_d(v)) for an unseen s. Reads the
+    targets' ``digit_ids``, ``numeral_value`` and ``numeral_precision``; the MoG's Gaussians are fitted
+    by EM when training starts, as for ``mog``."""
+
+    target_fields = ("numeral_mask", "digit_ids", "numeral_value", "numeral_precision")
+    #: The components, in the order of ``strategy_weight``'s rows.
+    STRATEGIES = ("hsoftmax", "drnn", "mog")
+
+    @classmethod
+    def branch_options(cls, config) -> dict:
+        return {"num_components": config.mog_components, "transform": config.mog_transform}
+
+    def build_numeral_branch(self, in_features: int, tokens: list[str], num_components: int = 10,
+                             transform: str = "log") -> None:
+        self.numeral_tokens = tokens
+        self.unknown_row = tokens.index(UNK_NUM_TOKEN)
+        self.numeral_weight = nn.Parameter(torch.empty(len(tokens), in_features))
+        self.numeral_bias = nn.Parameter(torch.zeros(len(tokens)))
+        self.strategy_weight = nn.Parameter(torch.empty(len(self.STRATEGIES), in_features))
+        self.strategy_bias = nn.Parameter(torch.zeros(len(self.STRATEGIES)))
+        self.build_digit_branch(in_features, tokens)
+        self.build_value_branch(in_features, tokens, num_components, transform)
+
+    def init_weights(self, initializer_range: float, init=nn.init) -> None:
+        super().init_weights(initializer_range, init)
+        self.digit_rnn.init_weights(initializer_range, init)
+        self.init_value_buffers(init)
+
+    def strategy_log_weights(self, hidden: torch.Tensor) -> torch.Tensor:
+        """log p(m | h) for m in :data:`STRATEGIES`, (..., 3)."""
+        return torch.log_softmax(upcast(F.linear(hidden, self.strategy_weight, self.strategy_bias)), dim=-1)
+
+    def component_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Each strategy's distribution over the numeral rows, (..., |N|, 3), float64."""
+        soft = torch.log_softmax(upcast(F.linear(hidden, self.numeral_weight, self.numeral_bias)), dim=-1)
+        return torch.stack([soft.to(torch.float64), self.digit_log_probs(hidden), self.value_log_probs(hidden)], -1)
+
+    def numeral_log_probs(self, hidden):
+        mixed = torch.logsumexp(self.component_log_probs(hidden) + self.strategy_log_weights(hidden).unsqueeze(-2), -1)
+        return mixed.to(torch.promote_types(hidden.dtype, torch.float32))
+
+    def exact_numeral_log_probs(self, hidden, fields):
+        digits, values = self.digit_exact(hidden, fields), self.value_exact(hidden, fields)
+        if digits is None or values is None:
             return None
-        return self.mixture.log_prob(hidden, fields["numeral_value"].to(torch.float64), fields["numeral_precision"])
+        # The h-softmax's share of this very numeral: its own row if the vocabulary holds it, else its
+        # <unk_num> mass times the d-RNN's probability of it among the numerals outside the vocabulary.
+        soft = torch.log_softmax(upcast(F.linear(hidden, self.numeral_weight, self.numeral_bias)), dim=-1).to(torch.float64)
+        in_vocab = self.digit_rnn.log_prob_of_strings(hidden, self.digit_strings).to(torch.float64)
+        outside = torch.log1p(-torch.exp(torch.logsumexp(in_vocab, -1)).clamp(max=1 - 1e-12))
+        spread = soft[:, self.unknown_row] + digits.to(torch.float64) - outside
+        canonical = [decode_digits(row) for row in fields["digit_ids"].tolist()]
+        row_of = {text: row for text, row in zip(self.digit_strings, self.digit_rows, strict=True)}
+        rows = torch.tensor([row_of.get(text, -1) for text in canonical], device=hidden.device)
+        own = soft.gather(-1, rows.clamp(min=0)[:, None]).squeeze(-1)
+        soft_share = torch.where(rows >= 0, own, spread)
+        components = torch.stack([soft_share, digits.to(torch.float64), values.to(torch.float64)], -1)
+        return torch.logsumexp(components + self.strategy_log_weights(hidden).to(torch.float64), -1)
+
+    def numeral_key(self, text: str):
+        return canonical_digits(text)
+
+    def draw_numeral(self, hidden, do_sample, generator):
+        # Written by the open component the context trusts more (the h-softmax cannot write an unseen numeral).
+        weights = self.strategy_log_weights(hidden)
+        use_digits = bool(weights[1] >= weights[2])
+        return (self.digit_draw if use_digits else self.value_draw)(hidden, do_sample, generator)
 
 
-__all__ = ["DigitRNNHead", "DigitSoftmaxHead", "MixtureOfGaussiansHead", "NumeralHierarchicalSoftmaxHead", "OpenNumeralBranchHead"]
+__all__ = [
+    "CombinationHead",
+    "DigitRNNHead",
+    "DigitSoftmaxHead",
+    "MixtureOfGaussiansHead",
+    "NumeralHierarchicalSoftmaxHead",
+    "OpenNumeralBranchHead",
+]

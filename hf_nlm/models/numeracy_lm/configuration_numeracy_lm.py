@@ -23,7 +23,8 @@ class NumeracyLMConfig(AWDLSTMConfig):
             embedding is its token embedding plus a character-RNN encoding of its digits), `"hsoftmax"` (sec. 3.2:
             p(class | h) p(token | class, h) with class in {word, numeral}), `"drnn"` (sec. 3.3: the h-softmax whose numeral
             branch is a digit-RNN spelling the numeral, an open vocabulary), `"mog"` (sec. 3.4: the numeral branch is a
-            mixture of Gaussians over the value, with the precision's own distribution), or any other head of `hf_nlm.heads`.
+            mixture of Gaussians over the value, with the precision's own distribution), `"combination"` (sec. 3.5: the
+            three numeral branches mixed by weights predicted from h), or any other head of `hf_nlm.heads`.
         numeral_vocab (`dict[str, int]`, *optional*):
             The numerals of the vocabulary (`<unk_num>` included) and their ids: `tokenizer.numeral_vocab` of a
             tokenizer from `hf_nlm.tokenization.train_numeracy_tokenizer`. Needed by `"softmax_digits"` (which
@@ -39,10 +40,10 @@ class NumeracyLMConfig(AWDLSTMConfig):
         dropout_input (`float`, defaults to 0.1):
             Dropout on the embedded inputs.
         mog_components (`int`, defaults to 10):
-            With `numeral_strategy="mog"`: K, the number of Gaussians of the numeral density (fitted by EM on the
+            With `numeral_strategy="mog"` or `"combination"`: K, the number of Gaussians of the numeral density (fitted by EM on the
             training numerals when training starts, then frozen).
         mog_transform (`str`, defaults to `"log"`):
-            With `numeral_strategy="mog"`: the space of the Gaussians, `"log"` (sign(v) log(1 + |v|): numbers spanning
+            With `numeral_strategy="mog"` or `"combination"`: the space of the Gaussians, `"log"` (sign(v) log(1 + |v|): numbers spanning
             orders of magnitude, negative ones mirrored) or `"none"` (v itself, the paper's basic model).
         tie_word_embeddings (`bool`, defaults to `False`):
             Use the input embedding matrix as the output word matrix (`"softmax"` / `"softmax_digits"` only).
