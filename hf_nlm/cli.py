@@ -677,17 +677,20 @@ def cmd_card(args: argparse.Namespace) -> int:
 
 
 def cmd_plot_numerals(args: argparse.Namespace) -> int:
-    from .numeral_plots import plot_numeral_density, plot_numeral_embeddings
+    from .numeral_plots import plot_numeral_density, plot_numeral_embeddings, plot_strategy_weights
 
     model, tokenizer = _load_saved_model(args.parser, args.model_dir)
     if getattr(tokenizer, "numeral_vocab", None) is None:
         _fail(args.parser, f"{args.model_dir}: its tokenizer does not tell numerals from words (train the model with "
                            "--tokenizer numeracy)")
-    name = "numeral_density.png" if args.density_after is not None else "numeral_embeddings.png"
+    name = ("numeral_density.png" if args.density_after is not None else
+            "strategy_weights.png" if args.weights_along is not None else "numeral_embeddings.png")
     output = args.output or str(Path(args.model_dir) / name)
     try:
         if args.density_after is not None:
             plot_numeral_density(model, tokenizer, args.density_after, output, value=args.value)
+        elif args.weights_along is not None:
+            plot_strategy_weights(model, tokenizer, args.weights_along, output)
         else:
             plot_numeral_embeddings(model, tokenizer, output, which=args.which)
     except ValueError as err:
@@ -803,6 +806,8 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--density-after", default=None, metavar="TEXT",
                       help="instead: a mog model's predicted density of the next numeral after TEXT")
     plot.add_argument("--value", type=float, default=None, help="with --density-after: the true value, marked")
+    plot.add_argument("--weights-along", default=None, metavar="TEXT",
+                      help="instead: a combination model's strategy weights p(m | h) at every token of TEXT")
     plot.set_defaults(func=cmd_plot_numerals, parser=plot)
 
     push = sub.add_parser("push", help="upload a run folder to the Hugging Face Hub",

@@ -135,4 +135,44 @@ def plot_numeral_density(model, tokenizer, context: str, path: str | Path, value
     return v, density, median
 
 
-__all__ = ["numeral_density", "numeral_vectors", "plot_numeral_density", "plot_numeral_embeddings", "project_2d"]
+@torch.no_grad()
+def strategy_weights(model, tokenizer, text: str) -> tuple[list[str], np.ndarray]:
+    """The combination head's p(m | h_t) for m in (h-softmax, d-RNN, MoG) at every token of ``text``:
+    ``(tokens, weights (T, 3))``, row t the weights for predicting token t (from what precedes it)."""
+    head = model.lm_head
+    if not hasattr(head, "strategy_log_weights"):
+        raise ValueError(f"strategy weights need numeral_strategy='combination'; this model's is {model.config.head!r}")
+    ids = tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids
+    if ids.shape[1] == 0:
+        raise ValueError("the text holds no token")
+    # The first token is predicted from the sentence boundary: read it, then the text but its last token.
+    inputs = torch.cat([torch.tensor([[model.config.bos_token_id]]), ids[:, :-1]], dim=1)
+    hidden = model.eval()(inputs, output_hidden_states=True).hidden_states[-1][0]
+    return tokenizer.convert_ids_to_tokens(ids[0].tolist()), head.strategy_log_weights(hidden).exp().double().numpy()
+
+
+def plot_strategy_weights(model, tokenizer, text: str, path: str | Path) -> tuple[list[str], np.ndarray]:
+    """Save the combination head's strategy weights along ``text`` as stacked bars (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tokens, weights = strategy_weights(model, tokenizer, text)
+    fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(tokens)), 3.5))
+    bottom = np.zeros(len(tokens))
+    for k, name in enumerate(model.lm_head.STRATEGIES):
+        ax.bar(range(len(tokens)), weights[:, k], bottom=bottom, label=name)
+        bottom += weights[:, k]
+    ax.set_xticks(range(len(tokens)), tokens, rotation=60, fontsize=8)
+    ax.set_ylabel("p(strategy | h)")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return tokens, weights
+
+
+__all__ = ["plot_strategy_weights", "strategy_weights", "numeral_density", "numeral_vectors", "plot_numeral_density", "plot_numeral_embeddings", "project_2d"]

@@ -493,3 +493,18 @@ def test_combination_mixes_the_three_strategies_by_weights_from_h():
     assert nll[0].item() == pytest.approx(-math.log(expected.item()), rel=1e-9)
     # A numeral of the vocabulary: its own probability is its row of the full distribution.
     torch.testing.assert_close(nll[1], -full[1, NUMERALS["7"]])
+
+
+def test_strategy_weight_picture_reads_the_weights_that_predicted_each_token(numeracy_tokenizer, tmp_path):
+    from hf_nlm.numeral_plots import plot_strategy_weights
+
+    tok = numeracy_tokenizer
+    m = tokenized_model(tok, "combination")
+    tokens, weights = plot_strategy_weights(m, tok, "in 1990 the deficit was 3.5", tmp_path / "w.png")
+    assert (tmp_path / "w.png").stat().st_size > 1000
+    assert tokens == ["in", "1990", "the", "deficit", "was", "3.5"]
+    # Token t is predicted from the stream before it: the boundary, then tokens 0 .. t-1.
+    pieces, hidden = _hidden_before_each_token(m, tok, ["in 1990 the deficit was 3.5"])
+    with torch.no_grad():
+        expected = m.lm_head.strategy_log_weights(hidden[:6]).exp()
+    assert weights == pytest.approx(expected.numpy(), rel=1e-6)
