@@ -6,7 +6,7 @@ For every numeral of the text the model reads what precedes it and predicts the 
 
 * ``mog`` (mixture of Gaussians): the mixture's mean, median or mode, and a central probability
   interval from its quantiles (:class:`~hf_nlm.heads.mixture.NumeralMixture`);
-* every other head (``softmax``, ``softmax_digits``, ``hsoftmax``, ``drnn``): the model's distribution
+* every other head (``softmax``, ``softmax_digits``, ``hsoftmax``, ``drnn``, ``combination``): the model's distribution
   over the numerals of its vocabulary (``<unk_num>`` left out; the d-RNN's probabilities of those
   numerals), renormalised: its mean, weighted median or mode, and the interval between its quantiles.
   A closed vocabulary can only predict numbers it has seen.
@@ -45,8 +45,10 @@ def numeral_predictions(model, tokenizer, texts, statistic: str = "median", inte
     h = hidden[mask.to(hidden.device)]
     low_q, high_q = (1 - interval) / 2, (1 + interval) / 2
     with torch.no_grad():
-        mixture = getattr(model.lm_head, "mixture", None)
-        if mixture is not None:
+        from .heads import MixtureOfGaussiansHead
+
+        if isinstance(model.lm_head, MixtureOfGaussiansHead):  # the density itself (a combination mixes more)
+            mixture = model.lm_head.mixture
             point = getattr(mixture, statistic)(h)
             low, high = mixture.quantile(h, low_q), mixture.quantile(h, high_q)
         else:

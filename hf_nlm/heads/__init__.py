@@ -8,13 +8,22 @@ Mnih & Hinton 2008).
 """
 
 from .base import HEAD_REGISTRY, OutputHead, Targets, build_head, check_head_config, head_class, register_head
-from .numeral import DigitSoftmaxHead, NumeralHierarchicalSoftmaxHead
+from .numeral import (
+    CombinationHead,
+    DigitRNNHead,
+    DigitSoftmaxHead,
+    MixtureOfGaussiansHead,
+    NumeralHierarchicalSoftmaxHead,
+)
 from .softmax import SoftmaxHead
 from .split import SplitSoftmaxHead, check_cutoffs, check_frequency_order
 from .tree import TREE_FIELDS, TreeSoftmaxHead, tree_config_fields
 
 __all__ = [
+    "CombinationHead",
+    "DigitRNNHead",
     "DigitSoftmaxHead",
+    "MixtureOfGaussiansHead",
     "HEAD_REGISTRY",
     "NumeralHierarchicalSoftmaxHead",
     "OutputHead",
