@@ -366,13 +366,14 @@ def _hidden_before_each_token(model, tok, texts):
     return pieces, out.hidden_states[-1][0]
 
 
+@pytest.mark.parametrize("strategy", ["hsoftmax", "combination"])
 @pytest.mark.parametrize("statistic", ["mean", "median", "mode"])
-def test_numeral_predictions_of_a_closed_vocabulary_by_hand(numeracy_tokenizer, statistic):
+def test_numeral_predictions_from_the_vocabulary_distribution_by_hand(numeracy_tokenizer, statistic, strategy):
     from hf_nlm.numeral_prediction import numeral_predictions
     from hf_nlm.tokenization.numerals import parse_numeral
 
     tok = numeracy_tokenizer
-    m = tokenized_model(tok, "hsoftmax")
+    m = tokenized_model(tok, strategy)
     predictions = numeral_predictions(m, tok, HELD_OUT, statistic=statistic, interval=0.5, block_size=5)
     pieces, hidden = _hidden_before_each_token(m, tok, HELD_OUT)
     numeral_positions = [i for i, p in enumerate(pieces) if p != "<eos>" and parse_numeral(p) is not None]
