@@ -328,6 +328,12 @@ def test_open_numeral_heads_score_a_numeral_target_as_itself(strategy):
     torch.testing.assert_close(nll[2], -full[2, NUMERALS["7"]])
     # Without the fields the unseen numeral is scored as <unk_num>: the vocabulary-wide distribution.
     torch.testing.assert_close(head.nll(h, ids)[1], -full[1, NUMERALS["<unk_num>"]])
+    # So is a numeral id whose fields say "no numeral" (the text "<unk_num>" written literally), beside exact ones.
+    literal = {name: value.clone() for name, value in fields.items()}
+    literal["numeral_mask"][1] = False
+    mixed = head.nll(h, Targets(ids, literal))
+    torch.testing.assert_close(mixed[1], -full[1, NUMERALS["<unk_num>"]])
+    torch.testing.assert_close(mixed[2], nll[2])
 
 
 def test_mog_head_fits_its_gaussians_to_the_training_numerals_and_app_leaves_numerals_alone(numeracy_tokenizer, tmp_path):

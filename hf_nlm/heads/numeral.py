@@ -244,12 +244,18 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
         rows = torch.nonzero(is_numeral).squeeze(-1)
         if rows.numel():
             h = hidden[rows]
-            row = position[rows] - num_words
-            in_branch = self.numeral_log_probs(h).gather(-1, row[:, None]).squeeze(-1)
             fields = {name: value.reshape(-1, *value.shape[len(shape):])[rows] for name, value in targets.fields.items()}
             exact = self.exact_numeral_log_probs(h, fields)
+            by_row = None if exact is not None else slice(None)  # targets scored by their vocabulary row
             if exact is not None:  # the target's own probability where its fields say it is a numeral
-                in_branch = torch.where(fields["numeral_mask"].bool(), exact.to(in_branch.dtype), in_branch)
+                numeral = fields["numeral_mask"].bool()
+                in_branch = exact.to(log_class.dtype)
+                if not bool(numeral.all()):  # e.g. a literal "<unk_num>" in the text
+                    by_row = torch.nonzero(~numeral).squeeze(-1)
+            if by_row is not None:  # the open branches' |N|-wide rows only where they are needed
+                row = position[rows][by_row] - num_words
+                vocab = self.numeral_log_probs(h[by_row]).gather(-1, row[:, None]).squeeze(-1).to(log_class.dtype)
+                in_branch = vocab if exact is None else in_branch.index_put((by_row,), vocab)
             picked = picked.index_put((rows,), log_class[rows, 1] + in_branch)
         return torch.where(keep, -picked, torch.zeros_like(picked)).view(shape)
 
