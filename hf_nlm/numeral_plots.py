@@ -12,6 +12,22 @@ import torch
 from .tokenization.numerals import canonical_digits
 
 
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display needed, safe on servers
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: str | Path) -> None:
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    _pyplot().close(fig)
+
+
 def numeral_vectors(model, tokenizer, which: str = "output") -> tuple[list[str], np.ndarray, np.ndarray]:
     """The in-vocabulary numerals, their values and their vectors (one row each).
 
@@ -55,10 +71,7 @@ def plot_numeral_embeddings(model, tokenizer, path: str | Path, which: str = "ou
     """Save the 2-D projection of the numeral vectors as a PNG, coloured by log10(1 + |value|);
     the ``label`` most frequent numerals (lowest ids) are written beside their points. Returns the
     projected points (one row per numeral, in :func:`numeral_vectors` order)."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: no display needed
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     tokens, values, vectors = numeral_vectors(model, tokenizer, which)
     if not np.isfinite(vectors).all():
@@ -73,11 +86,7 @@ def plot_numeral_embeddings(model, tokenizer, path: str | Path, which: str = "ou
     ax.set_title(f"{which} vectors of {len(tokens)} numerals ({strategy}), PCA", fontsize=10)
     ax.set_xlabel("PC 1")
     ax.set_ylabel("PC 2")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
     return points
 
 
@@ -89,7 +98,7 @@ def numeral_density(model, tokenizer, context: str, points: int = 2000) -> tuple
     ``mog_transform="log"``), sum_k pi_k(h) N(u; mu_k, sigma_k), on a grid of v between the mixture's
     0.001 and 0.999 quantiles, evenly spaced in u; it integrates to 0.998 over u where the grid resolves
     the components (a component narrower than the grid's step shows as a spike of the wrong height)."""
-    from .heads.mixture import forward_transform
+    from .heads.mixture import forward_transform, inverse_transform
 
     mixture = getattr(model.lm_head, "mixture", None)
     if mixture is None:
@@ -102,18 +111,13 @@ def numeral_density(model, tokenizer, context: str, points: int = 2000) -> tuple
     low, high = (forward_transform(mixture.quantile(hidden, q), mixture.transform) for q in (0.001, 0.999))
     u = torch.linspace(float(low), float(high), points, dtype=torch.float64)
     density = (weights * torch.exp(-0.5 * ((u[:, None] - means) / stds) ** 2) / (stds * (2 * np.pi) ** 0.5)).sum(-1)
-    from .heads.mixture import inverse_transform
-
     return inverse_transform(u, mixture.transform).numpy(), density.numpy(), float(mixture.median(hidden))
 
 
 def plot_numeral_density(model, tokenizer, context: str, path: str | Path, value: float | None = None) -> tuple:
     """Save the MoG head's predicted density of the next numeral after ``context`` as a PNG, the median
     and (if given) the true ``value`` marked; returns :func:`numeral_density`'s arrays."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     v, density, median = numeral_density(model, tokenizer, context)
     log_space = model.lm_head.mixture.transform == "log"
@@ -128,10 +132,7 @@ def plot_numeral_density(model, tokenizer, context: str, path: str | Path, value
     ax.set_ylabel("density of sign(v) log(1 + |v|)" if log_space else "density of v")
     ax.set_title(f"after: {context[-60:]!r}", fontsize=9)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
     return v, density, median
 
 
@@ -153,10 +154,7 @@ def strategy_weights(model, tokenizer, text: str) -> tuple[list[str], np.ndarray
 
 def plot_strategy_weights(model, tokenizer, text: str, path: str | Path) -> tuple[list[str], np.ndarray]:
     """Save the combination head's strategy weights along ``text`` as stacked bars (PNG)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     tokens, weights = strategy_weights(model, tokenizer, text)
     fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(tokens)), 3.5))
@@ -168,10 +166,7 @@ def plot_strategy_weights(model, tokenizer, text: str, path: str | Path) -> tupl
     ax.set_ylabel("p(strategy | h)")
     ax.set_ylim(0, 1)
     ax.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
     return tokens, weights
 
 

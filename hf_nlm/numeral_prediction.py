@@ -39,7 +39,8 @@ def numeral_predictions(model, tokenizer, texts, statistic: str = "median", inte
         raise ValueError("number prediction needs a numeracy tokenizer (hf_nlm.tokenization.train_numeracy_tokenizer)")
     batching = batching_for(model, tokenizer, block_size)
     stream, _ = batching.encode(split_texts(texts))
-    _, hidden = batching.log_probs(model, stream, 1, device, with_hidden=True)
+    # Exact either way: blocks carry their full context; a recurrent model reads one column regardless.
+    _, hidden = batching.log_probs(model, stream, 32, device, with_hidden=True)
     mask = stream["numeral_mask"].bool()
     positions = torch.nonzero(mask).squeeze(-1)
     h = hidden[mask.to(hidden.device)]
