@@ -568,19 +568,6 @@ def check_generation_arguments(args: argparse.Namespace) -> None:
                          "(greedy search has one continuation)")
 
 
-def decode_generated(tokenizer, ids, numerals: dict[int, str] | None = None) -> str:
-    """The text of generated ``ids``: special tokens dropped, except ``<unk>``, which stays visible so that
-    an unknown word is not silently missing from the text; ``numerals`` (position in ``ids`` -> text)
-    replace the ``<unk_num>`` tokens an open-vocabulary numeral decoder wrote out."""
-    drop = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
-    if not numerals:
-        return tokenizer.decode([i for i in ids.tolist() if i not in drop], skip_special_tokens=False)
-    ids = ids.tolist()
-    tokens = [numerals.get(t, token) for t, (i, token) in enumerate(zip(ids, tokenizer.convert_ids_to_tokens(ids),
-                                                                        strict=True)) if i not in drop]
-    return tokenizer.convert_tokens_to_string(tokens)
-
-
 def cmd_generate(args: argparse.Namespace) -> int:
     import torch
 
@@ -589,7 +576,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     except ValueError as err:
         _fail(args.parser, str(err))
     from .data.lm import unknown_token_ids
-    from .numeral_prediction import write_unknown_numerals
+    from .numeral_prediction import decode_generated
 
     model, tokenizer = _load_saved_model(args.parser, args.model_dir)
     if args.seed is not None:
@@ -614,12 +601,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
             **sampling,
             num_return_sequences=args.num_return_sequences,
             pad_token_id=tokenizer.pad_token_id,
+            return_dict_in_generate=True,
         )
         start = max(ids.shape[1], 1)
-        # An open-vocabulary numeral strategy writes out each <unk_num> it generated (d-RNN, MoG).
-        numerals = write_unknown_numerals(model, tokenizer, out, do_sample=args.do_sample)
+        # An open-vocabulary numeral strategy (d-RNN, MoG) wrote out each <unk_num> it generated.
+        numerals = getattr(out, "numerals", None) or [{} for _ in out.sequences]
         texts = [decode_generated(tokenizer, seq[start:], {t - start: text for t, text in found.items() if t >= start})
-                 for seq, found in zip(out, numerals, strict=True)]
+                 for seq, found in zip(out.sequences, numerals, strict=True)]
         if args.json:
             print(json.dumps({"prompt": prompt, "generations": texts}))
         else:

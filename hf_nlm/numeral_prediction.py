@@ -82,23 +82,39 @@ def _vocabulary_estimates(head, tokenizer, hidden, statistic: str, low_q: float,
 
 
 @torch.no_grad()
-def write_unknown_numerals(model, tokenizer, sequences: torch.Tensor, do_sample: bool = False,
-                           generator: torch.Generator | None = None) -> list[dict[int, str]]:
-    """For every ``<unk_num>`` in generated ``sequences`` (B, T; no padding), the numeral it stands for,
-    written by the model's own numeral decoder from the state that generated it: ``{position: text}``
-    per sequence. The digit-RNN spells it (greedy: the best string outside the vocabulary; or a sample),
-    the mixture of Gaussians writes its median with the likeliest precision (or a sample). Empty dicts
-    for a model whose numeral branch is closed (``<unk_num>`` is all it knows)."""
+def write_unknown_numerals(model, sequences: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                           do_sample: bool = False, generator: torch.Generator | None = None) -> list[dict[int, str]]:
+    """For every ``<unk_num>`` in generated ``sequences`` (B, T), the numeral it stands for, written by the
+    model's own numeral decoder from the state that generated it: ``{position: text}`` per sequence.
+    The digit-RNN spells it (greedy: the best string outside the vocabulary; or a sample), the mixture
+    of Gaussians writes its median with the likeliest precision (or a sample). ``attention_mask``
+    (B, T) marks left padding, if any. Empty dicts for a model whose numeral branch is closed
+    (``<unk_num>`` is all it knows)."""
     head = getattr(model, "lm_head", None)
-    unk = getattr(tokenizer, "unk_num_token_id", None)
-    if not getattr(head, "open_numeral_vocabulary", False) or unk is None:
+    if not getattr(head, "open_numeral_vocabulary", False):
         return [{} for _ in sequences]
-    hidden = model(sequences, output_hidden_states=True).hidden_states[-1]  # position t predicts t + 1
-    return [
-        {t: head.write_numeral(hidden[b, t - 1], do_sample, generator)
-         for t in torch.nonzero(seq == unk).squeeze(-1).tolist() if t > 0}
-        for b, seq in enumerate(sequences)
-    ]
+    unk = int(head.numeral_ids[head.unknown_row])
+    found = [torch.nonzero(seq == unk).squeeze(-1).tolist() for seq in sequences]
+    if not any(found):
+        return [{} for _ in sequences]
+    # position t predicts t + 1
+    hidden = model(sequences, attention_mask=attention_mask, output_hidden_states=True).hidden_states[-1]
+    return [{t: head.write_numeral(hidden[b, t - 1], do_sample, generator) for t in positions if t > 0}
+            for b, positions in enumerate(found)]
+
+
+def decode_generated(tokenizer, ids, numerals: dict[int, str] | None = None) -> str:
+    """The text of generated ``ids``: special tokens dropped, except ``<unk>``, which stays visible so that
+    an unknown word is not silently missing from the text; ``numerals`` (position in ``ids`` -> text)
+    replace the ``<unk_num>`` tokens an open-vocabulary numeral decoder wrote out
+    (:func:`write_unknown_numerals`, or ``generate(..., return_dict_in_generate=True).numerals``)."""
+    drop = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
+    if not numerals:
+        return tokenizer.decode([i for i in ids.tolist() if i not in drop], skip_special_tokens=False)
+    ids = ids.tolist()
+    tokens = [numerals.get(t, token) for t, (i, token) in enumerate(zip(ids, tokenizer.convert_ids_to_tokens(ids),
+                                                                        strict=True)) if i not in drop]
+    return tokenizer.convert_tokens_to_string(tokens)
 
 
 def evaluate_number_prediction(model, tokenizer, texts, train_texts=None, statistic: str = "median",
@@ -119,4 +135,4 @@ def evaluate_number_prediction(model, tokenizer, texts, train_texts=None, statis
     return {**report, "statistic": statistic}
 
 
-__all__ = ["STATISTICS", "evaluate_number_prediction", "numeral_predictions", "write_unknown_numerals"]
+__all__ = ["STATISTICS", "decode_generated", "evaluate_number_prediction", "numeral_predictions", "write_unknown_numerals"]

@@ -419,8 +419,7 @@ def test_mog_predictions_are_the_mixtures_and_metrics_have_baselines(numeracy_to
 
 @pytest.mark.parametrize("strategy", ["drnn", "mog"])
 def test_generated_unk_num_is_written_out_by_the_numeral_decoder(numeracy_tokenizer, strategy):
-    from hf_nlm.cli import decode_generated
-    from hf_nlm.numeral_prediction import write_unknown_numerals
+    from hf_nlm.numeral_prediction import decode_generated, write_unknown_numerals
     from hf_nlm.tokenization.numerals import parse_numeral
 
     tok = numeracy_tokenizer
@@ -428,7 +427,7 @@ def test_generated_unk_num_is_written_out_by_the_numeral_decoder(numeracy_tokeni
     if strategy == "mog":
         m.lm_head.mixture.initialize_from(torch.tensor([1990.0, 3.5, 12.0, 1200.0, 7.0]))
     seq = torch.tensor([tok(["the deficit was"], add_special_tokens=False)["input_ids"][0] + [tok.unk_num_token_id]])
-    written = write_unknown_numerals(m, tok, seq)[0]
+    written = write_unknown_numerals(m, seq)[0]
     assert list(written) == [3]
     text = written[3]
     numeral = parse_numeral(text)
@@ -443,7 +442,7 @@ def test_generated_unk_num_is_written_out_by_the_numeral_decoder(numeracy_tokeni
         assert numeral.value == pytest.approx(float(f"{float(m.lm_head.mixture.median(h[None])[0]):.{r}f}"))
     assert decode_generated(tok, seq[0], written).split() == ["the", "deficit", "was", text]
     # A closed strategy has nothing to write: <unk_num> stays.
-    assert write_unknown_numerals(tokenized_model(tok, "hsoftmax"), tok, seq) == [{}]
+    assert write_unknown_numerals(tokenized_model(tok, "hsoftmax"), seq) == [{}]
 
 
 def test_mog_density_picture_integrates_to_one_and_marks_the_median(numeracy_tokenizer, tmp_path):
@@ -515,3 +514,97 @@ def test_strategy_weight_picture_reads_the_weights_that_predicted_each_token(num
     with torch.no_grad():
         expected = m.lm_head.strategy_log_weights(hidden[:6]).exp()
     assert weights == pytest.approx(expected.numpy(), rel=1e-6)
+
+
+# ----------------------------------------------------------------------------- joint word + numeral search
+
+SMALL_NUMERALS = {"<unk_num>": 2, "7": 4, "12": 6}
+OPEN_STRATEGIES = ["drnn", "mog", "combination"]
+
+
+def small_open_model(strategy: str) -> NumeracyLMForCausalLM:
+    """8 tokens, no end-of-sequence token (so every hypothesis has the same length), a numeral-heavy
+    class prior so that numerals, seen and unseen, compete with the words."""
+    torch.manual_seed(1)
+    config = NumeracyLMConfig(vocab_size=8, embedding_size=D, hidden_size=D, numeral_strategy=strategy,
+                              numeral_vocab=SMALL_NUMERALS, bos_token_id=1, eos_token_id=None, pad_token_id=0,
+                              mog_components=2)
+    m = NumeracyLMForCausalLM(config).eval()
+    if strategy != "drnn":
+        m.lm_head.mixture.initialize_from(torch.tensor([1990.0, 3.5, 12.0, 1200.0, 7.0, 250.0]))
+    with torch.no_grad():
+        m.lm_head.class_bias.copy_(torch.tensor([0.0, 1.5]))
+    return m
+
+
+def joint_next_scores(m, prefix: list[int]) -> torch.Tensor:
+    """By hand: log p(next | prefix) over the vocabulary from an uncached forward, with <unk_num> scored
+    as the numeral the decoder writes there."""
+    with torch.no_grad():
+        out = m(torch.tensor([prefix]), output_hidden_states=True)
+        scores = torch.log_softmax(out.logits[0, -1].double(), -1)
+        h = out.hidden_states[-1][0, -1]
+        _, best = m.lm_head.best_unknown_numerals(h[None])
+    scores[2] = best[0].double()
+    return scores
+
+
+@pytest.mark.parametrize("strategy", OPEN_STRATEGIES)
+def test_joint_beam_search_equals_exhaustive_search(strategy):
+    m = small_open_model(strategy)
+    prompt = [3, 5]
+    steps = 3
+    best_score, best_seq = float("-inf"), None
+    frontier = [(prompt, 0.0)]
+    for _ in range(steps):  # every continuation of 3 tokens, each scored token by token
+        frontier = [(seq + [w], score + float(s)) for seq, score in frontier
+                    for w, s in enumerate(joint_next_scores(m, seq))]
+    for seq, score in frontier:
+        if score > best_score:
+            best_score, best_seq = score, seq
+    out = m.generate(torch.tensor([prompt]), max_new_tokens=steps, num_beams=8 ** (steps - 1), do_sample=False,
+                     length_penalty=0.0, return_dict_in_generate=True, output_scores=True, pad_token_id=0)
+    assert out.sequences[0].tolist() == best_seq
+    assert float(out.sequences_scores[0]) == pytest.approx(best_score, abs=1e-4)
+    unk_positions = [t for t, w in enumerate(best_seq) if w == 2]
+    assert sorted(out.numerals[0]) == unk_positions
+
+
+@pytest.mark.parametrize("strategy", OPEN_STRATEGIES)
+def test_joint_greedy_takes_the_best_joint_token_each_step_and_cache_changes_nothing(strategy):
+    m = small_open_model(strategy)
+    prompt = [3, 5, 2]
+    seq = list(prompt)
+    for _ in range(4):
+        seq.append(int(joint_next_scores(m, seq).argmax()))
+    for kwargs in ({"num_beams": 1}, {"num_beams": 3}):
+        cached = m.generate(torch.tensor([prompt]), max_new_tokens=4, do_sample=False, use_cache=True, pad_token_id=0,
+                            **kwargs)
+        uncached = m.generate(torch.tensor([prompt]), max_new_tokens=4, do_sample=False, use_cache=False,
+                              pad_token_id=0, **kwargs)
+        assert torch.equal(cached, uncached)
+        if kwargs["num_beams"] == 1:
+            assert cached[0].tolist() == seq
+
+
+@pytest.mark.parametrize("strategy", OPEN_STRATEGIES)
+def test_generated_numerals_come_back_with_the_output_and_suppression_still_holds(strategy):
+    from hf_nlm.tokenization.numerals import parse_numeral
+
+    m = small_open_model(strategy)
+    others = [i for i in range(8) if i != 2]
+    for do_sample in (False, True):
+        torch.manual_seed(0)
+        out = m.generate(torch.tensor([[3, 5]]), max_new_tokens=3, do_sample=do_sample, suppress_tokens=others,
+                         return_dict_in_generate=True, pad_token_id=0)
+        assert out.sequences[0, 2:].tolist() == [2, 2, 2]
+        assert sorted(out.numerals[0]) == [2, 3, 4]
+        with torch.no_grad():
+            hidden = m(out.sequences, output_hidden_states=True).hidden_states[-1][0]
+        for t, text in out.numerals[0].items():
+            assert parse_numeral(text) is not None and text not in SMALL_NUMERALS
+            if not do_sample:  # greedy: the decoder's best numeral outside the vocabulary at that state
+                assert text == m.lm_head.write_numeral(hidden[t - 1])
+    # The joint score is put in before the other processors: a suppressed <unk_num> stays suppressed.
+    out = m.generate(torch.tensor([[3, 5]]), max_new_tokens=5, do_sample=False, suppress_tokens=[2], pad_token_id=0)
+    assert 2 not in out[0, 2:].tolist()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -33,6 +34,7 @@ from ..tokenization.numerals import (
     canonical_digits,
     decode_digits,
     encode_digits,
+    numeral_features,
     parse_numeral,
 )
 from .base import OutputHead, Targets, refuse_arguments, register_head, upcast
@@ -319,6 +321,27 @@ class OpenNumeralBranchHead(NumeralHierarchicalSoftmaxHead):
                 if self.numeral_key(text) not in known:
                     return text
         return text
+
+    @torch.no_grad()
+    def best_unknown_numerals(self, hidden: torch.Tensor) -> tuple[list[str], torch.Tensor]:
+        """For each row of ``hidden`` (M, D): the numeral outside the vocabulary that :meth:`write_numeral`
+        writes (greedy), and log p(it | h) under the whole head, log p(numeral | h) + log p(s | numeral, h).
+
+        That is the score of ``<unk_num>`` in a search for the likeliest text *with its numerals
+        written out*: ``<unk_num>``'s own probability is the sum over every unseen numeral, but the
+        text shows one of them. -inf where the decoder found no numeral outside the vocabulary.
+        The decoder's best is the d-RNN's best of 16 beams or the MoG's median, not a proven maximum.
+        """
+        texts = [self.write_numeral(h) for h in hidden]
+        known = {self.numeral_key(token) for token in self.numeral_tokens}
+        unseen = [bool(text) and self.numeral_key(text) not in known for text in texts]
+        written = [text if ok else "0" for text, ok in zip(texts, unseen, strict=True)]
+        features = [numeral_features(text, [(0, len(text))]) for text in written]
+        fields = {name: torch.as_tensor(np.concatenate([f[name] for f in features]), device=hidden.device)
+                  for name in features[0]} if features else {}
+        ids = self.numeral_ids[self.unknown_row].expand(len(texts))
+        scores = -self.nll(hidden, Targets(ids, fields))
+        return texts, scores.masked_fill(~torch.tensor(unseen, dtype=torch.bool, device=hidden.device), float("-inf"))
 
 
 class DigitBranch:

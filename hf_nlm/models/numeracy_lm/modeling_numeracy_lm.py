@@ -14,10 +14,25 @@ The paper's subject is that output layer, the *strategy* for numerals (sec. 3): 
 The body is the AWD-LSTM's (:mod:`hf_nlm.models.awd_lstm`), reused rather than copied: its LSTM,
 recurrent cache, sentence-boundary start, padding and ``generate()`` support all carry over; the
 defaults turn its extra regularisers off (the paper's 1 x 50 LSTM with dropout 0.1).
+
+Generation with an open numeral branch (``drnn``, ``mog``, ``combination``): over the vocabulary,
+``<unk_num>`` holds the mass of every numeral outside it, and the text must show one of them, written
+by the branch's own decoder (sec. 3.3-3.4: the d-RNN spells it, the MoG writes a value with r
+decimals). :meth:`NumeracyLMForCausalLM.generate` searches words and numerals jointly: greedy and
+beam search score ``<unk_num>`` as the numeral the decoder would write there (its probability
+log p(numeral | h) + log p(s | numeral, h), not the sum over all unseen numerals), so a hypothesis's
+score is the probability of the text it shows. Since an unseen numeral is read back as ``<unk_num>``,
+the states after it do not depend on which numeral was written, and this is the exact joint score
+of each hypothesis. Sampling draws ``<unk_num>`` with its full probability and then the numeral from
+the branch's distribution over unseen numerals: ancestral sampling of the joint distribution.
 """
 
 from __future__ import annotations
 
+import torch
+from transformers import LogitsProcessor
+
+from ...numeral_prediction import write_unknown_numerals
 from ..awd_lstm.modeling_awd_lstm import AWDLSTMForCausalLM, AWDLSTMModel, AWDLSTMPreTrainedModel
 from .configuration_numeracy_lm import NumeracyLMConfig
 
@@ -41,6 +56,63 @@ class NumeracyLMForCausalLM(NumeracyLMPreTrainedModel, AWDLSTMForCausalLM):
     """
 
     base_model_class = NumeracyLMModel
+
+    def generate(self, inputs: torch.Tensor | None = None, generation_config=None, **kwargs):
+        """``GenerationMixin.generate``, with words and numerals searched jointly by an open numeral
+        branch (module docstring). With ``return_dict_in_generate=True`` the output also has
+        ``numerals``: per returned sequence, ``{position: numeral text}`` for each ``<unk_num>``, the
+        numeral written there (:func:`hf_nlm.numeral_prediction.decode_generated` puts them in the text).
+        """
+        head = self.lm_head
+        if not getattr(head, "open_numeral_vocabulary", False):
+            return super().generate(inputs, generation_config, **kwargs)
+        config = generation_config if generation_config is not None else self.generation_config
+        sampling = bool(kwargs.get("do_sample", config.do_sample))
+        self._joint_numerals = None if sampling else JointNumeralScores(head)
+        hook = self.lm_head.register_forward_hook(self._joint_numerals.observe) if self._joint_numerals else None
+        try:
+            out = super().generate(inputs, generation_config, **kwargs)
+        finally:
+            self._joint_numerals = None
+            if hook is not None:
+                hook.remove()
+        if not isinstance(out, torch.Tensor):
+            mask = kwargs.get("attention_mask")
+            if mask is not None:  # the prompt's padding, per returned sequence; generated tokens are all real
+                mask = mask.repeat_interleave(out.sequences.shape[0] // mask.shape[0], dim=0)
+                mask = torch.cat([mask, mask.new_ones(mask.shape[0], out.sequences.shape[1] - mask.shape[1])], 1)
+            out.numerals = write_unknown_numerals(self, out.sequences, mask, do_sample=sampling)
+        return out
+
+    def _get_logits_processor(self, *args, **kwargs):
+        processors = super()._get_logits_processor(*args, **kwargs)
+        joint = getattr(self, "_joint_numerals", None)
+        if joint is not None:  # first: the other processors (suppression, penalties) then see the joint score
+            processors.insert(0, joint)
+        return processors
+
+
+class JointNumeralScores(LogitsProcessor):
+    """Replaces the score of ``<unk_num>`` by that of the numeral the head's decoder writes there
+    (:meth:`~hf_nlm.heads.numeral.OpenNumeralBranchHead.best_unknown_numerals`), read from the hidden
+    state the head was just called with (``observe``, a forward hook on the head)."""
+
+    def __init__(self, head) -> None:
+        self.head = head
+        self.unk_num_id = int(head.numeral_ids[head.unknown_row])
+        self.scores: torch.Tensor | None = None
+
+    def observe(self, module, args, output) -> None:
+        hidden = args[0]  # (B, T, D): the last position predicts the next token
+        _, self.scores = self.head.best_unknown_numerals(hidden[:, -1])
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        if self.scores is None or self.scores.shape[0] != scores.shape[0]:
+            raise RuntimeError("JointNumeralScores: the head was not called on this step's hidden states")
+        scores = scores.clone()
+        scores[:, self.unk_num_id] = self.scores.to(scores.dtype)
+        self.scores = None
+        return scores
 
 
 __all__ = ["NumeracyLMForCausalLM", "NumeracyLMModel", "NumeracyLMPreTrainedModel"]
