@@ -1,0 +1,207 @@
+"""The storyline -> sentence step of story generation on real text: the keywords of a Brown sentence
+in, the sentence out (issue 14; ROCStories itself is licensed per user and not reachable here).
+
+Each Brown sentence gets its top RAKE phrases in sentence order (``hf_nlm.storylines.
+keyword_sentence_pairs``, the storyline extractor used for ROCStories) as the source. Systems, all
+scored by corpus BLEU (sacreBLEU) on the first ``--test-size`` test pairs:
+
+* ``keywords``: the keywords themselves, in order (baseline);
+* ``retrieval``: the training sentence whose words best cover the keywords, by summed IDF of the
+  shared words (baseline);
+* ``seq2seq``: the attention seq2seq (``model_type="story_seq2seq"``);
+* ``seq2seq_none``: the same model without attention (the decoder starts from the encoder's state);
+* ``lm``: the LM approach, an AWD-LSTM trained on ``"keywords <sep> sentence"`` lines, continuing
+  ``"keywords <sep>"``.
+
+Target: the attention seq2seq beats both baselines and the no-attention seq2seq. Trained rows get the
+same time budget (``--time-budget`` seconds each). One JSON line per result; a Markdown table.
+
+    python benchmarks/story_brown.py --threads 1     # the recorded run
+    python benchmarks/story_brown.py --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from collections import Counter
+
+import torch
+from common import add_training_arguments, emit_json, log, machine, run_context, start_run, write_report
+from datasets import Dataset, DatasetDict
+
+from hf_nlm.data import load_brown
+from hf_nlm.evaluation import generate_targets
+from hf_nlm.metrics import Bleu
+from hf_nlm.models import AWDLSTMConfig, AWDLSTMForCausalLM, StorySeq2SeqConfig, StorySeq2SeqForConditionalGeneration
+from hf_nlm.storylines import KEYWORD_SEP, SEP, keyword_sentence_pairs
+from hf_nlm.tokenization import train_word_level_tokenizer
+from hf_nlm.training import TrainingConfig, train_lm
+
+BENCHMARK = "story_brown"
+
+
+def bleu(predictions: list[str], references: list[str]) -> float:
+    return Bleu().compute(predictions=predictions, references=[[r] for r in references])["bleu"]
+
+
+def keyword_text(source: str) -> str:
+    """The keywords as a sentence: the phrases in order, their separators dropped."""
+    return " ".join(w for w in source.split() if w != KEYWORD_SEP)
+
+
+def retrieve(train: Dataset, sources: list[str]) -> list[str]:
+    """For each source, the training sentence with the largest summed IDF of the keyword words it
+    contains (each word counted once; ties: the earlier sentence)."""
+    targets = train["target"]
+    documents = [set(t.split()) for t in targets]
+    df = Counter(w for d in documents for w in d)
+    idf = {w: math.log(len(documents) / n) for w, n in df.items()}
+    postings: dict[str, list[int]] = {}
+    for i, d in enumerate(documents):
+        for w in d:
+            postings.setdefault(w, []).append(i)
+    out = []
+    for source in sources:
+        score: Counter = Counter()
+        for w in set(keyword_text(source).split()):
+            for i in postings.get(w, ()):
+                score[i] += idf[w]
+        best = min(score, key=lambda i: (-score[i], i)) if score else 0
+        out.append(targets[best])
+    return out
+
+
+@torch.no_grad()
+def lm_continuations(model, tokenizer, sources: list[str], max_new_tokens: int, **generate_kwargs) -> list[str]:
+    """The LM approach: continue ``"keywords <sep>"`` up to ``<eos>`` (one prompt at a time)."""
+    model.eval()
+    out = []
+    for source in sources:
+        ids = tokenizer(f"{source} {SEP}", return_tensors="pt", add_special_tokens=False).input_ids
+        seq = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
+                             pad_token_id=tokenizer.pad_token_id, **generate_kwargs)
+        out.append(tokenizer.decode(seq[0, ids.shape[1]:], skip_special_tokens=True).strip())
+    return out
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a slice of Brown, one short epoch per model")
+    parser.add_argument("--top-k", type=int, default=3, help="RAKE phrases per sentence")
+    parser.add_argument("--max-length", type=int, default=40, help="target tokens kept (truncations counted)")
+    parser.add_argument("--vocab-size", type=int, default=10000)
+    parser.add_argument("--hidden-size", type=int, default=256)
+    parser.add_argument("--test-size", type=int, default=None, help="test pairs scored (default 1000; quick 100)")
+    parser.add_argument("--num-beams", type=int, default=4)
+    parser.add_argument("--systems", nargs="+", default=["keywords", "retrieval", "seq2seq", "seq2seq_none", "lm"])
+    add_training_arguments(parser, epochs=20, time_budget=900.0)
+    args = parser.parse_args(argv)
+    out = start_run(args, BENCHMARK)
+    suffix = "_quick" if args.quick else ""
+    args.test_size = args.test_size or (100 if args.quick else 1000)
+    brown = load_brown()
+    if args.quick:
+        brown = DatasetDict(train=brown["train"].select(range(3000)), validation=brown["validation"].select(range(300)),
+                            test=brown["test"])
+        args.epochs, args.time_budget = 1, min(args.time_budget, 60.0)
+    pairs = DatasetDict({split: keyword_sentence_pairs(brown[split], top_k=args.top_k) for split in brown})
+    pairs["test"] = pairs["test"].select(range(min(args.test_size, pairs["test"].num_rows)))
+    lm_texts = DatasetDict({split: Dataset.from_dict({"text": [f"{s} {SEP} {t}" for s, t in
+                                                               zip(pairs[split]["source"], pairs[split]["target"],
+                                                                   strict=True)]})
+                            for split in ("train", "validation")})
+    tokenizer = train_word_level_tokenizer(lm_texts["train"]["text"], max_vocab_size=args.vocab_size)
+    sources, references = pairs["test"]["source"], pairs["test"]["target"]
+    common = {**run_context(args, vocab_size=len(tokenizer), hidden_size=args.hidden_size),
+              "train_pairs": pairs["train"].num_rows, "test_pairs": len(references), "top_k": args.top_k,
+              "num_beams": args.num_beams, "cpu": machine()}
+    generate = {"num_beams": args.num_beams, "length_penalty": 1.0}
+
+    def training(name: str, **extra) -> TrainingConfig:
+        return TrainingConfig(
+            output_dir=str(out / f"runs_story_brown{suffix}" / name), overwrite_output_dir=True,
+            batch_size=32, eval_batch_size=64, num_epochs=args.epochs, optimizer="adam", learning_rate=2e-3,
+            lr_scheduler="constant", max_grad_norm=1.0, max_time_s=args.time_budget or None,
+            early_stopping_patience=2, logging_steps=200, save_total_limit=1, progress_bar=False, eval_test=False,
+            **extra,
+        )
+
+    def seq2seq(attention: str) -> tuple[list[str], dict]:
+        torch.manual_seed(0)
+        config = StorySeq2SeqConfig(
+            vocab_size=len(tokenizer), embedding_size=args.hidden_size, hidden_size=args.hidden_size,
+            attention=attention, dropout=0.2, pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.eos_token_id,
+            eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.eos_token_id,
+        )
+        model = StorySeq2SeqForConditionalGeneration(config)
+        results = train_lm(model, tokenizer, pairs, training(f"seq2seq_{attention}", max_target_length=args.max_length),
+                           dataset_name="brown_keywords")
+        model.eval()
+        texts = generate_targets(model, tokenizer, sources, batch_size=50, max_new_tokens=args.max_length, **generate)
+        return texts, {"validation_perplexity": results["validation_perplexity"], "epochs": results["epochs_completed"],
+                       "num_parameters": model.num_parameters()}
+
+    def lm() -> tuple[list[str], dict]:
+        torch.manual_seed(0)
+        config = AWDLSTMConfig(
+            vocab_size=len(tokenizer), embedding_size=args.hidden_size, hidden_size=args.hidden_size,
+            num_hidden_layers=2, dropout=0.2, dropout_hidden=0.2, dropout_input=0.2, dropout_embedding=0.05,
+            weight_drop=0.2, bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.eos_token_id,
+        )
+        model = AWDLSTMForCausalLM(config)
+        results = train_lm(model, tokenizer, lm_texts, training("lm", block_size=50), dataset_name="brown_keywords")
+        texts = lm_continuations(model, tokenizer, sources, args.max_length, **generate)
+        return texts, {"validation_perplexity": results["validation_perplexity"], "epochs": results["epochs_completed"],
+                       "num_parameters": model.num_parameters()}
+
+    systems = {
+        "keywords": lambda: ([keyword_text(s) for s in sources], {}),
+        "retrieval": lambda: (retrieve(pairs["train"], sources), {}),
+        "seq2seq": lambda: seq2seq("general"),
+        "seq2seq_none": lambda: seq2seq("none"),
+        "lm": lm,
+    }
+    rows, samples = [], {}
+    for name in args.systems:
+        log(f"{name} ...")
+        start = time.perf_counter()
+        texts, extra = systems[name]()
+        row = {"case": name, "value": round(bleu(texts, references), 2), "unit": "BLEU", "better": "higher",
+               **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in extra.items()},
+               "time_s": round(time.perf_counter() - start, 1), **common}
+        emit_json(BENCHMARK, row)
+        rows.append(row)
+        samples[name] = texts[:5]
+    by = {r["case"]: r["value"] for r in rows}
+    notes = []
+    if {"seq2seq", "keywords", "retrieval", "seq2seq_none"} <= by.keys():
+        met = by["seq2seq"] > max(by["keywords"], by["retrieval"], by["seq2seq_none"])
+        check = {"case": "seq2seq_beats_baselines_and_no_attention", "value": met, "unit": "bool", "better": "higher",
+                 **common}
+        emit_json(BENCHMARK, check)
+        notes.append(f"attention seq2seq above both baselines and the no-attention seq2seq: {'met' if met else 'MISSED'}")
+    notes += ["", "First test examples (source => reference; each system's output):"]
+    for i in range(min(3, len(sources))):
+        notes.append(f"- `{sources[i]}` => {references[i]}")
+        notes += [f"  - {name}: {samples[name][i]}" for name in samples]
+    write_report(
+        out / f"story_brown{suffix}.md",
+        f"Keywords -> sentence on Brown: top-{args.top_k} RAKE phrases of each sentence, {pairs['train'].num_rows:,} "
+        f"training pairs, BLEU on the first {len(references):,} test pairs, beam {args.num_beams} (length penalty 1), "
+        f"LSTM {args.hidden_size}, {args.time_budget:.0f} s per trained model on {machine()} "
+        f"({torch.get_num_threads()} threads)",
+        (["system", "test BLEU", "validation perplexity", "epochs", "time"],
+         [[r["case"], r["value"], r.get("validation_perplexity", ""), r.get("epochs", ""), f"{r['time_s']:.0f} s"]
+          for r in rows]),
+        notes=notes, quick="a slice of Brown" if args.quick else None,
+    )
+    (out / f"story_brown{suffix}.json").write_text(json.dumps({"rows": rows, "samples": samples}, indent=1))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
