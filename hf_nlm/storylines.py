@@ -182,18 +182,18 @@ def storyline_text(
     """Seed 001's LM text ``"title <sep> k1 # k2 # ... <sep> story"``; without ``story``, the prompt
     ``"title <sep> k1 # k2 # ... <sep>"`` from which an LM generates the story.
 
-    Spaces around the separators make them separate words for a whitespace tokenizer. A title or
-    keyword holding a separator or a newline would make the text ambiguous, so it is an error.
+    Spaces around the separators make them separate words for a whitespace tokenizer. Text that would
+    make the format ambiguous is an error: ``sep`` or a newline anywhere (the LM reads one story per
+    line), ``#`` in a keyword (RAKE never returns one: ``#`` is punctuation). A ``#`` in the title or
+    the story is fine, since the fields are found by ``sep``.
     """
     if isinstance(keywords, str):
         raise TypeError("keywords must be a list of phrases, not one string")
-    fields = {"title": [title], "keyword": list(keywords)}
-    for name, values in fields.items():
-        for value in values:
-            if sep in value or KEYWORD_SEP in value or "\n" in value:
-                raise ValueError(f"storyline_text: {name} {value!r} holds {sep!r}, {KEYWORD_SEP!r} or a newline")
-    if story is not None and "\n" in story:
-        raise ValueError("storyline_text: the story holds a newline (the LM reads one story per line)")
+    fields = [("title", title), *(("keyword", k) for k in keywords), ("story", story or "")]
+    for name, value in fields:
+        if sep in value or "\n" in value or (name == "keyword" and KEYWORD_SEP in value):
+            holds = f"{sep!r} or a newline" if name != "keyword" else f"{sep!r}, {KEYWORD_SEP!r} or a newline"
+            raise ValueError(f"storyline_text: the {name} {value!r} holds {holds}")
     plan = f" {KEYWORD_SEP} ".join(k.strip() for k in keywords)
     prompt = f"{title.strip()} {sep} {plan} {sep}"
     return prompt if story is None else f"{prompt} {story.strip()}"

@@ -260,10 +260,13 @@ def test_storyline_text_format():
         "The Test <sep> big exam # stressed <sep> Jen studied. She passed."
     )
     assert storyline_text("The Test", ["big exam", "stressed"]) == "The Test <sep> big exam # stressed <sep>"
-    with pytest.raises(ValueError, match="keyword 'a # b'"):
+    assert storyline_text("#1 Fan", ["k"], "I won #1.") == "#1 Fan <sep> k <sep> I won #1."  # unambiguous
+    with pytest.raises(ValueError, match="the keyword 'a # b' holds"):
         storyline_text("T", ["a # b"])
-    with pytest.raises(ValueError, match="title"):
+    with pytest.raises(ValueError, match="the title 'A <sep> B' holds"):
         storyline_text("A <sep> B", ["k"])
+    with pytest.raises(ValueError, match="the story 'one\\\\ntwo' holds"):
+        storyline_text("T", ["k"], "one\ntwo")
 
 
 def test_storyline_lm_dataset_has_the_seed_001_text():

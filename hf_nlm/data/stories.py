@@ -39,6 +39,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import os
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -106,10 +107,12 @@ _CLOZE_FEATURES = Features(
 
 
 class _BadRows:
-    """Bad rows seen while reading: counted by reason, the first few kept with file and line."""
+    """What reading found: the records read (data rows, blank lines not counted) and the bad ones,
+    counted by reason, the first few kept with file and line."""
 
     def __init__(self, strict: bool) -> None:
         self.strict = strict
+        self.records = 0
         self.counts: Counter[str] = Counter()
         self.examples: list[str] = []
 
@@ -153,6 +156,7 @@ def _csv_rows(path: Path, columns: Sequence[str], what: str, bad: _BadRows) -> I
             start = reader.line_num + 1
             for row in reader:
                 if row:
+                    bad.records += 1
                     if len(row) != len(header):
                         bad.add("wrong_field_count", path, start,
                                 f"{len(row)} fields where the header has {len(header)} (a field holding "
@@ -177,7 +181,7 @@ def _first_empty(values: Sequence[str], columns: Sequence[str]) -> str | None:
 
 def _paths(path: PathLike | Sequence[PathLike] | None, default: Path, names: Sequence[str], what: str) -> list[Path]:
     """The files to read: the files given, or the official files found in a folder (``default`` if None)."""
-    given = [default] if path is None else [path] if isinstance(path, (str, Path)) else list(path)
+    given = [default] if path is None else [path] if isinstance(path, (str, os.PathLike)) else list(path)
     if not given:
         raise ValueError(f"path= is an empty list: give a {what} CSV file or a folder holding one.")
     files: list[Path] = []
@@ -200,10 +204,10 @@ def _attach_counts(dataset: Dataset, summary: str, counts: dict[str, Any]) -> No
     dataset.info.description = summary + _COUNTS_MARK + json.dumps(counts)
 
 
-def _bad_row_counts(files: list[Path], records: int, bad: _BadRows) -> dict[str, Any]:
+def _bad_row_counts(files: list[Path], bad: _BadRows) -> dict[str, Any]:
     return {
         "files": [str(f) for f in files],
-        "records": records,
+        "records": bad.records,
         "left_out": dict(sorted(bad.counts.items())),
         "bad_rows": bad.examples,
     }
@@ -249,10 +253,8 @@ def load_rocstories(
     bad = _BadRows(strict)
     rows: dict[str, list[Any]] = {name: [] for name in _ROC_FEATURES}
     first_seen: dict[str, str] = {}
-    records = 0
     for file in files:
         for line, values in _csv_rows(file, _ROC_COLUMNS, "ROCStories", bad):
-            records += 1
             storyid, title, *sentences = values
             empty = _first_empty(values, _ROC_COLUMNS)
             if empty is not None:
@@ -265,14 +267,13 @@ def load_rocstories(
                 rows["title"].append(title)
                 rows["sentences"].append(sentences)
                 rows["story"].append(" ".join(sentences))
-    records += sum(c for r, c in bad.counts.items() if r in ("wrong_field_count", "not_utf8"))
     bad.report("load_rocstories")
     table = Dataset.from_dict(rows, features=_ROC_FEATURES)
     assignment = np.fromiter(
         (split_index(hash_unit(storyid, seed), fractions) for storyid in rows["storyid"]),
         dtype=np.int8, count=len(rows["storyid"]),
     )
-    counts = {**_bad_row_counts(files, records, bad), "split_fractions": list(fractions), "seed": seed}
+    counts = {**_bad_row_counts(files, bad), "split_fractions": list(fractions), "seed": seed}
     return assemble(
         "load_rocstories", table, assignment, np.ones(len(assignment), dtype=bool), [f > 0 for f in fractions],
         counts, [], None, "Too few stories for these split_fractions: load more, or change split_fractions or seed.",
@@ -301,7 +302,7 @@ def load_story_cloze(path: PathLike | Sequence[PathLike], strict: bool = False) 
         FileNotFoundError: no such file, or a folder (which of its files to read is ambiguous).
         CorpusFormatError: as for :func:`load_rocstories`.
     """
-    given = [path] if isinstance(path, (str, Path)) else list(path)
+    given = [path] if isinstance(path, (str, os.PathLike)) else list(path)
     for item in given:
         if Path(item).expanduser().is_dir():
             found = sorted(p.name for p in Path(item).expanduser().glob("*.csv"))
@@ -309,14 +310,12 @@ def load_story_cloze(path: PathLike | Sequence[PathLike], strict: bool = False) 
                 f"{item} is a folder: pass the Story Cloze file itself (validation or test; official names "
                 f"{' and '.join(STORY_CLOZE_FILES)}). CSV files there: {', '.join(found) or 'none'}."
             )
-    files = _paths(given, Path("."), STORY_CLOZE_FILES, "Story Cloze")
+    files = _paths(given, Path(), STORY_CLOZE_FILES, "Story Cloze")
     bad = _BadRows(strict)
     rows: dict[str, list[Any]] = {name: [] for name in _CLOZE_FEATURES}
     first_seen: dict[str, str] = {}
-    records = 0
     for file in files:
         for line, values in _csv_rows(file, _CLOZE_COLUMNS, "Story Cloze", bad):
-            records += 1
             storyid, *sentences, ending1, ending2, answer = values
             empty = _first_empty(values, _CLOZE_COLUMNS)
             if empty is not None:
@@ -331,12 +330,11 @@ def load_story_cloze(path: PathLike | Sequence[PathLike], strict: bool = False) 
                 rows["sentences"].append(sentences)
                 rows["endings"].append([ending1, ending2])
                 rows["label"].append(int(answer) - 1)
-    records += sum(c for r, c in bad.counts.items() if r in ("wrong_field_count", "not_utf8"))
     bad.report("load_story_cloze")
     dataset = Dataset.from_dict(rows, features=_CLOZE_FEATURES)
-    counts = {**_bad_row_counts(files, records, bad), "splits": {"all": {"rows": dataset.num_rows}}}
+    counts = {**_bad_row_counts(files, bad), "splits": {"all": {"rows": dataset.num_rows}}}
     left_out = ", ".join(f"{n} {why}" for why, n in counts["left_out"].items()) or "nothing"
-    summary = (f"load_story_cloze from {', '.join(counts['files'])}: {records} records read; "
+    summary = (f"load_story_cloze from {', '.join(counts['files'])}: {bad.records} records read; "
                f"left out: {left_out}; {dataset.num_rows} rows.")
     logger.info(summary)
     _attach_counts(dataset, summary, counts)
