@@ -46,6 +46,7 @@ from .notes import (
     replace_mimic_iv_deid,
 )
 from .sampler import BlockBatches, BlockBatchSampler, StreamBatches
+from .stories import load_rocstories, load_story_cloze
 from .stream import StreamColumns, bptt_chunks, stream_columns
 
 __all__ = [
@@ -76,7 +77,9 @@ __all__ = [
     "load_mimic_iii_notes",
     "load_mimic_iv_notes",
     "load_ptb",
+    "load_rocstories",
     "load_sotu",
+    "load_story_cloze",
     "load_text_files",
     "loader_counts",
     "read_text_file",

@@ -13,7 +13,10 @@ these work without the Hub::
 Riedel 2018) also has a plain function, :func:`adjusted_perplexity_report`, for evaluation code that
 has the per-token arrays at hand and does not need evaluate's Arrow cache. ``number_prediction`` (MAPE
 and MdAPE of point predictions of numerals, with the "always the training mean / median" baselines,
-Spithourakis & Riedel 2018) likewise has :func:`number_prediction_report`.
+Spithourakis & Riedel 2018) likewise has :func:`number_prediction_report`. For story generation:
+``distinct`` (distinct-n, Li et al. 2016), ``repetition`` (within-story repetition, Welleck et al.
+2020's seq-rep-n) and ``story_cloze`` (Story Cloze accuracy from per-ending scores), with
+:func:`story_cloze_accuracy`, which scores the endings with a causal LM.
 
 The metric folders have no ``__init__.py`` on purpose: they are scripts for ``evaluate.load``;
 Python imports them here as namespace packages.
@@ -30,16 +33,21 @@ from hf_nlm.metrics.adjusted_perplexity.adjusted_perplexity import (
     adjusted_perplexity_report,
 )
 from hf_nlm.metrics.bleu.bleu import Bleu
+from hf_nlm.metrics.distinct.distinct import Distinct
 from hf_nlm.metrics.number_prediction.number_prediction import (
     NumberPrediction,
     number_prediction_report,
 )
 from hf_nlm.metrics.perplexity.perplexity import Perplexity
+from hf_nlm.metrics.repetition.repetition import Repetition
+from hf_nlm.metrics.story_cloze.story_cloze import StoryCloze, story_cloze_accuracy
 
 _METRICS_DIR = Path(__file__).resolve().parent
 
 #: Names accepted by :func:`load_metric` and :func:`metric_path`.
-AVAILABLE_METRICS = ("adjusted_perplexity", "bleu", "number_prediction", "perplexity")
+AVAILABLE_METRICS = (
+    "adjusted_perplexity", "bleu", "distinct", "number_prediction", "perplexity", "repetition", "story_cloze",
+)
 
 
 def metric_path(name: str) -> str:
@@ -67,10 +75,14 @@ __all__ = [
     "AVAILABLE_METRICS",
     "AdjustedPerplexity",
     "Bleu",
+    "Distinct",
     "NumberPrediction",
     "Perplexity",
+    "Repetition",
+    "StoryCloze",
     "adjusted_perplexity_report",
     "load_metric",
     "metric_path",
     "number_prediction_report",
+    "story_cloze_accuracy",
 ]

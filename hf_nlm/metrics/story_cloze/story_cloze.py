@@ -1,0 +1,212 @@
+"""Story Cloze Test accuracy (Mostafazadeh et al. 2016), as an ``evaluate.Metric`` that works offline,
+and :func:`story_cloze_accuracy`, which scores the endings with a causal LM.
+
+The test gives the first four sentences of a story and two endings; a system is right when it
+picks the right ending. The classic zero-shot evaluation of a language model: score each ending
+by its log-probability given the context, ``log p(ending | s1..s4) = sum_t log p(e_t | s1..s4,
+e_<t)``, and pick the higher (as in Radford et al. 2018 and later LM papers). Because the sum
+favours short endings, the length-normalised score (the mean log-probability per ending token) is
+reported too.
+
+The metric itself only compares given scores: ``predictions`` holds one score per ending (any
+number of endings), ``references`` the 0-based index of the right one (``label`` of
+:func:`hf_nlm.data.load_story_cloze`). The highest score wins; a tie goes to the first ending
+(``num_ties`` counts them, so that a degenerate scorer cannot hide).
+
+The metric class imports only ``numpy``, ``datasets`` and ``evaluate``, so
+``evaluate.load("<path to this file or its folder>")`` works offline; :func:`story_cloze_accuracy`
+imports ``torch`` and ``hf_nlm`` when it is called.
+"""
+
+from __future__ import annotations
+
+import datasets
+import evaluate
+import numpy as np
+
+_DESCRIPTION = """\
+Story Cloze Test accuracy (Mostafazadeh et al. 2016): the fraction of examples whose highest-scored
+ending is the right one, from per-ending scores (e.g. log-probabilities under a language model).
+"""
+
+_CITATION = """\
+@inproceedings{mostafazadeh2016corpus,
+  title={A Corpus and Cloze Evaluation for Deeper Understanding of Commonsense Stories},
+  author={Mostafazadeh, Nasrin and Chambers, Nathanael and He, Xiaodong and Parikh, Devi and Batra, Dhruv
+          and Vanderwende, Lucy and Kohli, Pushmeet and Allen, James},
+  booktitle={Proceedings of NAACL-HLT},
+  pages={839--849},
+  year={2016}
+}
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions (`list` of `list` of `float`): one score per ending for each example (higher is better),
+        the same number of endings (at least 2) for every example; no NaN.
+    references (`list` of `int`): the 0-based index of the right ending of each example.
+Returns:
+    accuracy (`float`): fraction of examples whose highest score is the right ending's.
+    num_examples (`int`), num_correct (`int`).
+    num_ties (`int`): examples whose highest score is shared by several endings (the first one is picked).
+Examples:
+    >>> cloze = StoryCloze()
+    >>> cloze.compute(predictions=[[-3.0, -5.0], [-2.0, -1.0]], references=[0, 0])["accuracy"]
+    0.5
+"""
+
+
+def _check(predictions, references) -> None:
+    if len(predictions) == 0:
+        raise ValueError("story_cloze got an empty list of predictions: give at least one example")
+    if references is not None and len(predictions) != len(references):
+        raise ValueError(f"story_cloze got {len(predictions)} predictions but {len(references)} references")
+
+
+class StoryCloze(evaluate.Metric):
+    """Accuracy of picking the highest-scored ending (see the module docstring)."""
+
+    def _info(self) -> evaluate.MetricInfo:
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features(
+                {"predictions": datasets.Sequence(datasets.Value("float64")), "references": datasets.Value("int64")}
+            ),
+            reference_urls=["https://aclanthology.org/N16-1098/", "https://cs.rochester.edu/nlp/rocstories/"],
+        )
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs) -> None:
+        """Add examples; overridden so that an empty or mismatched batch fails with a clear message."""
+        if predictions is not None and references is not None:
+            _check(predictions, references)
+        super().add_batch(predictions=predictions, references=references, **kwargs)
+
+    def compute(self, *, predictions=None, references=None, **kwargs) -> dict | None:
+        """Accuracy of everything added; overridden to fail clearly when nothing was added."""
+        if predictions is None and references is None and self.writer is None:
+            raise ValueError("story_cloze has no examples: add some (`add`, `add_batch`) or pass predictions=")
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
+    def _compute(self, predictions, references) -> dict:
+        _check(predictions, references)
+        widths = {len(scores) for scores in predictions}
+        if len(widths) != 1 or min(widths) < 2:
+            raise ValueError(f"story_cloze: every example needs the same number (>= 2) of ending scores, got {sorted(widths)}")
+        scores = np.asarray(predictions, dtype=np.float64)
+        if np.isnan(scores).any():
+            first = int(np.flatnonzero(np.isnan(scores).any(axis=1))[0])
+            raise ValueError(f"story_cloze: example {first} has a NaN score")
+        labels = np.asarray(references, dtype=np.int64)
+        if ((labels < 0) | (labels >= scores.shape[1])).any():
+            first = int(np.flatnonzero((labels < 0) | (labels >= scores.shape[1]))[0])
+            raise ValueError(
+                f"story_cloze: reference {first} is {labels[first]}, expected a 0-based ending index in "
+                f"0..{scores.shape[1] - 1} (AnswerRightEnding - 1)"
+            )
+        best = scores.max(axis=1, keepdims=True)
+        correct = int((scores.argmax(axis=1) == labels).sum())
+        return {
+            "accuracy": correct / len(labels),
+            "num_examples": len(labels),
+            "num_correct": correct,
+            "num_ties": int(((scores == best).sum(axis=1) > 1).sum()),
+        }
+
+
+def story_cloze_accuracy(model, tokenizer, dataset, batch_size: int = 16, device=None, context_fn=None) -> dict:
+    """Story Cloze accuracy of a causal LM: each ending scored by ``log p(ending | context)``.
+
+    The input of ending ``e`` of an example is ``[bos] + tokens(context) + tokens(" " + e)``: the
+    beginning-of-text token (our tokenizers' ``<eos>``, which starts every line of a training stream),
+    the context (the four sentences joined by spaces, or ``context_fn(example)``), then the ending,
+    tokenized on its own with a leading space (what a BPE tokenizer gives for a continuation; the same
+    as tokenizing the joined text for a whitespace tokenizer). The score is the sum of the ending
+    tokens' log-probabilities, each given everything before it; the length-normalised score divides
+    it by the ending's number of tokens. Sequences are sorted by length and right-padded into batches
+    of ``batch_size``; no attention mask is passed, as padding after a causal model's last scored
+    token cannot change the scores, so batching is exact. Log-probabilities come from
+    :func:`hf_nlm.data.batching.batch_log_probs` (the output head's exact ``-nll`` for models of this
+    package, the logits' log-softmax for any other transformers causal LM).
+
+    Args:
+        model: a causal LM (``AutoModelForCausalLM``-like: ``model(input_ids=...)`` returns logits).
+        tokenizer: its tokenizer.
+        dataset: rows with ``sentences`` (the context), ``endings`` and ``label`` (0-based), as
+            :func:`hf_nlm.data.load_story_cloze` returns.
+        batch_size: sequences (two per example) per forward pass.
+        device: where to run (default: the model's device).
+        context_fn: ``example -> str`` building the context text (e.g. a storyline prompt).
+
+    Returns:
+        ``accuracy`` (by summed log-probability), ``accuracy_length_normalized``, ``num_examples``,
+        ``num_ties``, ``ending_log_probs`` (per example, the summed log-probability of each ending)
+        and ``ending_num_tokens``.
+    """
+    import torch
+
+    from hf_nlm.data.batching import _eval_mode, batch_log_probs
+    from hf_nlm.data.lm import IGNORE_INDEX, bos_token_id
+
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    examples = list(dataset)
+    if not examples:
+        raise ValueError("story_cloze_accuracy got an empty dataset")
+    width = len(examples[0].get("endings", ()))  # endings per example: the same for all
+    bos = bos_token_id(tokenizer)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    sequences, ending_lengths = [], []
+    for i, example in enumerate(examples):
+        missing = [c for c in ("endings", "label") + (() if context_fn else ("sentences",)) if c not in example]
+        if missing:
+            raise KeyError(f"story_cloze_accuracy: example {i} has no {', '.join(missing)} (columns: {', '.join(example)})")
+        if len(example["endings"]) != width or width < 2:
+            raise ValueError(f"story_cloze_accuracy: example {i} has {len(example['endings'])} endings, expected "
+                             f"{max(width, 2)} like the first example")
+        context = context_fn(example) if context_fn else " ".join(example["sentences"])
+        context_ids = ([] if bos is None else [bos]) + tokenizer(context, add_special_tokens=False)["input_ids"]
+        if not context_ids:
+            raise ValueError(f"story_cloze_accuracy: example {i} has an empty context and the tokenizer no bos token")
+        for k, ending in enumerate(example["endings"]):
+            ending_ids = tokenizer(" " + ending, add_special_tokens=False)["input_ids"]
+            if not ending_ids:
+                raise ValueError(f"story_cloze_accuracy: ending {k + 1} of example {i} has no token: {ending!r}")
+            sequences.append(context_ids + ending_ids)
+            ending_lengths.append(len(ending_ids))
+
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    totals = torch.zeros(len(sequences), dtype=torch.float64)
+    order = sorted(range(len(sequences)), key=lambda j: len(sequences[j]))
+    with _eval_mode(model), torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            longest = max(len(sequences[j]) for j in rows)
+            input_ids = torch.full((len(rows), longest), pad, dtype=torch.long)
+            labels = torch.full((len(rows), longest), IGNORE_INDEX, dtype=torch.long)
+            for r, j in enumerate(rows):
+                seq, n = sequences[j], ending_lengths[j]
+                input_ids[r, : len(seq)] = torch.tensor(seq)
+                labels[r, len(seq) - n : len(seq)] = torch.tensor(seq[-n:])
+            batch = {"input_ids": input_ids.to(device), "labels": labels.to(device)}
+            log_probs, _ = batch_log_probs(model, batch, use_cache=False)
+            # batch_log_probs returns the labelled targets in row-major order: row r's n_r endings tokens.
+            for j, piece in zip(rows, torch.split(log_probs.double(), [ending_lengths[j] for j in rows]), strict=True):
+                totals[j] = piece.sum()
+
+    summed = totals.view(len(examples), width)
+    lengths = torch.tensor(ending_lengths, dtype=torch.float64).view(len(examples), width)
+    references = [int(example["label"]) for example in examples]
+    metric = StoryCloze(keep_in_memory=True)
+    by_sum = metric.compute(predictions=summed.tolist(), references=references)
+    by_mean = metric.compute(predictions=(summed / lengths).tolist(), references=references)
+    return {
+        "accuracy": by_sum["accuracy"],
+        "accuracy_length_normalized": by_mean["accuracy"],
+        "num_examples": len(examples),
+        "num_ties": by_sum["num_ties"],
+        "ending_log_probs": summed.tolist(),
+        "ending_num_tokens": lengths.long().tolist(),
+    }
+
