@@ -603,7 +603,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
             pad_token_id=tokenizer.pad_token_id,
             return_dict_in_generate=True,
         )
-        start = max(ids.shape[1], 1)
+        # A causal LM's output repeats the prompt; an encoder-decoder's is the target alone.
+        start = 0 if model.config.is_encoder_decoder else max(ids.shape[1], 1)
         # An open-vocabulary numeral strategy (d-RNN, MoG) wrote out each <unk_num> it generated.
         numerals = getattr(out, "numerals", None) or [{} for _ in out.sequences]
         texts = [decode_generated(tokenizer, seq[start:], {t - start: text for t, text in found.items() if t >= start})
@@ -613,6 +614,69 @@ def cmd_generate(args: argparse.Namespace) -> int:
         else:
             for text in texts:
                 print(f"{prompt} {text.strip()}".strip())
+    return 0
+
+
+def _generation_settings(args: argparse.Namespace) -> dict:
+    """``generate()`` keyword arguments from the generation flags (checked by ``check_generation_arguments``)."""
+    sampling = {k: (default if getattr(args, k) is None else getattr(args, k)) if args.do_sample else None
+                for k, default in SAMPLING_DEFAULTS.items()}
+    return {"num_beams": args.num_beams, "do_sample": args.do_sample, "length_penalty": args.length_penalty,
+            **{k: v for k, v in sampling.items() if v is not None}}
+
+
+def cmd_story(args: argparse.Namespace) -> int:
+    """Title -> storyline -> story (seed 001), each stage a saved LM or seq2seq model."""
+    import torch
+
+    from .story import write_story
+
+    try:
+        check_generation_arguments(args)
+    except ValueError as err:
+        _fail(args.parser, str(err))
+    if args.model is None and args.storyline_model is None:
+        _fail(args.parser, "give --model (one LM trained on 'title <sep> storyline <sep> story') or "
+                           "--storyline-model and --story-model")
+    if args.model is not None and (args.storyline_model or args.story_model):
+        _fail(args.parser, "--model serves both stages: give it alone, or --storyline-model and --story-model")
+    if args.storyline_model is not None and args.story_model is None:
+        _fail(args.parser, "--storyline-model needs --story-model")
+    first = _load_saved_model(args.parser, args.model or args.storyline_model)
+    second = first if args.model else _load_saved_model(args.parser, args.story_model)
+    for model, _ in (first, second):
+        model.eval()
+    if args.seed is not None:
+        torch.manual_seed(args.seed)
+    settings = _generation_settings(args)
+    for title in args.titles:
+        try:
+            story = write_story(title, *first, *second, **settings)
+        except ValueError as err:
+            _fail(args.parser, str(err))
+        if args.json:
+            print(json.dumps(story))
+        else:
+            print(f"{story['title']}\n  storyline: {' # '.join(story['storyline'])}\n  story: {story['story']}")
+    return 0
+
+
+def cmd_plot_attention(args: argparse.Namespace) -> int:
+    from .attention_plots import plot_attention
+
+    model, tokenizer = _load_saved_model(args.parser, args.model_dir)
+    if not model.config.is_encoder_decoder:
+        _fail(args.parser, f"{args.model_dir} holds a {model.config.model_type} model; attention maps need an "
+                           "encoder-decoder with attention (model_type story_seq2seq)")
+    model.eval()
+    output = args.output or str(Path(args.model_dir) / "attention.png")
+    try:
+        result = plot_attention(model, tokenizer, args.source, output, num_beams=args.num_beams,
+                                max_new_tokens=args.max_new_tokens)
+    except ValueError as err:
+        _fail(args.parser, str(err))
+    print(json.dumps({"source": args.source, "output": result[0] if isinstance(result, tuple) else result,
+                      "picture": output}))
     return 0
 
 
@@ -707,7 +771,7 @@ def cmd_download(argv: list[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hf-nlm", description="Classic neural language models on Hugging Face.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{train,build-tree,evaluate,generate,card,push,download}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{train,build-tree,evaluate,predict-numbers,generate,story,plot-attention,card,plot-numerals,push,download}")
 
     train = add_train_arguments(sub.add_parser("train", help="train a language model", description="Train a language model."))
     train.set_defaults(func=cmd_train, parser=train)
@@ -772,6 +836,37 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--seed", type=int, default=None, help="seed for sampling")
     generate.add_argument("--json", action="store_true", help="print one JSON object per prompt")
     generate.set_defaults(func=cmd_generate, parser=generate)
+
+    story = sub.add_parser("story", help="title -> storyline -> story with saved models (seed 001)",
+                           description="Write a story for each TITLE in two stages: title -> storyline (one keyword "
+                                       "phrase per sentence) -> story. Either one LM trained on 'title <sep> k1 # k2 "
+                                       "... <sep> story' (--model) serves both stages, or a model per stage "
+                                       "(--storyline-model, --story-model), each a causal LM or a story_seq2seq model.")
+    story.add_argument("titles", nargs="+", metavar="TITLE")
+    story.add_argument("--model", default=None, help="one LM folder for both stages")
+    story.add_argument("--storyline-model", default=None, help="model folder for title -> storyline")
+    story.add_argument("--story-model", default=None, help="model folder for title + storyline -> story")
+    story.add_argument("--num-beams", type=int, default=1, help="beam width; 1 = greedy or sampling (default: 1)")
+    story.add_argument("--length-penalty", type=float, default=1.0,
+                       help="beam search ranks finished hypotheses by sum log p / length**LP (default: 1.0, seed 002's "
+                            "(1/t) sum log p)")
+    story.add_argument("--do-sample", action="store_true", help="sample instead of greedy / beam search")
+    story.add_argument("--temperature", type=float, default=None, help="sampling temperature (with --do-sample)")
+    story.add_argument("--top-k", type=int, default=None, help="top-k sampling (with --do-sample)")
+    story.add_argument("--top-p", type=float, default=None, help="nucleus sampling (with --do-sample)")
+    story.add_argument("--seed", type=int, default=None, help="seed for sampling")
+    story.add_argument("--json", action="store_true", help="print one JSON object per title")
+    story.set_defaults(func=cmd_story, parser=story)
+
+    attention = sub.add_parser("plot-attention", help="draw a seq2seq model's attention while it generates (PNG)",
+                               description="Generate from SOURCE with a saved story_seq2seq model and draw its "
+                                           "attention weights (source words x generated words) as a heatmap.")
+    attention.add_argument("model_dir", help="a saved story_seq2seq model folder")
+    attention.add_argument("source", help="the source text")
+    attention.add_argument("--output", default=None, help="PNG file (default: MODEL_DIR/attention.png)")
+    attention.add_argument("--num-beams", type=int, default=1, help="beam width (default: 1, greedy)")
+    attention.add_argument("--max-new-tokens", type=int, default=50, help="tokens to generate at most (default: 50)")
+    attention.set_defaults(func=cmd_plot_attention, parser=attention)
 
     card = sub.add_parser("card", help="(re)write the model card (README.md) of a run folder",
                           description="Write RUN_DIR/README.md from its config.json and results.json: Hub metadata "
