@@ -2,15 +2,18 @@
 
 ``lm`` tokenises a split into one token stream (ids and extra per-token fields) and cuts it into
 blocks; ``stream`` cuts it into columns for stateful BPTT; ``sampler`` serves the training batches of
-either; ``batching`` chooses between them for a model (:func:`batching_for`) and scores a split.
+either; ``pairs`` tokenises and batches paired (source, target) examples for encoder-decoder models;
+``batching`` chooses among them for a model (:func:`batching_for`) and scores a split.
 """
 
 from .arxiv import load_arxiv_abstracts
 from .batching import (
     Batching,
     BlockBatching,
+    PairedBatching,
     StreamBatching,
     batching_for,
+    is_encoder_decoder,
     is_stateful,
     lm_context_size,
     split_texts,
@@ -45,6 +48,16 @@ from .notes import (
     replace_mimic_iii_deid,
     replace_mimic_iv_deid,
 )
+from .pairs import (
+    PairBatches,
+    PairBatchSampler,
+    PairedExamples,
+    PairFormat,
+    PairFormatError,
+    collate_pairs,
+    read_pairs,
+    tokenize_pairs,
+)
 from .sampler import BlockBatches, BlockBatchSampler, StreamBatches
 from .stories import load_rocstories, load_story_cloze
 from .stream import StreamColumns, bptt_chunks, stream_columns
@@ -58,6 +71,12 @@ __all__ = [
     "CorpusFormatError",
     "EmptySplitError",
     "LMBlockDataset",
+    "PairBatchSampler",
+    "PairBatches",
+    "PairFormat",
+    "PairFormatError",
+    "PairedBatching",
+    "PairedExamples",
     "StreamBatches",
     "StreamBatching",
     "StreamColumns",
@@ -66,9 +85,11 @@ __all__ = [
     "bptt_chunks",
     "build_lm_dataset",
     "collate_blocks",
+    "collate_pairs",
     "data_home",
     "first_lines",
     "group_into_blocks",
+    "is_encoder_decoder",
     "is_stateful",
     "lm_context_size",
     "load_arxiv_abstracts",
@@ -82,6 +103,7 @@ __all__ = [
     "load_story_cloze",
     "load_text_files",
     "loader_counts",
+    "read_pairs",
     "read_text_file",
     "replace_mimic_iii_deid",
     "replace_mimic_iv_deid",
@@ -89,5 +111,6 @@ __all__ = [
     "stream_columns",
     "target_labels",
     "tokenize_corpus",
+    "tokenize_pairs",
     "tokenize_stream",
 ]

@@ -9,9 +9,9 @@ that choice once, from the model, and returns a :class:`Batching` that serves ev
 text for that model: the training batches (``LMTrainer``), the validation and evaluation scorer
 (``evaluate_lm``) and the per-token log-probabilities (``token_log_probs``).
 
-Next: an encoder-decoder model will read paired (source, target) examples. It gets a third
-:class:`Batching` subclass, chosen in :func:`batching_for`, with its own training batches (whose
-``state_inputs`` / ``state_tensors`` carry the encoder state) and its own scorer.
+An encoder-decoder model (``config.is_encoder_decoder``) reads paired (source, target) examples
+(``hf_nlm.data.pairs``): the third subclass, :class:`PairedBatching`, serves their shuffled, padded
+training batches and scores the target tokens exactly, whatever the batch size.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from .lm import (
     stream_stats,
     tokenize_stream,
 )
+from .pairs import PairBatches, PairedExamples, PairFormat, collate_pairs, tokenize_pairs
 from .sampler import BlockBatches, StreamBatches
 from .stream import StreamColumns, bptt_chunks, stream_columns
 
@@ -65,15 +66,28 @@ def target_labels(batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
     return batch["shift_labels"] if "shift_labels" in batch else batch["labels"][:, 1:]
 
 
-def batching_for(model, tokenizer, block_size: int, features: TokenFeatures | None = None) -> Batching:
-    """The batching ``model`` reads text with: stream columns if it carries a state, else blocks.
+def is_encoder_decoder(model) -> bool:
+    """Does ``model`` read (source, target) pairs (``config.is_encoder_decoder``)?"""
+    return bool(getattr(model.config, "is_encoder_decoder", False))
+
+
+def batching_for(
+    model, tokenizer, block_size: int, features: TokenFeatures | None = None, pairs: PairFormat | None = None
+) -> Batching:
+    """The batching ``model`` reads text with: paired examples for an encoder-decoder model, stream
+    columns if it carries a state, else blocks.
 
     Args:
-        model: the language model (its ``_is_stateful`` and ``config.context_size`` decide).
+        model: the model (its ``config.is_encoder_decoder``, ``_is_stateful`` and ``config.context_size`` decide).
         tokenizer: its tokenizer.
-        block_size: targets per block, or positions per chunk (the BPTT length) for recurrent models.
+        block_size: targets per block, or positions per chunk (the BPTT length) for recurrent models;
+            unused for encoder-decoder models.
         features: extra per-token fields (default: the tokenizer's ``token_features``, if any).
+        pairs: how an encoder-decoder model's splits are read (columns, maximum lengths; default
+            ``PairFormat()``); unused for causal models.
     """
+    if is_encoder_decoder(model):
+        return PairedBatching(tokenizer, pairs, features)
     if is_stateful(model):
         return StreamBatching(tokenizer, block_size, features)
     return BlockBatching(tokenizer, block_size, lm_context_size(model), features)
@@ -119,6 +133,26 @@ def batch_log_probs(model, batch: Mapping[str, torch.Tensor], **model_kwargs):
     return -head.nll(hidden, targets).float().cpu(), output
 
 
+def seq2seq_log_probs(model, batch: Mapping[str, torch.Tensor], **model_kwargs):
+    """``(log p of each labelled target of an encoder-decoder batch, the model's output)``, targets in
+    batch order (row by row). ``labels[b, t]`` is predicted at decoder position t (the model shifts the
+    labels right itself), so nothing is shifted here.
+
+    As :func:`batch_log_probs`: our models through their head, ``-head.nll`` of the decoder's last hidden
+    states (exactly what the head is applied to), other models through their logits."""
+    from ..heads import OutputHead
+    from ..modeling_utils import align_targets
+
+    head = getattr(model, "lm_head", None)
+    if not isinstance(head, OutputHead):
+        output = model(**batch, **model_kwargs)
+        return _target_log_probs(output.logits, batch["labels"]), output
+    output = model(**batch, **model_kwargs, output_hidden_states=True)
+    hidden, targets = align_targets(output.decoder_hidden_states[-1], shift_labels=batch["labels"])
+    output.target_hidden_states = hidden
+    return -head.nll(hidden, targets).float().cpu(), output
+
+
 def _model_inputs(batch: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """A batch without its labels: the model's inputs (ids and extra fields) when only logits are wanted."""
     return {k: v for k, v in batch.items() if k not in ("labels", "shift_labels")}
@@ -152,9 +186,25 @@ class Batching:
         stream, num_words = tokenize_stream(texts, self.tokenizer, self.features)
         return stream, stream_stats(stream["input_ids"], num_words, self.tokenizer)
 
+    def encode_split(self, dataset, split: str | None = None):
+        """:meth:`encode` of one split (a ``datasets.Dataset`` with a ``text`` column, or a list of strings);
+        ``split`` names it in error messages."""
+        return self.encode(split_texts(dataset))
+
+    def target_stream(self, encoded) -> dict[str, torch.Tensor]:
+        """Every target of an encoded split once (``input_ids`` and extra fields): what a head checks or
+        fits before training. For a token stream, the stream itself."""
+        return encoded
+
+    def num_targets(self, batch: Mapping[str, torch.Tensor]) -> int:
+        """How many targets a training batch holds (labels other than -100 that are predicted)."""
+        return int((target_labels(batch) != IGNORE_INDEX).sum())
+
     def training_batches(self, stream, batch_size: int, num_processes: int = 1, process_index: int = 0, *,
-                         seed: int = 0, variable_bptt: bool = False, pin_memory: bool = False):
-        """This process's training batches over ``stream`` (``BlockBatches`` or ``StreamBatches``)."""
+                         seed: int = 0, variable_bptt: bool = False, pin_memory: bool = False,
+                         group_by_length: bool = False):
+        """This process's training batches over ``stream`` (``BlockBatches``, ``StreamBatches`` or
+        ``PairBatches``). ``variable_bptt`` applies to recurrent models, ``group_by_length`` to pairs."""
         raise NotImplementedError
 
     def score(self, model, stream, batch_size: int, device=None, num_processes: int = 1, process_index: int = 0,
@@ -187,7 +237,8 @@ class BlockBatching(Batching):
         )
 
     def training_batches(self, stream, batch_size: int, num_processes: int = 1, process_index: int = 0, *,
-                         seed: int = 0, variable_bptt: bool = False, pin_memory: bool = False) -> BlockBatches:
+                         seed: int = 0, variable_bptt: bool = False, pin_memory: bool = False,
+                         group_by_length: bool = False) -> BlockBatches:
         return BlockBatches(self.blocks(stream), batch_size, num_processes, process_index, seed=seed,
                             pin_memory=pin_memory)
 
@@ -227,7 +278,8 @@ class StreamBatching(Batching):
         return stream_columns(stream, num_columns, self.bos_token_id, fill=self.fill)
 
     def training_batches(self, stream, batch_size: int, num_processes: int = 1, process_index: int = 0, *,
-                         seed: int = 0, variable_bptt: bool = False, pin_memory: bool = False) -> StreamBatches:
+                         seed: int = 0, variable_bptt: bool = False, pin_memory: bool = False,
+                         group_by_length: bool = False) -> StreamBatches:
         return StreamBatches(stream, self.bos_token_id, batch_size, self.block_size, num_processes, process_index,
                              variable=variable_bptt, seed=seed, fill=self.fill)
 
@@ -261,6 +313,92 @@ class StreamBatching(Batching):
     def exact_batch_size(self, batch_size: int) -> int:
         # One column, the state never reset: every token is predicted from the whole stream before it.
         return 1
+
+
+class PairedBatching(Batching):
+    """Encoder-decoder models: paired (source, target) examples (``hf_nlm.data.pairs``), independent of
+    one another. Padding is masked on both sides (``attention_mask``; labels -100), so the scores of
+    the targets do not depend on the batch size or on which examples share a batch."""
+
+    def __init__(self, tokenizer, pair_format: PairFormat | None = None, features: TokenFeatures | None = None) -> None:
+        if resolve_features(tokenizer, features) is not None:
+            raise ValueError("paired examples carry no per-token fields (token_features) yet: use a tokenizer without them")
+        super().__init__(tokenizer, block_size=0, features=None)
+        self.pair_format = pair_format or PairFormat()
+
+    @property
+    def pad_token_id(self) -> int:
+        """What pads a batch's sources (masked out); ``<eos>`` for a tokenizer without a pad token."""
+        pad = self.tokenizer.pad_token_id
+        return pad if pad is not None else self.tokenizer.eos_token_id
+
+    def encode(self, texts: Sequence[str]):
+        raise TypeError(
+            "an encoder-decoder model reads (source, target) pairs, not lines of text: give a split with "
+            f"{self.pair_format.source_column!r} and {self.pair_format.target_column!r} columns (encode_split)"
+        )
+
+    def encode_split(self, dataset, split: str | None = None) -> tuple[PairedExamples, dict[str, int]]:
+        """The split's tokenised pairs and their counts, truncation included (``tokenize_pairs``)."""
+        return tokenize_pairs(dataset, self.tokenizer, self.pair_format, split)
+
+    def target_stream(self, encoded: PairedExamples) -> dict[str, torch.Tensor]:
+        return encoded.target_stream()
+
+    def num_targets(self, batch: Mapping[str, torch.Tensor]) -> int:
+        # Every label is a target: the decoder predicts labels[:, t] at position t (nothing to shift off).
+        return int((batch["labels"] != IGNORE_INDEX).sum())
+
+    def training_batches(self, stream: PairedExamples, batch_size: int, num_processes: int = 1, process_index: int = 0,
+                         *, seed: int = 0, variable_bptt: bool = False, pin_memory: bool = False,
+                         group_by_length: bool = False) -> PairBatches:
+        return PairBatches(stream, self.pad_token_id, batch_size, num_processes, process_index, seed=seed,
+                           group_by_length=group_by_length, pin_memory=pin_memory)
+
+    @torch.no_grad()
+    def _example_scores(self, model, examples: PairedExamples, batch_size: int, device, indices: torch.Tensor,
+                        with_hidden: bool = False, desc: str | None = None) -> dict[int, tuple]:
+        """``{example index: (log p of each target token, hidden states or None)}`` for ``indices``.
+
+        Batches hold examples of similar length (sorted, longest first), which only saves padding:
+        the scores are the same in any grouping."""
+        device = device or next(model.parameters()).device
+        lengths = examples.source_lengths[indices] + examples.target_lengths[indices]
+        indices = indices[torch.sort(lengths, descending=True, stable=True).indices]
+        scores = {}
+        with _eval_mode(model):
+            for chunk in tqdm(torch.split(indices, batch_size), desc=desc, disable=desc is None, leave=False):
+                rows = chunk.tolist()
+                batch = {k: v.to(device) for k, v in collate_pairs([examples[i] for i in rows], self.pad_token_id).items()}
+                log_probs, output = seq2seq_log_probs(model, batch)
+                sizes = examples.target_lengths[chunk].tolist()
+                hidden = output.target_hidden_states.split(sizes) if with_hidden else [None] * len(rows)
+                for i, lp, h in zip(rows, log_probs.split(sizes), hidden, strict=True):
+                    scores[i] = (lp, h)
+        return scores
+
+    def score(self, model, stream: PairedExamples, batch_size: int, device=None, num_processes: int = 1,
+              process_index: int = 0, desc: str | None = None) -> tuple[float, int]:
+        # Each process scores a contiguous share of the examples; the shares add up to every target once.
+        indices = torch.tensor_split(torch.arange(len(stream)), num_processes)[process_index]
+        if not len(indices):
+            return 0.0, 0
+        scores = self._example_scores(model, stream, batch_size, device, indices, desc=desc)
+        log_probs = torch.cat([lp for lp, _ in scores.values()])
+        total = -float(log_probs.double().sum())
+        _check_finite(torch.tensor(total), 0)
+        return total, int(log_probs.numel())
+
+    def example_log_probs(self, model, stream: PairedExamples, batch_size: int, device=None) -> list[torch.Tensor]:
+        """log p(y_t | y_<t, x) of every target token, one tensor per example, in the split's order."""
+        scores = self._example_scores(model, stream, batch_size, device, torch.arange(len(stream)))
+        return [scores[i][0] for i in range(len(stream))]
+
+    def log_probs(self, model, stream: PairedExamples, batch_size: int, device=None, with_hidden: bool = False):
+        """Every target token's log-probability, example after example (``stream.target_stream()``'s order)."""
+        scores = self._example_scores(model, stream, batch_size, device, torch.arange(len(stream)), with_hidden)
+        out = torch.cat([scores[i][0] for i in range(len(stream))])
+        return (out, torch.cat([scores[i][1] for i in range(len(stream))])) if with_hidden else out
 
 
 def _check_finite(loss: torch.Tensor, count: int) -> None:

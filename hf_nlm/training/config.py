@@ -41,7 +41,8 @@ class TrainingConfig:
     )
     batch_size: int = _f(
         32,
-        "blocks per batch on EACH process (recurrent models: parallel columns of the stream); the global "
+        "blocks per batch on EACH process (recurrent models: parallel columns of the stream; encoder-decoder "
+        "models: examples); the global "
         "batch is batch_size x number of processes",
     )
     variable_bptt: bool = _f(
@@ -49,10 +50,27 @@ class TrainingConfig:
         "recurrent models: draw each chunk's length around block_size as Merity et al. 2018 do (N(block_size, 5), "
         "with probability 0.05 N(block_size / 2, 5), at least 5) and scale the learning rate by length / block_size",
     )
+    # Paired (source, target) data: encoder-decoder models (hf_nlm.data.pairs).
+    source_column: str = _f("source", "encoder-decoder models: the column of each split holding the source text")
+    target_column: str = _f("target", "encoder-decoder models: the column of each split holding the target text")
+    max_source_length: int | None = _f(
+        None, "encoder-decoder models: keep at most this many source tokens (<eos> included); truncations are "
+        "counted in the results; None = no limit",
+    )
+    max_target_length: int | None = _f(
+        None, "encoder-decoder models: keep at most this many target tokens (<eos> included); truncations are "
+        "counted in the results; None = no limit",
+    )
+    group_by_length: bool = _f(
+        False,
+        "encoder-decoder models: batch examples of similar length together (sorted within windows of 50 global "
+        "batches, the batches then shuffled), which cuts padding",
+    )
     eval_batch_size: int = _f(
         64,
         "blocks per batch when computing validation/test perplexity (recurrent models: columns for the per-epoch "
-        "validation; the final validation/test perplexities use one column, which is exact)",
+        "validation; the final validation/test perplexities use one column, which is exact; encoder-decoder "
+        "models: examples, exact at any size)",
     )
 
     # Length of training.
@@ -130,6 +148,10 @@ class TrainingConfig:
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"TrainingConfig.{name} must be >= 1, got {getattr(self, name)}")
+        for name in ["max_source_length", "max_target_length"]:
+            value = getattr(self, name)
+            if value is not None and value < 2:
+                raise ValueError(f"TrainingConfig.{name} must be >= 2 (a token and <eos>) or None, got {value}")
         for name in ["max_steps", "save_steps", "save_total_limit"]:
             value = getattr(self, name)
             if value is not None and value < 1:

@@ -1,4 +1,4 @@
-"""One Accelerate-based training loop for every causal LM of the package.
+"""One Accelerate-based training loop for every LM of the package, causal or encoder-decoder.
 
 ``train_lm(model, tokenizer, datasets, config)`` reads like a textbook loop:
 
@@ -14,6 +14,11 @@ What it adds to the textbook: exact resumption (a checkpoint records the epoch a
 batches done in it; the epoch's order is rebuilt from ``seed + epoch``), a checkpoint whenever the
 run dies (Ctrl-C, an exception, a non-finite loss), multi-process data parallelism whose result
 equals one process on the same global batch, ``log.jsonl`` and ``curves.png``.
+
+An encoder-decoder model (``config.is_encoder_decoder``) trains the same way on paired (source,
+target) examples (``hf_nlm.data.pairs``): its batching serves shuffled, padded batches of examples
+and scores the validation targets; everything else (optimizers, schedules, early stopping, time
+budget, checkpoints, several processes) is shared.
 """
 
 from __future__ import annotations
@@ -36,9 +41,9 @@ from accelerate import Accelerator
 from accelerate.utils import gather_object
 from tqdm.auto import tqdm
 
-from ..data.batching import batching_for, split_texts, target_labels
-from ..data.lm import IGNORE_INDEX
-from ..evaluation import evaluate_lm
+from ..data.batching import PairedBatching, batching_for
+from ..data.pairs import PairFormat
+from ..evaluation import evaluate_lm, evaluate_seq2seq
 from ..heads import OutputHead
 from ..model_card import write_model_card
 from ..modeling_utils import check_checkpoint_model_type
@@ -123,10 +128,13 @@ class LMTrainer:
     """The training loop of :func:`train_lm`, as an object so each part can be called on its own.
 
     Args:
-        model: a causal LM whose ``forward(input_ids, labels=...)`` returns the mean NLL as ``loss``.
+        model: a causal LM whose ``forward(input_ids, labels=...)`` returns the mean NLL as ``loss``, or an
+            encoder-decoder model (``config.is_encoder_decoder``) whose ``forward(input_ids, attention_mask,
+            labels, decoder_attention_mask)`` does (the transformers seq2seq contract).
         tokenizer: its tokenizer (saved with every checkpoint).
         datasets: a ``DatasetDict`` (or dict) with a ``train`` split and optionally ``validation``
-            and ``test``, each with a ``text`` column.
+            and ``test``, each with a ``text`` column; for an encoder-decoder model, with the source and
+            target columns ``config.source_column`` / ``config.target_column``.
         config: the :class:`TrainingConfig`.
         accelerator: an ``accelerate.Accelerator`` to use; by default one is made from ``config``.
         dataset_name: shown in the model card.
@@ -173,23 +181,26 @@ class LMTrainer:
         if config.nt_asgd and "validation" not in datasets:
             raise ValueError("nt_asgd is triggered by the validation loss: the datasets need a 'validation' split")
         # Feed-forward models train on shuffled blocks; recurrent ones on columns of the stream with
-        # the state carried from batch to batch (truncated BPTT). The batching decides which.
-        self.batching = batching_for(model, tokenizer, config.block_size)
-        train_stream, self.train_stats = self.batching.encode(split_texts(datasets["train"]))
+        # the state carried from batch to batch (truncated BPTT); encoder-decoder models on shuffled
+        # (source, target) examples. The batching decides which.
+        self.batching = batching_for(model, tokenizer, config.block_size, pairs=pair_format(config))
+        train_stream, self.train_stats = self.batching.encode_split(datasets["train"], "train")
         self.batches = self.batching.training_batches(
             train_stream, config.batch_size, acc.num_processes, acc.process_index, seed=config.seed,
             variable_bptt=config.variable_bptt, pin_memory=acc.device.type == "cuda",
+            group_by_length=config.group_by_length,
         )
         self.train_stats.update(self.batches.stats)
         self.val_stream = None
         if "validation" in datasets:
-            self.val_stream, _ = self.batching.encode(split_texts(datasets["validation"]))
-        ids = train_stream["input_ids"]  # every target once
+            self.val_stream, _ = self.batching.encode_split(datasets["validation"], "validation")
+        targets = self.batching.target_stream(train_stream)  # every target once
         head = getattr(model, "lm_head", None)
         if isinstance(head, OutputHead):  # e.g. the split softmax needs ids sorted by frequency
-            head.check_training_counts(torch.bincount(ids, minlength=len(tokenizer)), tokenizer.all_special_ids)
+            counts = torch.bincount(targets["input_ids"], minlength=len(tokenizer))
+            head.check_training_counts(counts, tokenizer.all_special_ids)
             if not config.resume_from_checkpoint:  # a resumed run's head comes back from the checkpoint
-                head.prepare_training(train_stream)
+                head.prepare_training(targets)
         self._check_same_data_on_all_processes()
         self.carried_state = None  # the state at the end of the last batch (recurrent models; detached)
 
@@ -309,6 +320,9 @@ class LMTrainer:
                 ("block_size", saved_config.get("block_size"), self.config.block_size),
                 ("global batch size (batch_size x processes)", saved.get("global_batch_size"), self.batches.global_batch_size),
                 ("variable_bptt", saved_config.get("variable_bptt", False), self.config.variable_bptt),
+                ("group_by_length", saved_config.get("group_by_length", False), self.config.group_by_length),
+                ("max_source_length", saved_config.get("max_source_length"), self.config.max_source_length),
+                ("max_target_length", saved_config.get("max_target_length"), self.config.max_target_length),
             ]
             if saved_value != now
         ]
@@ -348,7 +362,7 @@ class LMTrainer:
         Raises ``FloatingPointError`` (before any parameter changes) if the loss is not finite on any process.
         """
         acc = self.accelerator
-        local_targets = int((target_labels(batch) != IGNORE_INDEX).sum())
+        local_targets = self.batching.num_targets(batch)
         batch = {k: v.to(acc.device, non_blocking=True) for k, v in batch.items()}
         output = self.model(**batch, **self.batches.state_inputs(self.carried_state))
         loss = output.loss
@@ -452,7 +466,7 @@ class LMTrainer:
     def validation_loss(self) -> float | None:
         """Mean NLL per target on the validation split (every token predicted once), or None without one.
 
-        The blocks (or columns) are split across processes and the sums added up, so each process does
+        The blocks (columns, examples) are split across processes and the sums added up, so each process does
         1/P of the work.
         """
         acc, config = self.accelerator, self.config
@@ -517,6 +531,26 @@ class LMTrainer:
         if acc.is_main_process and time.perf_counter() - self._last_plot > 30:
             plot_curves(self.log_path, self.output_dir / "curves.png")
             self._last_plot = time.perf_counter()
+
+    def evaluate(self, split: str) -> dict:
+        """The final report on ``self.datasets[split]``: ``evaluate_lm``, or ``evaluate_seq2seq`` for pairs."""
+        config, acc = self.config, self.accelerator
+        if isinstance(self.batching, PairedBatching):
+            return evaluate_seq2seq(
+                self.unwrapped_model, self.datasets[split], self.tokenizer, config.source_column, config.target_column,
+                config.max_source_length, config.max_target_length, batch_size=config.eval_batch_size,
+                device=acc.device, show_progress=config.progress_bar, split=split,
+            )
+        return evaluate_lm(
+            self.unwrapped_model,
+            self.datasets[split],
+            self.tokenizer,
+            block_size=config.block_size,
+            # The reported perplexity is exact (a recurrent model: one column, the state never reset).
+            batch_size=self.batching.exact_batch_size(config.eval_batch_size),
+            device=acc.device,
+            show_progress=config.progress_bar,
+        )
 
     def _averaged_weights(self):
         """A ``with`` block in which the model holds the averaged weights (if averaging has started)."""
@@ -621,16 +655,7 @@ class LMTrainer:
             evaluations = {}
             for split in ("validation", "test"):
                 if split in self.datasets and (split != "test" or config.eval_test):
-                    evaluations[split] = evaluate_lm(
-                        model,
-                        self.datasets[split],
-                        self.tokenizer,
-                        block_size=config.block_size,
-                        # The reported perplexity is exact (a recurrent model: one column, the state never reset).
-                        batch_size=self.batching.exact_batch_size(config.eval_batch_size),
-                        device=acc.device,
-                        show_progress=config.progress_bar,
-                    )
+                    evaluations[split] = self.evaluate(split)
             num_parameters = sum(p.numel() for p in model.parameters())
             results = {
                 **evaluations,
@@ -665,6 +690,11 @@ class LMTrainer:
         return results
 
 
+def pair_format(config: TrainingConfig) -> PairFormat:
+    """How the run reads paired examples (encoder-decoder models): the config's columns and maximum lengths."""
+    return PairFormat(config.source_column, config.target_column, config.max_source_length, config.max_target_length)
+
+
 def make_accelerator(config: TrainingConfig) -> Accelerator:
     """The ``Accelerator`` for ``config``.
 
@@ -679,7 +709,8 @@ def make_accelerator(config: TrainingConfig) -> Accelerator:
 
 def train_lm(model, tokenizer, datasets, config: TrainingConfig, accelerator: Accelerator | None = None,
              dataset_name: str | None = None) -> dict:
-    """Train a causal LM with :class:`TrainingConfig` and return the results (also in ``results.json``).
+    """Train a causal LM, or an encoder-decoder model on paired examples, with :class:`TrainingConfig` and
+    return the results (also in ``results.json``).
 
     See :class:`LMTrainer` for the arguments. Writes into ``config.output_dir``: the best model
     (by validation perplexity) with its tokenizer and generation config, ``README.md`` (model card),
