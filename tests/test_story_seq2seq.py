@@ -369,3 +369,16 @@ def test_the_traceable_masked_encoder_layer_equals_the_packed_one():
     torch.testing.assert_close(out, packed.last_hidden_state)
     torch.testing.assert_close(torch.cat(list(h_n), -1), packed.final_hidden[:, 0])
     torch.testing.assert_close(torch.cat(list(c_n), -1), packed.final_cell[:, 0])
+
+
+def test_encoder_outputs_given_as_a_tuple_read_back():
+    model = tiny("general", encoder_layers=2)
+    src, mask = sources()
+    dec = torch.randint(3, V, (3, 4), generator=torch.Generator().manual_seed(9))
+    with torch.no_grad():
+        expected = model(src, attention_mask=mask, decoder_input_ids=dec).logits
+        for hidden in (False, True):
+            as_tuple = model.get_encoder()(src, mask, output_hidden_states=hidden, return_dict=False)
+            assert isinstance(as_tuple, tuple) and len(as_tuple) == 3 + hidden
+            out = model(attention_mask=mask, decoder_input_ids=dec, encoder_outputs=as_tuple)
+            torch.testing.assert_close(out.logits, expected)

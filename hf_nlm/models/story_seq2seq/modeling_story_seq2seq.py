@@ -41,6 +41,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput, Seq2SeqModelOutput
+from transformers.utils import ModelOutput
 
 from ...cache import Seq2SeqRecurrentCache
 from ...modeling_utils import NLMPreTrainedModel, align_targets
@@ -49,8 +50,8 @@ from .configuration_story_seq2seq import StorySeq2SeqConfig
 
 
 @dataclass
-class StorySeq2SeqEncoderOutput(BaseModelOutput):
-    """The encoder's outputs.
+class StorySeq2SeqEncoderOutput(ModelOutput):
+    """The encoder's outputs (in this order, so that the tuple of ``return_dict=False`` reads back positionally).
 
     Args:
         last_hidden_state: the annotations h_j (B, S, hidden_size), zeros at padded positions.
@@ -59,8 +60,10 @@ class StorySeq2SeqEncoderOutput(BaseModelOutput):
         hidden_states: with ``output_hidden_states``, the embedded source and each layer's outputs.
     """
 
+    last_hidden_state: torch.FloatTensor | None = None
     final_hidden: torch.FloatTensor | None = None
     final_cell: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
 
 
 @dataclass
@@ -208,7 +211,7 @@ class StorySeq2SeqEncoder(nn.Module):
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         **kwargs,
-    ) -> StorySeq2SeqEncoderOutput:
+    ) -> StorySeq2SeqEncoderOutput | tuple:
         B, S = input_ids.shape
         mask = None if attention_mask is None else attention_mask.to(device=input_ids.device, dtype=torch.bool)
         if mask is not None and mask.shape != input_ids.shape:
@@ -245,12 +248,13 @@ class StorySeq2SeqEncoder(nn.Module):
             x = self.dropout(out) if idx < len(self.layers) - 1 else out
             if hidden_states is not None:
                 hidden_states.append(x)
-        return StorySeq2SeqEncoderOutput(
+        output = StorySeq2SeqEncoderOutput(
             last_hidden_state=x,
             final_hidden=torch.stack(finals_h, dim=1),
             final_cell=torch.stack(finals_c, dim=1),
             hidden_states=tuple(hidden_states) if hidden_states is not None else None,
         )
+        return output.to_tuple() if return_dict is False else output
 
 
 @dataclass
