@@ -382,3 +382,18 @@ def test_encoder_outputs_given_as_a_tuple_read_back():
             assert isinstance(as_tuple, tuple) and len(as_tuple) == 3 + hidden
             out = model(attention_mask=mask, decoder_input_ids=dec, encoder_outputs=as_tuple)
             torch.testing.assert_close(out.logits, expected)
+
+
+@pytest.mark.parametrize("input_feeding", [True, False])
+def test_decoder_padding_masked_by_decoder_attention_mask_leaves_the_state_alone(input_feeding):
+    """Decoder inputs padded on the left (decoder_attention_mask 0 there) give the unpadded inputs' logits."""
+    model = tiny("concat", input_feeding)
+    src, mask = sources(B=1)
+    dec = torch.tensor([[START, 3, 5, 4]])
+    padded = torch.cat([torch.full((1, 2), PAD), dec], dim=1)
+    dec_mask = torch.tensor([[0, 0, 1, 1, 1, 1]])
+    with torch.no_grad():
+        plain = model(src, attention_mask=mask, decoder_input_ids=dec).logits
+        masked = model(src, attention_mask=mask, decoder_input_ids=padded, decoder_attention_mask=dec_mask).logits
+    torch.testing.assert_close(masked[:, 2:], plain)
+    assert torch.equal(model.prepare_decoder_input_ids_from_labels(torch.tensor([[3, 4, -100]])), torch.tensor([[START, 3, 4]]))

@@ -498,6 +498,10 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
     def _supports_default_dynamic_cache(cls) -> bool:
         return False  # the state lives in a Seq2SeqRecurrentCache that forward() creates, not a key/value cache
 
+    def prepare_decoder_input_ids_from_labels(self, labels: torch.LongTensor) -> torch.LongTensor:
+        """What ``DataCollatorForSeq2Seq`` calls: the labels shifted right (see :func:`shift_tokens_right`)."""
+        return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
+
     def resize_token_embeddings(self, new_num_tokens=None, pad_to_multiple_of=None, mean_resizing=True):
         if not self.config.tie_word_embeddings and (new_num_tokens is not None or pad_to_multiple_of is not None):
             raise ValueError(
