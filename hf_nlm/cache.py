@@ -185,4 +185,55 @@ class RecurrentCache(Cache):
         return [False] * len(self.hidden)
 
 
-__all__ = ["RecurrentCache"]
+class Seq2SeqRecurrentCache(RecurrentCache):
+    """An attention decoder's state for ``generate()``: each decoder layer's (h, c), as in
+    :class:`RecurrentCache`, plus ``input_feed``, the last attentional vector h~_{t-1} (B, H) that input feeding
+    (Luong et al. 2015, sec. 3.3) concatenates to the next input (``None`` before the first step, or when the
+    model does not feed it).
+
+    The encoder's outputs are not held here: ``generate()`` keeps them in its ``encoder_outputs`` (computed once,
+    expanded per beam) and hands them to every decoder step; beams of one source share them, so reordering the
+    beams reorders only this state.
+    """
+
+    def __init__(
+        self,
+        hidden: list[torch.Tensor] | None = None,
+        cell: list[torch.Tensor] | None = None,
+        seq_length: int = 0,
+        input_feed: torch.Tensor | None = None,
+    ) -> None:
+        super().__init__(hidden, cell, seq_length)
+        self.input_feed = input_feed
+
+    def __repr__(self) -> str:
+        feed = None if self.input_feed is None else tuple(self.input_feed.shape)
+        return f"{super().__repr__()[:-1]}, input_feed={feed})"
+
+    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+        super().reorder_cache(beam_idx)
+        if self.input_feed is not None:
+            self.input_feed = self.input_feed.index_select(0, beam_idx.to(self.input_feed.device))
+
+    def batch_repeat_interleave(self, repeats: int) -> None:
+        super().batch_repeat_interleave(repeats)
+        if self.input_feed is not None:
+            self.input_feed = self.input_feed.repeat_interleave(repeats, dim=0)
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        super().batch_select_indices(indices)
+        if self.input_feed is not None:
+            self.input_feed = self.input_feed[indices]
+
+    def reset(self) -> None:
+        super().reset()
+        self.input_feed = None
+
+    def detach(self) -> Seq2SeqRecurrentCache:
+        feed = None if self.input_feed is None else self.input_feed.detach()
+        return Seq2SeqRecurrentCache(
+            [h.detach() for h in self.hidden], [c.detach() for c in self.cell], self.seq_length, feed
+        )
+
+
+__all__ = ["RecurrentCache", "Seq2SeqRecurrentCache"]

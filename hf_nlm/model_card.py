@@ -109,6 +109,15 @@ SPITHOURAKIS_RIEDEL_2018 = Paper(
   year      = {2018}
 }""",
 )
+LUONG_2015 = Paper(
+    "Luong, Pham & Manning, *Effective Approaches to Attention-based Neural Machine Translation*, EMNLP 2015",
+    """@inproceedings{luong2015effective,
+  title     = {Effective Approaches to Attention-based Neural Machine Translation},
+  author    = {Luong, Thang and Pham, Hieu and Manning, Christopher D.},
+  booktitle = {Proceedings of the 2015 Conference on Empirical Methods in Natural Language Processing},
+  year      = {2015}
+}""",
+)
 CHEN_GOODMAN_1998 = Paper(
     "Kneser & Ney, *Improved Backing-off for M-gram Language Modeling*, ICASSP 1995; Chen & Goodman, "
     "*An Empirical Study of Smoothing Techniques for Language Modeling*, TR-10-98, Harvard (1998)",
@@ -180,6 +189,15 @@ MODEL_DOCS: dict[str, ModelDoc] = {
         "Evaluated by perplexity and adjusted perplexity over words and numerals.",
         SPITHOURAKIS_RIEDEL_2018,
         ("lstm", "numeracy"),
+    ),
+    "story_seq2seq": ModelDoc(
+        "Attention seq2seq",
+        "An LSTM encoder (optionally bidirectional) and an LSTM decoder with global attention (dot, general, "
+        "additive or concat scores, or none), the attention context joined with the decoder state before the output "
+        "head, optional input feeding (Luong et al. 2015; Bahdanau et al. 2015): seed 001's storyline-to-story "
+        "generator. Loaded with `AutoModelForSeq2SeqLM`.",
+        LUONG_2015,
+        ("seq2seq", "attention", "lstm"),
     ),
     "kneser_ney": ModelDoc(
         "Kneser-Ney n-gram",
@@ -285,6 +303,14 @@ def load_snippet(model_type: str, where: str) -> list[str]:
                 f'lm = NgramLM.load("{where}")  # ngram.json + ngram.npz, no pickle',
                 f'tokenizer = AutoTokenizer.from_pretrained("{where}")  # the tokenizer it was counted with',
                 'lm.evaluate(test_split, tokenizer)["perplexity"]', "```"]
+    if model_type == "story_seq2seq":  # an encoder-decoder: the source is encoded, the output generated
+        return ["```python", "import hf_nlm  # registers the model types with transformers",
+                "from transformers import AutoModelForSeq2SeqLM, AutoTokenizer", "",
+                f'model = AutoModelForSeq2SeqLM.from_pretrained("{where}")',
+                f'tokenizer = AutoTokenizer.from_pretrained("{where}")',
+                'ids = tokenizer("dog # park # ball", return_tensors="pt").input_ids',
+                "print(tokenizer.decode(model.generate(ids, num_beams=5, max_new_tokens=40)[0], skip_special_tokens=True))",
+                "```"]
     return ["```python", "import hf_nlm  # registers the model types with transformers",
             "from transformers import AutoModelForCausalLM, AutoTokenizer", "",
             f'model = AutoModelForCausalLM.from_pretrained("{where}")',

@@ -10,7 +10,7 @@ import pytest
 import torch
 from datasets import Dataset, DatasetDict
 from torch import nn
-from transformers import AutoConfig, AutoModelForCausalLM
+from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
 from hf_nlm import AWDLSTMConfig, LBLConfig, NPLMConfig
 from hf_nlm.heads import HEAD_REGISTRY, OutputHead, Targets, register_head
@@ -177,14 +177,16 @@ def test_the_model_registry_drives_auto_classes_and_cli():
 
     for name, model_type in MODEL_TYPES.items():
         assert AutoConfig.for_model(name).__class__ is model_type.config_class
-        assert AutoModelForCausalLM._model_mapping[model_type.config_class] is model_type.causal_lm_class
+        auto = AutoModelForCausalLM if model_type.causal_lm_class is not None else AutoModelForSeq2SeqLM
+        assert auto._model_mapping[model_type.config_class] is model_type.lm_class
     parser = build_parser()
     train = next(a for a in parser._subparsers._group_actions[0].choices.values() if a.prog.endswith(" train"))
     assert list(next(a for a in train._actions if a.dest == "model").choices) == list(MODEL_TYPES)
     flags = model_flags(MODEL_TYPES)
     # Each model's flags are exactly its config's own fields (the LBL's D under its attribute_map name).
     assert flags["embedding_size"] == {"nplm": "embedding_size", "lbl": "hidden_size", "hlbl": "hidden_size",
-                                       "awd_lstm": "embedding_size", "numeracy_lm": "embedding_size"}
+                                       "awd_lstm": "embedding_size", "numeracy_lm": "embedding_size",
+                                       "story_seq2seq": "embedding_size"}
     assert set(flags["diagonal_context"]) == {"lbl", "hlbl"}
     # The numeracy LM's head is its numeral strategy (the paper's name, through its attribute_map).
     assert flags["numeral_strategy"] == {"numeracy_lm": "head"}

@@ -1,5 +1,9 @@
 """transformers' model contract, checked for every registered model type (hf_nlm.models.MODEL_TYPES):
-a new model joins these tests by registering, not by copying them."""
+a new model joins these tests by registering, not by copying them.
+
+An encoder-decoder model (``config.is_encoder_decoder``, the story seq2seq) reads a test batch as its source and,
+shifted right behind ``decoder_start_token_id``, as its target (:func:`inputs`); where the contract differs for
+it (labels already aligned with the decoder positions, AutoModelForSeq2SeqLM) the test says so."""
 
 from __future__ import annotations
 
@@ -48,7 +52,7 @@ def tiny(model_type: str, head: str | None = None):
 CASES = [(name, None) for name in MODEL_TYPES] + [
     ("nplm", "split"), ("nplm", "tree"), ("awd_lstm", "tree"),
     ("numeracy_lm", "softmax_digits"), ("numeracy_lm", "hsoftmax"), ("numeracy_lm", "drnn"), ("numeracy_lm", "mog"),
-    ("numeracy_lm", "combination"),
+    ("numeracy_lm", "combination"), ("story_seq2seq", "tree"),
 ]
 IDS = [f"{name}-{head or 'default'}" for name, head in CASES]
 
@@ -62,8 +66,33 @@ def batch(seed: int = 0, B: int = 3, T: int = 7) -> torch.LongTensor:
     return torch.randint(0, V, (B, T), generator=torch.Generator().manual_seed(seed))
 
 
+def inputs(model, ids: torch.LongTensor) -> dict[str, torch.LongTensor]:
+    """What forward() reads for ``ids``: a causal LM the ids; an encoder-decoder model the ids as its source and as
+    its target (shifted right behind the decoder start, as its own labels are)."""
+    if not model.config.is_encoder_decoder:
+        return {"input_ids": ids}
+    from hf_nlm.models.story_seq2seq import shift_tokens_right
+
+    start = model.config.decoder_start_token_id
+    return {"input_ids": ids, "decoder_input_ids": shift_tokens_right(ids, model.config.pad_token_id, start)}
+
+
+def decoder_hidden_states(out):
+    return out.decoder_hidden_states if hasattr(out, "decoder_hidden_states") else out.hidden_states
+
+
 def test_shift_labels_are_taken_and_win_over_labels(model):
     ids = batch()
+    if model.config.is_encoder_decoder:
+        # labels[:, t] is the target of decoder position t already: no shift, and shift_labels are refused.
+        labels = ids.clone()
+        labels[0, 3] = -100
+        out = model(ids, labels=labels)
+        log_p = torch.log_softmax(out.logits, dim=-1).gather(-1, labels.clamp(min=0)[..., None]).squeeze(-1)
+        torch.testing.assert_close(out.loss, -log_p[labels != -100].mean())
+        with pytest.raises(ValueError, match="not shift_labels"):
+            model(ids, shift_labels=labels)
+        return
     labels = ids.clone()
     labels[0, 3] = -100
     shifted = torch.cat([labels[:, 1:], labels.new_full((labels.shape[0], 1), -100)], dim=1)
@@ -78,15 +107,15 @@ def test_shift_labels_are_taken_and_win_over_labels(model):
 
 def test_return_dict_false_and_hidden_states(model):
     ids = batch()
-    out = model(ids, labels=ids, output_hidden_states=True)
-    as_tuple = model(ids, labels=ids, return_dict=False)
+    out = model(**inputs(model, ids), labels=ids, output_hidden_states=True)
+    as_tuple = model(**inputs(model, ids), labels=ids, return_dict=False)
     assert isinstance(as_tuple, tuple) and torch.equal(as_tuple[0], out.loss)
-    hidden = out.hidden_states
+    hidden = decoder_hidden_states(out)
     assert isinstance(hidden, tuple) and len(hidden) >= 2
     assert all(h.shape[:2] == ids.shape for h in hidden)
     # The last hidden state is what the head reads: scoring it gives the model's logits.
     torch.testing.assert_close(model.lm_head(hidden[-1]), out.logits)
-    assert model(ids).hidden_states is None  # off by default (config.output_hidden_states)
+    assert decoder_hidden_states(model(**inputs(model, ids))) is None  # off by default (config.output_hidden_states)
 
 
 def test_trainer_trains_and_evaluates(model, tmp_path):
@@ -123,11 +152,11 @@ def test_built_on_the_meta_device_then_initialised_and_loaded(name):
     if config.head == "tree":
         assert {k: getattr(config, k) for k in tree_config_fields(real.lm_head.tree())} == real.lm_head.config_values()
         with pytest.raises(ValueError, match="holds no tree yet"):
-            empty.eval()(ids)
+            empty.eval()(**inputs(real, ids))
     else:
-        assert torch.isfinite(empty.eval()(ids).logits).all()
+        assert torch.isfinite(empty.eval()(**inputs(real, ids)).logits).all()
     empty.load_state_dict(real.state_dict())
-    torch.testing.assert_close(empty.eval()(ids).logits, real(ids).logits)
+    torch.testing.assert_close(empty.eval()(**inputs(real, ids)).logits, real(**inputs(real, ids)).logits)
 
 
 def test_torch_export_gives_the_eager_logits(model):
@@ -136,6 +165,7 @@ def test_torch_export_gives_the_eager_logits(model):
     mask = torch.ones_like(ids)
     mask[0, :2] = 0  # left padding in one row
     kwargs = {"attention_mask": mask, **({"use_cache": False} if model.config.use_cache else {})}
+    kwargs.update({k: v for k, v in inputs(model, ids).items() if k != "input_ids"})
     exported = torch.export.export(model, (ids,), kwargs=kwargs)
     out = exported.module()(ids, **kwargs)
     logits = out["logits"] if isinstance(out, dict) else out.logits
@@ -149,7 +179,8 @@ def test_gradient_checkpointing_where_it_cuts_memory(name):
     and the |V|-wide head, which checkpointing cannot shrink: they say they do not support it."""
     model = tiny(name).train()
     if not model.supports_gradient_checkpointing:
-        assert not model._is_stateful
+        # The seq2seq model reads sentence pairs, not long BPTT chunks: nothing long to recompute either.
+        assert not model._is_stateful or model.config.is_encoder_decoder
         with pytest.raises(ValueError):
             model.activation_checkpointing_enable()
         return
@@ -158,7 +189,7 @@ def test_gradient_checkpointing_where_it_cuts_memory(name):
     def grads():
         torch.manual_seed(1)
         model.zero_grad()
-        model(ids, labels=ids).loss.backward()
+        model(**inputs(model, ids), labels=ids).loss.backward()
         return [p.grad.clone() for p in model.parameters() if p.grad is not None]
 
     plain = grads()
@@ -187,6 +218,12 @@ def test_generate_scores_equal_forward_log_probs(model):
                          do_sample=False, length_penalty=0.0, eos_token_id=None, pad_token_id=1,
                          return_dict_in_generate=True, output_scores=True)
     seq = out.sequences
+    if model.config.is_encoder_decoder:  # the prompt is the source; the sequence is the decoder's, from its start token
+        with torch.no_grad():
+            log_p = torch.log_softmax(model(prompt, decoder_input_ids=seq).logits[:, :-1].float(), dim=-1)
+        expected = log_p.gather(-1, seq[:, 1:, None]).sum()
+        assert out.sequences_scores[0].item() == pytest.approx(expected.item(), abs=1e-4)
+        return
     with torch.no_grad():
         log_p = torch.log_softmax(model(seq).logits[:, :-1].float(), dim=-1)
     new = seq[:, prompt.shape[1] :]
@@ -195,11 +232,12 @@ def test_generate_scores_equal_forward_log_probs(model):
 
 
 def test_save_and_load_through_the_auto_classes(model, tmp_path):
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
     model.save_pretrained(tmp_path)
     assert type(AutoConfig.from_pretrained(tmp_path)) is type(model.config)
-    loaded = AutoModelForCausalLM.from_pretrained(tmp_path).eval()
+    auto = AutoModelForSeq2SeqLM if model.config.is_encoder_decoder else AutoModelForCausalLM
+    loaded = auto.from_pretrained(tmp_path).eval()
     assert type(loaded) is type(model)
     ids = batch()
-    torch.testing.assert_close(loaded(ids).logits, model(ids).logits)
+    torch.testing.assert_close(loaded(**inputs(model, ids)).logits, model(**inputs(model, ids)).logits)

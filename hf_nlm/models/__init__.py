@@ -13,6 +13,7 @@ from .hlbl import HLBLConfig, HLBLForCausalLM, HLBLModel
 from .lbl import LBLConfig, LBLForCausalLM, LBLModel
 from .nplm import NPLMConfig, NPLMForCausalLM, NPLMModel
 from .numeracy_lm import NumeracyLMConfig, NumeracyLMForCausalLM, NumeracyLMModel
+from .story_seq2seq import StorySeq2SeqConfig, StorySeq2SeqForConditionalGeneration, StorySeq2SeqModel
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ MODEL_TYPES: dict[str, ModelType] = {
         ModelType(AWDLSTMConfig, AWDLSTMModel, causal_lm_class=AWDLSTMForCausalLM),
         ModelType(NumeracyLMConfig, NumeracyLMModel, causal_lm_class=NumeracyLMForCausalLM,
                   tokenizer_class=NumeracyTokenizerFast),
+        ModelType(StorySeq2SeqConfig, StorySeq2SeqModel, seq2seq_lm_class=StorySeq2SeqForConditionalGeneration),
     )
 }
 

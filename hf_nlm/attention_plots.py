@@ -1,0 +1,83 @@
+"""What an attention decoder looked at: a heatmap of the weights a_tj (source words x generated words).
+
+Bahdanau et al. (2015, fig. 3) and Luong et al. (2015, fig. 7) show their alignments this way: one row per
+generated word, one column per source word, the weight the decoder gave that source word when it produced
+that output word.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+
+def attention_weights(model, tokenizer, source_text: str, **generate_kwargs) -> tuple[str, list[str], list[str], torch.Tensor]:
+    """Generate from ``source_text`` and return ``(text, source_tokens, generated_tokens, weights)``.
+
+    ``generate_kwargs`` go to ``model.generate`` (greedy by default; ``num_beams=5`` for beam search, with
+    ``num_return_sequences=1``). The weights (T_generated, T_source) are those of the returned sequence: a
+    teacher-forced forward over it with ``output_attentions=True``, which gives exactly the weights the decoder
+    computed while generating (the cached and the uncached decoder agree) without following beam indices.
+    The generated tokens are those after ``decoder_start_token_id``, up to and including the first ``eos``.
+    """
+    if getattr(model.config, "attention", None) == "none":
+        raise ValueError("this model has attention='none': it has no attention weights to plot")
+    if generate_kwargs.get("num_return_sequences", 1) != 1:
+        raise ValueError("attention_weights plots one output: num_return_sequences must be 1")
+    device = next(model.parameters()).device
+    enc = tokenizer(source_text, return_tensors="pt", add_special_tokens=False)
+    if enc["input_ids"].shape[1] == 0:
+        raise ValueError(f"source text {source_text!r} has no token to attend to")
+    enc = {k: v.to(device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            sequence = model.generate(**enc, **generate_kwargs)[0]
+            generated = sequence[1:].tolist()
+            eos = model.generation_config.eos_token_id
+            eos = {eos} if isinstance(eos, int) else set(eos or [])
+            end = next((i + 1 for i, t in enumerate(generated) if t in eos), len(generated))
+            generated = generated[:end]
+            if not generated:
+                raise ValueError("generate() returned no token after the decoder start: nothing to plot")
+            decoder_input_ids = sequence[None, :end]
+            out = model(**enc, decoder_input_ids=decoder_input_ids, output_attentions=True, use_cache=False)
+    finally:
+        model.train(was_training)
+    weights = out.cross_attentions[0].float().cpu()  # (T_generated, T_source)
+    source_tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
+    generated_tokens = tokenizer.convert_ids_to_tokens(generated)
+    text = tokenizer.decode(generated, skip_special_tokens=True).strip()
+    return text, source_tokens, generated_tokens, weights
+
+
+def plot_attention(model, tokenizer, source_text: str, path: str | os.PathLike, **generate_kwargs) -> tuple[str, torch.Tensor]:
+    """Generate from ``source_text`` (see :func:`attention_weights`) and write the attention heatmap PNG to ``path``:
+    source words on the x axis, generated words on the y axis, darker = more weight (each row sums to 1).
+
+    Returns ``(generated text, weights (T_generated, T_source))``.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display needed
+    import matplotlib.pyplot as plt
+
+    text, source_tokens, generated_tokens, weights = attention_weights(model, tokenizer, source_text, **generate_kwargs)
+    rows, cols = weights.shape
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.45 * cols + 2), max(3.0, 0.4 * rows + 1.5)))
+    image = ax.imshow(weights.numpy(), cmap="Greys", vmin=0.0, vmax=1.0, aspect="auto")
+    ax.set_xticks(range(cols), source_tokens, rotation=60, ha="right")
+    ax.set_yticks(range(rows), generated_tokens)
+    ax.set_xlabel("source")
+    ax.set_ylabel("generated")
+    ax.set_title(f"attention ({model.config.attention})")
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="a_tj")
+    fig.tight_layout()
+    fig.savefig(os.fspath(path), dpi=120)
+    plt.close(fig)
+    return text, weights
+
+
+__all__ = ["attention_weights", "plot_attention"]
