@@ -44,7 +44,7 @@ BENCHMARK = "story_brown"
 
 
 def bleu(predictions: list[str], references: list[str]) -> float:
-    return Bleu().compute(predictions=predictions, references=[[r] for r in references])["bleu"]
+    return Bleu().compute(predictions=predictions, references=[[r] for r in references])["score"]
 
 
 def keyword_text(source: str) -> str:
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                            dataset_name="brown_keywords")
         model.eval()
         texts = generate_targets(model, tokenizer, sources, batch_size=50, max_new_tokens=args.max_length, **generate)
-        return texts, {"validation_perplexity": results["validation_perplexity"], "epochs": results["epochs_completed"],
+        return texts, {"validation_perplexity": results["validation"]["perplexity"], "epochs": results["epochs_completed"],
                        "num_parameters": model.num_parameters()}
 
     def lm() -> tuple[list[str], dict]:
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         model = AWDLSTMForCausalLM(config)
         results = train_lm(model, tokenizer, lm_texts, training("lm", block_size=50), dataset_name="brown_keywords")
         texts = lm_continuations(model, tokenizer, sources, args.max_length, **generate)
-        return texts, {"validation_perplexity": results["validation_perplexity"], "epochs": results["epochs_completed"],
+        return texts, {"validation_perplexity": results["validation"]["perplexity"], "epochs": results["epochs_completed"],
                        "num_parameters": model.num_parameters()}
 
     systems = {

@@ -89,9 +89,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
         start = time.perf_counter()
         results = train_lm(model, tokenizer, data, training, dataset_name="reversal")
         train_s = time.perf_counter() - start
-        bleu = evaluate_bleu(model, tokenizer, data["test"], batch_size=100, max_new_tokens=args.max_length + 2)
-        row = {"case": attention, "value": round(bleu["bleu"], 2), "unit": "BLEU", "better": "higher",
-               "validation_perplexity": round(results["validation_perplexity"], 3),
+        bleu = evaluate_bleu(model, data["test"], tokenizer, batch_size=100, max_new_tokens=args.max_length + 2)
+        row = {"case": attention, "value": round(bleu["score"], 2), "unit": "BLEU", "better": "higher",
+               "validation_perplexity": round(results["validation"]["perplexity"], 3),
                "epochs": results["epochs_completed"], "train_time_s": round(train_s, 1),
                "num_parameters": model.num_parameters(), **common}
         if attention != "none":
