@@ -35,7 +35,12 @@ from datasets import Dataset, DatasetDict
 from hf_nlm.data import load_brown
 from hf_nlm.evaluation import generate_targets
 from hf_nlm.metrics import Bleu
-from hf_nlm.models import AWDLSTMConfig, AWDLSTMForCausalLM, StorySeq2SeqConfig, StorySeq2SeqForConditionalGeneration
+from hf_nlm.models import (
+    AWDLSTMConfig,
+    AWDLSTMForCausalLM,
+    StorySeq2SeqConfig,
+    StorySeq2SeqForConditionalGeneration,
+)
 from hf_nlm.storylines import KEYWORD_SEP, SEP, keyword_sentence_pairs
 from hf_nlm.tokenization import train_word_level_tokenizer
 from hf_nlm.training import TrainingConfig, train_lm

@@ -427,7 +427,7 @@ def load_model_folder(folder: str | os.PathLike):
     the folder and the cause (the library's errors name the file and field)."""
     if not (Path(folder) / "config.json").is_file():
         raise FileNotFoundError(f"{folder} is not a saved model folder (no config.json)")
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     import hf_nlm  # noqa: F401  (registers the model types with the Auto classes)
 
@@ -436,8 +436,9 @@ def load_model_folder(folder: str | os.PathLike):
 
     try:
         check_config_field_types(folder)  # before AutoConfig, which would fail on a wrong type less clearly
+        seq2seq = getattr(AutoConfig.from_pretrained(folder), "is_encoder_decoder", False)
         with quiet_progress_bars():
-            model = AutoModelForCausalLM.from_pretrained(folder)
+            model = (AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM).from_pretrained(folder)
         return model, AutoTokenizer.from_pretrained(folder)
     except Exception as err:  # whatever a broken folder raises (Ctrl-C still interrupts)
         raise ValueError(f"cannot load the model in {folder}: {err}") from err
@@ -591,6 +592,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
             print(f"warning: {unknown} of the {ids.shape[1]} tokens of the prompt {prompt!r} are not in the model's "
                   f"vocabulary (they read as {tokenizer.unk_token}); the continuation has little to go on",
                   file=sys.stderr)
+        if model.config.is_encoder_decoder:  # a source reads as in training: its tokens, then <eos>
+            ids = torch.cat([ids, ids.new_full((1, 1), tokenizer.eos_token_id)], dim=1)
         # An empty prompt starts from the sentence boundary (generate() puts bos_token_id there).
         out = model.generate(
             ids,
@@ -856,7 +859,7 @@ def build_parser() -> argparse.ArgumentParser:
     story.add_argument("--top-p", type=float, default=None, help="nucleus sampling (with --do-sample)")
     story.add_argument("--seed", type=int, default=None, help="seed for sampling")
     story.add_argument("--json", action="store_true", help="print one JSON object per title")
-    story.set_defaults(func=cmd_story, parser=story)
+    story.set_defaults(func=cmd_story, parser=story, num_return_sequences=1)
 
     attention = sub.add_parser("plot-attention", help="draw a seq2seq model's attention while it generates (PNG)",
                                description="Generate from SOURCE with a saved story_seq2seq model and draw its "
