@@ -26,6 +26,8 @@ from pathlib import Path
 LICENSE = "apache-2.0"  # the license of this package's code, which the saved models run on
 LANGUAGE = "en"
 PIPELINE_TAG = "text-generation"
+#: The Hub's task of model types that are not causal LMs.
+PIPELINE_TAGS = {"story_seq2seq": "text2text-generation"}
 LIBRARY_NAME = "transformers"
 TASK = {"type": "text-generation", "name": "Language modelling"}
 RESULTS_NAME = "results.json"
@@ -287,7 +289,7 @@ def card_metadata(
         language=LANGUAGE,
         license=LICENSE,
         library_name=library_name,
-        pipeline_tag=PIPELINE_TAG,
+        pipeline_tag=PIPELINE_TAGS.get(model_type, PIPELINE_TAG),
         tags=list(dict.fromkeys(all_tags)),
         datasets=[corpus.hub_id] if corpus is not None and corpus.hub_id else None,
         model_name=model_name if eval_results else None,

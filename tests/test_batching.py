@@ -164,6 +164,17 @@ def test_sampler_batches_carry_the_fields_and_two_processes_split_the_global_bat
     assert all(torch.equal(single[k], data.blocks[k][[2, 0]]) for k in data.blocks)
 
 
+def test_serving_an_epoch_leaves_the_global_random_stream_alone(tokenizer):
+    """A resumed run starts an epoch mid-way; if serving batches drew from torch's global RNG (as a
+    DataLoader does for its base seed), its dropout masks would differ from the uninterrupted run's."""
+    data, _ = build_lm_dataset(TEXTS, tokenizer, block_size=3, context_size=2)
+    batches = BlockBatches(data, batch_size=4, seed=3)
+    torch.manual_seed(0)
+    before = torch.get_rng_state()
+    served = [batch for batch, _, _ in batches.epoch(0)] + [batch for batch, _, _ in batches.epoch(1, start=1)]
+    assert served and torch.equal(torch.get_rng_state(), before)
+
+
 # ----------------------------------------------------------------------------- stream columns and chunks
 
 

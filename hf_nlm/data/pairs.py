@@ -25,14 +25,14 @@ text) raises an error that names the split, the row and the column.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch.utils.data import Dataset as TorchDataset
 
 from .lm import IGNORE_INDEX, count_words, unknown_token_ids
-from .sampler import BlockBatchSampler
+from .sampler import BlockBatches, BlockBatchSampler
 
 #: How many global batches ``group_by_length`` sorts together (transformers' ``LengthGroupedSampler``
 #: uses megabatches of 50 batches too): enough to find similar lengths, few enough to stay random.
@@ -249,16 +249,14 @@ class PairBatchSampler(BlockBatchSampler):
         return batches
 
 
-class PairBatches:
+class PairBatches(BlockBatches):
     """The training batches of encoder-decoder models: shuffled, padded paired examples.
 
-    The same interface as ``BlockBatches``: ``epoch(e, start)`` yields ``(batch, global_targets, 1.0)``
-    (this process's share of the global batch, :func:`collate_pairs`; the number of target tokens in
-    the whole global batch, by which the trainer weights each process's mean loss). Examples are
-    independent: no state flows from one batch to the next.
+    ``BlockBatches`` over examples instead of blocks: ``epoch(e, start)`` yields ``(batch,
+    global_targets, 1.0)`` (this process's share of the global batch, :func:`collate_pairs`; the number
+    of target tokens in the whole global batch, by which the trainer weights each process's mean loss).
+    Examples are independent: no state flows from one batch to the next.
     """
-
-    stats: dict[str, int] = {}  # every example is trained on, every epoch
 
     def __init__(self, data: PairedExamples, pad_token_id: int, batch_size: int, num_processes: int = 1,
                  process_index: int = 0, seed: int = 0, group_by_length: bool = False,
@@ -266,36 +264,7 @@ class PairBatches:
         lengths = data.source_lengths + data.target_lengths
         self.sampler = PairBatchSampler(lengths, batch_size, num_processes, process_index, seed, group_by_length)
         self.data, self.pad_token_id, self.pin_memory = data, pad_token_id, pin_memory
-        self.target_lengths = data.target_lengths
+        self.targets_per_block = data.target_lengths
 
-    @property
-    def global_batch_size(self) -> int:
-        return self.sampler.global_batch_size
-
-    def steps(self, epoch: int) -> int:
-        return self.sampler.steps_per_epoch
-
-    def epoch(self, epoch: int, start: int = 0) -> Iterator[tuple[dict, int, float]]:
-        self.sampler.set_epoch(epoch, start)
-        global_targets = [int(self.target_lengths[b].sum()) for b in self.sampler.global_batches(epoch)]
-        # A plain loop, not a DataLoader: a DataLoader draws a seed from the global RNG each time it starts
-        # an epoch, which a resumed run (starting mid-epoch) would draw at another point of the dropout
-        # masks' random stream than the uninterrupted run.
-        for step, indices in enumerate(self.sampler, start=start):
-            batch = collate_pairs([self.data[i] for i in indices], self.pad_token_id)
-            if self.pin_memory:
-                batch = {k: v.pin_memory() for k, v in batch.items()}
-            yield batch, global_targets[step], 1.0
-
-    def state_inputs(self, state) -> dict:
-        """No state flows between batches of independent examples."""
-        return {}
-
-    def state_after(self, output) -> None:
-        return None
-
-    def state_tensors(self, state, gather) -> dict[str, torch.Tensor]:
-        return {}
-
-    def restore_state(self, tensors, device, source: str = "the checkpoint") -> None:
-        return None
+    def collate(self, indices: list[int]) -> dict[str, torch.Tensor]:
+        return collate_pairs([self.data[i] for i in indices], self.pad_token_id)

@@ -26,7 +26,6 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 
 import torch
-from torch.utils.data import DataLoader
 
 from ..cache import RecurrentCache
 from .lm import IGNORE_INDEX, as_stream, collate_blocks
@@ -121,7 +120,7 @@ class BlockBatches:
     def __init__(self, data, batch_size: int, num_processes: int = 1, process_index: int = 0, seed: int = 0,
                  pin_memory: bool = False) -> None:
         self.sampler = BlockBatchSampler(len(data), batch_size, num_processes, process_index, seed=seed)
-        self.loader = DataLoader(data, batch_sampler=self.sampler, collate_fn=collate_blocks, pin_memory=pin_memory)
+        self.data, self.pin_memory = data, pin_memory
         # Targets per block, summed per global batch on the CPU so each process knows its share of the
         # batch's targets without communicating.
         self.targets_per_block = (data.blocks["labels"][:, 1:] != IGNORE_INDEX).sum(1)
@@ -133,10 +132,20 @@ class BlockBatches:
     def steps(self, epoch: int) -> int:
         return self.sampler.steps_per_epoch
 
+    def collate(self, indices: list[int]) -> dict[str, torch.Tensor]:
+        """The batch of the examples at ``indices``."""
+        return collate_blocks([self.data[i] for i in indices])
+
     def epoch(self, epoch: int, start: int = 0) -> Iterator[tuple[dict, int, float]]:
         self.sampler.set_epoch(epoch, start)
         global_targets = [int(self.targets_per_block[b].sum()) for b in self.sampler.global_batches(epoch)]
-        for step, batch in enumerate(self.loader, start=start):
+        # A plain loop, not a DataLoader: a DataLoader draws a seed from the global RNG each time it starts
+        # an epoch, which a resumed run (starting mid-epoch) would draw at another point of the dropout
+        # masks' random stream than the uninterrupted run.
+        for step, indices in enumerate(self.sampler, start=start):
+            batch = self.collate(indices)
+            if self.pin_memory:
+                batch = {k: v.pin_memory() for k, v in batch.items()}
             yield batch, global_targets[step], 1.0
 
     def state_inputs(self, state) -> dict:
