@@ -101,6 +101,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--hidden-size", type=int, default=256)
     parser.add_argument("--test-size", type=int, default=None, help="test pairs scored (default 1000; quick 100)")
     parser.add_argument("--num-beams", type=int, default=4)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--learning-rate", type=float, default=2e-3)
     parser.add_argument("--systems", nargs="+", default=["keywords", "retrieval", "seq2seq", "seq2seq_none", "lm"])
     add_training_arguments(parser, epochs=20, time_budget=900.0)
     args = parser.parse_args(argv)
@@ -128,7 +130,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     def training(name: str, **extra) -> TrainingConfig:
         return TrainingConfig(
             output_dir=str(out / f"runs_story_brown{suffix}" / name), overwrite_output_dir=True,
-            batch_size=32, eval_batch_size=64, num_epochs=args.epochs, optimizer="adam", learning_rate=2e-3,
+            batch_size=args.batch_size, eval_batch_size=64, num_epochs=args.epochs, optimizer="adam",
+            learning_rate=args.learning_rate,
             lr_scheduler="constant", max_grad_norm=1.0, max_time_s=args.time_budget or None,
             early_stopping_patience=2, logging_steps=200, save_total_limit=1, progress_bar=False, eval_test=False,
             **extra,
