@@ -236,6 +236,21 @@ def _where(path: Path, first: int, last: int) -> str:
     return f"{path}, line {first}" if first == last else f"{path}, lines {first}-{last}"
 
 
+
+def csv_column_index(header: list[str] | None, columns: Sequence[str], path, what: str) -> list[int]:
+    """Where each of ``columns`` sits in a CSV ``header`` (names compared without case or surrounding
+    spaces); an error naming the file for an empty file or a header without one of them."""
+    if not header:
+        raise CorpusFormatError(f"{path} is empty: expected a {what} CSV file with a header line.")
+    names = [name.strip().lower() for name in header]
+    missing = [c for c in columns if c.lower() not in names]
+    if missing:
+        raise CorpusFormatError(
+            f"{path}, line 1: the header has no column {', '.join(missing)}. The header is "
+            f"{','.join(header)}; a {what} file has the columns {', '.join(columns)}."
+        )
+    return [names.index(c.lower()) for c in columns]
+
 def csv_records(path: Path, columns: Sequence[str], what: str) -> Iterator[tuple[int, list[str]]]:
     """Stream a CSV file: yield ``(line, values)`` per record, ``line`` being the line where
     the record starts and ``values`` the fields named in ``columns`` (header matched without
@@ -247,16 +262,7 @@ def csv_records(path: Path, columns: Sequence[str], what: str) -> Iterator[tuple
             start = 1
             try:
                 header = next(reader, None)
-                if not header:
-                    raise CorpusFormatError(f"{path} is empty: expected a {what} CSV file with a header line.")
-                names = [name.strip().upper() for name in header]
-                missing = [c for c in columns if c.upper() not in names]
-                if missing:
-                    raise CorpusFormatError(
-                        f"{path}, line 1: the header has no column {', '.join(missing)}. The header is "
-                        f"{','.join(header)}; a {what} file has the columns {', '.join(columns)}."
-                    )
-                index = [names.index(c.upper()) for c in columns]
+                index = csv_column_index(header, columns, path, what)
                 width = len(header)
                 start = reader.line_num + 1
                 for row in reader:

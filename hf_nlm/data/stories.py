@@ -52,7 +52,7 @@ from datasets import Sequence as SequenceFeature
 
 from .corpora import CorpusFormatError
 from .download import data_home
-from .notes import _COUNTS_MARK, PathLike, assemble, check_fractions, hash_unit, split_index
+from .notes import _COUNTS_MARK, PathLike, assemble, check_fractions, csv_column_index, hash_unit, split_index
 
 __all__ = [
     "ROCSTORIES_FILES",
@@ -141,18 +141,9 @@ def _csv_rows(path: Path, columns: Sequence[str], what: str, bad: _BadRows) -> I
         start = 1
         try:
             header = next(reader, None)
-            if not header:
-                raise CorpusFormatError(f"{path} is empty: expected a {what} CSV file with a header line.")
-            if any(_SURROGATE.search(name) for name in header):
+            if header and any(_SURROGATE.search(name) for name in header):
                 raise CorpusFormatError(f"{path}, line 1: the header holds bytes that are not UTF-8.")
-            names = [name.strip().lower() for name in header]
-            missing = [c for c in columns if c.lower() not in names]
-            if missing:
-                raise CorpusFormatError(
-                    f"{path}, line 1: the header has no column {', '.join(missing)}. The header is "
-                    f"{','.join(header)}; a {what} file has the columns {', '.join(columns)}."
-                )
-            index = [names.index(c.lower()) for c in columns]
+            index = csv_column_index(header, columns, path, what)
             start = reader.line_num + 1
             for row in reader:
                 if row:
