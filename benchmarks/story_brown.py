@@ -41,6 +41,7 @@ from hf_nlm.models import (
     StorySeq2SeqConfig,
     StorySeq2SeqForConditionalGeneration,
 )
+from hf_nlm.numeral_prediction import decode_generated
 from hf_nlm.storylines import KEYWORD_SEP, SEP, keyword_sentence_pairs
 from hf_nlm.tokenization import train_word_level_tokenizer
 from hf_nlm.training import TrainingConfig, train_lm
@@ -88,7 +89,8 @@ def lm_continuations(model, tokenizer, sources: list[str], max_new_tokens: int, 
         ids = tokenizer(f"{source} {SEP}", return_tensors="pt", add_special_tokens=False).input_ids
         seq = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
                              pad_token_id=tokenizer.pad_token_id, **generate_kwargs)
-        out.append(tokenizer.decode(seq[0, ids.shape[1]:], skip_special_tokens=True).strip())
+        # As generate_targets decodes the seq2seq's output: special tokens dropped, <unk> kept.
+        out.append(decode_generated(tokenizer, seq[0, ids.shape[1]:]).strip())
     return out
 
 
