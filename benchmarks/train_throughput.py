@@ -9,6 +9,10 @@ runs our model (a copy with the same weights) in a four-line loop: ours vs bare 
 training loop alone, ours vs reference that of the whole library (model + loop) against plain
 PyTorch. The repetitions rotate the order of the sides, and each side's median is reported.
 
+Then the machine's limit (issue 15): the GFLOP/s torch reaches here, in fp32 and in bf16, on the matrix
+products one step of this NPLM makes (forward, and the two backward products, of the hidden and the output
+layer, at this batch), and the FLOP/s our training loop achieves as a fraction of the fp32 figure.
+
 Prints one JSON object per line on stdout (progress on stderr):
     {"benchmark": "train_throughput", "case": "nplm_overhead", "value": <reference tokens/s / ours>, ...}
 """
@@ -65,6 +69,31 @@ class ReferenceNPLM(nn.Module):
         return F.cross_entropy(self.out(z).flatten(0, 1), targets.flatten(), ignore_index=-100)
 
 
+def step_matmuls(batch_tokens: int, vocab_size: int, context_size: int, m: int, h: int) -> list[tuple[int, int, int]]:
+    """(M, K, N) of every matrix product of one NPLM training step with direct connections: for the hidden layer
+    (x (B, (n-1) m) -> h) and the output layer ([tanh(.); x] (B, h + (n-1) m) -> |V|), the forward product and
+    the two of the backward pass (the input's and the weight's gradients)."""
+    B, d_in = batch_tokens, context_size * m
+    products = []
+    for k, n in ((d_in, h), (h + d_in, vocab_size)):
+        products += [(B, k, n), (B, n, k), (k, B, n)]
+    return products
+
+
+def matmul_gflops(products: list[tuple[int, int, int]], dtype: torch.dtype, reps: int) -> float:
+    """GFLOP/s of ``products`` (2 M K N flops each) run back to back in ``dtype``, the median of ``reps`` timings."""
+    mats = [(torch.randn(M, K).to(dtype), torch.randn(K, N).to(dtype)) for M, K, N in products]
+    flops = sum(2 * M * K * N for M, K, N in products)
+    times = []
+    for rep in range(reps + 1):  # the first is a warm-up
+        start = time.perf_counter()
+        for a, b in mats:
+            a @ b
+        if rep:
+            times.append(time.perf_counter() - start)
+    return flops / statistics.median(times) / 1e9
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a run of well under a minute")
@@ -102,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
         trainer = LMTrainer(model, tokenizer, datasets, config)
         device = trainer.accelerator.device
         sampler = trainer.batches.sampler
-        blocks = trainer.batches.loader.dataset.blocks
+        blocks = trainer.batches.data.blocks
         steps_per_epoch = sampler.steps_per_epoch
 
         torch.manual_seed(0)
@@ -187,6 +216,20 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps({"benchmark": BENCHMARK, "case": "loop_overhead", "value": round(bare_med / ours_tps, 4),
                       "unit": "x", "better": "lower", "target": 1.1, "ours_tokens_per_s": round(ours_tps, 1),
                       "bare_loop_tokens_per_s": round(bare_med, 1), **context}))
+
+    if device.type != "cpu":
+        return
+    products = step_matmuls(args.batch_size * args.block_size, len(tokenizer), n_1, m, h)
+    flops_per_token = sum(2 * M * K * N for M, K, N in products) / (args.batch_size * args.block_size)
+    limits = {}
+    for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        limits[name] = matmul_gflops(products, dtype, reps=max(reps, 5))
+        print(json.dumps({"benchmark": BENCHMARK, "case": f"matmul_limit_{name}", "value": round(limits[name], 1),
+                          "unit": "GFLOP/s", "better": "higher", "products": products, **context}))
+    achieved = ours_tps * flops_per_token / 1e9
+    print(json.dumps({"benchmark": BENCHMARK, "case": "nplm_fraction_of_fp32_limit", "value": round(achieved / limits["fp32"], 3),
+                      "unit": "x", "better": "higher", "target": 0.5, "achieved_gflops": round(achieved, 1),
+                      "flops_per_token": int(flops_per_token), **context}))
 
 
 if __name__ == "__main__":
