@@ -68,20 +68,27 @@ class NumeracyLMForCausalLM(NumeracyLMPreTrainedModel, AWDLSTMForCausalLM):
             return super().generate(inputs, generation_config, **kwargs)
         config = generation_config if generation_config is not None else self.generation_config
         sampling = bool(kwargs.get("do_sample", config.do_sample))
-        self._joint_numerals = None if sampling else JointNumeralScores(head)
-        hook = self.lm_head.register_forward_hook(self._joint_numerals.observe) if self._joint_numerals else None
+        joint = self._joint_numerals = None if sampling else JointNumeralScores(head)
+        hook = self.lm_head.register_forward_hook(joint.observe) if joint is not None else None
         try:
             out = super().generate(inputs, generation_config, **kwargs)
         finally:
             self._joint_numerals = None
             if hook is not None:
                 hook.remove()
-        if not isinstance(out, torch.Tensor):
-            mask = kwargs.get("attention_mask")
-            if mask is not None:  # the prompt's padding, per returned sequence; generated tokens are all real
-                mask = mask.repeat_interleave(out.sequences.shape[0] // mask.shape[0], dim=0)
-                mask = torch.cat([mask, mask.new_ones(mask.shape[0], out.sequences.shape[1] - mask.shape[1])], 1)
-            out.numerals = write_unknown_numerals(self, out.sequences, mask, do_sample=sampling)
+        if isinstance(out, torch.Tensor):
+            return out
+        if joint is not None:  # the numeral each generated <unk_num> was scored as, remembered by its prefix
+            found = [{t: joint.written.get(tuple(seq[:t].tolist())) for t in torch.nonzero(seq == joint.unk_num_id)
+                      .squeeze(-1).tolist()} for seq in out.sequences]
+            out.numerals = [{t: text for t, text in row.items() if text is not None} for row in found]
+            return out
+        mask = kwargs.get("attention_mask")
+        if mask is not None:  # the prompt's padding, per returned sequence; generated tokens are all real
+            mask = mask.repeat_interleave(out.sequences.shape[0] // mask.shape[0], dim=0)
+            mask = torch.cat([mask, mask.new_ones(mask.shape[0], out.sequences.shape[1] - mask.shape[1])], 1)
+        # Sampling: <unk_num> was drawn with its whole mass; now the numeral, from the branch's distribution.
+        out.numerals = write_unknown_numerals(self, out.sequences, mask, do_sample=True)
         return out
 
     def _get_logits_processor(self, *args, **kwargs):
@@ -95,22 +102,27 @@ class NumeracyLMForCausalLM(NumeracyLMPreTrainedModel, AWDLSTMForCausalLM):
 class JointNumeralScores(LogitsProcessor):
     """Replaces the score of ``<unk_num>`` by that of the numeral the head's decoder writes there
     (:meth:`~hf_nlm.heads.numeral.OpenNumeralBranchHead.best_unknown_numerals`), read from the hidden
-    state the head was just called with (``observe``, a forward hook on the head)."""
+    state the head was just called with (``observe``, a forward hook on the head). ``written`` maps each
+    prefix it scored to that numeral, so the text shows exactly the numeral the search scored."""
 
     def __init__(self, head) -> None:
         self.head = head
         self.unk_num_id = int(head.numeral_ids[head.unknown_row])
+        self.texts: list[str] = []
         self.scores: torch.Tensor | None = None
+        self.written: dict[tuple[int, ...], str] = {}
 
     def observe(self, module, args, output) -> None:
         hidden = args[0]  # (B, T, D): the last position predicts the next token
-        _, self.scores = self.head.best_unknown_numerals(hidden[:, -1])
+        self.texts, self.scores = self.head.best_unknown_numerals(hidden[:, -1])
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         if self.scores is None or self.scores.shape[0] != scores.shape[0]:
             raise RuntimeError("JointNumeralScores: the head was not called on this step's hidden states")
         scores = scores.clone()
         scores[:, self.unk_num_id] = self.scores.to(scores.dtype)
+        for prefix, text in zip(input_ids.tolist(), self.texts, strict=True):
+            self.written[tuple(prefix)] = text
         self.scores = None
         return scores
 
