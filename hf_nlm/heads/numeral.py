@@ -372,6 +372,19 @@ class DigitBranch:
         beams, _ = self.digit_rnn.beam_search(hidden[None], num_beams=16, num_return_sequences=16)
         return [text for text in beams[0] if text]
 
+    # The numeral branch's hooks (OpenNumeralBranchHead), when the d-RNN is the whole branch.
+    def numeral_log_probs(self, hidden):
+        return self.digit_log_probs(hidden).to(torch.promote_types(hidden.dtype, torch.float32))
+
+    def exact_numeral_log_probs(self, hidden, fields):
+        return self.digit_exact(hidden, fields)
+
+    def numeral_key(self, text: str):
+        return canonical_digits(text)
+
+    def draw_numeral(self, hidden, do_sample, generator):
+        return self.digit_draw(hidden, do_sample, generator)
+
 
 class ValueBranch:
     """The mixture-of-Gaussians numeral branch (sec. 3.4), shared by the ``mog`` and ``combination`` heads."""
@@ -424,6 +437,19 @@ class ValueBranch:
         precision = int(self.mixture.log_precision_probs(hidden).argmax())
         return [f"{float(self.mixture.median(hidden[None])[0]):.{precision}f}"]
 
+    # The numeral branch's hooks (OpenNumeralBranchHead), when the mixture is the whole branch.
+    def numeral_log_probs(self, hidden):
+        return self.value_log_probs(hidden).to(torch.promote_types(hidden.dtype, torch.float32))
+
+    def exact_numeral_log_probs(self, hidden, fields):
+        return self.value_exact(hidden, fields)
+
+    def numeral_key(self, text: str):
+        return _value_key(text)
+
+    def draw_numeral(self, hidden, do_sample, generator):
+        return self.value_draw(hidden, do_sample, generator)
+
 
 def _value_key(text: str):
     numeral = parse_numeral(text)
@@ -446,18 +472,6 @@ class DigitRNNHead(DigitBranch, OpenNumeralBranchHead):
     def init_weights(self, initializer_range: float, init=nn.init) -> None:
         super().init_weights(initializer_range, init)
         self.digit_rnn.init_weights(initializer_range, init)
-
-    def numeral_log_probs(self, hidden):
-        return self.digit_log_probs(hidden).to(torch.promote_types(hidden.dtype, torch.float32))
-
-    def exact_numeral_log_probs(self, hidden, fields):
-        return self.digit_exact(hidden, fields)
-
-    def numeral_key(self, text: str):
-        return canonical_digits(text)
-
-    def draw_numeral(self, hidden, do_sample, generator):
-        return self.digit_draw(hidden, do_sample, generator)
 
 
 @register_head("mog")
@@ -486,18 +500,6 @@ class MixtureOfGaussiansHead(ValueBranch, OpenNumeralBranchHead):
     def init_weights(self, initializer_range: float, init=nn.init) -> None:
         super().init_weights(initializer_range, init)
         self.init_value_buffers(init)
-
-    def numeral_log_probs(self, hidden):
-        return self.value_log_probs(hidden).to(torch.promote_types(hidden.dtype, torch.float32))
-
-    def exact_numeral_log_probs(self, hidden, fields):
-        return self.value_exact(hidden, fields)
-
-    def numeral_key(self, text: str):
-        return _value_key(text)
-
-    def draw_numeral(self, hidden, do_sample, generator):
-        return self.value_draw(hidden, do_sample, generator)
 
 
 @register_head("combination")
@@ -567,8 +569,7 @@ class CombinationHead(DigitBranch, ValueBranch, OpenNumeralBranchHead):
         components = torch.stack([soft_share, digits.to(torch.float64), values.to(torch.float64)], -1)
         return torch.logsumexp(components + self.strategy_log_weights(hidden).to(torch.float64), -1)
 
-    def numeral_key(self, text: str):
-        return canonical_digits(text)
+    # numeral_key: the d-RNN's (DigitBranch), the canonical digit string.
 
     def draw_numeral(self, hidden, do_sample, generator):
         # Written by the open component the context trusts more (the h-softmax cannot write an unseen numeral).
