@@ -33,7 +33,7 @@ from common import add_training_arguments, emit_json, log, machine, run_context,
 from datasets import Dataset, DatasetDict
 
 from hf_nlm.data import load_brown
-from hf_nlm.evaluation import generate_targets
+from hf_nlm.evaluation import decode_generated, generate_targets
 from hf_nlm.metrics import Bleu
 from hf_nlm.models import (
     AWDLSTMConfig,
@@ -41,7 +41,6 @@ from hf_nlm.models import (
     StorySeq2SeqConfig,
     StorySeq2SeqForConditionalGeneration,
 )
-from hf_nlm.numeral_prediction import decode_generated
 from hf_nlm.storylines import KEYWORD_SEP, SEP, keyword_sentence_pairs
 from hf_nlm.tokenization import train_word_level_tokenizer
 from hf_nlm.training import TrainingConfig, train_lm

@@ -11,6 +11,8 @@ import os
 
 import torch
 
+from .data.batching import eval_mode
+
 
 def attention_weights(model, tokenizer, source_text: str, **generate_kwargs) -> tuple[str, list[str], list[str], torch.Tensor]:
     """Generate from ``source_text`` and return ``(text, source_tokens, generated_tokens, weights)``.
@@ -30,22 +32,17 @@ def attention_weights(model, tokenizer, source_text: str, **generate_kwargs) -> 
     if enc["input_ids"].shape[1] == 0:
         raise ValueError(f"source text {source_text!r} has no token to attend to")
     enc = {k: v.to(device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            sequence = model.generate(**enc, **generate_kwargs)[0]
-            generated = sequence[1:].tolist()
-            eos = model.generation_config.eos_token_id
-            eos = {eos} if isinstance(eos, int) else set(eos or [])
-            end = next((i + 1 for i, t in enumerate(generated) if t in eos), len(generated))
-            generated = generated[:end]
-            if not generated:
-                raise ValueError("generate() returned no token after the decoder start: nothing to plot")
-            decoder_input_ids = sequence[None, :end]
-            out = model(**enc, decoder_input_ids=decoder_input_ids, output_attentions=True, use_cache=False)
-    finally:
-        model.train(was_training)
+    with eval_mode(model), torch.no_grad():
+        sequence = model.generate(**enc, **generate_kwargs)[0]
+        generated = sequence[1:].tolist()
+        eos = model.generation_config.eos_token_id
+        eos = {eos} if isinstance(eos, int) else set(eos or [])
+        end = next((i + 1 for i, t in enumerate(generated) if t in eos), len(generated))
+        generated = generated[:end]
+        if not generated:
+            raise ValueError("generate() returned no token after the decoder start: nothing to plot")
+        decoder_input_ids = sequence[None, :end]
+        out = model(**enc, decoder_input_ids=decoder_input_ids, output_attentions=True, use_cache=False)
     weights = out.cross_attentions[0].float().cpu()  # (T_generated, T_source)
     source_tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
     generated_tokens = tokenizer.convert_ids_to_tokens(generated)

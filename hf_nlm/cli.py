@@ -577,7 +577,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     except ValueError as err:
         _fail(args.parser, str(err))
     from .data.lm import unknown_token_ids
-    from .numeral_prediction import decode_generated
+    from .evaluation import decode_generated
 
     model, tokenizer = _load_saved_model(args.parser, args.model_dir)
     if args.seed is not None:

@@ -12,10 +12,11 @@ from collections.abc import Sequence
 
 import torch
 
-from .data.batching import PairedBatching, batching_for, is_encoder_decoder, split_texts
+from .data.batching import PairedBatching, batching_for, eval_mode, is_encoder_decoder, split_texts
 from .data.pairs import PairFormat, check_texts, encode_side, pad_sources, read_pairs
 
 __all__ = [
+    "decode_generated",
     "evaluate_bleu",
     "evaluate_lm",
     "evaluate_seq2seq",
@@ -216,21 +217,18 @@ def generate_targets(
                       f"{max_source_length} ({cut} tokens cut)", stacklevel=2)
     device = device or next(model.parameters()).device
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    was_training = model.training
-    model.eval()
     out: list[str] = []
-    try:
+    with eval_mode(model):
         for start in range(0, len(ids), batch_size):
             batch = {k: v.to(device) for k, v in pad_sources(ids[start : start + batch_size], pad).items()}
             generated = model.generate(**batch, **generate_kwargs)
             out += [_decode_target(row.tolist(), model, tokenizer) for row in generated]
-    finally:
-        model.train(was_training)
     return out
 
 
 def _decode_target(row: list[int], model, tokenizer) -> str:
-    """One generated row as text: without the decoder start token, up to the first ``<eos>``, no padding."""
+    """One generated row as text: without the decoder start token, up to the first ``<eos>``
+    (:func:`decode_generated` of the rest)."""
     config = model.generation_config
     start = config.decoder_start_token_id if config.decoder_start_token_id is not None else model.config.decoder_start_token_id
     if row and row[0] == start:
@@ -238,8 +236,23 @@ def _decode_target(row: list[int], model, tokenizer) -> str:
     eos = config.eos_token_id if config.eos_token_id is not None else tokenizer.eos_token_id
     eos = set(eos) if isinstance(eos, list) else {eos}
     end = next((t for t, token in enumerate(row) if token in eos), len(row))
-    framing = {tokenizer.pad_token_id, tokenizer.bos_token_id} - {None}
-    return tokenizer.decode([token for token in row[:end] if token not in framing]).strip()
+    return decode_generated(tokenizer, torch.tensor(row[:end], dtype=torch.long)).strip()
+
+
+def decode_generated(tokenizer, ids, numerals: dict[int, str] | None = None) -> str:
+    """The text of generated ``ids``: special tokens dropped, except ``<unk>``, which stays visible so that
+    an unknown word is not silently missing from the text; ``numerals`` (position in ``ids`` -> text)
+    replace the ``<unk_num>`` tokens an open-vocabulary numeral decoder wrote out
+    (:func:`hf_nlm.numeral_prediction.write_unknown_numerals`, or ``generate(..., return_dict_in_generate=True).numerals``)."""
+    drop = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
+    if not numerals:
+        return tokenizer.decode([i for i in ids.tolist() if i not in drop], skip_special_tokens=False)
+    ids = ids.tolist()
+    tokens = [numerals.get(t, token) for t, (i, token) in enumerate(zip(ids, tokenizer.convert_ids_to_tokens(ids),
+                                                                        strict=True)) if i not in drop]
+    return tokenizer.convert_tokens_to_string(tokens)
+
+
 
 
 def evaluate_bleu(

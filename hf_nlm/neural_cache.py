@@ -30,7 +30,7 @@ import math
 import torch
 from tqdm.auto import tqdm
 
-from .data.batching import is_stateful, split_texts
+from .data.batching import eval_mode, is_stateful, split_texts
 from .data.lm import bos_token_id, stream_stats, tokenize_corpus
 from .data.stream import bptt_chunks, stream_columns
 from .evaluation import perplexity_report
@@ -233,9 +233,7 @@ def neural_cache_log_probs(
     cache = NeuralCache(window, theta, lambda_)
     state = None
     out = []
-    was_training = model.training
-    model.eval()  # no dropout: h_t must be the deterministic state the cache compares
-    try:
+    with eval_mode(model):  # no dropout: h_t must be the deterministic state the cache compares
         chunks = bptt_chunks(columns.length, bptt)
         for start, length in tqdm(chunks, desc="neural cache", disable=not show_progress, leave=False):
             chunk = columns.chunk(start, length)
@@ -249,8 +247,6 @@ def neural_cache_log_probs(
             hidden = result.last_hidden_state[0]  # (T, D), batch 1
             vocab = head_target_log_probs(model, hidden, targets)
             out.append(cache.log_probs(hidden, targets, vocab).double().cpu())
-    finally:
-        model.train(was_training)
     return torch.cat(out)
 
 

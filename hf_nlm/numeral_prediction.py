@@ -103,20 +103,6 @@ def write_unknown_numerals(model, sequences: torch.Tensor, attention_mask: torch
             for b, positions in enumerate(found)]
 
 
-def decode_generated(tokenizer, ids, numerals: dict[int, str] | None = None) -> str:
-    """The text of generated ``ids``: special tokens dropped, except ``<unk>``, which stays visible so that
-    an unknown word is not silently missing from the text; ``numerals`` (position in ``ids`` -> text)
-    replace the ``<unk_num>`` tokens an open-vocabulary numeral decoder wrote out
-    (:func:`write_unknown_numerals`, or ``generate(..., return_dict_in_generate=True).numerals``)."""
-    drop = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
-    if not numerals:
-        return tokenizer.decode([i for i in ids.tolist() if i not in drop], skip_special_tokens=False)
-    ids = ids.tolist()
-    tokens = [numerals.get(t, token) for t, (i, token) in enumerate(zip(ids, tokenizer.convert_ids_to_tokens(ids),
-                                                                        strict=True)) if i not in drop]
-    return tokenizer.convert_tokens_to_string(tokens)
-
-
 def evaluate_number_prediction(model, tokenizer, texts, train_texts=None, statistic: str = "median",
                                block_size: int = 256, device=None) -> dict:
     """MAPE and MdAPE of :func:`numeral_predictions` on ``texts`` (the ``number_prediction`` metric),
@@ -135,4 +121,4 @@ def evaluate_number_prediction(model, tokenizer, texts, train_texts=None, statis
     return {**report, "statistic": statistic}
 
 
-__all__ = ["STATISTICS", "decode_generated", "evaluate_number_prediction", "numeral_predictions", "write_unknown_numerals"]
+__all__ = ["STATISTICS", "evaluate_number_prediction", "numeral_predictions", "write_unknown_numerals"]

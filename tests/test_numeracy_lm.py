@@ -419,7 +419,8 @@ def test_mog_predictions_are_the_mixtures_and_metrics_have_baselines(numeracy_to
 
 @pytest.mark.parametrize("strategy", ["drnn", "mog"])
 def test_generated_unk_num_is_written_out_by_the_numeral_decoder(numeracy_tokenizer, strategy):
-    from hf_nlm.numeral_prediction import decode_generated, write_unknown_numerals
+    from hf_nlm.evaluation import decode_generated
+    from hf_nlm.numeral_prediction import write_unknown_numerals
     from hf_nlm.tokenization.numerals import parse_numeral
 
     tok = numeracy_tokenizer

@@ -94,7 +94,7 @@ def batching_for(
 
 
 @contextmanager
-def _eval_mode(model):
+def eval_mode(model):
     """``model.eval()`` for the ``with`` block, then back to the mode it was in."""
     was_training = model.training
     model.eval()
@@ -257,7 +257,7 @@ class BlockBatching(Batching):
     def log_probs(self, model, stream, batch_size: int, device=None, with_hidden: bool = False):
         device = device or next(model.parameters()).device
         out, hidden = [], []
-        with _eval_mode(model):
+        with eval_mode(model):
             for batch in self._loader(stream, batch_size):
                 log_probs, output = batch_log_probs(model, {k: v.to(device) for k, v in batch.items()})
                 out.append(log_probs)
@@ -300,7 +300,7 @@ class StreamBatching(Batching):
         # One column, the state carried from chunk to chunk: every token sees the whole stream before it.
         device = device or next(model.parameters()).device
         columns, state, out, hidden = self.columns(stream, 1), None, [], []
-        with _eval_mode(model):
+        with eval_mode(model):
             for start, length in bptt_chunks(columns.length, self.block_size):
                 chunk = {k: v.to(device) for k, v in columns.chunk(start, length).items()}
                 log_probs, output = batch_log_probs(model, chunk, past_key_values=state, use_cache=True)
@@ -366,7 +366,7 @@ class PairedBatching(Batching):
         lengths = examples.source_lengths[indices] + examples.target_lengths[indices]
         indices = indices[torch.sort(lengths, descending=True, stable=True).indices]
         scores = {}
-        with _eval_mode(model):
+        with eval_mode(model):
             for chunk in tqdm(torch.split(indices, batch_size), desc=desc, disable=desc is None, leave=False):
                 rows = chunk.tolist()
                 batch = {k: v.to(device) for k, v in collate_pairs([examples[i] for i in rows], self.pad_token_id).items()}
@@ -414,7 +414,7 @@ def stream_nll(
     reading each column in chunks of ``bptt`` with the recurrent state carried from chunk to chunk."""
     device = device or next(model.parameters()).device
     total, count, state = 0.0, 0, None
-    with _eval_mode(model):
+    with eval_mode(model):
         for start, length in tqdm(bptt_chunks(columns.length, bptt), desc=desc, disable=desc is None, leave=False):
             batch = {k: v.to(device) for k, v in columns.chunk(start, length, rows).items()}
             out = model(**batch, past_key_values=state, use_cache=True, logits_to_keep=1)
@@ -438,7 +438,7 @@ def summed_nll(model, loader, device=None, desc: str | None = None) -> tuple[flo
     # Our models compute the loss from the head whatever logits_to_keep says; skipping the |V|-wide
     # logits of every position halves the cost of evaluating a softmax model.
     extra = {"logits_to_keep": 1} if isinstance(model, NLMPreTrainedModel) else {}
-    with _eval_mode(model):
+    with eval_mode(model):
         for batch in tqdm(loader, desc=desc, disable=desc is None, leave=False):
             batch = {k: v.to(device) for k, v in batch.items()}
             n = int((target_labels(batch) != IGNORE_INDEX).sum())

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from ..data.batching import eval_mode
 from ..data.lm import build_lm_dataset
 from ..evaluation import split_texts
 from ..heads import tree_config_fields
@@ -50,12 +51,10 @@ def word_vectors_from_model(
     """
     dataset, _ = build_lm_dataset(list(texts), tokenizer, block_size, model.config.context_size)
     device = torch.device(device) if device is not None else next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     V = model.config.vocab_size
     sums = counts = total = None
     n_total = 0
-    try:
+    with eval_mode(model):
         for start in range(0, len(dataset), batch_size):
             batch = dataset.__getitems__(list(range(start, min(start + batch_size, len(dataset)))))
             ids, labels = batch["input_ids"].to(device), batch["labels"].to(device)
@@ -70,8 +69,6 @@ def word_vectors_from_model(
             counts += torch.bincount(targets, minlength=V).to(counts.dtype)
             total += hidden.sum(0)
             n_total += hidden.shape[0]
-    finally:
-        model.train(was_training)
     if sums is None or n_total == 0:
         raise ValueError("the texts hold no token to compute word vectors from")
     mean_all = total / n_total

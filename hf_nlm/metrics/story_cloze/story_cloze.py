@@ -146,7 +146,7 @@ def story_cloze_accuracy(model, tokenizer, dataset, batch_size: int = 16, device
     """
     import torch
 
-    from hf_nlm.data.batching import _eval_mode, batch_log_probs
+    from hf_nlm.data.batching import batch_log_probs, eval_mode
     from hf_nlm.data.lm import IGNORE_INDEX, bos_token_id
 
     if batch_size < 1:
@@ -179,7 +179,7 @@ def story_cloze_accuracy(model, tokenizer, dataset, batch_size: int = 16, device
     device = torch.device(device) if device is not None else next(model.parameters()).device
     totals = torch.zeros(len(sequences), dtype=torch.float64)
     order = sorted(range(len(sequences)), key=lambda j: len(sequences[j]))
-    with _eval_mode(model), torch.inference_mode():
+    with eval_mode(model), torch.inference_mode():
         for start in range(0, len(order), batch_size):
             rows = order[start:start + batch_size]
             longest = max(len(sequences[j]) for j in rows)

@@ -61,7 +61,7 @@ class NumeracyLMForCausalLM(NumeracyLMPreTrainedModel, AWDLSTMForCausalLM):
         """``GenerationMixin.generate``, with words and numerals searched jointly by an open numeral
         branch (module docstring). With ``return_dict_in_generate=True`` the output also has
         ``numerals``: per returned sequence, ``{position: numeral text}`` for each ``<unk_num>``, the
-        numeral written there (:func:`hf_nlm.numeral_prediction.decode_generated` puts them in the text).
+        numeral written there (:func:`hf_nlm.evaluation.decode_generated` puts them in the text).
         """
         head = self.lm_head
         if not getattr(head, "open_numeral_vocabulary", False):
