@@ -142,6 +142,14 @@ class NLMConfig(PreTrainedConfig):
                 gloss = f" ({what[name]})" if name in what else ""
                 raise ValueError(f"{type(self).__name__}.{name}{gloss} must be >= 1, got {value}")
 
+    def require_dropout(self, *names: str) -> None:
+        """Raise ``ValueError`` unless every field in ``names`` is a dropout probability in [0, 1)."""
+        for name in names:
+            p = getattr(self, name)
+            # p = 1 would drop everything and the 1 / (1 - p) rescaling would divide by zero.
+            if not 0.0 <= p < 1.0:
+                raise ValueError(f"{type(self).__name__}.{name} is a dropout probability and must be in [0, 1), got {p}")
+
 
 _ARG_LINE = re.compile(r"^(?P<names>\w+(?:, \w+)*) \((?P<kind>[^)]*)\):$")
 

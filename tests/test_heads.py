@@ -184,6 +184,61 @@ def test_split_fused_nll_equals_autograd_reference():
     assert (grads[0][2][20:] == 0).all()
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("bias", [True, False])
+def test_softmax_fused_nll_equals_cross_entropy(dtype, bias):
+    """The fused loss (scores laid out |V| x N, gradient formed in the forward pass) against autograd
+    through F.cross_entropy(F.linear(...)): values and the gradients of a row-weighted sum, with an
+    ignored target and targets at both ends of the vocabulary."""
+    torch.manual_seed(0)
+    head = SoftmaxHead(D, V, bias=bias).to(dtype)
+    if bias:
+        nn.init.normal_(head.bias)
+    h = torch.randn(3, 7, D, dtype=dtype, requires_grad=True)
+    t = torch.randint(0, V, (3, 7))
+    t[0, 0], t[1, 2], t[2, 6] = -100, 0, V - 1
+    w = torch.randn(3, 7, dtype=dtype)
+    params = [h, *head.parameters()]
+    fused = head.nll(h, t)
+    reference = F.cross_entropy(head(h).reshape(-1, V), t.reshape(-1), reduction="none").view(3, 7)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else {}
+    torch.testing.assert_close(fused, reference, **tol)
+    assert fused[0, 0] == 0
+    for a, b in zip(torch.autograd.grad((fused * w).sum(), params), torch.autograd.grad((reference * w).sum(), params),
+                    strict=True):
+        torch.testing.assert_close(a, b, **tol)
+    with torch.no_grad():  # the forward-only path (no gradient buffer kept)
+        torch.testing.assert_close(head.nll(h, t), reference, **tol)
+
+
+def test_softmax_fused_nll_gradient_to_the_inputs_it_is_asked_for():
+    """A frozen output layer (weight without grad) and hidden states without grad each still train the other."""
+    torch.manual_seed(1)
+    head = SoftmaxHead(D, V).double()
+    h = torch.randn(6, D, dtype=torch.float64)
+    t = torch.randint(0, V, (6,))
+    head.weight.requires_grad_(False)
+    h.requires_grad_(True)
+    (g_h,) = torch.autograd.grad(head.nll(h, t).sum(), [h])
+    (ref_h,) = torch.autograd.grad(F.cross_entropy(head(h), t, reduction="sum"), [h])
+    torch.testing.assert_close(g_h, ref_h)
+    head.weight.requires_grad_(True)
+    h.requires_grad_(False)
+    g_w, g_b = torch.autograd.grad(head.nll(h, t).sum(), [head.weight, head.bias])
+    ref_w, ref_b = torch.autograd.grad(F.cross_entropy(head(h), t, reduction="sum"), [head.weight, head.bias])
+    torch.testing.assert_close(g_w, ref_w)
+    torch.testing.assert_close(g_b, ref_b)
+
+
+def test_softmax_nll_under_autocast_and_in_half_precision_uses_upcast_scores():
+    head = SoftmaxHead(D, V).to(torch.bfloat16)
+    h = torch.randn(4, D, dtype=torch.bfloat16)
+    t = torch.randint(0, V, (4,))
+    expected = F.cross_entropy(head(h).float(), t, reduction="none")
+    torch.testing.assert_close(head.nll(h, t), expected)
+    assert head.nll(h, t).dtype == torch.float32
+
+
 def test_split_weight_is_tieable_to_an_embedding():
     emb = nn.Embedding(V, D)
     head = SplitSoftmaxHead(D, V, [5, 17])

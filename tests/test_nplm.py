@@ -55,6 +55,23 @@ def test_forward_equals_paper_formula(kw):
                 torch.testing.assert_close(logits[b, t], bengio_logits(model, context), rtol=1e-5, atol=1e-5)
 
 
+def test_dropout_acts_on_z_in_training_only():
+    """Evaluation ignores dropout (the paper's formula holds); training zeroes entries of z = [tanh(d + H x); x]
+    with probability p and scales the rest by 1 / (1 - p), seen through the output layer's gradient."""
+    model = tiny(dropout=0.5)
+    ids = torch.tensor([[3, 0, 6, 2, 5, 4, 1]])
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids).logits[0, 2], bengio_logits(model, [3, 0, 6]),
+                                   rtol=1e-5, atol=1e-5)
+    model.train()
+    z = model.model(ids).last_hidden_state
+    model.eval()
+    z_eval = model.model(ids).last_hidden_state
+    dropped = z == 0
+    assert 0 < dropped.float().mean() < 1
+    torch.testing.assert_close(z[~dropped], 2 * z_eval[~dropped])
+
+
 def test_parameter_count_matches_paper():
     V, n, m, h = 11, 5, 6, 3
     model = NPLMForCausalLM(NPLMConfig(vocab_size=V, context_size=n - 1, embedding_size=m, hidden_size=h))
@@ -175,6 +192,8 @@ def test_loading_another_model_type_is_refused(tmp_path):
         ({"embedding_size": 0}, "embedding_size"),
         ({"hidden_size": -1}, "hidden_size"),
         ({"tie_word_embeddings": True}, "tie_word_embeddings"),
+        ({"dropout": 1.0}, "dropout"),
+        ({"dropout": -0.1}, "dropout"),
     ],
 )
 def test_bad_config_is_rejected(kw, field):

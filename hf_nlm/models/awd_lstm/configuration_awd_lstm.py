@@ -80,11 +80,7 @@ class AWDLSTMConfig(NLMConfig):
 
     def validate_regularisation(self):
         name = type(self).__name__
-        for field in DROPOUT_FIELDS:
-            p = getattr(self, field)
-            # p = 1 would drop everything and the 1 / (1 - p) rescaling would divide by zero.
-            if not 0.0 <= p < 1.0:
-                raise ValueError(f"{name}.{field} is a dropout probability and must be in [0, 1), got {p}")
+        self.require_dropout(*DROPOUT_FIELDS)
         for field in ("alpha", "beta"):
             if not getattr(self, field) >= 0:
                 raise ValueError(f"{name}.{field} must be >= 0, got {getattr(self, field)}")

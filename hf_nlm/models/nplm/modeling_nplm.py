@@ -57,6 +57,7 @@ class NPLMModel(WindowModelMixin, NPLMPreTrainedModel):
         self.C = nn.Embedding(config.vocab_size, config.embedding_size)
         # H and d: the hidden layer (absent when h = 0).
         self.H = nn.Linear(config.context_size * config.embedding_size, config.hidden_size) if config.hidden_size else None
+        self.dropout = nn.Dropout(config.dropout)
         self.post_init()
 
     def forward(
@@ -76,7 +77,7 @@ class NPLMModel(WindowModelMixin, NPLMPreTrainedModel):
             parts.append(torch.tanh(self.H(x)))  # tanh(d + H x)
         if self.config.direct_connections:
             parts.append(x)
-        z = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+        z = self.dropout(parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1))
         hidden_states = (x, z) if self._hidden_states(output_hidden_states) else None
         return self._output(BaseModelOutput(last_hidden_state=z, hidden_states=hidden_states), return_dict)
 
