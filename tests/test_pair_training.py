@@ -263,10 +263,14 @@ def test_scoring_through_our_output_head_equals_the_logits(tokenizer):
 
 def test_tiny_bart_learns_to_copy_through_train_lm(tokenizer, copy_data, tmp_path):
     model = tiny_bart(tokenizer, d_model=32)
-    results = train_lm(model, tokenizer, copy_data, tiny_config(tmp_path, num_epochs=10, group_by_length=True))
+    # 20 epochs with a decaying learning rate: after 10 at a constant 1e-2 the copy was half learned and BLEU
+    # swung from 21 (1 thread) to 51 (2 threads) with float summation order; a constant rate this high also
+    # undoes late epochs. With the linear decay it is 84-94 at 1 to 4 threads, validation perplexity 1.02.
+    config = tiny_config(tmp_path, num_epochs=20, group_by_length=True, lr_scheduler="linear")
+    results = train_lm(model, tokenizer, copy_data, config)
     epochs = [r for r in read_log(tmp_path) if r["type"] == "epoch"]
     steps = [r for r in read_log(tmp_path) if r["type"] == "step"]
-    assert len(epochs) == 10 and len(steps) == 10 * 12 // 4  # 96 examples in batches of 8; a record every 4
+    assert len(epochs) == 20 and len(steps) == 20 * 12 // 4  # 96 examples in batches of 8; a record every 4
     assert steps[-1]["train_loss"] < 0.3 * steps[0]["train_loss"]
     assert epochs[-1]["val_ppl"] < 0.3 * epochs[0]["val_ppl"]
     # Validation and test perplexity are over every target token (and each <eos>) once.
@@ -286,7 +290,7 @@ def test_tiny_bart_learns_to_copy_through_train_lm(tokenizer, copy_data, tmp_pat
     assert batched == alone
     bleu = evaluate_bleu(model, copy_data["test"], tokenizer, batch_size=5, return_predictions=True, max_new_tokens=8)
     assert bleu["predictions"] == batched and bleu["num_examples"] == 16
-    assert bleu["score"] > 50
+    assert bleu["score"] > 60
 
 
 def test_resume_equals_uninterrupted(tokenizer, copy_data, tmp_path):
