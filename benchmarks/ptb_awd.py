@@ -17,8 +17,10 @@ for 20 minutes underfits under them (issue 15). ``--nonmono`` is NT-ASGD's trigg
 
 After training, each row is also scored with the neural cache pointer (Grave et al. 2017;
 ``hf_nlm.neural_cache``), window ``--cache-window``, theta and lambda picked on validation from a small grid,
-and its per-epoch validation curve is kept (``curve``: the validation perplexity after each epoch, on
-10 columns, as the training loop measures it).
+and its validation curve is kept (``curve``: ``[epochs trained, validation perplexity]`` after each epoch
+and where the budget stopped it, on 10 columns, as the training loop measures it). A row stops when its
+budget is spent, in the middle of an epoch if need be (``TrainingConfig.max_time_within_epoch``), so the
+rows train for the same time; ``--whole-epochs`` is the older rule.
 
 ``--config cpu`` (default) is sized for a 2-core CPU: 2 layers, embedding 200, hidden 400, a fixed
 time budget per row (``--time-budget``); ``--config paper`` is the paper's model (3 layers, 400 /
@@ -66,10 +68,11 @@ def scaled(regularisation: dict, scale: float, ar_scale: float = 1.0) -> dict:
     return {k: round(v * (ar_scale if k in ("alpha", "beta") else scale), 4) for k, v in regularisation.items()}
 
 
-def validation_curve(run_dir: Path) -> list[float]:
-    """The validation perplexity after each epoch, from the run's ``log.jsonl``."""
+def validation_curve(run_dir: Path) -> list[list[float]]:
+    """``[epochs trained, validation perplexity]`` after each epoch and at a mid-epoch stop, from ``log.jsonl``."""
     records = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
-    return [round(r["val_ppl"], 2) for r in records if r.get("type") == "epoch" and r.get("val_ppl") is not None]
+    return [[round(r["epoch"] + (r["type"] == "epoch"), 2), round(r["val_ppl"], 2)]
+            for r in records if r.get("type") in ("epoch", "eval") and r.get("val_ppl") is not None]
 
 
 def cache_results(model, corpus, tokenizer, window: int) -> dict:
@@ -92,7 +95,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--config", choices=sorted(SIZES), default="cpu", help="model size (default: cpu)")
     parser.add_argument("--quick", action="store_true", help="a slice of PTB, about a minute per row")
     parser.add_argument("--time-budget", type=float, default=1200.0,
-                        help="seconds per row: no epoch is started that would end after it (default: 1200)")
+                        help="seconds per row, evaluations during training included (default: 1200); a row stops "
+                             "in the middle of an epoch when it is spent and validates where it stopped")
+    parser.add_argument("--whole-epochs", action="store_true",
+                        help="the older rule: start no epoch that would end after the budget (rows then differ "
+                             "in training time by up to an epoch)")
     parser.add_argument("--epochs", type=int, default=500, help="maximum epochs per row (default: 500)")
     parser.add_argument("--learning-rate", type=float, default=30.0, help="SGD learning rate (paper: 30)")
     parser.add_argument("--batch-size", type=int, default=20, help="stream columns (paper, PTB: 20)")
@@ -143,7 +150,7 @@ def run_row(key: str, args: argparse.Namespace) -> dict:
     training = TrainingConfig(
         output_dir=str(run_dir), overwrite_output_dir=True,
         block_size=args.bptt, batch_size=args.batch_size, eval_batch_size=10, variable_bptt=True,
-        num_epochs=args.epochs, max_time_s=args.time_budget, optimizer="sgd", learning_rate=args.learning_rate,
+        num_epochs=args.epochs, max_time_s=args.time_budget, max_time_within_epoch=not args.whole_epochs, optimizer="sgd", learning_rate=args.learning_rate,
         lr_scheduler="constant", weight_decay=1.2e-6, max_grad_norm=0.25, nt_asgd=nt_asgd, nonmono=args.nonmono,
         early_stopping_patience=None, logging_steps=100, save_total_limit=1, progress_bar=False, eval_test=False,
     )
@@ -153,14 +160,15 @@ def run_row(key: str, args: argparse.Namespace) -> dict:
     train_s = time.perf_counter() - start
     exact = {split: evaluate_lm(model, corpus[split], tokenizer, block_size=args.bptt, batch_size=1)
              for split in ("validation", "test")}
+    curve = validation_curve(run_dir)
     row = {
         "case": case, "value": round(exact["test"]["perplexity"], 2), "unit": "ppl", "better": "lower",
         "valid_ppl": round(exact["validation"]["perplexity"], 2), "train_time_s": round(train_s, 1),
-        "epochs": results["epochs_completed"], "stop_reason": results["stop_reason"],
+        "epochs": curve[-1][0] if curve else 0, "stop_reason": results["stop_reason"],
         "averaging_since_step": results["averaging_since_step"], "global_step": results["global_step"],
         "tokens_per_s": round(results["train_tokens"] / train_s, 1), "num_parameters": model.num_parameters(),
         "regularisation": regularisation, "nonmono": args.nonmono if nt_asgd else None,
-        "curve": validation_curve(run_dir), **cache_results(model, corpus, tokenizer, args.cache_window), **common,
+        "curve": curve, **cache_results(model, corpus, tokenizer, args.cache_window), **common,
     }
     emit(row)
     return {**row, "context": common}
@@ -169,12 +177,12 @@ def run_row(key: str, args: argparse.Namespace) -> dict:
 def write_table(rows: list[dict], ratio: dict, path: Path, args, common: dict) -> None:
     hardware = common["gpu"] or f"CPU ({common['threads']} threads)"
     columns = ["model", "params", "epochs", "NT-ASGD averaging from update", "train time", "tokens/s", "valid ppl",
-               "test ppl", "test ppl + neural cache (theta, lambda)", "validation ppl per epoch"]
+               "test ppl", "test ppl + neural cache (theta, lambda)", "validation ppl after (epochs: ppl)"]
     cells = [
         [r["case"], f"{r['num_parameters']:,}", r["epochs"],
          "" if r["averaging_since_step"] is None else f"{r['averaging_since_step']:,}", f"{r['train_time_s']:.0f} s",
          f"{r['tokens_per_s']:,.0f}", f"{r['valid_ppl']:.1f}", f"{r['value']:.1f}",
-         f"{r['cache_test_ppl']:.1f} ({r['cache_theta']}, {r['cache_lambda']})", ", ".join(map(str, r["curve"]))]
+         f"{r['cache_test_ppl']:.1f} ({r['cache_theta']}, {r['cache_lambda']})", ", ".join(f"{e:g}: {p}" for e, p in r["curve"])]
         for r in rows
     ]
     write_report(

@@ -293,6 +293,28 @@ def test_time_budget_starts_no_epoch_that_would_overrun(toy_data, toy_tokenizer,
     assert train_lm(tiny_model(toy_tokenizer), toy_tokenizer, toy_data, generous)["stop_reason"] == "num_epochs"
 
 
+def test_time_budget_within_epoch_stops_mid_epoch_validates_and_resumes(toy_data, toy_tokenizer, tmp_path):
+    # A budget spent by the first update: with max_time_within_epoch the run stops right after it.
+    settings = dict(num_epochs=2, save_total_limit=None)
+    cut = tiny_config(tmp_path / "cut", max_time_s=1e-9, max_time_within_epoch=True, **settings)
+    results = train_lm(tiny_model(toy_tokenizer), toy_tokenizer, toy_data, cut)
+    assert results["stop_reason"] == "max_time" and results["global_step"] == 1 and results["epochs_completed"] == 0
+    (point,) = [r for r in read_log(tmp_path / "cut") if r["type"] == "eval"]
+    assert point["global_step"] == 1 and 0 < point["epoch"] < 1
+    # The validated point is the model kept, and it is the weights after exactly one update.
+    assert point["val_ppl"] == pytest.approx(results["validation"]["perplexity"], rel=1e-5)
+    one_step = train_lm(tiny_model(toy_tokenizer), toy_tokenizer, toy_data,
+                        tiny_config(tmp_path / "one", max_steps=1, **settings))
+    assert one_step["validation"]["perplexity"] == pytest.approx(point["val_ppl"], rel=1e-6)
+    assert_bitwise_equal(weights(tmp_path / "cut"), weights(tmp_path / "one"))
+
+    # Resumed without a budget, the run finishes both epochs exactly as an uninterrupted one.
+    train_lm(tiny_model(toy_tokenizer, seed=123), toy_tokenizer, toy_data,
+             tiny_config(tmp_path / "cut", resume_from_checkpoint="latest", **settings))
+    train_lm(tiny_model(toy_tokenizer), toy_tokenizer, toy_data, tiny_config(tmp_path / "full", **settings))
+    assert_bitwise_equal(weights(tmp_path / "cut"), weights(tmp_path / "full"))
+
+
 def test_non_finite_loss_raises_and_checkpoints(toy_data, toy_tokenizer, tmp_path):
     model = tiny_model(toy_tokenizer)
     FailAt(model, at=5, mode="nan")

@@ -79,6 +79,12 @@ class TrainingConfig:
     max_time_s: float | None = _f(
         None, "time budget: start no further epoch that would end after this many seconds of the run; None = no limit"
     )
+    max_time_within_epoch: bool = _f(
+        False,
+        "with max_time_s: stop after the update during which the budget runs out, even in the middle of an epoch; "
+        "the weights reached are validated (and kept if they are the best so far) and a checkpoint lets a resumed "
+        "run finish the epoch. Gives runs of exactly equal training time, where whole epochs would not",
+    )
 
     # Optimiser.
     optimizer: str = _f("sgd", "sgd | adam | adamw", choices=OPTIMIZERS)

@@ -458,6 +458,8 @@ class LMTrainer:
                     interrupt.check()
                 if config.max_steps is not None and st.global_step >= config.max_steps:
                     break
+                if config.max_time_within_epoch and self._budget_spent():
+                    break
         finally:
             bar.close()
             st.epoch_time_s = time.perf_counter() - epoch_start
@@ -556,9 +558,15 @@ class LMTrainer:
         """A ``with`` block in which the model holds the averaged weights (if averaging has started)."""
         return self.averager.swapped_in() if self.state.averaging_since_step is not None else nullcontext()
 
+    def _budget_spent(self) -> bool:
+        return self.config.max_time_s is not None and self._elapsed() >= self.config.max_time_s
+
     def _out_of_time(self) -> bool:
-        """Would another epoch, as long as the last one, end past ``max_time_s``? (Never before the first.)"""
+        """Is the budget spent (``max_time_within_epoch``; never before this run's first update), or else would
+        another epoch, as long as the last one, end past ``max_time_s``? (Whole epochs: never before the first.)"""
         budget = self.config.max_time_s
+        if self.config.max_time_within_epoch:
+            return self.state.global_step > self._first_step and self._budget_spent()
         if budget is None or not self._epoch_seconds:
             return False
         return self._elapsed() + self._epoch_seconds[-1] > budget
@@ -583,6 +591,7 @@ class LMTrainer:
         self._run_start = time.perf_counter()
         self._last_plot = self._run_start
         self._epoch_seconds: list[float] = []
+        self._first_step = self.state.global_step
 
         st = self.state
         try:
@@ -599,8 +608,13 @@ class LMTrainer:
                         break
                     epoch_started = time.perf_counter()
                     completed = self.train_epoch(interrupt)
-                    if not completed:  # max_steps in the middle of an epoch
-                        st.stop_reason = "max_steps"
+                    if not completed:  # max_steps, or the budget with max_time_within_epoch, mid-epoch
+                        max_steps_reached = config.max_steps is not None and st.global_step >= config.max_steps
+                        st.stop_reason = "max_steps" if max_steps_reached else "max_time"
+                        # A time budget's last updates count; max_steps validates only when no epoch was.
+                        # Before the checkpoint, so that a resumed run knows the best perplexity so far.
+                        if st.stop_reason == "max_time" or st.best_val_ppl is None:
+                            self._validate_unfinished_epoch()
                         if self._last_saved_step != st.global_step:
                             self.save_checkpoint()
                         break
@@ -617,25 +631,26 @@ class LMTrainer:
                 except Exception as save_err:  # never hide the original error
                     warnings.warn(f"could not write a checkpoint after the error: {save_err}", stacklevel=2)
             raise
-        if st.stop_reason == "max_steps" and st.best_val_ppl is None:
-            self._validate_unfinished_epoch()
         return self.finish()
 
     def _validate_unfinished_epoch(self) -> None:
-        """A run that ``max_steps`` stopped before any epoch ended has no validated model yet: validate the
-        weights it stopped with, save them as ``best_model/`` and log the point (an ``"eval"`` record, at
-        the fraction of the epoch done). The checkpoint is already written, so resuming is unchanged."""
+        """Validate the weights a run stopped with in the middle of an epoch; save them as ``best_model/`` if
+        they are the best so far, and log the point (an ``"eval"`` record, at the fraction of the epoch done).
+        The checkpoint is already written, so resuming is unchanged."""
         st, acc = self.state, self.accelerator
         with self._averaged_weights():
             val_loss = self.validation_loss()
             if val_loss is None:
                 return
-            st.best_val_ppl = math.exp(val_loss)
-            if acc.is_main_process:
-                save_pretrained_atomic(self.output_dir / BEST_MODEL_DIR, self.unwrapped_model, self.tokenizer)
+            val_ppl = math.exp(val_loss)
+            if st.best_val_ppl is None or val_ppl < st.best_val_ppl:
+                st.best_val_ppl, st.best_epoch = val_ppl, st.epoch
+                if acc.is_main_process:
+                    save_pretrained_atomic(self.output_dir / BEST_MODEL_DIR, self.unwrapped_model, self.tokenizer)
         steps = max(self.batches.steps(st.epoch), 1)
         self._log({"type": "eval", "epoch": st.epoch + st.step_in_epoch / steps, "global_step": st.global_step,
-                   "val_loss": val_loss, "val_ppl": st.best_val_ppl, "elapsed_s": self._elapsed()})
+                   "val_loss": val_loss, "val_ppl": val_ppl, "best_val_ppl": st.best_val_ppl,
+                   "elapsed_s": self._elapsed()})
 
     def finish(self) -> dict:
         """Load the best weights, save model + tokenizer into output_dir, evaluate, write the card and results."""
