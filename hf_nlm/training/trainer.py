@@ -227,6 +227,7 @@ class LMTrainer:
         self.state = TrainerState()
         self.averager = WeightAverager(model)
         self._last_saved_step: int | None = None
+        self._rng_before_step: dict | None = None  # set while an update is under way
         self._last_lr = config.learning_rate
         self._elapsed_at_start, self._run_start = 0.0, time.perf_counter()
         self._last_plot = self._run_start
@@ -271,10 +272,13 @@ class LMTrainer:
         acc = self.accelerator
         self.state.elapsed_s = self._elapsed()
         folder = checkpoints_dir(self.output_dir) / f"checkpoint-{self.state.global_step}"
+        # After an exception inside an update, the RNG state from before that update: the resumed run
+        # redoes it with the same dropout masks.
+        rng_state = self._rng_before_step if self._rng_before_step is not None else capture_rng_state()
         if collective and acc.num_processes > 1:
-            rng_states = dict(enumerate(gather_object([capture_rng_state()])))
+            rng_states = dict(enumerate(gather_object([rng_state])))
         else:
-            rng_states = {acc.process_index: capture_rng_state()}
+            rng_states = {acc.process_index: rng_state}
         tensors = self._training_tensors(collective)
         if acc.is_main_process:
             save_checkpoint(
@@ -362,6 +366,7 @@ class LMTrainer:
         Raises ``FloatingPointError`` (before any parameter changes) if the loss is not finite on any process.
         """
         acc = self.accelerator
+        self._rng_before_step = capture_rng_state()
         local_targets = self.batching.num_targets(batch)
         batch = {k: v.to(acc.device, non_blocking=True) for k, v in batch.items()}
         output = self.model(**batch, **self.batches.state_inputs(self.carried_state))
@@ -391,6 +396,7 @@ class LMTrainer:
         if self.state.averaging_since_step is not None:
             self.averager.update()
         self.carried_state = self.batches.state_after(output)
+        self._rng_before_step = None  # the update is complete
         return nll_sum
 
     def train_epoch(self, interrupt: _DeferredInterrupt | None = None) -> bool:
