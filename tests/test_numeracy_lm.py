@@ -611,3 +611,41 @@ def test_generated_numerals_come_back_with_the_output_and_suppression_still_hold
     # The joint score is put in before the other processors: a suppressed <unk_num> stays suppressed.
     out = m.generate(torch.tensor([[3, 5]]), max_new_tokens=5, do_sample=False, suppress_tokens=[2], pad_token_id=0)
     assert 2 not in out[0, 2:].tolist()
+
+
+@pytest.mark.parametrize("strategy", ["drnn", "mog"])
+def test_story_cloze_scores_an_unseen_numeral_as_itself(numeracy_tokenizer, strategy):
+    """story_cloze_accuracy hands the tokenizer's numeral fields to the model: an ending's unseen numeral
+    gets log p(numeral | h) + log p(its digits / value | h), not the <unk_num> row; checked against one
+    unbatched forward pass scored by hand with the head's branches."""
+    from hf_nlm.metrics import story_cloze_accuracy
+    from hf_nlm.tokenization.numerals import parse_numeral
+
+    tok, m = numeracy_tokenizer, tokenized_model(numeracy_tokenizer, strategy)
+    head = m.lm_head
+    context = "in 1990 the deficit was 3.5 billion dollars ."
+    endings = ["up 47 % .", "up 12 % .", "up 48.5 % ."]  # 47 and 48.5 are outside the vocabulary
+    result = story_cloze_accuracy(m, tok, [{"sentences": [context], "endings": endings, "label": 1}], batch_size=2)
+
+    for ending, score in zip(endings, result["ending_log_probs"][0], strict=True):
+        ids = [tok.eos_token_id] + tok(f"{context} {ending}", add_special_tokens=False)["input_ids"]
+        pieces = ["<eos>"] + f"{context} {ending}".split()
+        with torch.no_grad():
+            hidden = m(torch.tensor([ids]), output_hidden_states=True).hidden_states[-1][0].double()
+            full = head.double().log_probs(hidden)
+            log_numeral = torch.log_softmax(hidden @ head.class_weight.T + head.class_bias, -1)[:, 1]
+            expected = 0.0
+            for t in range(len(ids) - len(ending.split()), len(ids)):
+                numeral = parse_numeral(pieces[t])
+                if ids[t] != tok.unk_num_token_id:
+                    expected += full[t - 1, ids[t]].item()
+                elif strategy == "drnn":
+                    digits = torch.tensor([encode_digits(numeral.canonical)])
+                    expected += (log_numeral[t - 1] + head.digit_rnn.log_prob(hidden[t - 1:t], digits)[0]).item()
+                else:
+                    value, precision = torch.tensor([numeral.value], dtype=torch.float64), torch.tensor([numeral.precision])
+                    expected += (log_numeral[t - 1] + head.mixture.log_prob(hidden[t - 1:t], value, precision)[0]).item()
+        m.float()
+        assert score == pytest.approx(expected, rel=1e-4, abs=1e-4)
+    # The two unseen numerals are told apart (as <unk_num> they would score the same up to "%").
+    assert result["ending_log_probs"][0][0] != pytest.approx(result["ending_log_probs"][0][2], abs=1e-3)

@@ -128,7 +128,10 @@ def story_cloze_accuracy(model, tokenizer, dataset, batch_size: int = 16, device
     of ``batch_size``; no attention mask is passed, as padding after a causal model's last scored
     token cannot change the scores, so batching is exact. Log-probabilities come from
     :func:`hf_nlm.data.batching.batch_log_probs` (the output head's exact ``-nll`` for models of this
-    package, the logits' log-softmax for any other transformers causal LM).
+    package, the logits' log-softmax for any other transformers causal LM). A tokenizer with per-token
+    fields (``token_features``: the numeracy tokenizer's numeral value, precision and digits) has them
+    computed for the context and each ending and handed to the model, so a numeracy LM with an
+    open-vocabulary numeral branch scores each numeral as itself, not as ``<unk_num>``.
 
     Args:
         model: a causal LM (``AutoModelForCausalLM``-like: ``model(input_ids=...)`` returns logits).
@@ -147,7 +150,16 @@ def story_cloze_accuracy(model, tokenizer, dataset, batch_size: int = 16, device
     import torch
 
     from hf_nlm.data.batching import batch_log_probs, eval_mode
-    from hf_nlm.data.lm import IGNORE_INDEX, bos_token_id
+    from hf_nlm.data.lm import IGNORE_INDEX, bos_token_id, resolve_features
+
+    # A tokenizer with per-token fields (the numeracy tokenizer's numeral value, precision and digits)
+    # gives them to the model, so that an open-vocabulary numeral branch scores each numeral as itself.
+    features = resolve_features(tokenizer)
+
+    def encode(text: str) -> tuple[list[int], dict]:
+        encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=features is not None)
+        fields = {} if features is None else dict(features(text, encoded["offset_mapping"]))
+        return encoded["input_ids"], fields
 
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -157,7 +169,7 @@ def story_cloze_accuracy(model, tokenizer, dataset, batch_size: int = 16, device
     width = len(examples[0].get("endings", ()))  # endings per example: the same for all
     bos = bos_token_id(tokenizer)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    sequences, ending_lengths = [], []
+    sequences, sequence_fields, ending_lengths = [], [], []
     for i, example in enumerate(examples):
         missing = [c for c in ("endings", "label") + (() if context_fn else ("sentences",)) if c not in example]
         if missing:
@@ -166,14 +178,21 @@ def story_cloze_accuracy(model, tokenizer, dataset, batch_size: int = 16, device
             raise ValueError(f"story_cloze_accuracy: example {i} has {len(example['endings'])} endings, expected "
                              f"{max(width, 2)} like the first example")
         context = context_fn(example) if context_fn else " ".join(example["sentences"])
-        context_ids = ([] if bos is None else [bos]) + tokenizer(context, add_special_tokens=False)["input_ids"]
+        context_ids, context_fields = encode(context)
+        if bos is not None:
+            context_ids = [bos] + context_ids
+            context_fields = {name: np.concatenate([np.full((1, *np.shape(v)[1:]), features.fill.get(name, 0),
+                                                            dtype=np.asarray(v).dtype), v])
+                              for name, v in context_fields.items()}
         if not context_ids:
             raise ValueError(f"story_cloze_accuracy: example {i} has an empty context and the tokenizer no bos token")
         for k, ending in enumerate(example["endings"]):
-            ending_ids = tokenizer(" " + ending, add_special_tokens=False)["input_ids"]
+            ending_ids, ending_fields = encode(" " + ending)
             if not ending_ids:
                 raise ValueError(f"story_cloze_accuracy: ending {k + 1} of example {i} has no token: {ending!r}")
             sequences.append(context_ids + ending_ids)
+            sequence_fields.append({name: np.concatenate([np.asarray(context_fields[name]), np.asarray(v)])
+                                    for name, v in ending_fields.items()})
             ending_lengths.append(len(ending_ids))
 
     device = torch.device(device) if device is not None else next(model.parameters()).device
@@ -185,11 +204,17 @@ def story_cloze_accuracy(model, tokenizer, dataset, batch_size: int = 16, device
             longest = max(len(sequences[j]) for j in rows)
             input_ids = torch.full((len(rows), longest), pad, dtype=torch.long)
             labels = torch.full((len(rows), longest), IGNORE_INDEX, dtype=torch.long)
+            fields = {name: torch.full((len(rows), longest, *np.shape(v)[1:]), features.fill.get(name, 0),
+                                       dtype=torch.as_tensor(v).dtype)
+                      for name, v in sequence_fields[rows[0]].items()}
             for r, j in enumerate(rows):
                 seq, n = sequences[j], ending_lengths[j]
                 input_ids[r, : len(seq)] = torch.tensor(seq)
                 labels[r, len(seq) - n : len(seq)] = torch.tensor(seq[-n:])
-            batch = {"input_ids": input_ids.to(device), "labels": labels.to(device)}
+                for name, values in sequence_fields[j].items():
+                    fields[name][r, : len(seq)] = torch.as_tensor(values)
+            batch = {"input_ids": input_ids.to(device), "labels": labels.to(device),
+                     **{name: values.to(device) for name, values in fields.items()}}
             log_probs, _ = batch_log_probs(model, batch, use_cache=False)
             # batch_log_probs returns the labelled targets in row-major order: row r's n_r endings tokens.
             for j, piece in zip(rows, torch.split(log_probs.double(), [ending_lengths[j] for j in rows]), strict=True):
