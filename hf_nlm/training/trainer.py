@@ -642,7 +642,8 @@ class LMTrainer:
     def _validate_unfinished_epoch(self) -> None:
         """Validate the weights a run stopped with in the middle of an epoch; save them as ``best_model/`` if
         they are the best so far, and log the point (an ``"eval"`` record, at the fraction of the epoch done).
-        The checkpoint is already written, so resuming is unchanged."""
+        Called before the mid-epoch checkpoint is written, so a resumed run knows this point; evaluation
+        draws no random numbers and leaves the carried state alone, so resuming is otherwise unchanged."""
         st, acc = self.state, self.accelerator
         with self._averaged_weights():
             val_loss = self.validation_loss()
