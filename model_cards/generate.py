@@ -39,7 +39,7 @@ class Benchmark:
 
 
 BROWN = Benchmark(
-    "brown_table.json", "python benchmarks/brown_table.py --batch-size 8 --time-budget 540", "brown",
+    "brown_table.json", "python benchmarks/brown_table.py --recipes paper --batch-size 8 --time-budget 540", "brown",
     "Bengio et al.'s recipe for every MLP: plain SGD with eps_0 = 1e-3 per example (scaled by the targets per "
     "update) and the schedule eps_t = eps_0 / (1 + r t), r = 1e-8, weight decay 1e-4, early stopping on "
     "validation perplexity, a fixed time budget per row. Vocabulary: words seen at least 4 times in the whole "
