@@ -150,7 +150,8 @@ def run_row(key: str, args: argparse.Namespace) -> dict:
     training = TrainingConfig(
         output_dir=str(run_dir), overwrite_output_dir=True,
         block_size=args.bptt, batch_size=args.batch_size, eval_batch_size=10, variable_bptt=True,
-        num_epochs=args.epochs, max_time_s=args.time_budget, max_time_within_epoch=not args.whole_epochs, optimizer="sgd", learning_rate=args.learning_rate,
+        num_epochs=args.epochs, max_time_s=args.time_budget, max_time_within_epoch=not args.whole_epochs,
+        optimizer="sgd", learning_rate=args.learning_rate,
         lr_scheduler="constant", weight_decay=1.2e-6, max_grad_norm=0.25, nt_asgd=nt_asgd, nonmono=args.nonmono,
         early_stopping_patience=None, logging_steps=100, save_total_limit=1, progress_bar=False, eval_test=False,
     )

@@ -343,7 +343,8 @@ def test_resume_from_other_model_type_errors(toy_data, toy_tokenizer, tmp_path):
 
 def test_config_rejects_bad_values(tmp_path):
     for bad in [dict(batch_size=0), dict(optimizer="rmsprop"), dict(learning_rate=-1.0), dict(momentum=0.9, optimizer="adam"),
-                dict(max_grad_norm=0.0), dict(lr_scheduler="exp")]:
+                dict(max_grad_norm=0.0), dict(lr_scheduler="exp"), dict(max_time_within_epoch=True),
+                dict(max_time_s=0.0), dict(max_time_s=float("nan"))]:
         with pytest.raises(ValueError):
             tiny_config(tmp_path, **bad)
 

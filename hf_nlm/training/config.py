@@ -162,6 +162,10 @@ class TrainingConfig:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"TrainingConfig.{name} must be >= 1 or None, got {value}")
+        if self.max_time_within_epoch and self.max_time_s is None:
+            raise ValueError("TrainingConfig.max_time_within_epoch needs a budget: set max_time_s (seconds)")
+        if self.max_time_s is not None and not self.max_time_s > 0:
+            raise ValueError(f"TrainingConfig.max_time_s must be > 0 seconds or None, got {self.max_time_s}")
         if self.early_stopping_patience is not None and self.early_stopping_patience < 1:
             raise ValueError(f"TrainingConfig.early_stopping_patience must be >= 1 or None, got {self.early_stopping_patience}")
         for name, choices in [("optimizer", OPTIMIZERS), ("lr_scheduler", LR_SCHEDULERS), ("mixed_precision", MIXED_PRECISION)]:

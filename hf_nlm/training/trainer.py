@@ -366,7 +366,7 @@ class LMTrainer:
         Raises ``FloatingPointError`` (before any parameter changes) if the loss is not finite on any process.
         """
         acc = self.accelerator
-        self._rng_before_step = capture_rng_state()
+        self._rng_before_step = capture_rng_state()  # ~2 us on a CPU: a small price per update
         local_targets = self.batching.num_targets(batch)
         batch = {k: v.to(acc.device, non_blocking=True) for k, v in batch.items()}
         output = self.model(**batch, **self.batches.state_inputs(self.carried_state))

@@ -150,16 +150,21 @@ def story_cloze_accuracy(model, tokenizer, dataset, batch_size: int = 16, device
     import torch
 
     from hf_nlm.data.batching import batch_log_probs, eval_mode
-    from hf_nlm.data.lm import IGNORE_INDEX, bos_token_id, resolve_features
+    from hf_nlm.data.lm import IGNORE_INDEX, bos_token_id, fill_rows, resolve_features
 
     # A tokenizer with per-token fields (the numeracy tokenizer's numeral value, precision and digits)
     # gives them to the model, so that an open-vocabulary numeral branch scores each numeral as itself.
     features = resolve_features(tokenizer)
 
-    def encode(text: str) -> tuple[list[int], dict]:
+    def encode(text: str) -> tuple[list[int], dict[str, torch.Tensor]]:
         encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=features is not None)
-        fields = {} if features is None else dict(features(text, encoded["offset_mapping"]))
-        return encoded["input_ids"], fields
+        if features is None:
+            return encoded["input_ids"], {}
+        fields = features(text, encoded["offset_mapping"])
+        return encoded["input_ids"], {name: torch.as_tensor(np.asarray(v)) for name, v in fields.items()}
+
+    def padded(values: torch.Tensor, name: str, length: int) -> torch.Tensor:  # the field's fill value after
+        return torch.cat([values, fill_rows(values, length - len(values), features.fill, name)])
 
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -181,8 +186,7 @@ def story_cloze_accuracy(model, tokenizer, dataset, batch_size: int = 16, device
         context_ids, context_fields = encode(context)
         if bos is not None:
             context_ids = [bos] + context_ids
-            context_fields = {name: np.concatenate([np.full((1, *np.shape(v)[1:]), features.fill.get(name, 0),
-                                                            dtype=np.asarray(v).dtype), v])
+            context_fields = {name: torch.cat([fill_rows(v, 1, features.fill, name), v])
                               for name, v in context_fields.items()}
         if not context_ids:
             raise ValueError(f"story_cloze_accuracy: example {i} has an empty context and the tokenizer no bos token")
@@ -191,8 +195,7 @@ def story_cloze_accuracy(model, tokenizer, dataset, batch_size: int = 16, device
             if not ending_ids:
                 raise ValueError(f"story_cloze_accuracy: ending {k + 1} of example {i} has no token: {ending!r}")
             sequences.append(context_ids + ending_ids)
-            sequence_fields.append({name: np.concatenate([np.asarray(context_fields[name]), np.asarray(v)])
-                                    for name, v in ending_fields.items()})
+            sequence_fields.append({name: torch.cat([context_fields[name], v]) for name, v in ending_fields.items()})
             ending_lengths.append(len(ending_ids))
 
     device = torch.device(device) if device is not None else next(model.parameters()).device
@@ -204,15 +207,12 @@ def story_cloze_accuracy(model, tokenizer, dataset, batch_size: int = 16, device
             longest = max(len(sequences[j]) for j in rows)
             input_ids = torch.full((len(rows), longest), pad, dtype=torch.long)
             labels = torch.full((len(rows), longest), IGNORE_INDEX, dtype=torch.long)
-            fields = {name: torch.full((len(rows), longest, *np.shape(v)[1:]), features.fill.get(name, 0),
-                                       dtype=torch.as_tensor(v).dtype)
-                      for name, v in sequence_fields[rows[0]].items()}
+            fields = {name: torch.stack([padded(sequence_fields[j][name], name, longest) for j in rows])
+                      for name in sequence_fields[rows[0]]}
             for r, j in enumerate(rows):
                 seq, n = sequences[j], ending_lengths[j]
                 input_ids[r, : len(seq)] = torch.tensor(seq)
                 labels[r, len(seq) - n : len(seq)] = torch.tensor(seq[-n:])
-                for name, values in sequence_fields[j].items():
-                    fields[name][r, : len(seq)] = torch.as_tensor(values)
             batch = {"input_ids": input_ids.to(device), "labels": labels.to(device),
                      **{name: values.to(device) for name, values in fields.items()}}
             log_probs, _ = batch_log_probs(model, batch, use_cache=False)
