@@ -530,13 +530,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_predict_numbers(args: argparse.Namespace) -> int:
-    from .numeral_prediction import evaluate_number_prediction, numeral_predictions
+    from .numeral_prediction import evaluate_number_prediction, predict_numbers
 
     model, tokenizer, datasets = _load_model_and_corpus(args)
     try:
         if args.predictions:
             with open(args.predictions, "w", encoding="utf-8") as f:
-                for row in numeral_predictions(model, tokenizer, datasets[args.split], args.statistic,
+                for row in predict_numbers(model, tokenizer, datasets[args.split], args.statistic,
                                                interval=args.interval, block_size=args.block_size):
                     f.write(json.dumps(row) + "\n")
         train = datasets["train"] if "train" in datasets else None

@@ -7,6 +7,7 @@ batching (:func:`hf_nlm.data.batching.batching_for`); this module turns the scor
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 
@@ -22,6 +23,7 @@ __all__ = [
     "evaluate_seq2seq",
     "generate_targets",
     "is_numeracy_tokenizer",
+    "numeral_cost_breakdown",
     "numeracy_report",
     "perplexity_report",
     "split_texts",
@@ -123,6 +125,59 @@ def stream_token_texts(texts, tokenizer) -> list[str]:
         out += [normalizer.normalize_str(p) for p in pieces] if normalizer is not None else pieces
         out.append(tokenizer.eos_token)
     return out
+
+
+def numeral_cost_breakdown(model, tokenizer, texts, block_size: int = 256, device=None) -> dict[str, float | int]:
+    """Where a numeracy LM's numeral perplexity comes from: for every numeral target of ``texts``, its
+    cost -log p(s | h) (nats) split into the cost of saying that a numeral comes and the cost of
+    saying which one,
+
+        -log p(s | h) = -log p(numeral | h) - log p(s | numeral, h),  p(numeral | h) = sum_{n in N} p(n | h),
+
+    N the tokenizer's numerals (``<unk_num>`` included). For the hierarchical heads p(numeral | h) is
+    the class branch of Spithourakis & Riedel's h-softmax (sec. 3.2); for a one-softmax model it is
+    the mass that softmax puts on numerals, so every strategy is split the same way.
+
+    Returns means over the numeral targets: ``numeral_class_nll``; ``numeral_branch_nll`` (the rest);
+    ``numeral_branch_nll_adjusted``, the rest with an ``<unk_num>`` target charged log(number of distinct
+    OOV numeral types it stands for) as the adjusted perplexity does (open-vocabulary heads score such a
+    numeral as itself: nothing to charge); ``numeral_branch_nll_known`` / ``numeral_branch_nll_unknown``,
+    the unadjusted rest over the numerals in the vocabulary / outside it; and the counts. So
+    ``exp(numeral_class_nll + numeral_branch_nll_adjusted)`` is :func:`evaluate_lm`'s
+    ``adjusted_perplexity_numerals`` and ``exp(numeral_class_nll + numeral_branch_nll)`` its
+    ``perplexity_numerals``. Each numeral is scored from its full left context.
+    """
+    if not is_numeracy_tokenizer(tokenizer):
+        raise ValueError("a numeral cost breakdown needs a numeracy tokenizer (hf_nlm.tokenization.train_numeracy_tokenizer)")
+    batching = batching_for(model, tokenizer, block_size)
+    texts = split_texts(texts)
+    stream, _ = batching.encode(texts)
+    mask = stream["numeral_mask"].bool()
+    if not bool(mask.any()):
+        raise ValueError("the text holds no numeral")
+    log_probs, hidden = batching.log_probs(model, stream, batching.exact_batch_size(32), device, with_hidden=True)
+    total = -log_probs[mask.to(log_probs.device)].double().cpu()
+    numeral_ids = torch.tensor(sorted(tokenizer.numeral_vocab.values()), device=hidden.device)
+    with torch.no_grad():
+        numeral_class = model.lm_head.log_probs(hidden[mask.to(hidden.device)])[:, numeral_ids].logsumexp(-1)
+    class_nll = -numeral_class.double().cpu()
+    branch = total - class_nll
+    unknown = stream["input_ids"][mask] == tokenizer.unk_num_token_id
+    token_texts = stream_token_texts(texts, tokenizer)
+    oov_types = {token_texts[i] for i in torch.nonzero(mask).squeeze(-1)[unknown].tolist()}
+    adjusted = branch.clone()
+    if not getattr(model.lm_head, "open_numeral_vocabulary", False) and oov_types:
+        adjusted[unknown] += math.log(len(oov_types))
+
+    def mean(x: torch.Tensor) -> float | None:
+        return float(x.mean()) if x.numel() else None
+
+    return {
+        "numeral_class_nll": mean(class_nll), "numeral_branch_nll": mean(branch),
+        "numeral_branch_nll_adjusted": mean(adjusted), "numeral_branch_nll_known": mean(branch[~unknown]),
+        "numeral_branch_nll_unknown": mean(branch[unknown]), "num_numerals": int(mask.sum()),
+        "num_unknown_numerals": int(unknown.sum()), "num_oov_numeral_types": len(oov_types),
+    }
 
 
 def perplexity_report(total_nll: float, num_tokens: int, num_words: int, num_unk: int) -> dict[str, float | int]:

@@ -22,7 +22,7 @@ from .tokenization.numerals import parse_numeral
 STATISTICS = ("mean", "median", "mode")
 
 
-def numeral_predictions(model, tokenizer, texts, statistic: str = "median", interval: float = 0.8,
+def predict_numbers(model, tokenizer, texts, statistic: str = "median", interval: float = 0.8,
                         block_size: int = 256, device=None) -> list[dict]:
     """One prediction per numeral of ``texts`` (a list of strings or a ``datasets`` split), in order.
 
@@ -105,11 +105,11 @@ def write_unknown_numerals(model, sequences: torch.Tensor, attention_mask: torch
 
 def evaluate_number_prediction(model, tokenizer, texts, train_texts=None, statistic: str = "median",
                                block_size: int = 256, device=None) -> dict:
-    """MAPE and MdAPE of :func:`numeral_predictions` on ``texts`` (the ``number_prediction`` metric),
+    """MAPE and MdAPE of :func:`predict_numbers` on ``texts`` (the ``number_prediction`` metric),
     with the baselines "always the training mean / median" when ``train_texts`` are given."""
     from .metrics import number_prediction_report
 
-    predictions = numeral_predictions(model, tokenizer, texts, statistic, block_size=block_size, device=device)
+    predictions = predict_numbers(model, tokenizer, texts, statistic, block_size=block_size, device=device)
     if not predictions:
         raise ValueError("the text holds no numeral to predict")
     train_values = None
@@ -121,4 +121,4 @@ def evaluate_number_prediction(model, tokenizer, texts, train_texts=None, statis
     return {**report, "statistic": statistic}
 
 
-__all__ = ["STATISTICS", "evaluate_number_prediction", "numeral_predictions", "write_unknown_numerals"]
+__all__ = ["STATISTICS", "evaluate_number_prediction", "predict_numbers", "write_unknown_numerals"]

@@ -361,6 +361,42 @@ def test_mog_head_fits_its_gaussians_to_the_training_numerals_and_app_leaves_num
         report["perplexity_numerals"])
 
 
+@pytest.mark.parametrize("strategy", ["softmax", "hsoftmax", "drnn"])
+def test_numeral_cost_breakdown_splits_the_numeral_perplexity_into_class_and_branch(numeracy_tokenizer, strategy):
+    """The class cost against the model's own numbers (the h-softmax's class branch; a softmax's mass on
+    the numeral ids, summed by hand), and class + branch against evaluate_lm's numeral perplexities."""
+    import math
+
+    from hf_nlm.evaluation import evaluate_lm, numeral_cost_breakdown
+    from hf_nlm.tokenization.numerals import parse_numeral
+
+    tok = numeracy_tokenizer
+    m = tokenized_model(tok, strategy)
+    split = numeral_cost_breakdown(m, tok, HELD_OUT, block_size=5)
+    report = evaluate_lm(m, HELD_OUT, tok, block_size=5, batch_size=1)
+    pieces, hidden = _hidden_before_each_token(m, tok, HELD_OUT)
+    positions = [i for i, p in enumerate(pieces) if p != "<eos>" and parse_numeral(p) is not None]
+    with torch.no_grad():
+        if strategy == "softmax":
+            probs = torch.softmax(m.lm_head(hidden[positions]), -1)
+            class_nll = -torch.log(probs[:, list(tok.numeral_vocab.values())].sum(-1))
+        else:
+            class_nll = -m.lm_head.class_and_word_log_probs(hidden[positions])[0][:, 1]
+    assert split["num_numerals"] == len(positions) == report["num_numerals"]
+    assert split["numeral_class_nll"] == pytest.approx(float(class_nll.mean()), rel=1e-5)
+    assert math.exp(split["numeral_class_nll"] + split["numeral_branch_nll"]) == pytest.approx(
+        report["perplexity_numerals"], rel=1e-5)
+    assert math.exp(split["numeral_class_nll"] + split["numeral_branch_nll_adjusted"]) == pytest.approx(
+        report["adjusted_perplexity_numerals"], rel=1e-5)
+    unknown = split["num_unknown_numerals"]
+    assert unknown == 3 and split["num_oov_numeral_types"] == 3  # 1995, 9, 1,250
+    assert (split["numeral_branch_nll_known"] * (len(positions) - unknown) + split["numeral_branch_nll_unknown"] * unknown
+            ) / len(positions) == pytest.approx(split["numeral_branch_nll"], rel=1e-9)
+    charged = split["numeral_branch_nll_adjusted"] - split["numeral_branch_nll"]
+    expected = 0.0 if strategy == "drnn" else unknown * math.log(3) / len(positions)  # the d-RNN spells them
+    assert charged == pytest.approx(expected, abs=1e-9)
+
+
 # ----------------------------------------------------------------------------- number prediction (issue 13)
 
 def _hidden_before_each_token(model, tok, texts):
@@ -375,12 +411,12 @@ def _hidden_before_each_token(model, tok, texts):
 @pytest.mark.parametrize("strategy", ["hsoftmax", "combination"])
 @pytest.mark.parametrize("statistic", ["mean", "median", "mode"])
 def test_numeral_predictions_from_the_vocabulary_distribution_by_hand(numeracy_tokenizer, statistic, strategy):
-    from hf_nlm.numeral_prediction import numeral_predictions
+    from hf_nlm.numeral_prediction import predict_numbers
     from hf_nlm.tokenization.numerals import parse_numeral
 
     tok = numeracy_tokenizer
     m = tokenized_model(tok, strategy)
-    predictions = numeral_predictions(m, tok, HELD_OUT, statistic=statistic, interval=0.5, block_size=5)
+    predictions = predict_numbers(m, tok, HELD_OUT, statistic=statistic, interval=0.5, block_size=5)
     pieces, hidden = _hidden_before_each_token(m, tok, HELD_OUT)
     numeral_positions = [i for i, p in enumerate(pieces) if p != "<eos>" and parse_numeral(p) is not None]
     assert [p["index"] for p in predictions] == numeral_positions
@@ -399,12 +435,12 @@ def test_numeral_predictions_from_the_vocabulary_distribution_by_hand(numeracy_t
 
 
 def test_mog_predictions_are_the_mixtures_and_metrics_have_baselines(numeracy_tokenizer):
-    from hf_nlm.numeral_prediction import evaluate_number_prediction, numeral_predictions
+    from hf_nlm.numeral_prediction import evaluate_number_prediction, predict_numbers
 
     tok = numeracy_tokenizer
     m = tokenized_model(tok, "mog")
     m.lm_head.mixture.initialize_from(torch.tensor([1990.0, 3.5, 12.0, 1200.0, 7.0]))
-    predictions = numeral_predictions(m, tok, HELD_OUT, statistic="median", block_size=5)
+    predictions = predict_numbers(m, tok, HELD_OUT, statistic="median", block_size=5)
     pieces, hidden = _hidden_before_each_token(m, tok, HELD_OUT)
     expected = m.lm_head.mixture.median(hidden[[p["index"] for p in predictions]])
     assert [p["prediction"] for p in predictions] == pytest.approx(expected.tolist(), rel=1e-9)
