@@ -140,11 +140,15 @@ def context_free_references(tokenizer, corpus, num_components: int, steps: int =
     ]
 
 
-def worst_predictions(predictions: list[dict], token_texts: list[str], count: int = 3) -> list[dict]:
-    """The ``count`` predictions with the largest absolute percentage error, with five tokens of context."""
-    scored = sorted(predictions, key=lambda p: -abs(p["prediction"] - p["value"]) / abs(p["value"]) if p["value"] else 0)
-    return [{"context": " ".join(token_texts[max(0, p["index"] - 5): p["index"]]), "value": p["value"],
-             "prediction": float(f"{p['prediction']:.4g}")} for p in scored[:count]]
+def worst_predictions(predictions: list[dict], token_texts: list[str], count: int = 3) -> tuple[float, list[dict]]:
+    """The share of the MAPE that the worst 1% of ``predictions`` make (by absolute percentage error; a
+    reference of 0 is left out, as the metric leaves it out), and the ``count`` worst, with five tokens
+    of context."""
+    scored = sorted(((abs(p["prediction"] - p["value"]) / abs(p["value"]), p) for p in predictions if p["value"]),
+                    key=lambda pair: pair[0], reverse=True)
+    share = sum(error for error, _ in scored[: max(1, len(scored) // 100)]) / sum(error for error, _ in scored)
+    return share, [{"context": " ".join(token_texts[max(0, p["index"] - 5): p["index"]]), "value": p["value"],
+                    "prediction": float(f"{p['prediction']:.4g}")} for _, p in scored[:count]]
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -201,8 +205,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         predictions = predict_numbers(model, tokenizer, corpus["test"], statistic="median", block_size=args.bptt)
         numbers = number_prediction_report([p["prediction"] for p in predictions], [p["value"] for p in predictions],
                                            train_values=train_values)
-        errors = sorted((abs(p["prediction"] - p["value"]) / abs(p["value"]) for p in predictions if p["value"]),
-                        reverse=True)
+        worst_share, worst = worst_predictions(predictions, token_texts)
         row = {
             "case": strategy, "value": round(test["adjusted_perplexity_numerals"], 2), "unit": "APP numerals",
             "better": "lower", **{key: round(test[key], 2) for key, _ in FIGURES if test[key] is not None},
@@ -210,8 +213,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                                            "num_oov_word_types", "num_oov_numeral_types")},
             **{key: round(numbers[key], 2) for key in NUMBER_FIGURES if numbers.get(key) is not None},
             **{key: round(cost[key], 3) for key, _ in COST_FIGURES if cost[key] is not None},
-            "mape_share_of_worst_1pct": round(sum(errors[: max(1, len(errors) // 100)]) / sum(errors), 3),
-            "worst_predictions": worst_predictions(predictions, token_texts),
+            "mape_share_of_worst_1pct": round(worst_share, 3), "worst_predictions": worst,
             "train_time_s": round(train_s, 1), "epochs": results["epochs_completed"],
             "stop_reason": results["stop_reason"], "num_parameters": model.num_parameters(), **common,
         }

@@ -91,6 +91,15 @@ def numeracy_report(batching, model, tokenizer, texts, stream, stats, batch_size
     """:func:`perplexity_report` plus the ``adjusted_perplexity`` metric's figures, from exact
     per-token log-probabilities of ``stream`` (the encoded ``texts``; its ``numeral_mask`` field says
     which targets are numerals)."""
+    log_probs, report = _adjusted_perplexity_of_stream(batching, model, tokenizer, texts, stream, batch_size, device)
+    total = -float(log_probs.double().sum())
+    return {**perplexity_report(total, stream["input_ids"].numel(), stats["num_words"], stats["num_unk"]), **report}
+
+
+def _adjusted_perplexity_of_stream(batching, model, tokenizer, texts, stream, batch_size: int, device,
+                                   with_hidden: bool = False):
+    """Every token of ``stream`` scored exactly, and the ``adjusted_perplexity`` metric's report of those
+    scores: ``(log_probs, report)``, with ``with_hidden`` ``(log_probs, hidden, report)``."""
     from .data.lm import unknown_token_ids
     from .metrics import adjusted_perplexity_report
 
@@ -98,7 +107,8 @@ def numeracy_report(batching, model, tokenizer, texts, stream, stats, batch_size
         raise ValueError("a numeracy evaluation needs the numeral_mask token field: use the numeracy tokenizer's "
                          "token_features (tokenizer.token_features)")
     ids = stream["input_ids"]
-    log_probs = batching.log_probs(model, stream, batch_size, device)
+    scored = batching.log_probs(model, stream, batch_size, device, with_hidden=with_hidden)
+    log_probs = scored[0] if with_hidden else scored
     if log_probs.numel() != ids.numel():
         raise RuntimeError(f"scored {log_probs.numel()} tokens but the stream has {ids.numel()}")
     unknown = torch.isin(ids, torch.tensor(unknown_token_ids(tokenizer)))
@@ -106,11 +116,10 @@ def numeracy_report(batching, model, tokenizer, texts, stream, stats, batch_size
         # The head scored each numeral as itself (its digits or value), not as <unk_num>: nothing to adjust.
         unknown &= ~stream["numeral_mask"].bool()
     report = adjusted_perplexity_report(
-        log_probs.double().numpy(), stream["numeral_mask"].numpy().astype(int), unknown.numpy().astype(int),
+        log_probs.double().cpu().numpy(), stream["numeral_mask"].numpy().astype(int), unknown.numpy().astype(int),
         stream_token_texts(texts, tokenizer),
     )
-    total = -float(log_probs.double().sum())
-    return {**perplexity_report(total, ids.numel(), stats["num_words"], stats["num_unk"]), **report}
+    return (log_probs, scored[1], report) if with_hidden else (log_probs, report)
 
 
 def stream_token_texts(texts, tokenizer) -> list[str]:
@@ -139,13 +148,13 @@ def numeral_cost_breakdown(model, tokenizer, texts, block_size: int = 256, devic
     the mass that softmax puts on numerals, so every strategy is split the same way.
 
     Returns means over the numeral targets: ``numeral_class_nll``; ``numeral_branch_nll`` (the rest);
-    ``numeral_branch_nll_adjusted``, the rest with an ``<unk_num>`` target charged log(number of distinct
-    OOV numeral types it stands for) as the adjusted perplexity does (open-vocabulary heads score such a
-    numeral as itself: nothing to charge); ``numeral_branch_nll_known`` / ``numeral_branch_nll_unknown``,
-    the unadjusted rest over the numerals in the vocabulary / outside it; and the counts. So
-    ``exp(numeral_class_nll + numeral_branch_nll_adjusted)`` is :func:`evaluate_lm`'s
-    ``adjusted_perplexity_numerals`` and ``exp(numeral_class_nll + numeral_branch_nll)`` its
-    ``perplexity_numerals``. Each numeral is scored from its full left context.
+    ``numeral_branch_nll_adjusted``, the rest with each ``<unk_num>`` target charged as the adjusted
+    perplexity charges it (log of the number of distinct OOV numeral types; nothing for an
+    open-vocabulary head, which scores such a numeral as itself); ``numeral_branch_nll_known`` /
+    ``numeral_branch_nll_unknown``, the unadjusted rest over the numerals in the vocabulary / outside
+    it; and the counts. So ``exp(numeral_class_nll + numeral_branch_nll_adjusted)`` is
+    :func:`evaluate_lm`'s ``adjusted_perplexity_numerals`` and ``exp(numeral_class_nll +
+    numeral_branch_nll)`` its ``perplexity_numerals``. Each numeral is scored from its full left context.
     """
     if not is_numeracy_tokenizer(tokenizer):
         raise ValueError("a numeral cost breakdown needs a numeracy tokenizer (hf_nlm.tokenization.train_numeracy_tokenizer)")
@@ -154,29 +163,25 @@ def numeral_cost_breakdown(model, tokenizer, texts, block_size: int = 256, devic
     stream, _ = batching.encode(texts)
     mask = stream["numeral_mask"].bool()
     if not bool(mask.any()):
-        raise ValueError("the text holds no numeral")
-    log_probs, hidden = batching.log_probs(model, stream, batching.exact_batch_size(32), device, with_hidden=True)
-    total = -log_probs[mask.to(log_probs.device)].double().cpu()
+        raise ValueError("the text holds no numeral: nothing to break down")
+    log_probs, hidden, report = _adjusted_perplexity_of_stream(
+        batching, model, tokenizer, texts, stream, batching.exact_batch_size(32), device, with_hidden=True)
     numeral_ids = torch.tensor(sorted(tokenizer.numeral_vocab.values()), device=hidden.device)
     with torch.no_grad():
         numeral_class = model.lm_head.log_probs(hidden[mask.to(hidden.device)])[:, numeral_ids].logsumexp(-1)
     class_nll = -numeral_class.double().cpu()
-    branch = total - class_nll
-    unknown = stream["input_ids"][mask] == tokenizer.unk_num_token_id
-    token_texts = stream_token_texts(texts, tokenizer)
-    oov_types = {token_texts[i] for i in torch.nonzero(mask).squeeze(-1)[unknown].tolist()}
-    adjusted = branch.clone()
-    if not getattr(model.lm_head, "open_numeral_vocabulary", False) and oov_types:
-        adjusted[unknown] += math.log(len(oov_types))
+    branch = -log_probs[mask.to(log_probs.device)].double().cpu() - class_nll
+    outside = stream["input_ids"][mask] == tokenizer.unk_num_token_id
 
     def mean(x: torch.Tensor) -> float | None:
         return float(x.mean()) if x.numel() else None
 
     return {
         "numeral_class_nll": mean(class_nll), "numeral_branch_nll": mean(branch),
-        "numeral_branch_nll_adjusted": mean(adjusted), "numeral_branch_nll_known": mean(branch[~unknown]),
-        "numeral_branch_nll_unknown": mean(branch[unknown]), "num_numerals": int(mask.sum()),
-        "num_unknown_numerals": int(unknown.sum()), "num_oov_numeral_types": len(oov_types),
+        "numeral_branch_nll_adjusted": math.log(report["adjusted_perplexity_numerals"]) - mean(class_nll),
+        "numeral_branch_nll_known": mean(branch[~outside]), "numeral_branch_nll_unknown": mean(branch[outside]),
+        "num_numerals": int(mask.sum()), "num_unknown_numerals": int(outside.sum()),
+        "num_oov_numeral_types": report["num_oov_numeral_types"],
     }
 
 

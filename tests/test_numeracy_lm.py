@@ -388,13 +388,24 @@ def test_numeral_cost_breakdown_splits_the_numeral_perplexity_into_class_and_bra
         report["perplexity_numerals"], rel=1e-5)
     assert math.exp(split["numeral_class_nll"] + split["numeral_branch_nll_adjusted"]) == pytest.approx(
         report["adjusted_perplexity_numerals"], rel=1e-5)
-    unknown = split["num_unknown_numerals"]
-    assert unknown == 3 and split["num_oov_numeral_types"] == 3  # 1995, 9, 1,250
+    unknown = split["num_unknown_numerals"]  # 1995, 9, 1,250; the d-RNN spells them, so APP counts none as OOV
+    assert unknown == 3 and split["num_oov_numeral_types"] == report["num_oov_numeral_types"] == (0 if strategy == "drnn" else 3)
     assert (split["numeral_branch_nll_known"] * (len(positions) - unknown) + split["numeral_branch_nll_unknown"] * unknown
             ) / len(positions) == pytest.approx(split["numeral_branch_nll"], rel=1e-9)
     charged = split["numeral_branch_nll_adjusted"] - split["numeral_branch_nll"]
     expected = 0.0 if strategy == "drnn" else unknown * math.log(3) / len(positions)  # the d-RNN spells them
     assert charged == pytest.approx(expected, abs=1e-9)
+
+
+def test_numeral_cost_breakdown_refuses_a_plain_tokenizer_and_a_text_without_numerals(numeracy_tokenizer):
+    from hf_nlm.evaluation import numeral_cost_breakdown
+    from hf_nlm.tokenization import train_word_level_tokenizer
+
+    m = tokenized_model(numeracy_tokenizer, "hsoftmax")
+    with pytest.raises(ValueError, match="needs a numeracy tokenizer"):
+        numeral_cost_breakdown(m, train_word_level_tokenizer(TEXTS), HELD_OUT, block_size=5)
+    with pytest.raises(ValueError, match="holds no numeral"):
+        numeral_cost_breakdown(m, numeracy_tokenizer, ["the budget fell ."], block_size=5)
 
 
 # ----------------------------------------------------------------------------- number prediction (issue 13)
