@@ -190,7 +190,7 @@ class NLMPreTrainedModel(PreTrainedModel):
         to ``loss`` and reported by name; ``nll`` stays the plain NLL. In training mode with targets the
         |V|-wide logits are not built (``logits=None``); otherwise only the last ``logits_to_keep``
         positions are scored (all when 0). ``outputs`` are further fields of ``output_class`` (e.g.
-        ``past_key_values``). ``return_dict=False`` (or ``config.return_dict`` False) gives a tuple.
+        ``cache``). ``return_dict=False`` (or ``config.return_dict`` False) gives a tuple.
         """
         nll = None
         shift_labels = kwargs.get("shift_labels")

@@ -207,7 +207,7 @@ def neural_cache_log_probs(
 
     Args:
         model: a recurrent causal LM of the package (``AWDLSTMForCausalLM``): ``model.base_model``
-            returns ``last_hidden_state`` and a ``RecurrentCache`` in ``past_key_values``.
+            returns ``last_hidden_state`` and a ``RecurrentCache`` in ``cache``.
         ids: the stream of targets, (N,) (as :func:`hf_nlm.data.lm.tokenize_corpus` returns it).
         start_token_id: the token read before the first target (the sentence boundary).
         window, theta, lambda_: the cache size, eq. 2's inverse temperature and the interpolation
@@ -238,8 +238,8 @@ def neural_cache_log_probs(
         for start, length in tqdm(chunks, desc="neural cache", disable=not show_progress, leave=False):
             chunk = columns.chunk(start, length)
             x, targets = chunk["input_ids"].to(device), chunk["shift_labels"][0].to(device)
-            result = body(x, past_key_values=state, use_cache=True)
-            state = result.past_key_values
+            result = body(x, cache=state, use_cache=True)
+            state = result.cache
             if state is None:
                 raise ValueError(
                     f"the neural cache needs a recurrent model; {type(model).__name__} returned no state to carry"

@@ -5,12 +5,59 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+import logging  # noqa: E402
+import warnings  # noqa: E402
+
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
 # Test models are tiny: one thread is fastest, and on a busy 2-core machine two OpenMP threads
 # spin-wait for each other on every small op.
 torch.set_num_threads(1)
+
+
+class _DeprecationRecorder(logging.Handler):
+    """Collects what transformers *logs* about deprecated names (``logger.warning_once``, e.g. an old
+    ``past_key_values`` argument): those never reach the ``warnings`` filters of pyproject.toml."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "deprecat" in message.lower():
+            self.messages.append(f"{record.name}: {message}")
+
+
+@pytest.fixture(autouse=True)
+def no_deprecated_transformers_api(request):
+    """Fail a test whose code path makes transformers log or warn that something is deprecated.
+
+    transformers logs each such message once per process, so the first test on the path fails; warnings
+    raised by transformers itself (not only those from hf_nlm, which pyproject.toml turns into errors) are
+    recorded too. A test that checks the deprecated spelling on purpose is marked ``allow_deprecated``."""
+    if request.node.get_closest_marker("allow_deprecated"):
+        yield
+        return
+    recorder = _DeprecationRecorder()
+    logger = logging.getLogger("transformers")
+    logger.addHandler(recorder)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        warnings.filterwarnings("error", category=DeprecationWarning, module="hf_nlm")
+        warnings.filterwarnings("error", category=FutureWarning, module="hf_nlm")
+        try:
+            yield
+        finally:
+            logger.removeHandler(recorder)
+    found = recorder.messages + [
+        f"{w.category.__name__} from {w.filename}:{w.lineno}: {w.message}"
+        for w in caught
+        if issubclass(w.category, (DeprecationWarning, FutureWarning)) and "transformers" in w.filename
+    ]
+    if found:
+        pytest.fail("deprecated transformers API on this test's path:\n  " + "\n  ".join(found), pytrace=False)
 
 
 @pytest.fixture

@@ -166,8 +166,8 @@ def test_state_carried_across_calls_equals_one_call():
     x = prompts(2, 9)
     full = model(x).logits
     first = model(x[:, :4])
-    second = model(x[:, 4:], past_key_values=first.past_key_values)
-    assert second.past_key_values.get_seq_length() == 9
+    second = model(x[:, 4:], cache=first.cache)
+    assert second.cache.get_seq_length() == 9
     assert torch.allclose(torch.cat([first.logits, second.logits], dim=1), full, atol=1e-5)
 
 
@@ -282,7 +282,7 @@ def test_wrong_cache_type():
 
     model = tiny_model()
     with pytest.raises(TypeError, match="RecurrentCache"):
-        model(prompts(), past_key_values=DynamicCache())
+        model(prompts(), cache=DynamicCache())
 
 
 def test_cached_generation_feeds_one_token_per_step():
@@ -307,8 +307,8 @@ def test_a_new_sequence_is_read_after_the_sentence_boundary():
     bos = torch.full((2, 1), model.config.bos_token_id)
     with torch.no_grad():
         forward = model(x).logits
-        from_zero = model(torch.cat([bos, x], 1), past_key_values=RecurrentCache()).logits[:, 1:]
-        without_boundary = model(x, past_key_values=RecurrentCache()).logits
+        from_zero = model(torch.cat([bos, x], 1), cache=RecurrentCache()).logits[:, 1:]
+        without_boundary = model(x, cache=RecurrentCache()).logits
     torch.testing.assert_close(forward, from_zero)
     assert not torch.allclose(forward[:, -1], without_boundary[:, -1])  # the boundary changes the prediction
     for use_cache in (True, False):
@@ -356,8 +356,8 @@ def test_right_padding_freezes_state():
     assert torch.allclose(batch.logits[0], alone_full.logits[0], atol=1e-5)
     assert torch.allclose(batch.logits[1, :4], alone_short.logits[0], atol=1e-5)
     for layer in range(2):
-        h_batch, c_batch = batch.past_key_values.get_state(layer)
-        h_short, c_short = alone_short.past_key_values.get_state(layer)
+        h_batch, c_batch = batch.cache.get_state(layer)
+        h_short, c_short = alone_short.cache.get_state(layer)
         assert torch.allclose(h_batch[1], h_short[0], atol=1e-6) and torch.allclose(
             c_batch[1], c_short[0], atol=1e-6
         )

@@ -132,14 +132,14 @@ def test_training_carries_the_state_and_scales_the_rate(data, tokenizer, tmp_pat
     optimizer = torch.optim.SGD(reference.parameters(), lr=1.0)
     state = None
     for start, length in bptt_chunks(columns.length, 7, variable, seed=42)[:3]:
-        out = reference(**columns.chunk(start, length), past_key_values=state, use_cache=True)
+        out = reference(**columns.chunk(start, length), cache=state, use_cache=True)
         out.loss.backward()
         torch.nn.utils.clip_grad_norm_(reference.parameters(), 0.5)
         for group in optimizer.param_groups:
             group["lr"] = length / 7 if variable else 1.0
         optimizer.step()
         optimizer.zero_grad()
-        state = out.past_key_values.detach()
+        state = out.cache.detach()
     expected = reference.state_dict()
     for name, value in trained.items():  # the tied lm_head.weight is saved once, as the embedding
         torch.testing.assert_close(value, expected[name], rtol=1e-5, atol=1e-6, msg=name)

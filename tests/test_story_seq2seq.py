@@ -125,14 +125,14 @@ def test_cached_step_by_step_decoding_equals_the_full_forward(attention, input_f
     with torch.no_grad():
         full = model(src, attention_mask=mask, decoder_input_ids=dec, use_cache=False).logits
         encoder_outputs = model.get_encoder()(src, mask)
-        cache, steps = None, []
+        state, steps = None, []
         for t in range(dec.shape[1]):
             out = model(attention_mask=mask, decoder_input_ids=dec[:, t : t + 1], encoder_outputs=encoder_outputs,
-                        past_key_values=cache, use_cache=True)
-            cache = out.past_key_values
+                        cache=state, use_cache=True)
+            state = out.cache
             steps.append(out.logits)
-    assert isinstance(cache, Seq2SeqRecurrentCache) and cache.get_seq_length() == dec.shape[1]
-    assert (cache.input_feed is not None) == input_feeding
+    assert isinstance(state, Seq2SeqRecurrentCache) and state.get_seq_length() == dec.shape[1]
+    assert (state.input_feed is not None) == input_feeding
     torch.testing.assert_close(torch.cat(steps, dim=1), full)
 
 
@@ -144,7 +144,7 @@ def test_generate_with_the_cache_equals_generate_without(input_feeding):
                   pad_token_id=PAD, return_dict_in_generate=True, output_scores=True)
     cached = model.generate(src, use_cache=True, **kwargs)
     uncached = model.generate(src, use_cache=False, **kwargs)
-    assert isinstance(cached.past_key_values, Seq2SeqRecurrentCache)
+    assert isinstance(cached.cache, Seq2SeqRecurrentCache)
     assert torch.equal(cached.sequences, uncached.sequences)
     torch.testing.assert_close(cached.sequences_scores, uncached.sequences_scores)
 

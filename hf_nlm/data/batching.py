@@ -303,8 +303,8 @@ class StreamBatching(Batching):
         with eval_mode(model):
             for start, length in bptt_chunks(columns.length, self.block_size):
                 chunk = {k: v.to(device) for k, v in columns.chunk(start, length).items()}
-                log_probs, output = batch_log_probs(model, chunk, past_key_values=state, use_cache=True)
-                state = output.past_key_values
+                log_probs, output = batch_log_probs(model, chunk, cache=state, use_cache=True)
+                state = output.cache
                 out.append(log_probs)
                 if with_hidden:
                     hidden.append(output.target_hidden_states)
@@ -417,8 +417,8 @@ def stream_nll(
     with eval_mode(model):
         for start, length in tqdm(bptt_chunks(columns.length, bptt), desc=desc, disable=desc is None, leave=False):
             batch = {k: v.to(device) for k, v in columns.chunk(start, length, rows).items()}
-            out = model(**batch, past_key_values=state, use_cache=True, logits_to_keep=1)
-            state = out.past_key_values
+            out = model(**batch, cache=state, use_cache=True, logits_to_keep=1)
+            state = out.cache
             n = int((target_labels(batch) != IGNORE_INDEX).sum())
             if n == 0:
                 continue

@@ -177,7 +177,7 @@ class StreamBatches:
 
     ``epoch(e, start)`` yields ``(batch, global_targets, lr_scale)`` with ``lr_scale = length / bptt``
     under variable BPTT (Merity et al. 2018, sec. 4.1), else 1.0. The state the model returns for a
-    batch (``past_key_values``, a ``cache_class``) is fed, cut from the graph, into the next one.
+    batch (``cache``, a ``cache_class``) is fed, cut from the graph, into the next one.
     """
 
     cache_class = RecurrentCache  # how a checkpoint's state tensors become a model state again
@@ -225,11 +225,11 @@ class StreamBatches:
 
     def state_inputs(self, state) -> dict:
         """Extra model inputs that start a batch from the state the previous batch left (None: empty)."""
-        return {"past_key_values": state, "use_cache": True}
+        return {"cache": state, "use_cache": True}
 
     def state_after(self, output):
         """The state to carry into the next batch, cut from the graph (truncated BPTT)."""
-        return output.past_key_values.detach()
+        return output.cache.detach()
 
     def state_tensors(self, state, gather: Gather) -> dict[str, torch.Tensor]:
         """The carried state of every process's columns as ``state.*`` tensors (gathered in column

@@ -26,7 +26,7 @@ and the paper's regularisers act as follows (all only in training mode):
   NLL stays in ``output.nll`` for perplexity.
 
 The recurrent state (h^l_t, c^l_t) of every layer is returned as a
-:class:`~hf_nlm.cache.RecurrentCache` in ``past_key_values``; given back, only the new tokens are read,
+:class:`~hf_nlm.cache.RecurrentCache` in ``cache``; given back, only the new tokens are read,
 which is what ``generate()`` (greedy, sampling, beam search) does.
 """
 
@@ -40,6 +40,7 @@ from torch import nn
 from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.utils import ModelOutput
+from transformers.utils.deprecation import deprecate_kwarg
 
 from ...cache import RecurrentCache
 from ...modeling_utils import NLMCausalLMOutput, NLMPreTrainedModel
@@ -152,7 +153,7 @@ class AWDLSTMModelOutput(ModelOutput):
     Args:
         last_hidden_state: the last layer's outputs after output (locked) dropout, what the head reads: (B, T, H_L).
         raw_last_hidden_state: the same before dropout (TAR acts on these).
-        past_key_values: the state after the input, when ``use_cache``.
+        cache: the state after the input, when ``use_cache``.
         hidden_states: with ``output_hidden_states``, the (dropped-out) embedded inputs and each layer's
             (dropped-out) outputs, what the next layer or the head reads: L + 1 tensors, the last one
             ``last_hidden_state``.
@@ -160,7 +161,7 @@ class AWDLSTMModelOutput(ModelOutput):
 
     last_hidden_state: torch.FloatTensor | None = None
     raw_last_hidden_state: torch.FloatTensor | None = None
-    past_key_values: RecurrentCache | None = None
+    cache: RecurrentCache | None = None
     hidden_states: tuple[torch.FloatTensor, ...] | None = None
 
 
@@ -219,11 +220,12 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.embed_tokens = value
 
+    @deprecate_kwarg("past_key_values", "6.0.0", new_name="cache")
     def forward(
         self,
         input_ids: torch.LongTensor,
         attention_mask: torch.Tensor | None = None,
-        past_key_values: RecurrentCache | None = None,
+        cache: RecurrentCache | None = None,
         use_cache: bool | None = None,
         return_dict: bool | None = None,
         output_hidden_states: bool | None = None,
@@ -231,9 +233,9 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
     ) -> AWDLSTMModelOutput:
         cfg = self.config
         use_cache = cfg.use_cache if use_cache is None else use_cache
-        if past_key_values is not None and not isinstance(past_key_values, RecurrentCache):
+        if cache is not None and not isinstance(cache, RecurrentCache):
             raise TypeError(
-                f"AWD-LSTM carries its LSTM state in a hf_nlm.cache.RecurrentCache, got {type(past_key_values).__name__}"
+                f"AWD-LSTM carries its LSTM state in a hf_nlm.cache.RecurrentCache, got {type(cache).__name__}"
             )
         B, T = input_ids.shape
         mask = None
@@ -248,7 +250,7 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
         # sentence in training follows an <eos>: the boundary is read first and its output dropped. So
         # forward(), evaluation and generate() agree on what a sequence starts from. (An explicit
         # RecurrentCache(), empty, starts from the zero state instead.)
-        boundary = past_key_values is None and cfg.bos_token_id is not None
+        boundary = cache is None and cfg.bos_token_id is not None
         if boundary:
             input_ids = torch.cat([input_ids.new_full((B, 1), cfg.bos_token_id), input_ids], dim=1)
             if mask is not None:
@@ -260,7 +262,7 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
         new_states = []
         hidden_states = [x] if self._hidden_states(output_hidden_states) else None
         for idx, layer in enumerate(self.layers):
-            state = past_key_values.get_state(idx) if past_key_values is not None else None
+            state = cache.get_state(idx) if cache is not None else None
             if state is None:
                 zeros = x.new_zeros(B, layer.hidden_size)
                 state = (zeros, zeros)
@@ -278,14 +280,14 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
         if boundary:  # drop the boundary's outputs: the caller asked about input_ids alone
             x, raw = x[:, 1:], raw[:, 1:]
             hidden_states = [h[:, 1:] for h in hidden_states] if hidden_states is not None else None
-        cache = None
+        new_cache = None
         if use_cache:
-            cache = past_key_values if past_key_values is not None else RecurrentCache()
+            new_cache = cache if cache is not None else RecurrentCache()
             for idx, (h, c) in enumerate(new_states):
-                cache.update_state(idx, h, c)
-            cache.seq_length += T
+                new_cache.update_state(idx, h, c)
+            new_cache.seq_length += T
         output = AWDLSTMModelOutput(
-            last_hidden_state=x, raw_last_hidden_state=raw, past_key_values=cache,
+            last_hidden_state=x, raw_last_hidden_state=raw, cache=new_cache,
             hidden_states=tuple(hidden_states) if hidden_states is not None else None,
         )
         return self._output(output, return_dict)
@@ -318,11 +320,12 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
     def _supports_default_dynamic_cache(cls) -> bool:
         return False  # the state lives in a RecurrentCache that forward() creates, not a key/value cache
 
+    @deprecate_kwarg("past_key_values", "6.0.0", new_name="cache")
     def forward(
         self,
         input_ids: torch.LongTensor,
         attention_mask: torch.Tensor | None = None,
-        past_key_values: RecurrentCache | None = None,
+        cache: RecurrentCache | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
         logits_to_keep: int = 0,
@@ -331,7 +334,7 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
         **kwargs,
     ) -> AWDLSTMCausalLMOutput:
         body = self.model(
-            input_ids, attention_mask=attention_mask, past_key_values=past_key_values, use_cache=use_cache,
+            input_ids, attention_mask=attention_mask, cache=cache, use_cache=use_cache,
             output_hidden_states=output_hidden_states, return_dict=True,
         )
         hidden = body.last_hidden_state
@@ -347,14 +350,14 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
             hidden, labels, logits_to_keep, return_dict,
             output_class=AWDLSTMCausalLMOutput,
             regularization={"activation_regularization": ar, "temporal_activation_regularization": tar},
-            outputs={"past_key_values": body.past_key_values, "hidden_states": body.hidden_states},
+            outputs={"cache": body.cache, "hidden_states": body.hidden_states},
             **kwargs,
         )
 
     def prepare_inputs_for_generation(
         self,
         input_ids: torch.LongTensor,
-        past_key_values: RecurrentCache | None = None,
+        cache: RecurrentCache | None = None,
         attention_mask: torch.Tensor | None = None,
         use_cache: bool | None = None,
         **kwargs,
@@ -362,14 +365,14 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
         # With a state, feed only the tokens it has not read yet; without one (first step, or
         # use_cache=False), the whole prefix, from the sentence boundary as forward() reads every new
         # sequence. attention_mask stays whole: forward() takes its last columns.
-        if past_key_values is not None and past_key_values.get_seq_length() > 0:
-            input_ids = input_ids[:, past_key_values.get_seq_length() :]
+        if cache is not None and cache.get_seq_length() > 0:
+            input_ids = input_ids[:, cache.get_seq_length() :]
         else:
-            past_key_values = None
+            cache = None
         return {
             "input_ids": input_ids,
             "attention_mask": attention_mask,
-            "past_key_values": past_key_values,
+            "cache": cache,
             "use_cache": use_cache,
             "logits_to_keep": 1,
         }

@@ -42,6 +42,7 @@ from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput, Seq2SeqModelOutput
 from transformers.utils import ModelOutput
+from transformers.utils.deprecation import deprecate_kwarg
 
 from ...cache import Seq2SeqRecurrentCache
 from ...modeling_utils import NLMPreTrainedModel, align_targets
@@ -260,9 +261,9 @@ class StorySeq2SeqEncoder(nn.Module):
 @dataclass
 class StorySeq2SeqDecoderOutput(BaseModelOutput):
     """The decoder's outputs: ``last_hidden_state`` is h~_t after dropout (what the head reads), ``hidden_states``
-    (E y, s, h~), ``attentions`` the weights (B, T, S), ``past_key_values`` the state after the inputs."""
+    (E y, s, h~), ``attentions`` the weights (B, T, S), ``cache`` the state after the inputs."""
 
-    past_key_values: Seq2SeqRecurrentCache | None = None
+    cache: Seq2SeqRecurrentCache | None = None
 
 
 class StorySeq2SeqDecoder(nn.Module):
@@ -304,7 +305,7 @@ class StorySeq2SeqDecoder(nn.Module):
         encoder_outputs: StorySeq2SeqEncoderOutput,
         encoder_attention_mask: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
-        past_key_values: Seq2SeqRecurrentCache | None = None,
+        cache: Seq2SeqRecurrentCache | None = None,
         use_cache: bool = False,
         output_hidden_states: bool = False,
     ) -> StorySeq2SeqDecoderOutput:
@@ -328,9 +329,9 @@ class StorySeq2SeqDecoder(nn.Module):
             if not torch.compiler.is_compiling() and bool(tgt_mask.all()):
                 tgt_mask = None
 
-        if past_key_values is not None and past_key_values.get_seq_length() > 0:
-            hidden, cell = list(past_key_values.hidden), list(past_key_values.cell)
-            feed = past_key_values.input_feed
+        if cache is not None and cache.get_seq_length() > 0:
+            hidden, cell = list(cache.hidden), list(cache.cell)
+            feed = cache.input_feed
         else:
             hidden, cell = self.initial_state(encoder_outputs)
             feed = None
@@ -346,19 +347,19 @@ class StorySeq2SeqDecoder(nn.Module):
             hidden, cell = list(h_n), list(c_n)
             h_tilde, weights = self.attend(s, y, memory, keys, src_mask)
 
-        cache = None
+        new_cache = None
         if use_cache:
-            cache = past_key_values if past_key_values is not None else Seq2SeqRecurrentCache()
+            new_cache = cache if cache is not None else Seq2SeqRecurrentCache()
             for idx, (h, c) in enumerate(zip(hidden, cell, strict=True)):
-                cache.update_state(idx, h, c)
-            cache.input_feed = feed if cfg.input_feeding else None
-            cache.seq_length += T
+                new_cache.update_state(idx, h, c)
+            new_cache.input_feed = feed if cfg.input_feeding else None
+            new_cache.seq_length += T
         out = self.dropout(h_tilde)
         return StorySeq2SeqDecoderOutput(
             last_hidden_state=out,
             hidden_states=(y, s, out) if output_hidden_states else None,
             attentions=weights,
-            past_key_values=cache,
+            cache=new_cache,
         )
 
     def _step_by_step(self, y, hidden, cell, feed, memory, keys, src_mask, tgt_mask):
@@ -419,6 +420,7 @@ class StorySeq2SeqModel(StorySeq2SeqPreTrainedModel):
     def get_decoder(self, *args, **kwargs) -> StorySeq2SeqDecoder:
         return self.decoder
 
+    @deprecate_kwarg("past_key_values", "6.0.0", new_name="cache")
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -426,7 +428,7 @@ class StorySeq2SeqModel(StorySeq2SeqPreTrainedModel):
         decoder_input_ids: torch.LongTensor | None = None,
         decoder_attention_mask: torch.Tensor | None = None,
         encoder_outputs: StorySeq2SeqEncoderOutput | tuple | None = None,
-        past_key_values: Seq2SeqRecurrentCache | None = None,
+        cache: Seq2SeqRecurrentCache | None = None,
         use_cache: bool | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
@@ -436,10 +438,10 @@ class StorySeq2SeqModel(StorySeq2SeqPreTrainedModel):
         cfg = self.config
         use_cache = cfg.use_cache if use_cache is None else use_cache
         output_hidden_states = self._hidden_states(output_hidden_states)
-        if past_key_values is not None and not isinstance(past_key_values, Seq2SeqRecurrentCache):
+        if cache is not None and not isinstance(cache, Seq2SeqRecurrentCache):
             raise TypeError(
                 "story_seq2seq carries its decoder state in a hf_nlm.cache.Seq2SeqRecurrentCache, got "
-                f"{type(past_key_values).__name__}"
+                f"{type(cache).__name__}"
             )
         if decoder_input_ids is None:
             raise ValueError("give decoder_input_ids (or labels to the LM, which shifts them right)")
@@ -453,12 +455,12 @@ class StorySeq2SeqModel(StorySeq2SeqPreTrainedModel):
         if encoder_outputs.final_hidden is None:
             raise ValueError("encoder_outputs lacks final_hidden / final_cell, the state the decoder starts from")
         decoder = self.decoder(
-            decoder_input_ids, encoder_outputs, attention_mask, decoder_attention_mask, past_key_values,
+            decoder_input_ids, encoder_outputs, attention_mask, decoder_attention_mask, cache,
             use_cache=use_cache, output_hidden_states=output_hidden_states,
         )
         output = Seq2SeqModelOutput(
             last_hidden_state=decoder.last_hidden_state,
-            past_key_values=decoder.past_key_values,
+            cache=decoder.cache,
             decoder_hidden_states=decoder.hidden_states,
             cross_attentions=decoder.attentions if output_attentions else None,
             encoder_last_hidden_state=encoder_outputs.last_hidden_state,
@@ -510,6 +512,7 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
             )
         return super().resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
 
+    @deprecate_kwarg("past_key_values", "6.0.0", new_name="cache")
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -518,7 +521,7 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
         decoder_attention_mask: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
         encoder_outputs: StorySeq2SeqEncoderOutput | tuple | None = None,
-        past_key_values: Seq2SeqRecurrentCache | None = None,
+        cache: Seq2SeqRecurrentCache | None = None,
         use_cache: bool | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
@@ -538,7 +541,7 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
         if use_cache is None:
             use_cache = cfg.use_cache and labels is None  # a training batch has no next step to cache for
         body = self.model(
-            input_ids, attention_mask, decoder_input_ids, decoder_attention_mask, encoder_outputs, past_key_values,
+            input_ids, attention_mask, decoder_input_ids, decoder_attention_mask, encoder_outputs, cache,
             use_cache=use_cache, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
             return_dict=True,
         )
@@ -558,7 +561,7 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
             loss=nll,
             nll=nll,
             logits=logits,
-            past_key_values=body.past_key_values,
+            cache=body.cache,
             decoder_hidden_states=body.decoder_hidden_states,
             cross_attentions=body.cross_attentions,
             encoder_last_hidden_state=body.encoder_last_hidden_state,
@@ -569,7 +572,7 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
     def prepare_inputs_for_generation(
         self,
         input_ids: torch.LongTensor,
-        past_key_values: Seq2SeqRecurrentCache | None = None,
+        cache: Seq2SeqRecurrentCache | None = None,
         attention_mask: torch.Tensor | None = None,
         decoder_attention_mask: torch.Tensor | None = None,
         encoder_outputs: StorySeq2SeqEncoderOutput | None = None,
@@ -578,16 +581,16 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
     ) -> dict:
         # ``input_ids`` are the decoder's tokens so far. With a state, feed only those it has not read; without
         # one (first step, or use_cache=False), the whole target prefix from the encoder's final state.
-        if past_key_values is not None and past_key_values.get_seq_length() > 0:
-            input_ids = input_ids[:, past_key_values.get_seq_length() :]
+        if cache is not None and cache.get_seq_length() > 0:
+            input_ids = input_ids[:, cache.get_seq_length() :]
         else:
-            past_key_values = None
+            cache = None
         inputs = {
             "decoder_input_ids": input_ids,
             "attention_mask": attention_mask,
             "decoder_attention_mask": decoder_attention_mask,
             "encoder_outputs": encoder_outputs,
-            "past_key_values": past_key_values,
+            "cache": cache,
             "use_cache": use_cache,
             "logits_to_keep": 1,
         }
