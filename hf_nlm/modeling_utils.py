@@ -94,8 +94,9 @@ def _corrupted_weights_message(folder: str | None, name, err: Exception) -> str:
     )
 
 
-def _size_mismatch_message(folder: str, model_class: type, config: PreTrainedConfig | None) -> str:
-    """Which parameters of the checkpoint in ``folder`` have other shapes than its config.json gives."""
+def _size_mismatch_message(folder: str, model_class: type, config: PreTrainedConfig | None) -> str | None:
+    """Which parameters of the checkpoint in ``folder`` have other shapes than its config.json gives (None when
+    every shape matches). Read from the safetensors headers and a model built on the meta device: no weights load."""
     config_file = os.path.join(folder, "config.json")
     if not isinstance(config, PreTrainedConfig):
         config = model_class.config_class.from_pretrained(folder)
@@ -108,8 +109,10 @@ def _size_mismatch_message(folder: str, model_class: type, config: PreTrainedCon
                 found.update({k: tuple(f.get_slice(k).get_shape()) for k in f.keys()})
     wrong = [f"{k}: {found[k]} in the weights, {expected[k]} from the config"
              for k in expected if k in found and found[k] != expected[k]]
+    if not wrong:
+        return None
     return (
-        f"{config_file} does not match the weights saved with it: {'; '.join(wrong) or 'parameter shapes differ'}. "
+        f"{config_file} does not match the weights saved with it: {'; '.join(wrong)}. "
         "Its sizes (e.g. vocab_size, hidden_size) were edited or it comes from another model: restore the "
         "config.json saved with these weights"
     )
@@ -231,39 +234,19 @@ class NLMPreTrainedModel(PreTrainedModel):
             check_checkpoint_model_type(folder, cls.config_class.model_type)
             if not isinstance(kwargs.get("config"), PreTrainedConfig):
                 check_config_field_types(folder, cls.config_class)
-        import logging
-
-        # transformers logs its LOAD REPORT table before it raises on mismatched sizes: hold the report
-        # back during the load, drop it when our own message replaces the error, else let it through.
-        held: list[logging.LogRecord] = []
-
-        def hold_report(record: logging.LogRecord) -> bool:
-            if "LOAD REPORT" in str(record.msg):
-                held.append(record)
-                return False
-            return True
-
-        report_logger = logging.getLogger("transformers.modeling_utils")
-        report_logger.addFilter(hold_report)
-        replaced = False
+            if not kwargs.get("ignore_mismatched_sizes"):
+                # Checked before transformers loads anything: it would print its load report and raise a
+                # generic error; this names the parameters and the file to fix.
+                try:
+                    message = _size_mismatch_message(folder, cls, kwargs.get("config"))
+                except Exception:  # an unreadable config or weights file: transformers' load reports it below
+                    message = None
+                if message:
+                    raise ValueError(message)
         try:
             model = super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
         except SafetensorError as err:
             raise OSError(_corrupted_weights_message(folder, pretrained_model_name_or_path, err)) from None
-        except RuntimeError as err:
-            if folder is None or "mismatched_sizes" not in str(err):
-                raise
-            try:
-                message = _size_mismatch_message(folder, cls, kwargs.get("config"))
-            except Exception:  # cannot tell which parameters: transformers' own error (and report) then
-                raise err from None
-            replaced = True
-            raise ValueError(message) from None
-        finally:
-            report_logger.removeFilter(hold_report)
-            if not replaced:
-                for record in held:
-                    report_logger.handle(record)
         head = getattr(model, "lm_head", None)
         if isinstance(head, OutputHead):
             head.warm_cache()  # e.g. a loaded tree's tables, so that torch.export can trace the model at once

@@ -171,6 +171,27 @@ def test_state_carried_across_calls_equals_one_call():
     assert torch.allclose(torch.cat([first.logits, second.logits], dim=1), full, atol=1e-5)
 
 
+
+@pytest.mark.allow_deprecated
+def test_the_old_past_key_values_argument_still_carries_the_state_with_a_future_warning():
+    # transformers 5.24 renamed past_key_values to cache; code written for older releases must not have its
+    # state silently dropped into **kwargs.
+    model = tiny_model()
+    x = prompts(2, 9)
+    first = model(x[:, :4])
+    expected = model(x[:, 4:], cache=first.cache.detach()).logits
+    with pytest.warns(FutureWarning, match="past_key_values.*cache"):
+        old = model(x[:, 4:], past_key_values=first.cache.detach())
+    assert old.cache.get_seq_length() == 9
+    torch.testing.assert_close(old.logits, expected)
+
+
+def test_assisted_generation_is_refused_for_a_recurrent_state():
+    # generate() reads the class attribute _is_stateful: an LSTM state cannot be rolled back to check a draft.
+    model = tiny_model()
+    with pytest.raises(ValueError, match="stateful"):
+        model.generate(prompts(1, 3), assistant_model=tiny_model(), max_new_tokens=3, do_sample=False)
+
 def test_left_padding_leaves_state_unchanged():
     model = tiny_model()
     x = prompts(1, 5)

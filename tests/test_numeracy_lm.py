@@ -507,7 +507,8 @@ def test_mog_density_picture_integrates_to_one_and_marks_the_median(numeracy_tok
     v, density, median = plot_numeral_density(m, tok, "the deficit was", tmp_path / "d.png", value=3.5)
     assert (tmp_path / "d.png").stat().st_size > 1000
     u = forward_transform(torch.from_numpy(v), "log").numpy()
-    assert np.trapezoid(density, u) == pytest.approx(0.998, abs=2e-3)  # the 0.001-0.999 quantile range
+    area = float(np.sum((density[1:] + density[:-1]) / 2 * np.diff(u)))  # the trapezoid rule
+    assert area == pytest.approx(0.998, abs=2e-3)  # the 0.001-0.999 quantile range
     ids = tok("the deficit was", return_tensors="pt").input_ids
     with torch.no_grad():
         h = m(ids, output_hidden_states=True).hidden_states[-1][0, -1]

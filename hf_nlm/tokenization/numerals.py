@@ -411,24 +411,15 @@ def train_numeracy_tokenizer(
     return wrap_tokenizer(backend, unk_token=UNK_WORD_TOKEN, tokenizer_class=NumeracyTokenizerFast)
 
 
-def register_numeracy_tokenizer(config_class=None) -> None:
-    """Let ``AutoTokenizer.from_pretrained`` load a saved :class:`NumeracyTokenizerFast` (offline, no remote code).
+def register_numeracy_tokenizer(config_class) -> None:
+    """Let ``AutoTokenizer.from_pretrained`` load a saved :class:`NumeracyTokenizerFast` (offline, no remote code)
+    for the model type of ``config_class``.
 
-    transformers resolves the ``tokenizer_class`` of ``tokenizer_config.json`` by name among the
-    classes given to ``AutoTokenizer.register``, which wants a config class: pass the model's config
-    class to map that model type to this tokenizer too. Without one, the class is only added to the
-    registry of tokenizer classes by name (what a folder of tokenizer files alone needs);
-    importing :mod:`hf_nlm` does that.
+    transformers resolves the ``tokenizer_class`` of ``tokenizer_config.json`` by name among the classes given to
+    ``AutoTokenizer.register``. Importing :mod:`hf_nlm` registers it with the numeracy LM's config, which is all a
+    folder of tokenizer files alone needs; call this for another model type that uses the tokenizer.
     """
-    if config_class is not None:
-        AutoTokenizer.register(config_class, tokenizer_class=NumeracyTokenizerFast, exist_ok=True)
-        return
-    from transformers.models.auto import tokenization_auto
-
-    tokenization_auto.REGISTERED_TOKENIZER_CLASSES[NumeracyTokenizerFast.__name__] = NumeracyTokenizerFast
-
-
-register_numeracy_tokenizer()
+    AutoTokenizer.register(config_class, tokenizer_class=NumeracyTokenizerFast, exist_ok=True)
 
 
 def canonical_digits(token: str) -> str | None:
