@@ -43,7 +43,7 @@ def attention_weights(model, tokenizer, source_text: str, **generate_kwargs) -> 
             raise ValueError("generate() returned no token after the decoder start: nothing to plot")
         decoder_input_ids = sequence[None, :end]
         out = model(**enc, decoder_input_ids=decoder_input_ids, output_attentions=True, use_cache=False)
-    weights = out.cross_attentions[0].float().cpu()  # (T_generated, T_source)
+    weights = out.cross_attentions[0][0, 0].float().cpu()  # layer 0, batch row 0, head 0: (T_generated, T_source)
     source_tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
     generated_tokens = tokenizer.convert_ids_to_tokens(generated)
     text = tokenizer.decode(generated, skip_special_tokens=True).strip()

@@ -18,7 +18,7 @@ import re
 from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
 
-from .heads import check_head_config
+from .heads import HEAD_REGISTRY, check_head_config
 
 _BUILTIN_TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "dict": dict, "None": None}
 
@@ -44,8 +44,10 @@ class NLMConfig(PreTrainedConfig):
             With `head="tree"`: the word tree's shape (`hf_nlm.heads.tree_config_fields(tree)`), so that
             `from_pretrained` can rebuild the head before loading the tree saved with the weights. Leave them unset
             when building a fresh model with `XForCausalLM(config, tree=tree)`, which fills them.
-        tie_word_embeddings (`bool`, defaults to `False`):
+        tie_word_embeddings (`bool`, *optional*, defaults to `False`):
             Use the input embedding matrix as the output head's word matrix (softmax and split heads only).
+            `None` ties exactly where the head can (its weight is a word matrix): the default of the bodies whose
+            papers tie, so that a config built from the defaults is valid with every head.
         use_cache (`bool`, defaults to `False`):
             Whether `generate()` carries a recurrent state between steps (feed-forward models have none).
         bos_token_id, eos_token_id, pad_token_id (`int`, *optional*, default to 1):
@@ -63,13 +65,15 @@ class NLMConfig(PreTrainedConfig):
     tree_num_nodes: int | None = None
     tree_max_codes: int | None = None
     tree_max_depth: int | None = None
-    tie_word_embeddings: bool = False
+    tie_word_embeddings: bool | None = False
     use_cache: bool = False
     bos_token_id: int | None = 1
     eos_token_id: int | list[int] | None = 1
     pad_token_id: int | None = 1
 
     def __post_init__(self, **kwargs):
+        if self.tie_word_embeddings is None and self.head in HEAD_REGISTRY:
+            self.tie_word_embeddings = HEAD_REGISTRY[self.head].tieable
         super().__post_init__(**kwargs)
         # @strict runs the validators after __init__ too, but wraps their errors in its own exception
         # type; running them here first gives the user the plain ValueError that names the field.

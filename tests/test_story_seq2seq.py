@@ -203,8 +203,9 @@ def test_attention_weights_sum_to_one_and_skip_source_padding(attention):
     dec = torch.randint(3, V, (3, 4), generator=torch.Generator().manual_seed(4))
     with torch.no_grad():
         out = model(src, attention_mask=mask, decoder_input_ids=dec, output_attentions=True, output_hidden_states=True)
-    a = out.cross_attentions
-    assert a.shape == (3, 4, src.shape[1])  # (B, T_target, T_source)
+    assert isinstance(out.cross_attentions, tuple) and len(out.cross_attentions) == 1  # one attention layer
+    assert out.cross_attentions[0].shape == (3, 1, 4, src.shape[1])  # (B, heads, T_target, T_source)
+    a = out.cross_attentions[0][:, 0]
     assert (a[~mask.bool()[:, None, :].expand_as(a)] == 0).all()
     torch.testing.assert_close(a.sum(-1), torch.ones(3, 4))
     assert (a[mask.bool()[:, None, :].expand_as(a)] > 0).all()
@@ -349,7 +350,7 @@ def test_plot_attention_writes_the_heatmap_of_the_weights_used_while_generating(
     # The same weights as generate() reports step by step for its greedy output.
     enc = tokenizer(source, return_tensors="pt", add_special_tokens=False)
     out = model.generate(**enc, max_new_tokens=5, output_attentions=True, return_dict_in_generate=True)
-    steps = torch.cat([a[0] for a in out.cross_attentions])[: weights.shape[0]]
+    steps = torch.cat([step[0][0, 0] for step in out.cross_attentions])[: weights.shape[0]]
     torch.testing.assert_close(weights, steps)
     assert text == tokenizer.decode(out.sequences[0, 1 : 1 + weights.shape[0]], skip_special_tokens=True).strip()
     _, beam_weights = plot_attention(model, tokenizer, source, tmp_path / "beam.png", max_new_tokens=5, num_beams=3)
@@ -397,3 +398,28 @@ def test_decoder_padding_masked_by_decoder_attention_mask_leaves_the_state_alone
         masked = model(src, attention_mask=mask, decoder_input_ids=padded, decoder_attention_mask=dec_mask).logits
     torch.testing.assert_close(masked[:, 2:], plain)
     assert torch.equal(model.prepare_decoder_input_ids_from_labels(torch.tensor([[3, 4, -100]])), torch.tensor([[START, 3, 4]]))
+
+
+# ---------------------------------------------------------------------------------------------- the contract
+def test_config_output_attentions_works_like_the_argument():
+    model = tiny("general", input_feeding=True)
+    src, mask = sources()
+    dec = torch.randint(3, V, (3, 4), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        by_argument = model(src, attention_mask=mask, decoder_input_ids=dec, output_attentions=True).cross_attentions
+        model.config.output_attentions = True
+        by_config = model(src, attention_mask=mask, decoder_input_ids=dec).cross_attentions
+        overridden = model(src, attention_mask=mask, decoder_input_ids=dec, output_attentions=False).cross_attentions
+    assert len(by_config) == 1 and by_config[0].shape == (3, 1, 4, src.shape[1])
+    torch.testing.assert_close(by_config[0], by_argument[0])
+    assert overridden is None
+
+
+@pytest.mark.parametrize("head", ["softmax", "split", "tree"])
+def test_a_config_from_the_defaults_plus_the_head_is_valid(head):
+    # Tying needs a head whose weight is a word matrix: unset, tie_word_embeddings follows the head.
+    extra = {"cutoffs": [3]} if head == "split" else {}
+    config = StorySeq2SeqConfig(vocab_size=V, head=head, **extra)
+    assert config.tie_word_embeddings == (head != "tree")
+    with pytest.raises(ValueError, match="tie_word_embeddings=True needs a head"):
+        StorySeq2SeqConfig(vocab_size=V, head="tree", tie_word_embeddings=True)

@@ -51,8 +51,9 @@ class AWDLSTMConfig(NLMConfig):
         initializer_range (`float`, defaults to 0.1):
             Half-width of the uniform initialisation of the embedding (and of an untied head), as in the reference
             code. LSTM weights use PyTorch's Uniform(+-1/sqrt(H)).
-        tie_word_embeddings (`bool`, defaults to `True`):
-            Use the embedding matrix as the output matrix (`lm_head.weight` is `model.embed_tokens.weight`).
+        tie_word_embeddings (`bool`, *optional*):
+            Use the embedding matrix as the output matrix (`lm_head.weight` is `model.embed_tokens.weight`). Unset, it
+            is `True` for the heads whose weight is a word matrix (softmax, split) and `False` for the others (tree).
         use_cache (`bool`, defaults to `True`):
             `generate()` carries the LSTM state in a [`~hf_nlm.cache.RecurrentCache`] and feeds only new tokens.
     """
@@ -70,7 +71,7 @@ class AWDLSTMConfig(NLMConfig):
     weight_drop: float = 0.5
     alpha: float = 2.0
     beta: float = 1.0
-    tie_word_embeddings: bool = True
+    tie_word_embeddings: bool | None = None
     use_cache: bool = True
 
     def validate_sizes(self):

@@ -30,10 +30,11 @@ class LBLConfig(NLMConfig):
             which makes the context cost linear in D instead of quadratic.
         initializer_range (`float`, defaults to 0.1):
             Half-width of the uniform initialisation of R, C and the head's weights (biases start at 0).
-        tie_word_embeddings (`bool`, defaults to `True`):
+        tie_word_embeddings (`bool`, *optional*):
             Use the same feature table R for the context words and the predicted word, as Mnih & Hinton do
             (`lm_head.weight` is `model.R.weight`). Must be `False` with a tree head, whose node vectors q_i are
-            not word vectors.
+            not word vectors. Unset, it is `True` for the heads whose weight is a word matrix (softmax, split) and
+            `False` for the others (tree).
         use_cache (`bool`, defaults to `False`):
             The LBL has no recurrent state; `generate()` re-reads the last n - 1 tokens at every step.
     """
@@ -45,7 +46,7 @@ class LBLConfig(NLMConfig):
     context_size: int = 5
     hidden_size: int = 100
     diagonal_context: bool = False
-    tie_word_embeddings: bool = True
+    tie_word_embeddings: bool | None = None
 
     def validate_sizes(self):
         self.require_positive(

@@ -48,10 +48,11 @@ class StorySeq2SeqConfig(NLMConfig):
             h~_{t-1} = s_{t-1}). Without it the decoder LSTM runs over the whole target in one fused call.
         dropout (`float`, defaults to 0.2):
             Dropout on the embeddings, between LSTM layers and on h~_t before the head.
-        tie_word_embeddings (`bool`, defaults to `True`):
+        tie_word_embeddings (`bool`, *optional*):
             One embedding matrix for source words, decoder inputs and the output head (softmax and split heads; needs
             `embedding_size == hidden_size`, since the head reads h~_t). `False`: separate encoder and decoder
-            embeddings and an untied head.
+            embeddings and an untied head. Unset, it is `True` for the heads whose weight is a word matrix (softmax,
+            split) and `False` for the others (tree).
         decoder_start_token_id (`int`, *optional*, defaults to 1):
             The token the decoder starts from (`labels` are shifted right behind it); the word-level tokenizers' `<eos>`.
         is_encoder_decoder (`bool`, defaults to `True`):
@@ -71,7 +72,7 @@ class StorySeq2SeqConfig(NLMConfig):
     attention: str = "general"
     input_feeding: bool = True
     dropout: float = 0.2
-    tie_word_embeddings: bool = True
+    tie_word_embeddings: bool | None = None
     decoder_start_token_id: int | None = 1
     is_encoder_decoder: bool = True
     use_cache: bool = True

@@ -72,8 +72,9 @@ class StorySeq2SeqLMOutput(Seq2SeqLMOutput):
     """``Seq2SeqLMOutput`` plus ``nll``, the mean negative log-likelihood of the labels (equal to ``loss``: this
     model adds no regularisation term; named as the causal LMs' outputs name it, for perplexity).
 
-    ``cross_attentions`` (with ``output_attentions=True``) is one tensor of shape (B, T_target, T_source), the
-    attention weights a_tj; ``decoder_hidden_states`` (with ``output_hidden_states=True``) is (E y, s, h~): the
+    ``cross_attentions`` (with ``output_attentions=True``, or ``config.output_attentions``) is a tuple holding one
+    tensor of shape (B, 1, T_target, T_source), the attention weights a_tj: transformers' layout of one tensor per
+    attention layer and head, for the one attention layer (one head) over the top decoder state; ``decoder_hidden_states`` (with ``output_hidden_states=True``) is (E y, s, h~): the
     embedded decoder inputs, the top decoder layer's states s_t and the attentional vectors h~_t after dropout, the
     last being exactly what the head reads (``-lm_head.nll(decoder_hidden_states[-1], labels)``).
     """
@@ -458,11 +459,18 @@ class StorySeq2SeqModel(StorySeq2SeqPreTrainedModel):
             decoder_input_ids, encoder_outputs, attention_mask, decoder_attention_mask, cache,
             use_cache=use_cache, output_hidden_states=output_hidden_states,
         )
+        if output_attentions is None:
+            output_attentions = bool(cfg.output_attentions)
+        cross_attentions = None
+        if output_attentions and decoder.attentions is not None:
+            # transformers' layout: one (B, heads, T, S) tensor per attention layer. Luong's decoder attends once,
+            # from the top LSTM layer, with one head.
+            cross_attentions = (decoder.attentions[:, None],)
         output = Seq2SeqModelOutput(
             last_hidden_state=decoder.last_hidden_state,
             cache=decoder.cache,
             decoder_hidden_states=decoder.hidden_states,
-            cross_attentions=decoder.attentions if output_attentions else None,
+            cross_attentions=cross_attentions,
             encoder_last_hidden_state=encoder_outputs.last_hidden_state,
             encoder_hidden_states=encoder_outputs.hidden_states,
         )
