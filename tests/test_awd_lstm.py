@@ -295,7 +295,8 @@ def test_bad_head_config():
     with pytest.raises(ValueError, match="cutoff"):
         tiny_config(head="split", cutoffs=[5, 40])
     with pytest.raises(ValueError, match="tree"):
-        tiny_config(head="tree")
+        tiny_config(head="tree", tie_word_embeddings=True)
+    assert tiny_config(head="tree").tie_word_embeddings is False  # unset, it ties only where the head can
 
 
 def test_wrong_cache_type():

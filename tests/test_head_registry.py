@@ -125,7 +125,8 @@ def test_unknown_and_clashing_head_names_are_refused(unigram_head):
         register_head("plain")(nn.Linear)
     # A tied head needs a word matrix: the unigram head has none.
     with pytest.raises(ValueError, match="tie_word_embeddings=True needs a head whose weight is a word matrix"):
-        LBLConfig(vocab_size=9, head="unigram")
+        LBLConfig(vocab_size=9, head="unigram", tie_word_embeddings=True)
+    assert LBLConfig(vocab_size=9, head="unigram").tie_word_embeddings is False  # unset: ties where it can
 
 
 @pytest.mark.parametrize(

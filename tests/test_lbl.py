@@ -358,7 +358,7 @@ def test_loading_an_hlbl_checkpoint_as_lbl_is_refused(tmp_path):
         (LBLConfig, {"cutoffs": [2]}, "cutoffs applies to head='split' only"),
         (LBLConfig, {"head": "tree", "tie_word_embeddings": False, "tree_num_nodes": 6}, "missing"),
         (LBLConfig, {"tree_num_nodes": 6, "tree_max_codes": 1, "tree_max_depth": 3}, "apply to head='tree' only"),
-        (LBLConfig, {"head": "tree"}, "tie_word_embeddings=False"),
+        (LBLConfig, {"head": "tree", "tie_word_embeddings": True}, "tie_word_embeddings=False"),
         (HLBLConfig, {"head": "softmax"}, "HLBLConfig.head must be 'tree'"),
         (HLBLConfig, {"tree_num_nodes": 3, "tree_max_codes": 1, "tree_max_depth": 3}, "too small"),
         (LBLConfig, {"hidden_size": 0}, "hidden_size"),
