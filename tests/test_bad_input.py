@@ -107,7 +107,7 @@ def test_config_sizes_that_do_not_match_the_weights(run_copy, capsys, transforme
         assert str(run_copy / "config.json") in message
         assert f"model.C.weight: {saved} in the weights, {(saved[0] + 3, saved[1])} from the config" in message
     assert "model.C.weight" in cli_error(["generate", str(run_copy), "the"], capsys)
-    # Only our message: transformers' LOAD REPORT table (logged before its own error) is held back.
+    # Only our message: the sizes are checked before transformers loads, so its LOAD REPORT table never shows.
     assert _load_reports(transformers_records) == []
 
 
