@@ -5,7 +5,8 @@ Each of them predicts w_{t+1} from the n - 1 tokens w_t, ..., w_{t-n+2} only, so
 
 * :func:`context_window` gathers those tokens for every position (filling the positions before the
   start of the input, and left padding, with ``bos_token_id``, as an n-gram model pads with <s>);
-* :class:`WindowModelMixin` gives their bodies the input embedding and :meth:`contexts`;
+* :class:`WindowModelMixin` gives their bodies the input embedding, :meth:`contexts` and
+  :meth:`context_vectors` (the same windows, of word vectors);
 * :class:`WindowCausalLMMixin` gives their ``XForCausalLM`` classes the same ``generate()`` behaviour
   (no key/value cache: each step re-reads the last n - 1 tokens).
 """
@@ -13,6 +14,37 @@ Each of them predicts w_{t+1} from the n - 1 tokens w_t, ..., w_{t-n+2} only, so
 from __future__ import annotations
 
 import torch
+
+
+def window_tokens(
+    input_ids: torch.LongTensor,
+    attention_mask: torch.Tensor | None,
+    context_size: int,
+    fill_id: int | None,
+    model_name: str = "model",
+) -> torch.LongTensor:
+    """The tokens the windows are cut from: ``input_ids`` (B, T) with left padding (``attention_mask`` 0)
+    replaced by ``fill_id`` (the config's ``bos_token_id``), which also stands for the positions before
+    the start of the input (:func:`sliding_windows`)."""
+    n_1 = context_size
+    needs_fill = n_1 > 1 or (attention_mask is not None and bool((attention_mask == 0).any()))
+    if needs_fill and fill_id is None:
+        raise ValueError(
+            f"this {model_name} looks at {n_1} previous tokens but the input is shorter (or padded) "
+            "and config.bos_token_id is None, so there is nothing to fill the missing context with; "
+            "set config.bos_token_id or give at least context_size tokens"
+        )
+    if attention_mask is not None:
+        input_ids = input_ids.masked_fill(attention_mask.to(input_ids.device) == 0, fill_id if fill_id is not None else 0)
+    return input_ids
+
+
+def sliding_windows(sequence: torch.Tensor, context_size: int) -> torch.Tensor:
+    """``sequence`` (B, n - 2 + T, ...), the input after n - 2 fill entries, cut into the n - 1 entries each
+    position conditions on, most recent first: (B, T, n - 1, ...). Works on token ids and on their vectors alike."""
+    # unfold puts the window last, oldest -> newest; move it next to the position and flip it to the
+    # papers' order (w_{t-1} first).
+    return sequence.unfold(1, context_size, 1).movedim(-1, 2).flip(2)
 
 
 def context_window(
@@ -28,26 +60,15 @@ def context_window(
     input, and where ``attention_mask`` is 0 (left padding), the context holds ``fill_id``
     (the config's ``bos_token_id``).
     """
-    n_1 = context_size
-    needs_fill = n_1 > 1 or (attention_mask is not None and bool((attention_mask == 0).any()))
-    if needs_fill and fill_id is None:
-        raise ValueError(
-            f"this {model_name} looks at {n_1} previous tokens but the input is shorter (or padded) "
-            "and config.bos_token_id is None, so there is nothing to fill the missing context with; "
-            "set config.bos_token_id or give at least context_size tokens"
-        )
-    if attention_mask is not None:
-        input_ids = input_ids.masked_fill(attention_mask.to(input_ids.device) == 0, fill_id if fill_id is not None else 0)
-    if n_1 > 1:
-        fill = input_ids.new_full((input_ids.shape[0], n_1 - 1), fill_id)
-        input_ids = torch.cat([fill, input_ids], dim=1)
-    # (B, T, n-1), oldest -> newest, then flipped to the papers' order (w_{t-1} first).
-    return input_ids.unfold(1, n_1, 1).flip(-1)
+    input_ids = window_tokens(input_ids, attention_mask, context_size, fill_id, model_name)
+    fill = input_ids.new_full((input_ids.shape[0], context_size - 1), fill_id if context_size > 1 else 0)
+    return sliding_windows(torch.cat([fill, input_ids], dim=1), context_size)
 
 
 class WindowModelMixin:
     """What the fixed-window bodies share: the word feature table named by ``embedding_attr`` is the
-    input embedding (``resize_token_embeddings`` and weight tying go through it), and :meth:`contexts`."""
+    input embedding (``resize_token_embeddings`` and weight tying go through it), :meth:`contexts` and
+    :meth:`context_vectors`."""
 
     embedding_attr = "C"
 
@@ -65,6 +86,20 @@ class WindowModelMixin:
         """
         config = self.config
         return context_window(input_ids, attention_mask, config.context_size, config.bos_token_id, config.model_type.upper())
+
+    def context_vectors(
+        self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The input embedding of each position's token, (B, T, D), and the windows of :meth:`contexts` cut
+        from it, (B, T, n - 1, D). Every word is looked up once, so a body that reads the windows is computed
+        from the first tensor (it can be returned as a hidden state and receive the loss's gradient)."""
+        config = self.config
+        n_1 = config.context_size
+        ids = window_tokens(input_ids, attention_mask, n_1, config.bos_token_id, config.model_type.upper())
+        embed = self.get_input_embeddings()
+        vectors = embed(ids)
+        fill = embed(ids.new_full((ids.shape[0], n_1 - 1), config.bos_token_id if n_1 > 1 else 0))
+        return vectors, sliding_windows(torch.cat([fill, vectors], dim=1), n_1)
 
 
 class WindowCausalLMMixin:
@@ -107,4 +142,4 @@ class WindowCausalLMMixin:
         return {"input_ids": input_ids, "attention_mask": attention_mask, "logits_to_keep": 1}
 
 
-__all__ = ["WindowCausalLMMixin", "WindowModelMixin", "context_window"]
+__all__ = ["WindowCausalLMMixin", "WindowModelMixin", "context_window", "sliding_windows", "window_tokens"]

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import GenerationMixin
+from transformers import GenerationMixin, GradientCheckpointingLayer
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 from transformers.utils.deprecation import deprecate_kwarg
@@ -64,7 +64,7 @@ def embedding_dropout(weight: torch.Tensor, p: float, training: bool) -> torch.T
     return weight * mask
 
 
-class WeightDropLSTM(nn.Module):
+class WeightDropLSTM(GradientCheckpointingLayer):
     """One LSTM layer with DropConnect on its hidden-to-hidden matrix U (``weight_hh_l0``).
 
     The masked matrix is computed once per forward (so every time step sees the same mask) and handed
@@ -73,6 +73,11 @@ class WeightDropLSTM(nn.Module):
     kernel is used. ``nn.LSTM`` notices the swapped tensor (``_weights_have_changed``, added to PyTorch
     for ``functional_call``) and, on a GPU, re-packs its weights for cuDNN, which is what keeps the
     "weights are not part of single contiguous chunk" warning away there (checked on CPU only so far).
+
+    It is one of the model's checkpointing layers: after ``model.activation_checkpointing_enable()``
+    (every layer, or every ``every_n_layers``-th) its activations are recomputed in the backward pass
+    instead of kept. ``torch.utils.checkpoint`` restores the RNG state before recomputing, so the
+    recomputation draws the same weight-drop mask as the forward pass.
     """
 
     def __init__(self, input_size: int, hidden_size: int, weight_drop: float = 0.0) -> None:
@@ -155,8 +160,9 @@ class AWDLSTMModelOutput(ModelOutput):
         raw_last_hidden_state: the same before dropout (TAR acts on these).
         cache: the state after the input, when ``use_cache``.
         hidden_states: with ``output_hidden_states``, the (dropped-out) embedded inputs and each layer's
-            (dropped-out) outputs, what the next layer or the head reads: L + 1 tensors, the last one
-            ``last_hidden_state``.
+            (dropped-out) outputs, what the next layer or the head reads: L + 1 tensors (B, T, D_l) at the
+            positions of ``input_ids`` (not the boundary's), the last one ``last_hidden_state``. Each is the
+            tensor the next layer reads, so ``retain_grad()`` on it gives the loss's gradient there.
     """
 
     last_hidden_state: torch.FloatTensor | None = None
@@ -187,8 +193,8 @@ class AWDLSTMPreTrainedModel(NLMPreTrainedModel):
     main_input_name = "input_ids"
     # The LSTM state summarises the prefix and cannot be rolled back (generate() refuses assisted decoding).
     _is_stateful = True
-    # Long BPTT keeps every layer's activations for the backward pass; with gradient checkpointing a layer's
-    # are recomputed instead (the RNG state is restored, so weight drop draws the same mask again).
+    # Long BPTT keeps every layer's activations for the backward pass; with activation checkpointing each
+    # WeightDropLSTM layer recomputes its own instead.
     supports_gradient_checkpointing = True
 
     @torch.no_grad()
@@ -211,7 +217,6 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
         self.layers = nn.ModuleList(
             WeightDropLSTM(d_in, d_out, config.weight_drop) for d_in, d_out in zip(inputs, sizes, strict=True)
         )
-        self.gradient_checkpointing = False  # set by model.gradient_checkpointing_enable()
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
@@ -260,26 +265,29 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
         x = locked_dropout(F.embedding(input_ids, weight), cfg.dropout_input, self.training)
 
         new_states = []
-        hidden_states = [x] if self._hidden_states(output_hidden_states) else None
+        hidden_states = [] if self._hidden_states(output_hidden_states) else None
         for idx, layer in enumerate(self.layers):
+            if hidden_states is not None:
+                own = x[:, 1:] if boundary else x  # the positions of input_ids
+                hidden_states.append(own)
+                if boundary:
+                    # The layer reads the boundary column joined back onto the returned tensor (the same
+                    # values), so that tensor is on the loss's gradient path, as a caller's retain_grad() expects.
+                    x = torch.cat([x[:, :1], own], dim=1)
             state = cache.get_state(idx) if cache is not None else None
             if state is None:
                 zeros = x.new_zeros(B, layer.hidden_size)
                 state = (zeros, zeros)
-            if self.gradient_checkpointing and self.training:
-                raw, new_state = self._gradient_checkpointing_func(layer, x, state, mask)
-            else:
-                raw, new_state = layer(x, state, mask)
+            raw, new_state = layer(x, state, mask)
             new_states.append(new_state)
             # Between layers: the hidden dropout; after the last one: the output dropout.
             p = cfg.dropout if idx == len(self.layers) - 1 else cfg.dropout_hidden
             x = locked_dropout(raw, p, self.training)
-            if hidden_states is not None:
-                hidden_states.append(x)
 
         if boundary:  # drop the boundary's outputs: the caller asked about input_ids alone
             x, raw = x[:, 1:], raw[:, 1:]
-            hidden_states = [h[:, 1:] for h in hidden_states] if hidden_states is not None else None
+        if hidden_states is not None:
+            hidden_states.append(x)
         new_cache = None
         if use_cache:
             new_cache = cache if cache is not None else RecurrentCache()

@@ -341,12 +341,17 @@ class StorySeq2SeqDecoder(nn.Module):
 
         y = self.dropout(self.embed_tokens(input_ids))
         if cfg.input_feeding or tgt_mask is not None or T == 1:
-            s, h_tilde, weights, hidden, cell, feed = self._step_by_step(y, hidden, cell, feed, memory, keys, src_mask, tgt_mask)
+            s, hidden, cell, feed = self._step_by_step(y, hidden, cell, feed, memory, keys, src_mask, tgt_mask)
         else:
             # No input feeding: s_t does not depend on h~, so the LSTM reads the whole target in one fused call.
             s, (h_n, c_n) = self.lstm(y, (torch.stack(hidden), torch.stack(cell)))
             hidden, cell = list(h_n), list(c_n)
-            h_tilde, weights = self.attend(s, y, memory, keys, src_mask)
+        # One attention call over all positions, reading the states s that are returned: s and the weights
+        # returned are then the tensors h~ (and so the prediction) is computed from, on the loss's gradient path.
+        h_tilde, weights = self.attend(s, y, memory, keys, src_mask)
+        if cfg.input_feeding:  # the next call's h~_{t-1}: that of the last position, unless it is padding
+            last = h_tilde[:, -1]
+            feed = last if tgt_mask is None else torch.where(tgt_mask[:, -1, None], last, feed)
 
         new_cache = None
         if use_cache:
@@ -364,16 +369,20 @@ class StorySeq2SeqDecoder(nn.Module):
         )
 
     def _step_by_step(self, y, hidden, cell, feed, memory, keys, src_mask, tgt_mask):
-        """The decoder one position at a time (input feeding needs h~_{t-1} before s_t); positions where
-        ``tgt_mask`` is False leave the state (and h~) unchanged. The layers are ``self.lstm``'s weights run through
-        ``torch.lstm_cell``, with the same dropout between layers as the fused call."""
-        L = self.config.decoder_layers
+        """The decoder's LSTM one position at a time; positions where ``tgt_mask`` is False leave the state
+        unchanged. The layers are ``self.lstm``'s weights run through ``torch.lstm_cell``, with the same dropout
+        between layers as the fused call. Returns the top layer's states s (B, T, H), each layer's last (h, c) and
+        the input feed the last position read.
+
+        With input feeding s_t needs h~_{t-1}, so every position but the last is attended to as it is reached,
+        for the next one's input; ``forward`` then attends to all positions at once, from the returned s."""
+        L, T = self.config.decoder_layers, y.shape[1]
         w = [
             tuple(getattr(self.lstm, f"{name}_l{k}") for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
             for k in range(L)
         ]
-        states, outputs, all_weights = [], [], []
-        for t in range(y.shape[1]):
+        states = []
+        for t in range(T):
             x = torch.cat([y[:, t], feed], dim=-1) if self.config.input_feeding else y[:, t]
             keep = tgt_mask[:, t, None] if tgt_mask is not None else None
             for k in range(L):
@@ -382,16 +391,11 @@ class StorySeq2SeqDecoder(nn.Module):
                     h, c = torch.where(keep, h, hidden[k]), torch.where(keep, c, cell[k])
                 hidden[k], cell[k] = h, c
                 x = h if k == L - 1 else F.dropout(h, self.lstm.dropout, self.training)
-            s_t = hidden[-1][:, None]
-            h_tilde, weights = self.attend(s_t, y[:, t : t + 1], memory, keys, src_mask)
-            if self.config.input_feeding:
-                new_feed = h_tilde[:, 0]
-                feed = new_feed if keep is None else torch.where(keep, new_feed, feed)
-            states.append(s_t)
-            outputs.append(h_tilde)
-            all_weights.append(weights)
-        weights = torch.cat(all_weights, dim=1) if self.attention is not None else None
-        return torch.cat(states, dim=1), torch.cat(outputs, dim=1), weights, hidden, cell, feed
+            states.append(hidden[-1])
+            if self.config.input_feeding and t < T - 1:
+                h_tilde, _ = self.attend(hidden[-1][:, None], y[:, t : t + 1], memory, keys, src_mask)
+                feed = h_tilde[:, 0] if keep is None else torch.where(keep, h_tilde[:, 0], feed)
+        return torch.stack(states, dim=1), hidden, cell, feed
 
 
 class StorySeq2SeqModel(StorySeq2SeqPreTrainedModel):
