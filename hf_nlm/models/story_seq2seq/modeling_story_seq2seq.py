@@ -126,7 +126,7 @@ class GlobalAttention(nn.Module):
         keys: torch.Tensor,
         mask: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Context vectors (B, T, H) and weights (B, T, S) for decoder states ``query`` (B, T, H) whose inputs were
+        """Context vectors (B, T, H) and weights (B, 1, T, S) for decoder states ``query`` (B, T, H) whose inputs were
         ``inputs`` (B, T, E, used by "concat"), over annotations ``memory`` (B, S, H) with ``keys`` from
         :meth:`keys`; ``mask`` (B, S) is True on real source tokens."""
         if self.kind in ("dot", "general"):
@@ -139,8 +139,10 @@ class GlobalAttention(nn.Module):
             scores = self.v(torch.tanh(q[:, :, None] + keys[:, None])).squeeze(-1)
         # -inf before the softmax: padded positions get weight exactly 0 and the rest sum to 1.
         scores = scores.masked_fill(~mask[:, None, :], float("-inf"))
-        weights = torch.softmax(scores.float(), dim=-1).to(memory.dtype)
-        return weights @ memory, weights
+        # Kept as (B, 1, T, S), transformers' (batch, heads, target, source) with one head, and the context read
+        # from that tensor: the weights a model returns are then on the output's gradient path.
+        weights = torch.softmax(scores.float(), dim=-1).to(memory.dtype)[:, None]
+        return weights[:, 0] @ memory, weights
 
 
 class StorySeq2SeqPreTrainedModel(NLMPreTrainedModel):
@@ -262,7 +264,7 @@ class StorySeq2SeqEncoder(nn.Module):
 @dataclass
 class StorySeq2SeqDecoderOutput(BaseModelOutput):
     """The decoder's outputs: ``last_hidden_state`` is h~_t after dropout (what the head reads), ``hidden_states``
-    (E y, s, h~), ``attentions`` the weights (B, T, S), ``cache`` the state after the inputs."""
+    (E y, s, h~), ``attentions`` the weights (B, 1, T, S), ``cache`` the state after the inputs."""
 
     cache: Seq2SeqRecurrentCache | None = None
 
@@ -469,7 +471,7 @@ class StorySeq2SeqModel(StorySeq2SeqPreTrainedModel):
         if output_attentions and decoder.attentions is not None:
             # transformers' layout: one (B, heads, T, S) tensor per attention layer. Luong's decoder attends once,
             # from the top LSTM layer, with one head.
-            cross_attentions = (decoder.attentions[:, None],)
+            cross_attentions = (decoder.attentions,)
         output = Seq2SeqModelOutput(
             last_hidden_state=decoder.last_hidden_state,
             cache=decoder.cache,
