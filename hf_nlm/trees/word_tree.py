@@ -379,10 +379,12 @@ class WordTree:
                 next_id += branches.size
         # Every step (w, c, l) is an edge from its node to the next step's node, or to the leaf of code (w, c).
         w, c, step = np.nonzero(on)
-        if w.size == 0 or (node[on] < 0).any():
-            raise ValueError("the arrays hold no tree (no code, or negative node ids)")
+        if w.size == 0 or (node[on] < 0).any() or (bit is not None and ((bit < 0) | (bit > 1)).any()):
+            raise ValueError("the arrays hold no tree (no code, negative node ids or bits other than 0 and 1)")
         parent = node[w, c, step]
         M = int(parent.max()) + 1
+        if M > w.size:  # more nodes than steps on all the paths: ids that no tree numbers so
+            raise ValueError(f"node id {M - 1} is beyond what {w.size} path steps can number")
         last = step + 1 >= L
         onward = np.zeros_like(last)
         onward[~last] = on[w[~last], c[~last], step[~last] + 1]
