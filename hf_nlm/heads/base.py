@@ -114,8 +114,13 @@ class OutputHead(nn.Module):
     returns_log_probs: ClassVar[bool] = False
     #: ``weight`` is a |V| x D word matrix that may be tied to the input embedding.
     tieable: ClassVar[bool] = False
-    #: ``resize`` can follow a resized vocabulary (``resize_token_embeddings``).
+    #: ``resize`` can follow a resized vocabulary (``resize_token_embeddings``), for some sizes at least
+    #: (:meth:`check_resize` says which).
     resizable: ClassVar[bool] = False
+    #: Attributes that cache tensors derived from the head's buffers (a tree head's path tables): rebuilt
+    #: when the buffers change, never saved. Every other tensor of a head is a parameter or a buffer, which
+    #: ``init_weights`` can write again (a model built on the meta device, then ``to_empty``).
+    derived_caches: ClassVar[tuple[str, ...]] = ()
 
     in_features: int
     vocab_size: int
@@ -178,9 +183,31 @@ class OutputHead(nn.Module):
         """Raise ``ValueError`` if training data with these per-id ``counts`` does not suit the head
         (the split softmax needs ids sorted by frequency). Most heads take any data."""
 
+    def check_resize(self, vocab_size: int) -> None:
+        """Raise ``ValueError``, saying what to do instead, if the head cannot follow a vocabulary resized
+        to ``vocab_size`` tokens; called before anything is resized."""
+        if not self.resizable:
+            raise ValueError(
+                f"{type(self).__name__} cannot follow a resized vocabulary: build a new model over the new vocabulary"
+            )
+
     def resize(self, vocab_size: int, mean_init: bool = True) -> None:
-        """Follow a resized vocabulary: rows for new words at the end, or rows cut off."""
-        raise ValueError(f"{type(self).__name__} cannot follow a resized vocabulary")
+        """Follow a resized vocabulary (``resize_token_embeddings``): new tokens are words added at the end
+        of the vocabulary, a smaller vocabulary cuts the last ids. Heads that can implement it."""
+        self.check_resize(vocab_size)
+        raise NotImplementedError(f"{type(self).__name__} says it is resizable but does not implement resize()")
+
+
+def write_unless_loaded(tensor: torch.Tensor, value: torch.Tensor) -> None:
+    """Write ``value`` into ``tensor`` (a buffer, or a parameter set rather than drawn) unless it holds
+    values loaded from a checkpoint: ``transformers.initialization.copy_``, for any ``init`` module.
+
+    transformers marks what ``from_pretrained`` loaded with ``_is_hf_initialized``; a tensor without the
+    mark holds nothing yet (a model built on the meta device, then ``to_empty``) or is being reset, and
+    a head's ``init_weights`` writes it from what the head was built from."""
+    if not getattr(tensor, "_is_hf_initialized", False):
+        with torch.no_grad():
+            tensor.copy_(value)
 
 
 def build_head(config, in_features: int, **kwargs) -> OutputHead:
@@ -218,5 +245,6 @@ __all__ = [
     "head_class",
     "refuse_arguments",
     "register_head",
+    "write_unless_loaded",
     "upcast",
 ]

@@ -70,6 +70,7 @@ import torch
 from torch import nn
 
 from ..tokenization.numerals import MAX_NUMERAL_LENGTH
+from .base import write_unless_loaded
 
 #: The options of ``transform``: the space in which the Gaussians live.
 TRANSFORMS = ("none", "log")
@@ -423,6 +424,12 @@ class NumeralMixture(nn.Module):
         self.trainable = trainable
         self.mixture_logits = nn.Linear(in_features, num_components)
         self.precision_logits = nn.Linear(in_features, max_precision + 1)
+        for p in (*self.mixture_logits.parameters(), *self.precision_logits.parameters()):
+            if p.device.type != "meta":
+                # Drawn by nn.Linear just now: marked initialised (transformers' flag), so that the model's
+                # post_init keeps them and a seeded model has the values it always had. On the meta device
+                # (from_pretrained) nothing was drawn and init_weights draws what the checkpoint lacks.
+                p._is_hf_initialized = True
         means = torch.linspace(-1.0, 1.0, num_components) if num_components > 1 else torch.zeros(1)
         log_stds = torch.zeros(num_components)
         if trainable:
@@ -431,7 +438,22 @@ class NumeralMixture(nn.Module):
         else:
             self.register_buffer("means", means)
             self.register_buffer("log_stds", log_stds)
+        self.min_std = min_std
         self.register_buffer("log_std_floor", torch.tensor(math.log(min_std)))
+
+    def init_weights(self, init=nn.init) -> None:
+        """The initialisation of :meth:`__init__` again, for what was not loaded: PyTorch's own ``nn.Linear``
+        initialisation, Uniform(+-1/sqrt(D)), for the two linear maps, and the placeholder components
+        (means evenly spaced over [-1, 1], sigma 1, the floor at ``min_std``) that EM replaces when training
+        starts (:meth:`initialize_from`). ``init`` as in :meth:`hf_nlm.heads.base.OutputHead.init_weights`."""
+        bound = self.in_features**-0.5 if self.in_features > 0 else 0.0
+        for layer in (self.mixture_logits, self.precision_logits):
+            init.uniform_(layer.weight, -bound, bound)
+            init.uniform_(layer.bias, -bound, bound)
+        K = self.num_components
+        write_unless_loaded(self.means, torch.linspace(-1.0, 1.0, K) if K > 1 else torch.zeros(1))
+        write_unless_loaded(self.log_stds, torch.zeros(K))
+        write_unless_loaded(self.log_std_floor, torch.tensor(math.log(self.min_std)))
 
     # --- parameters
 

@@ -37,9 +37,9 @@ from ..tokenization.numerals import (
     numeral_features,
     parse_numeral,
 )
-from .base import OutputHead, Targets, refuse_arguments, register_head, upcast
+from .base import OutputHead, Targets, refuse_arguments, register_head, upcast, write_unless_loaded
 from .mixture import log_interval_probability
-from .softmax import SoftmaxHead
+from .softmax import SoftmaxHead, resized_rows
 
 NUMERAL_HEAD_FIELD = "numeral_vocab"
 
@@ -60,6 +60,19 @@ def _sorted_numerals(vocab: dict[str, int]) -> list[tuple[str, int]]:
     return sorted(vocab.items(), key=lambda item: item[1])
 
 
+def check_numerals_kept(numeral_vocab: dict[str, int], vocab_size: int, owner: str) -> None:
+    """Raise ``ValueError`` if a vocabulary resized to ``vocab_size`` tokens would cut a numeral of
+    ``numeral_vocab`` (``owner`` starts the message): resizing adds or cuts words at the end only."""
+    cut = sorted((i, token) for token, i in numeral_vocab.items() if i >= vocab_size)
+    if cut:
+        i, token = cut[0]
+        raise ValueError(
+            f"{owner} cannot follow a vocabulary resized to {vocab_size} tokens: it would cut the numeral {token!r} "
+            f"(id {i}) of numeral_vocab. Resizing adds or cuts words at the end of the vocabulary: keep at least "
+            f"{cut[-1][0] + 1} tokens, or train a tokenizer and a new model without those numerals"
+        )
+
+
 @register_head("softmax_digits")
 class DigitSoftmaxHead(SoftmaxHead):
     """Softmax whose numeral rows add a character-RNN encoding of the numeral's digits (sec. 3.1).
@@ -69,12 +82,14 @@ class DigitSoftmaxHead(SoftmaxHead):
     :data:`~hf_nlm.tokenization.numerals.DIGIT_SYMBOLS`, both buffers saved with the weights) are read
     by an LSTM cell over digit embeddings of size D; its state at the end marker is added to the
     numeral's row. ``<unk_num>`` has no digits and keeps its plain row.
-    """
 
-    resizable = False  # the numeral rows are tied to the ids of numeral_vocab
+    ``resize`` follows a vocabulary resized by words at its end, as the softmax head does; the numerals
+    keep their ids, and a size that would cut one is refused.
+    """
 
     def __init__(self, in_features: int, vocab_size: int, numeral_vocab: dict[str, int]) -> None:
         super().__init__(in_features, vocab_size)
+        self.numeral_vocab = dict(numeral_vocab)
         numerals = [(token, i) for token, i in _sorted_numerals(numeral_vocab) if canonical_digits(token) is not None]
         self._numeral_rows = (
             [i for _, i in numerals],
@@ -104,8 +119,17 @@ class DigitSoftmaxHead(SoftmaxHead):
         # The buffers are fixed by numeral_vocab: written again where they were not loaded (a model
         # built on the meta device by from_pretrained has them from the checkpoint instead).
         ids, digits = self._numeral_rows
-        init.copy_(self.numeral_ids, torch.tensor(ids, dtype=torch.long).reshape(-1))
-        init.copy_(self.numeral_digits, torch.tensor(digits, dtype=torch.long).reshape(-1, DIGITS_WIDTH))
+        write_unless_loaded(self.numeral_ids, torch.tensor(ids, dtype=torch.long).reshape(-1))
+        write_unless_loaded(self.numeral_digits, torch.tensor(digits, dtype=torch.long).reshape(-1, DIGITS_WIDTH))
+
+    def check_resize(self, vocab_size: int) -> None:
+        check_numerals_kept(self.numeral_vocab, vocab_size, type(self).__name__)
+
+    def resize(self, vocab_size: int, mean_init: bool = True) -> None:
+        """Word rows added (the mean of the old rows with ``mean_init``) or cut at the end; the numeral
+        rows and their digits stay as they are."""
+        self.check_resize(vocab_size)
+        super().resize(vocab_size, mean_init)
 
     def digit_encodings(self) -> torch.Tensor:
         """charRNN(digits(s)) for every numeral row: the LSTM's output at the end marker, (n, D)."""
@@ -149,9 +173,15 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
     Gaussians), score a numeral target from its own per-target fields (:meth:`exact_numeral_log_probs`)
     rather than from its vocabulary row, so an unseen numeral gets the probability of *its* digits or
     value instead of ``<unk_num>``'s.
+
+    ``resize`` follows a vocabulary resized by words at its end: they join the word branch, with rows the
+    mean of the old word rows (zeros without ``mean_init``), so p(class | h) and the numeral branch are
+    unchanged and an old word's probability changes only by the word softmax's new normalisation. The
+    numerals keep their ids; a size that would cut one is refused.
     """
 
     returns_log_probs = True
+    resizable = True
     #: The numeral branch gives every numeral a probability from its per-target fields, so a numeral
     #: outside the vocabulary is scored as itself (and is not an unknown token for the adjusted perplexity).
     open_numeral_vocabulary: ClassVar[bool] = False
@@ -160,25 +190,33 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
         super().__init__()
         self.in_features = in_features
         self.vocab_size = vocab_size
+        self.numeral_vocab = dict(numeral_vocab)
         numerals = _sorted_numerals(numeral_vocab)
-        numeral_ids = [i for _, i in numerals]
-        taken = set(numeral_ids)
-        word_ids = [i for i in range(vocab_size) if i not in taken]
-        position = [0] * vocab_size
-        for pos, i in enumerate(word_ids + numeral_ids):
-            position[i] = pos
-        self._index_lists = {"word_ids": word_ids, "numeral_ids": numeral_ids, "vocab_position": position}
+        # Python lists, what init_weights writes the index buffers from again.
+        self._index_lists = self.branch_indices(vocab_size, [i for _, i in numerals])
         for name, values in self._index_lists.items():
             self.register_buffer(name, torch.tensor(values, dtype=torch.long))
+        num_words = len(self._index_lists["word_ids"])
         self.class_weight = nn.Parameter(torch.empty(2, in_features))
         self.class_bias = nn.Parameter(torch.zeros(2))
-        self.word_weight = nn.Parameter(torch.empty(len(word_ids), in_features))
-        self.word_bias = nn.Parameter(torch.zeros(len(word_ids)))
+        self.word_weight = nn.Parameter(torch.empty(num_words, in_features))
+        self.word_bias = nn.Parameter(torch.zeros(num_words))
         self.build_numeral_branch(in_features, [token for token, _ in numerals], **branch_options)
         bound = in_features**-0.5
         for p in self.parameters(recurse=False):
             if p.ndim == 2:
                 nn.init.uniform_(p, -bound, bound)
+
+    @staticmethod
+    def branch_indices(vocab_size: int, numeral_ids: list[int]) -> dict[str, list[int]]:
+        """The vocabulary ids of each branch's rows (``word_ids``: every id that is not a numeral, in
+        order) and ``vocab_position``, where each id sits in the concatenation [word branch, numeral branch]."""
+        taken = set(numeral_ids)
+        word_ids = [i for i in range(vocab_size) if i not in taken]
+        position = [0] * vocab_size
+        for pos, i in enumerate(word_ids + numeral_ids):
+            position[i] = pos
+        return {"word_ids": word_ids, "numeral_ids": list(numeral_ids), "vocab_position": position}
 
     def build_numeral_branch(self, in_features: int, tokens: list[str]) -> None:
         """The numeral branch's parameters; ``tokens`` are the numeral rows' tokens, in row order."""
@@ -206,7 +244,26 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
     def init_weights(self, initializer_range: float, init=nn.init) -> None:
         super().init_weights(initializer_range, init)
         for name, values in self._index_lists.items():
-            init.copy_(getattr(self, name), torch.tensor(values, dtype=torch.long))
+            write_unless_loaded(getattr(self, name), torch.tensor(values, dtype=torch.long))
+
+    def check_resize(self, vocab_size: int) -> None:
+        check_numerals_kept(self.numeral_vocab, vocab_size, type(self).__name__)
+        if vocab_size <= len(self.numeral_vocab):
+            raise ValueError(f"{type(self).__name__} cannot follow a vocabulary resized to {vocab_size} tokens: its "
+                             f"{len(self.numeral_vocab)} numerals would leave no word for the word branch")
+
+    def resize(self, vocab_size: int, mean_init: bool = True) -> None:
+        """The word branch follows a vocabulary resized by words at its end (class docstring)."""
+        self.check_resize(vocab_size)
+        # Word ids are in order, so the words added (or cut) at the end of the vocabulary are the word
+        # branch's last rows; the numeral rows come after the word rows in vocab_position.
+        self._index_lists = self.branch_indices(vocab_size, self._index_lists["numeral_ids"])
+        num_words = len(self._index_lists["word_ids"])
+        self.word_weight = nn.Parameter(resized_rows(self.word_weight, num_words, mean_init))
+        self.word_bias = nn.Parameter(resized_rows(self.word_bias, num_words, mean_init))
+        for name, values in self._index_lists.items():
+            setattr(self, name, torch.tensor(values, dtype=torch.long, device=getattr(self, name).device))
+        self.vocab_size = vocab_size
 
     # ------------------------------------------------------------------ the branches
     def class_and_word_log_probs(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -396,13 +453,25 @@ class ValueBranch:
         parsed = [parse_numeral(token) for token in tokens]
         keys = [(n.value, n.precision) if n is not None else None for n in parsed]
         self.value_rows = first_rows(keys)
-        self.register_buffer("known_values", torch.tensor([keys[r][0] for r in self.value_rows], dtype=torch.float64))
-        self.register_buffer("known_precisions", torch.tensor([keys[r][1] for r in self.value_rows], dtype=torch.long))
-        self._known = (self.known_values.clone(), self.known_precisions.clone())
+        # (value, precision) of each scored row as Python numbers: what the buffers are written from again.
+        self.known_numerals = [keys[r] for r in self.value_rows]
+        values, precisions = self.known_numeral_tensors()
+        self.register_buffer("known_values", values)
+        self.register_buffer("known_precisions", precisions)
 
-    def init_value_buffers(self, init) -> None:
-        init.copy_(self.known_values, self._known[0])
-        init.copy_(self.known_precisions, self._known[1])
+    def known_numeral_tensors(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The values (float64: exact for every numeral a float64 holds) and precisions of the scored rows."""
+        values = torch.tensor([value for value, _ in self.known_numerals], dtype=torch.float64)
+        precisions = torch.tensor([precision for _, precision in self.known_numerals], dtype=torch.long)
+        return values, precisions
+
+    def init_value_branch(self, init) -> None:
+        """The mixture as at construction (:meth:`NumeralMixture.init_weights`) and the buffers of the scored
+        rows, which follow from ``numeral_vocab``; what was loaded from a checkpoint is kept."""
+        self.mixture.init_weights(init)
+        values, precisions = self.known_numeral_tensors()
+        write_unless_loaded(self.known_values, values)
+        write_unless_loaded(self.known_precisions, precisions)
 
     def prepare_training(self, stream: dict[str, torch.Tensor]) -> None:
         """EM on the training split's numerals: the components' means and deviations, the mixture and
@@ -499,7 +568,7 @@ class MixtureOfGaussiansHead(ValueBranch, OpenNumeralBranchHead):
 
     def init_weights(self, initializer_range: float, init=nn.init) -> None:
         super().init_weights(initializer_range, init)
-        self.init_value_buffers(init)
+        self.init_value_branch(init)
 
 
 @register_head("combination")
@@ -536,7 +605,7 @@ class CombinationHead(DigitBranch, ValueBranch, OpenNumeralBranchHead):
     def init_weights(self, initializer_range: float, init=nn.init) -> None:
         super().init_weights(initializer_range, init)
         self.digit_rnn.init_weights(initializer_range, init)
-        self.init_value_buffers(init)
+        self.init_value_branch(init)
 
     def strategy_log_weights(self, hidden: torch.Tensor) -> torch.Tensor:
         """log p(m | h) for m in :data:`STRATEGIES`, (..., 3)."""

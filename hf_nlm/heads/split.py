@@ -155,13 +155,18 @@ class SplitSoftmaxHead(OutputHead):
             target, torch.tensor(self.cutoffs, dtype=target.dtype, device=target.device), right=True
         )
 
+    def check_resize(self, vocab_size: int) -> None:
+        if self.cutoffs and vocab_size <= self.cutoffs[-1]:
+            raise ValueError(
+                f"cannot resize the split softmax to {vocab_size} words: its last cut-off is {self.cutoffs[-1]}, "
+                f"so its last cluster would be empty. Keep more than {self.cutoffs[-1]} words, or build a new model "
+                "with smaller cutoffs"
+            )
+
     def resize(self, vocab_size: int, mean_init: bool = True) -> None:
         """Follow a resized vocabulary (``resize_token_embeddings``): words are cut or added at the end,
         i.e. in the last (rarest) cluster, which keeps the frequency order the split assumes."""
-        if self.cutoffs and vocab_size <= self.cutoffs[-1]:
-            raise ValueError(
-                f"cannot resize the split softmax to {vocab_size} words: its last cut-off is {self.cutoffs[-1]}"
-            )
+        self.check_resize(vocab_size)
         resize_word_rows(self, vocab_size, mean_init)
         self.boundaries = [0, *self.cutoffs, vocab_size]
 

@@ -28,7 +28,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from ..trees import WordTree
-from .base import OutputHead, Targets, refuse_arguments, register_head, upcast
+from .base import OutputHead, Targets, refuse_arguments, register_head, upcast, write_unless_loaded
 from .softmax import init_output_weights
 
 # The config fields that record a tree head's shape, so that from_pretrained can build an empty head
@@ -71,10 +71,15 @@ class TreeSoftmaxHead(OutputHead):
     ``tree_nodes`` (|V|, max_codes, max_depth) int64, ``tree_bits`` (same shape) bool,
     ``tree_mask`` (same shape) bool; see :class:`~hf_nlm.trees.TreeTensors`. The flat per-word paths
     ``nll`` works from and the level tables of ``log_probs`` are derived from these and cached.
+
+    :meth:`init_weights` writes the tree buffers that hold no loaded tree: from the tree given at
+    construction (kept as a :class:`~hf_nlm.trees.WordTree`, so that a model built on the meta device
+    gets it back), else from the two other buffers when a checkpoint lost one of them.
     """
 
     config_fields = TREE_FIELDS
     returns_log_probs = True
+    derived_caches = ("_paths_cache", "_structure_cache")
 
     def __init__(
         self,
@@ -92,7 +97,8 @@ class TreeSoftmaxHead(OutputHead):
         if tree is not None:
             shape = self.tree_shape(tree)
             # Breadth-first numbering makes each tree level a contiguous block of node vectors.
-            tensors = tree.renumbered_breadth_first().to_tensors()
+            tree = tree.renumbered_breadth_first()
+            tensors = tree.to_tensors()
         else:
             given = {
                 "vocab_size": vocab_size,
@@ -118,9 +124,13 @@ class TreeSoftmaxHead(OutputHead):
         self.register_buffer("tree_nodes", nodes.clone())
         self.register_buffer("tree_bits", bits.clone())
         self.register_buffer("tree_mask", mask.clone())
-        if tree is not None:  # a real tree, which init_weights must not empty
+        if tree is not None:
+            # Written from the tree just now: marked initialised (transformers' flag), so that post_init keeps
+            # them. Tensors materialised later (to_empty after the meta device) come unmarked, and init_weights
+            # writes them from the tree, kept here as numpy arrays (a WordTree), not as tensors.
             for buffer in (self.tree_nodes, self.tree_bits, self.tree_mask):
                 buffer._is_hf_initialized = True
+        self._source_tree = tree
         self.register_load_state_dict_post_hook(_warm_after_load)
         self._structure_cache: tuple | None = None
         self._paths_cache: tuple | None = None
@@ -191,14 +201,38 @@ class TreeSoftmaxHead(OutputHead):
             )
 
     def init_weights(self, initializer_range: float, init=nn.init) -> None:
-        """The node vectors as every head's, and the tree buffers emptied: a head built on the meta device
-        (as ``from_pretrained`` builds it) holds no tree until one is loaded, and says so if used."""
+        """The node vectors as every head's; the tree buffers that hold no loaded tree are written from the
+        tree given at construction. Without one (``from_pretrained`` builds the head from the config's tree
+        shape), a buffer the checkpoint lacks is rebuilt from the two it holds
+        (:meth:`~hf_nlm.trees.WordTree.from_partial_tensors`; without ``tree_bits``, a tree whose branches
+        may be swapped at some nodes, as a lost parameter comes back re-initialised). Otherwise the
+        buffers are emptied: the head holds no tree until one is loaded, and says so if used."""
         super().init_weights(initializer_range, init=init)
-        for buffer in (self.tree_nodes, self.tree_bits, self.tree_mask):
-            # Marked (transformers' own flag) when a tree was given at construction or loaded: keep it.
-            if not getattr(buffer, "_is_hf_initialized", False):
-                with torch.no_grad():
-                    buffer.zero_()
+        buffers = {"nodes": self.tree_nodes, "bits": self.tree_bits, "mask": self.tree_mask}
+        loaded = {name: b for name, b in buffers.items() if getattr(b, "_is_hf_initialized", False)}
+        if len(loaded) == len(buffers):
+            return
+        tree = getattr(self, "_source_tree", None)  # absent from heads pickled before it existed
+        if tree is None and len(loaded) == len(buffers) - 1:
+            try:
+                tree = WordTree.from_partial_tensors(**loaded)
+            except ValueError:
+                tree = None  # the loaded two describe no tree either
+        if tree is not None and tree.num_nodes == self.num_nodes:
+            values = tree.to_tensors()._asdict()
+        else:
+            values = {name: torch.zeros_like(b) for name, b in buffers.items()}
+        for name, buffer in buffers.items():
+            write_unless_loaded(buffer, values[name].to(buffer.device))
+
+    def check_resize(self, vocab_size: int) -> None:
+        if vocab_size != self.vocab_size:
+            raise ValueError(
+                f"a tree head cannot follow a vocabulary resized to {vocab_size} tokens: its word tree has a leaf "
+                f"for each of its {self.vocab_size} words and no place for another, and cutting words would "
+                "leave nodes with one child. Build a tree over the new vocabulary (hf_nlm.trees.huffman_tree, "
+                "random_tree, ...) and a new model over it (tree=...)"
+            )
 
     def config_values(self) -> dict[str, int]:
         V, C, L = self.tree_nodes.shape
@@ -338,8 +372,9 @@ class TreeSoftmaxHead(OutputHead):
     def _check_has_tree(self) -> None:
         if not bool(self.tree_mask.any()):
             raise ValueError(
-                "this TreeSoftmaxHead holds no tree yet (it was built from shapes only): "
-                "load a state dict / checkpoint that contains tree_nodes, tree_bits, tree_mask"
+                "this TreeSoftmaxHead holds no tree yet (it was built from shapes only): load a state dict / "
+                "checkpoint that contains tree_nodes, tree_bits, tree_mask (or two of them), or build the model "
+                "with tree=..."
             )
         nodes = self.tree_nodes[self.tree_mask]
         if bool((nodes < 0).any() or (nodes >= self.num_nodes).any()):
@@ -467,6 +502,10 @@ class TreeSoftmaxHead(OutputHead):
 
 
 def _warm_after_load(module: TreeSoftmaxHead, incompatible_keys) -> None:
+    if module.tree_mask.device.type != "meta" and bool(module.tree_mask.any()):
+        # A loaded tree, which init_weights must keep (transformers' mark of loaded tensors).
+        for buffer in (module.tree_nodes, module.tree_bits, module.tree_mask):
+            buffer._is_hf_initialized = True
     module.warm_cache()  # a loaded tree's tables, ready for tracing
 
 

@@ -328,6 +328,90 @@ class WordTree:
             codes.append(word_codes)
         return cls.from_codes(codes)
 
+    @classmethod
+    def from_partial_tensors(
+        cls,
+        nodes: torch.Tensor | None = None,
+        bits: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+    ) -> WordTree:
+        """Rebuild a tree from two of :meth:`to_tensors`' three arrays (a checkpoint that lost one).
+
+        The arrays must be those of a tree numbered breadth-first, as a tree head stores its tree
+        (:meth:`renumbered_breadth_first`); the third then follows from the two:
+
+        * without ``nodes``: node ids go level by level, in order of (parent, bit): breadth-first order;
+        * without ``mask``: node 0 is the root and nowhere else on a path, so a step l > 0 exists where its
+          node is not 0; a word's codes come in order of their leaves, so its first code slot is taken,
+          and a later one is taken where it has such a step or starts with bit 1;
+        * without ``bits``: each node's two children are known, not which branch is which. The internal
+          child of the lower id takes bit 0 (as breadth-first numbering gives it), an internal child comes
+          before a leaf, a leaf of a lower word (code slot) before another. Where the stored tree had
+          another choice, the result is its mirror image at that node: the same words under each node,
+          reached by the other branch.
+
+        Raises ``ValueError`` if the two arrays describe no tree (or not one numbered breadth-first).
+        """
+        given = {name: a for name, a in (("nodes", nodes), ("bits", bits), ("mask", mask)) if a is not None}
+        if len(given) != 2:
+            raise ValueError(f"give two of nodes, bits, mask; got {sorted(given) or 'none'}")
+        arrays = {name: torch.as_tensor(a).detach().cpu().numpy() for name, a in given.items()}
+        shapes = {a.shape for a in arrays.values()}
+        if len(shapes) != 1 or len(next(iter(shapes))) != 3:
+            raise ValueError("the arrays must share one shape (vocab_size, max_codes, max_depth)")
+        V, C, L = next(iter(shapes))
+        node = arrays["nodes"].astype(np.int64) if nodes is not None else None
+        bit = arrays["bits"].astype(np.int64) if bits is not None else None
+        if mask is not None:
+            on = arrays["mask"].astype(bool)
+        else:
+            deeper = node[:, :, 1:] != 0
+            taken = deeper.any(-1) | (bit[:, :, 0] == 1) | (np.arange(C) == 0)[None, :]
+            on = np.concatenate([taken[..., None], deeper & taken[..., None]], axis=-1)
+        if node is None:
+            node = np.zeros((V, C, L), dtype=np.int64)
+            next_id = 1
+            for level in range(1, L):
+                here = on[:, :, level]
+                parent_branch = 2 * node[:, :, level - 1][here] + bit[:, :, level - 1][here]
+                branches, rank = np.unique(parent_branch, return_inverse=True)
+                node[:, :, level][here] = next_id + rank
+                next_id += branches.size
+        # Every step (w, c, l) is an edge from its node to the next step's node, or to the leaf of code (w, c).
+        w, c, step = np.nonzero(on)
+        if w.size == 0 or (node[on] < 0).any() or (bit is not None and ((bit < 0) | (bit > 1)).any()):
+            raise ValueError("the arrays hold no tree (no code, negative node ids or bits other than 0 and 1)")
+        parent = node[w, c, step]
+        M = int(parent.max()) + 1
+        if M > w.size:  # more nodes than steps on all the paths: ids that no tree numbers so
+            raise ValueError(f"node id {M - 1} is beyond what {w.size} path steps can number")
+        last = step + 1 >= L
+        onward = np.zeros_like(last)
+        onward[~last] = on[w[~last], c[~last], step[~last] + 1]
+        child = np.where(onward, node[w, c, np.minimum(step + 1, L - 1)], -w - 1)
+        children = np.full((M, 2), np.iinfo(np.int64).min, dtype=np.int64)
+        if bit is not None:
+            children[parent, bit[w, c, step]] = child
+        else:
+            # Internal children (ids < M) first by id, then leaves by (word, code slot).
+            key = np.where(child >= 0, child, M + w * C + c)
+            pairs = np.unique(np.stack([parent, key], axis=1), axis=0)
+            count = np.bincount(pairs[:, 0], minlength=M)
+            if (count != 2).any():
+                n = int(np.flatnonzero(count != 2)[0])
+                raise ValueError(f"node {n} has {int(count[n])} children in these arrays; a word tree is binary")
+            value = np.where(pairs[:, 1] < M, pairs[:, 1], -((pairs[:, 1] - M) // C) - 1)
+            children[pairs[0::2, 0], 0], children[pairs[1::2, 0], 1] = value[0::2], value[1::2]
+        if (children == np.iinfo(np.int64).min).any():
+            n = int(np.argwhere(children == np.iinfo(np.int64).min)[0, 0])
+            raise ValueError(f"node {n} has one branch only in these arrays; a word tree is binary")
+        tree = cls(children, V)
+        rebuilt = tree.to_tensors()
+        for name, a in arrays.items():
+            if getattr(rebuilt, name).shape != a.shape or not np.array_equal(getattr(rebuilt, name).numpy(), a):
+                raise ValueError(f"the arrays do not describe one tree numbered breadth-first ({name} differs)")
+        return tree
+
     def renumbered_breadth_first(self) -> WordTree:
         """The same tree with internal nodes numbered breadth-first (root 0, then depth 1, ...).
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import torch
 from transformers import LogitsProcessor
 
+from ...heads.numeral import check_numerals_kept
 from ...numeral_prediction import write_unknown_numerals
 from ..awd_lstm.modeling_awd_lstm import AWDLSTMForCausalLM, AWDLSTMModel, AWDLSTMPreTrainedModel
 from .configuration_numeracy_lm import NumeracyLMConfig
@@ -39,6 +40,13 @@ from .configuration_numeracy_lm import NumeracyLMConfig
 
 class NumeracyLMPreTrainedModel(AWDLSTMPreTrainedModel):
     config_class = NumeracyLMConfig
+
+    def check_resize(self, vocab_size: int) -> None:
+        """New tokens are words; whatever the strategy, a size that would cut a numeral of
+        ``config.numeral_vocab`` is refused (the numerals keep their ids)."""
+        if self.config.numeral_vocab:
+            check_numerals_kept(self.config.numeral_vocab, vocab_size, type(self).__name__)
+        super().check_resize(vocab_size)
 
 
 class NumeracyLMModel(NumeracyLMPreTrainedModel, AWDLSTMModel):
