@@ -208,3 +208,28 @@ def test_the_head_reads_the_last_returned_state_itself(name, head):
         handle.remove()
     states = out.decoder_hidden_states if model.config.is_encoder_decoder else out.hidden_states
     assert len(seen) == 1 and seen[0] is states[-1]
+
+
+@pytest.mark.parametrize(("name", "head"), CASES, ids=IDS)
+def test_attention_outputs_have_transformers_shapes(name, head):
+    """Every attention output is a tuple with one (batch, heads, target, source) tensor per attention layer, each
+    row a distribution over the source; a model without attention returns none rather than a tensor of its own
+    shape."""
+    model = tiny(name, head).eval()
+    ids = batch()
+    with torch.no_grad():
+        out = forward_with_everything(model, ids)
+    fields = [f for f in ("attentions", "cross_attentions", "encoder_attentions", "decoder_attentions") if f in out]
+    if not model.config.is_encoder_decoder:
+        assert fields == [], f"{name} has no attention but returned {fields}"
+        return
+    assert "cross_attentions" in fields
+    source_length = inputs(model, ids)["input_ids"].shape[1]
+    target_length = out.logits.shape[1]
+    for field in fields:
+        value = getattr(out, field)
+        assert isinstance(value, tuple) and len(value) >= 1, field
+        for weights in value:
+            assert weights.dim() == 4 and weights.shape[0] == ids.shape[0], (field, tuple(weights.shape))
+            assert weights.shape[2:] == (target_length, source_length), (field, tuple(weights.shape))
+            torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:3]))
