@@ -212,7 +212,7 @@ class TreeSoftmaxHead(OutputHead):
         loaded = {name: b for name, b in buffers.items() if getattr(b, "_is_hf_initialized", False)}
         if len(loaded) == len(buffers):
             return
-        tree = getattr(self, "_source_tree", None)  # absent from heads pickled before it existed
+        tree = self._source_tree
         if tree is None and len(loaded) == len(buffers) - 1:
             try:
                 tree = WordTree.from_partial_tensors(**loaded)
