@@ -81,12 +81,30 @@ def test_locked_dropout_one_mask_over_time():
 
 
 def test_embedding_dropout_drops_whole_rows():
+    embedding = nn.Embedding(50, 6)
+    nn.init.ones_(embedding.weight)
+    ids = torch.arange(50).repeat(3)[None]  # every word type three times
     torch.manual_seed(0)
-    w = torch.ones(50, 6)
-    d = embedding_dropout(w, 0.5, training=True)
-    row_values = d.unique(dim=0)
-    assert {tuple(r.tolist()) for r in row_values} == {(0.0,) * 6, (2.0,) * 6}
-    assert torch.equal(embedding_dropout(w, 0.5, training=False), w)
+    d = embedding_dropout(embedding, ids, 0.5, training=True)[0]
+    assert {tuple(r.tolist()) for r in d.unique(dim=0)} == {(0.0,) * 6, (2.0,) * 6}
+    torch.testing.assert_close(d[:50], d[50:100], rtol=0, atol=0)  # one mask per word type, not per position
+    torch.testing.assert_close(d[:50], d[100:], rtol=0, atol=0)
+    # The same numbers as looking the ids up in the masked matrix.
+    torch.manual_seed(0)
+    masked = embedding.weight * (embedding.weight.new_empty(50, 1).bernoulli_(0.5) / 0.5)
+    torch.testing.assert_close(d, masked[ids[0]], rtol=0, atol=0)
+    assert torch.equal(embedding_dropout(embedding, ids, 0.5, training=False), embedding(ids))
+
+
+def test_input_embedding_hooks_see_the_lookup():
+    # transformers' enable_input_require_grads (adapters with frozen weights, gradient checkpointing) hooks the
+    # input embedding module: the body must call it, in training with embedding dropout too.
+    model = AWDLSTMForCausalLM(tiny_config(dropout_embedding=0.1)).train()
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    model.enable_input_require_grads()
+    out = model(prompts(), labels=prompts(), output_hidden_states=True)
+    assert out.hidden_states[0].requires_grad and out.loss.requires_grad
 
 
 def test_weight_drop_masks_only_hidden_to_hidden_with_one_mask():

@@ -233,3 +233,16 @@ def test_attention_outputs_have_transformers_shapes(name, head):
             assert weights.dim() == 4 and weights.shape[0] == ids.shape[0], (field, tuple(weights.shape))
             assert weights.shape[2:] == (target_length, source_length), (field, tuple(weights.shape))
             torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:3]))
+
+
+@pytest.mark.parametrize(("name", "head"), CASES, ids=IDS)
+def test_enable_input_require_grads_reaches_the_loss_with_every_weight_frozen(name, head):
+    """transformers' ``enable_input_require_grads`` (adapters over frozen weights, gradient checkpointing) hooks
+    the input embedding module: every body calls that module, so the loss depends on a tensor needing a gradient."""
+    model = tiny(name, head).train()
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    model.enable_input_require_grads()
+    ids = batch()
+    out = model(**inputs(model, ids), labels=ids)
+    assert out.loss.requires_grad

@@ -35,7 +35,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from transformers import GenerationMixin, GradientCheckpointingLayer
 from transformers import initialization as init
@@ -56,12 +55,18 @@ def locked_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     return x * mask  # the (B, 1, D) mask broadcasts over time
 
 
-def embedding_dropout(weight: torch.Tensor, p: float, training: bool) -> torch.Tensor:
-    """Drop whole rows of the embedding matrix (word types) with probability p, scale the rest by 1/(1-p)."""
+def embedding_dropout(embedding: nn.Embedding, input_ids: torch.LongTensor, p: float, training: bool) -> torch.Tensor:
+    """The vectors of ``input_ids`` with whole rows of the embedding matrix (word types) dropped with probability
+    p and the rest scaled by 1/(1-p): E[w] * m_w, one mask m per word type for the forward pass.
+
+    The embedding module itself is called and the mask applied to its output (the same numbers as looking up the
+    masked matrix), so that hooks on the input embedding see the lookup, as transformers'
+    ``enable_input_require_grads`` (used with adapters and gradient checkpointing) needs."""
+    vectors = embedding(input_ids)
     if not training or p == 0.0:
-        return weight
-    mask = weight.new_empty(weight.shape[0], 1).bernoulli_(1.0 - p) / (1.0 - p)
-    return weight * mask
+        return vectors
+    mask = vectors.new_empty(embedding.num_embeddings, 1).bernoulli_(1.0 - p) / (1.0 - p)
+    return vectors * mask[input_ids]
 
 
 class WeightDropLSTM(GradientCheckpointingLayer):
@@ -261,8 +266,8 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
             if mask is not None:
                 mask = torch.cat([mask.new_ones(B, 1), mask], dim=1)
 
-        weight = embedding_dropout(self.embed_tokens.weight, cfg.dropout_embedding, self.training)
-        x = locked_dropout(F.embedding(input_ids, weight), cfg.dropout_input, self.training)
+        x = embedding_dropout(self.embed_tokens, input_ids, cfg.dropout_embedding, self.training)
+        x = locked_dropout(x, cfg.dropout_input, self.training)
 
         new_states = []
         hidden_states = [] if self._hidden_states(output_hidden_states) else None
