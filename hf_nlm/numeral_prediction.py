@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 
 from .data.batching import batching_for, split_texts
+from .models.numeracy_lm.modeling_numeracy_lm import write_unknown_numerals
 from .tokenization.numerals import parse_numeral
 
 STATISTICS = ("mean", "median", "mode")
@@ -79,28 +80,6 @@ def _vocabulary_estimates(head, tokenizer, hidden, statistic: str, low_q: float,
     point = {"mean": lambda: probs @ values, "median": lambda: quantile(0.5),
              "mode": lambda: values[probs.argmax(-1)]}[statistic]()
     return point, quantile(low_q), quantile(high_q)
-
-
-@torch.no_grad()
-def write_unknown_numerals(model, sequences: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                           do_sample: bool = False, generator: torch.Generator | None = None) -> list[dict[int, str]]:
-    """For every ``<unk_num>`` in generated ``sequences`` (B, T), the numeral it stands for, written by the
-    model's own numeral decoder from the state that generated it: ``{position: text}`` per sequence.
-    The digit-RNN spells it (greedy: the best string outside the vocabulary; or a sample), the mixture
-    of Gaussians writes its median with the likeliest precision (or a sample). ``attention_mask``
-    (B, T) marks left padding, if any. Empty dicts for a model whose numeral branch is closed
-    (``<unk_num>`` is all it knows)."""
-    head = getattr(model, "lm_head", None)
-    if not getattr(head, "open_numeral_vocabulary", False):
-        return [{} for _ in sequences]
-    unk = int(head.numeral_ids[head.unknown_row])
-    found = [torch.nonzero(seq == unk).squeeze(-1).tolist() for seq in sequences]
-    if not any(found):
-        return [{} for _ in sequences]
-    # position t predicts t + 1
-    hidden = model(sequences, attention_mask=attention_mask, output_hidden_states=True).hidden_states[-1]
-    return [{t: head.write_numeral(hidden[b, t - 1], do_sample, generator) for t in positions if t > 0}
-            for b, positions in enumerate(found)]
 
 
 def evaluate_number_prediction(model, tokenizer, texts, train_texts=None, statistic: str = "median",

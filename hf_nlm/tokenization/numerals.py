@@ -79,7 +79,7 @@ import numpy as np
 from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-from ..data.lm import TokenFeatures
+from .features import TokenFeatures
 from .word_level import EOS_TOKEN, ranked_vocabulary, word_decoder, wrap_tokenizer
 
 #: The symbols of a canonical numeral string, in id order: "0"-"9" are ids 0-9, "." is 10, "-" is 11.

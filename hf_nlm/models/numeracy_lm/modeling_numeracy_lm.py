@@ -33,7 +33,6 @@ import torch
 from transformers import LogitsProcessor
 
 from ...heads.numeral import check_numerals_kept
-from ...numeral_prediction import write_unknown_numerals
 from ..awd_lstm.modeling_awd_lstm import AWDLSTMForCausalLM, AWDLSTMModel, AWDLSTMPreTrainedModel
 from .configuration_numeracy_lm import NumeracyLMConfig
 
@@ -107,6 +106,28 @@ class NumeracyLMForCausalLM(NumeracyLMPreTrainedModel, AWDLSTMForCausalLM):
         return processors
 
 
+@torch.no_grad()
+def write_unknown_numerals(model, sequences: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                           do_sample: bool = False, generator: torch.Generator | None = None) -> list[dict[int, str]]:
+    """For every ``<unk_num>`` in generated ``sequences`` (B, T), the numeral it stands for, written by the
+    model's own numeral decoder from the state that generated it: ``{position: text}`` per sequence.
+    The digit-RNN spells it (greedy: the best string outside the vocabulary; or a sample), the mixture
+    of Gaussians writes its median with the likeliest precision (or a sample). ``attention_mask``
+    (B, T) marks left padding, if any. Empty dicts for a model whose numeral branch is closed
+    (``<unk_num>`` is all it knows)."""
+    head = getattr(model, "lm_head", None)
+    if not getattr(head, "open_numeral_vocabulary", False):
+        return [{} for _ in sequences]
+    unk = int(head.numeral_ids[head.unknown_row])
+    found = [torch.nonzero(seq == unk).squeeze(-1).tolist() for seq in sequences]
+    if not any(found):
+        return [{} for _ in sequences]
+    # position t predicts t + 1
+    hidden = model(sequences, attention_mask=attention_mask, output_hidden_states=True).hidden_states[-1]
+    return [{t: head.write_numeral(hidden[b, t - 1], do_sample, generator) for t in positions if t > 0}
+            for b, positions in enumerate(found)]
+
+
 class JointNumeralScores(LogitsProcessor):
     """Replaces the score of ``<unk_num>`` by that of the numeral the head's decoder writes there
     (:meth:`~hf_nlm.heads.numeral.OpenNumeralBranchHead.best_unknown_numerals`), read from the hidden
@@ -135,4 +156,4 @@ class JointNumeralScores(LogitsProcessor):
         return scores
 
 
-__all__ = ["NumeracyLMForCausalLM", "NumeracyLMModel", "NumeracyLMPreTrainedModel"]
+__all__ = ["NumeracyLMForCausalLM", "NumeracyLMModel", "NumeracyLMPreTrainedModel", "write_unknown_numerals"]
