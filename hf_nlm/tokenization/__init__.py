@@ -1,6 +1,7 @@
 """Tokenizers for the LMs: word-level vocabularies (the papers' setting), BPE / WordPiece, and the
 words-and-numerals vocabulary of the numeracy LM (Spithourakis & Riedel 2018)."""
 
+from .features import TokenFeatures
 from .numerals import (
     NUMERAL_FEATURES,
     NUMERAL_FILL,
@@ -33,6 +34,7 @@ __all__ = [
     "UNK_TOKEN",
     "UNK_WORD_TOKEN",
     "Numeral",
+    "TokenFeatures",
     "NumeracyTokenizerFast",
     "parse_numeral",
     "register_numeracy_tokenizer",
