@@ -1,4 +1,4 @@
-"""Train a story generator on ROCStories (seed 001): title -> storyline -> story, either approach.
+"""Train a story generator on ROCStories (Yao et al. 2019): title -> storyline -> story, either approach.
 
 * ``--approach lm``: one causal LM (AWD-LSTM) over "title <sep> k1 # k2 # ... <sep> story"; it serves
   both stages of ``hf-nlm story --model OUTPUT_DIR``. With ``--story-cloze FILE`` its Story Cloze

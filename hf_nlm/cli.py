@@ -629,7 +629,7 @@ def _generation_settings(args: argparse.Namespace) -> dict:
 
 
 def cmd_story(args: argparse.Namespace) -> int:
-    """Title -> storyline -> story (seed 001), each stage a saved LM or seq2seq model."""
+    """Title -> storyline -> story (Yao et al. 2019, Plan-and-Write), each stage a saved LM or seq2seq model."""
     import torch
 
     from .story import write_story
@@ -840,7 +840,7 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--json", action="store_true", help="print one JSON object per prompt")
     generate.set_defaults(func=cmd_generate, parser=generate)
 
-    story = sub.add_parser("story", help="title -> storyline -> story with saved models (seed 001)",
+    story = sub.add_parser("story", help="title -> storyline -> story with saved models (Yao et al. 2019)",
                            description="Write a story for each TITLE in two stages: title -> storyline (one keyword "
                                        "phrase per sentence) -> story. Either one LM trained on 'title <sep> k1 # k2 "
                                        "... <sep> story' (--model) serves both stages, or a model per stage "
@@ -851,8 +851,8 @@ def build_parser() -> argparse.ArgumentParser:
     story.add_argument("--story-model", default=None, help="model folder for title + storyline -> story")
     story.add_argument("--num-beams", type=int, default=1, help="beam width; 1 = greedy or sampling (default: 1)")
     story.add_argument("--length-penalty", type=float, default=1.0,
-                       help="beam search ranks finished hypotheses by sum log p / length**LP (default: 1.0, seed 002's "
-                            "(1/t) sum log p)")
+                       help="beam search ranks finished hypotheses by sum log p / length**LP (default: 1.0, the "
+                            "length-normalised (1/t) sum log p)")
     story.add_argument("--do-sample", action="store_true", help="sample instead of greedy / beam search")
     story.add_argument("--temperature", type=float, default=None, help="sampling temperature (with --do-sample)")
     story.add_argument("--top-k", type=int, default=None, help="top-k sampling (with --do-sample)")

@@ -196,8 +196,8 @@ MODEL_DOCS: dict[str, ModelDoc] = {
         "Attention seq2seq",
         "An LSTM encoder (optionally bidirectional) and an LSTM decoder with global attention (dot, general, "
         "additive or concat scores, or none), the attention context joined with the decoder state before the output "
-        "head, optional input feeding (Luong et al. 2015; Bahdanau et al. 2015): seed 001's storyline-to-story "
-        "generator. Loaded with `AutoModelForSeq2SeqLM`.",
+        "head, optional input feeding (Luong et al. 2015; Bahdanau et al. 2015): the storyline-to-story stage of a "
+        "Plan-and-Write story generator (Yao et al. 2019). Loaded with `AutoModelForSeq2SeqLM`.",
         LUONG_2015,
         ("seq2seq", "attention", "lstm"),
     ),

@@ -1,14 +1,14 @@
-"""Title -> storyline -> story: the two-stage story generator of seed 001 (Yao et al. 2019,
+"""Title -> storyline -> story: the two-stage story generator of Yao et al. (2019,
 "Plan-and-Write: Towards Better Automatic Storytelling"), each stage either approach.
 
 A storyline is one keyword phrase per sentence (:mod:`hf_nlm.storylines`). Each stage is a model of
 this package, and the kind of model decides how the stage is asked:
 
-* **The LM approach** (seed 001 sec. 5): one causal LM (AWD-LSTM first) trained on
+* **The LM approach**: one causal LM (AWD-LSTM first) trained on
   ``"title <sep> k1 # k2 # ... <sep> story"`` (:func:`hf_nlm.storylines.storyline_text`). Stage 1
   continues ``"title <sep>"`` up to the next ``<sep>``; stage 2 continues
   ``"title <sep> k1 # ... <sep>"`` up to ``<eos>``. One model can serve both stages.
-* **The seq2seq approach** (seed 001 sec. 6, seed 002): an encoder-decoder
+* **The seq2seq approach** (Luong et al. 2015; Bahdanau et al. 2015): an encoder-decoder
   (``model_type="story_seq2seq"``) per stage, trained on the pairs of :func:`storyline_pairs`
   (title -> ``"k1 # k2 # ..."``) and :func:`story_pairs` (``"title <sep> k1 # ..."`` -> story).
 

@@ -2,7 +2,7 @@
 
 A storyline is the plan of a story: one short phrase per sentence ("big exam tomorrow # stressed
 # ..."). Yao et al. (2019, "Plan-and-Write") extract it from the gold ROCStories with RAKE for
-training; seed 001 does the same and trains one LM over ``"title <sep> k1 # k2 # ... <sep> story"``.
+training; the LM approach here trains one LM over ``"title <sep> k1 # k2 # ... <sep> story"``.
 
 RAKE (Rose, Engel, Cramer & Cowley 2010, "Automatic keyword extraction from individual documents"):
 
@@ -44,7 +44,7 @@ __all__ = [
     "word_scores",
 ]
 
-#: Separator between title, storyline and story (seed 001's format).
+#: Separator between title, storyline and story in the LM approach's training text.
 SEP = "<sep>"
 #: Separator between the keyword phrases of a storyline.
 KEYWORD_SEP = "#"
@@ -179,7 +179,7 @@ def add_storylines(example: Mapping[str, Any], max_words: int | None = 3, column
 def storyline_text(
     title: str, keywords: Sequence[str], story: str | None = None, sep: str = SEP
 ) -> str:
-    """Seed 001's LM text ``"title <sep> k1 # k2 # ... <sep> story"``; without ``story``, the prompt
+    """The LM approach's training text ``"title <sep> k1 # k2 # ... <sep> story"``; without ``story``, the prompt
     ``"title <sep> k1 # k2 # ... <sep>"`` from which an LM generates the story.
 
     Spaces around the separators make them separate words for a whitespace tokenizer. Text that would

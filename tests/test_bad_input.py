@@ -1,4 +1,4 @@
-"""Issue 11: broken model folders, odd generation input, Ctrl-C and short runs end with a clear message
+"""Broken model folders, odd generation input, Ctrl-C and short runs end with a clear message
 (the file or field named), not a traceback from deep inside a library."""
 
 from __future__ import annotations

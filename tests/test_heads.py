@@ -136,7 +136,8 @@ def test_gradients_match_finite_differences(name, which):
 
 
 def split_by_hand(head: SplitSoftmaxHead, h: torch.Tensor) -> torch.Tensor:
-    """Seed 001 sec. 5.3.2 with explicit softmaxes: head over [s_0, s_1) + tombstones, then tails."""
+    """The split cross-entropy of Merity et al.'s awd-lstm-lm with explicit softmaxes: head over [s_0, s_1) + tombstones,
+    then tails."""
     W, b = head.weight, head.bias
     s = [0, *head.cutoffs, V]
     Y_head = h @ torch.cat([W[: s[1]], head.tombstone_weight]).T + torch.cat([b[: s[1]], head.tombstone_bias])

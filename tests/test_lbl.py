@@ -394,7 +394,7 @@ def test_checkpoint_whose_tree_does_not_fit_its_config_is_refused(tmp_path):
     config = json.loads((tmp_path / "config.json").read_text())
     config["tree_max_codes"] = 1  # the saved tree has words with 2 codes
     (tmp_path / "config.json").write_text(json.dumps(config))
-    # Refused with the buffers named, their shapes in the weights and from the config (issue 11).
+    # Refused with the buffers named, their shapes in the weights and from the config.
     with pytest.raises(ValueError, match=r"config\.json does not match the weights") as info:
         AutoModelForCausalLM.from_pretrained(tmp_path)
     assert "lm_head.tree_nodes: (7, 2, 4) in the weights, (7, 1, 4) from the config" in str(info.value)

@@ -275,7 +275,7 @@ def test_awkward_numerals_train_with_a_finite_loss(strategy):
     assert torch.isfinite(loss) and all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
 
-# ----------------------------------------------------------------------------- open numeral vocabularies (issue 13)
+# ----------------------------------------------------------------------------- open numeral vocabularies ----------
 
 @pytest.mark.parametrize("strategy", ["drnn", "mog"])
 def test_open_numeral_heads_are_distributions_with_unk_num_holding_the_rest(strategy):  # (combination: below)
@@ -408,7 +408,7 @@ def test_numeral_cost_breakdown_refuses_a_plain_tokenizer_and_a_text_without_num
         numeral_cost_breakdown(m, numeracy_tokenizer, ["the budget fell ."], block_size=5)
 
 
-# ----------------------------------------------------------------------------- number prediction (issue 13)
+# ----------------------------------------------------------------------------- number prediction ----------
 
 def _hidden_before_each_token(model, tok, texts):
     """The state that predicts each token of the stream, from one forward pass over the whole stream."""

@@ -98,7 +98,7 @@ def test_beam_search_with_enough_beams_is_exhaustive_search(length_penalty):
 
 
 def test_length_penalty_ranks_by_length_normalised_log_probability():
-    """Seed 002's (1/t) sum log p is length_penalty=1: here it picks another winner than the summed log-probability
+    """The length-normalised (1/t) sum log p is length_penalty=1: here it picks another winner than the summed log-probability
     (length_penalty=0), and beam search follows each ranking."""
     model = tiny("additive", seed=3)
     src, mask = sources(B=1)

@@ -10,8 +10,8 @@ The vocabulary holds words and numerals ranked together; ``config.numeral_vocab`
   digits share evidence; words keep E_out[s]. Then p(s | h) = softmax(b + e_out h).
 * ``"hsoftmax"`` (sec. 3.2, hierarchical softmax): p(s | h) = p(c | h) p(s | c, h) with the class
   c in {word, numeral}: a two-way softmax, then a softmax over the class's own tokens, the three
-  with no shared parameters. The numeral branch is where the next issue's digit-RNN and mixture of
-  Gaussians plug in.
+  with no shared parameters. The numeral branch is where the digit-RNN (``drnn``) and the mixture of
+  Gaussians (``mog``, ``combination``) plug in.
 
 Both return exact full-vocabulary distributions, so ``generate()``, perplexity and the adjusted
 perplexity treat them like any other head.

@@ -59,7 +59,8 @@ class NumeracyLMForCausalLM(NumeracyLMPreTrainedModel, AWDLSTMForCausalLM):
     ``logits`` are the scores whose ``log_softmax`` is the exact next-token distribution over words
     and numerals (the h-softmax returns log-probabilities directly). Per-token numeral tensors of a
     batch (``numeral_value``, ``numeral_precision``, ``digit_ids``, ``numeral_mask``) may be passed
-    through; the heads of this issue read only the ids.
+    through: the closed-vocabulary heads read only the ids, the digit-RNN and mixture heads the fields they
+    name in ``target_fields``.
     """
 
     base_model_class = NumeracyLMModel

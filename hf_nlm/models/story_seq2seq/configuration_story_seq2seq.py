@@ -1,4 +1,4 @@
-"""Configuration of the attention seq2seq story generator (seed 001 sec. 6, seed 002)."""
+"""Configuration of the attention seq2seq story generator (Luong et al. 2015; Bahdanau et al. 2015)."""
 
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ class StorySeq2SeqConfig(NLMConfig):
             The score e_tj between the decoder state s_t and the annotation h_j (Luong et al. sec. 3.1), turned into
             weights a_tj = softmax_j(e_tj) over the real (unpadded) source positions: `"dot"`: s_t . h_j;
             `"general"`: s_t^T W_a h_j; `"additive"` (Bahdanau et al.): v^T tanh(W_1 h_j + W_2 s_t + b);
-            `"concat"` (seed 001's variant, which scores from the decoder's input embedding and state together):
-            v^T tanh(W_y E[y_t] + W_s s_t + W_h h_j + b), i.e. one tanh layer over [E[y_t]; s_t; h_j]; seed 001's
+            `"concat"` (a variant that scores from the decoder's input embedding and state together):
+            v^T tanh(W_y E[y_t] + W_s s_t + W_h h_j + b), i.e. one tanh layer over [E[y_t]; s_t; h_j]; the PyTorch seq2seq tutorial's
             layer instead gave one score per fixed source *position* from [E[y_t]; s_t], which ties a model to a
             maximum source length, so the source vector h_j takes the place of the position here; `"none"`: no
             attention, the decoder sees the source only through the encoder's final state it starts from (the

@@ -1,4 +1,4 @@
-"""An LSTM encoder-decoder with global attention, as a transformers seq2seq LM (seed 001 sec. 6, seed 002).
+"""An LSTM encoder-decoder with global attention, as a transformers seq2seq LM.
 
 M.-T. Luong, H. Pham, C. D. Manning, "Effective Approaches to Attention-based Neural Machine Translation",
 EMNLP 2015; D. Bahdanau, K. Cho, Y. Bengio, "Neural Machine Translation by Jointly Learning to Align and
@@ -23,7 +23,7 @@ search (``num_beams``, ``length_penalty``, ``num_return_sequences``) are transfo
 
 **Beam search and length normalisation.** transformers 5 ranks a finished hypothesis y_1..y_t (y_t = ``eos``, or
 the last token when ``max_length`` is hit) by ``sum_i log p(y_i | y_<i, x) / t ** length_penalty``, where t counts
-the generated tokens, the final ``eos`` included and ``decoder_start_token_id`` not. Seed 002's length-normalised
+the generated tokens, the final ``eos`` included and ``decoder_start_token_id`` not. The length-normalised
 score (1/t) sum_i log p(y_i) is therefore ``length_penalty=1.0`` (transformers' default), and the plain summed
 log-probability is ``length_penalty=0.0``. (With ``length_penalty > 0`` pass ``early_stopping="never"`` for the
 exact search: the default heuristic stops once the best running beam, scored at its current length, cannot beat
@@ -108,7 +108,7 @@ class GlobalAttention(nn.Module):
             self.W_s = nn.Linear(H, H)  # Bahdanau's W_a (W_2), with the layer's one bias b
             self.v = nn.Linear(H, 1, bias=False)
             if self.kind == "concat":
-                self.W_y = nn.Linear(E, H, bias=False)  # seed 001: the decoder's input embedding joins the score
+                self.W_y = nn.Linear(E, H, bias=False)  # concat: the decoder's input embedding joins the score
 
     def keys(self, memory: torch.Tensor) -> torch.Tensor:
         """The source-only part of the score: h_j (dot), W_a h_j (general), W_h h_j (additive, concat)."""
