@@ -3,10 +3,10 @@
 
 Each of them predicts w_{t+1} from the n - 1 tokens w_t, ..., w_{t-n+2} only, so
 
-* :func:`context_window` gathers those tokens for every position (filling the positions before the
-  start of the input, and left padding, with ``bos_token_id``, as an n-gram model pads with <s>);
-* :class:`WindowModelMixin` gives their bodies the input embedding, :meth:`contexts` and
-  :meth:`context_vectors` (the same windows, of word vectors);
+* :class:`WindowModelMixin` gives their bodies the input embedding, :meth:`contexts` (those tokens for
+  every position, the positions before the start of the input and left padding filled with
+  ``bos_token_id``, as an n-gram model pads with <s>) and :meth:`context_vectors` (the same windows, of
+  word vectors), both cut by :func:`sliding_windows`;
 * :class:`WindowCausalLMMixin` gives their ``XForCausalLM`` classes the same ``generate()`` behaviour
   (no key/value cache: each step re-reads the last n - 1 tokens).
 """
@@ -25,7 +25,7 @@ def window_tokens(
 ) -> torch.LongTensor:
     """The tokens the windows are cut from: ``input_ids`` (B, T) with left padding (``attention_mask`` 0)
     replaced by ``fill_id`` (the config's ``bos_token_id``), which also stands for the positions before
-    the start of the input (:func:`sliding_windows`)."""
+    the start of the input (:meth:`WindowModelMixin.contexts`)."""
     n_1 = context_size
     needs_fill = n_1 > 1 or (attention_mask is not None and bool((attention_mask == 0).any()))
     if needs_fill and fill_id is None:
@@ -39,30 +39,15 @@ def window_tokens(
     return input_ids
 
 
-def sliding_windows(sequence: torch.Tensor, context_size: int) -> torch.Tensor:
-    """``sequence`` (B, n - 2 + T, ...), the input after n - 2 fill entries, cut into the n - 1 entries each
-    position conditions on, most recent first: (B, T, n - 1, ...). Works on token ids and on their vectors alike."""
+def sliding_windows(sequence: torch.Tensor, fill: torch.Tensor, context_size: int) -> torch.Tensor:
+    """The n - 1 entries each position conditions on, most recent first: ``sequence`` (B, T, ...) -> (B, T, n - 1, ...).
+
+    ``fill`` (B, 1, ...) stands for the positions before the start of the input. Works on token ids and on their
+    vectors alike."""
+    before = fill.expand(-1, context_size - 1, *fill.shape[2:])
     # unfold puts the window last, oldest -> newest; move it next to the position and flip it to the
     # papers' order (w_{t-1} first).
-    return sequence.unfold(1, context_size, 1).movedim(-1, 2).flip(2)
-
-
-def context_window(
-    input_ids: torch.LongTensor,
-    attention_mask: torch.Tensor | None,
-    context_size: int,
-    fill_id: int | None,
-    model_name: str = "model",
-) -> torch.LongTensor:
-    """The n - 1 token ids each position conditions on, most recent first: shape (B, T, n - 1).
-
-    Position t sees w_t, w_{t-1}, ..., w_{t-n+2} and predicts w_{t+1}. Before the start of the
-    input, and where ``attention_mask`` is 0 (left padding), the context holds ``fill_id``
-    (the config's ``bos_token_id``).
-    """
-    input_ids = window_tokens(input_ids, attention_mask, context_size, fill_id, model_name)
-    fill = input_ids.new_full((input_ids.shape[0], context_size - 1), fill_id if context_size > 1 else 0)
-    return sliding_windows(torch.cat([fill, input_ids], dim=1), context_size)
+    return torch.cat([before, sequence], dim=1).unfold(1, context_size, 1).movedim(-1, 2).flip(2)
 
 
 class WindowModelMixin:
@@ -78,14 +63,23 @@ class WindowModelMixin:
     def set_input_embeddings(self, value: torch.nn.Embedding) -> None:
         setattr(self, self.embedding_attr, value)
 
+    def _window_tokens(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None) -> torch.LongTensor:
+        config = self.config
+        return window_tokens(input_ids, attention_mask, config.context_size, config.bos_token_id, config.model_type.upper())
+
+    def _fill_id(self, input_ids: torch.LongTensor) -> torch.LongTensor:
+        """(B, 1) of ``bos_token_id``: what the context holds before the start of the input."""
+        fill = self.config.bos_token_id if self.config.context_size > 1 else 0  # unused without a context
+        return input_ids.new_full((input_ids.shape[0], 1), fill)
+
     def contexts(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None) -> torch.LongTensor:
         """The n - 1 token ids each position conditions on, most recent first: shape (B, T, n - 1).
 
         Position t sees w_t, w_{t-1}, ..., w_{t-n+2} and predicts w_{t+1}. Before the start of the
         input, and where ``attention_mask`` is 0 (left padding), the context holds ``bos_token_id``.
         """
-        config = self.config
-        return context_window(input_ids, attention_mask, config.context_size, config.bos_token_id, config.model_type.upper())
+        ids = self._window_tokens(input_ids, attention_mask)
+        return sliding_windows(ids, self._fill_id(ids), self.config.context_size)
 
     def context_vectors(
         self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None
@@ -93,13 +87,10 @@ class WindowModelMixin:
         """The input embedding of each position's token, (B, T, D), and the windows of :meth:`contexts` cut
         from it, (B, T, n - 1, D). Every word is looked up once, so a body that reads the windows is computed
         from the first tensor (it can be returned as a hidden state and receive the loss's gradient)."""
-        config = self.config
-        n_1 = config.context_size
-        ids = window_tokens(input_ids, attention_mask, n_1, config.bos_token_id, config.model_type.upper())
+        ids = self._window_tokens(input_ids, attention_mask)
         embed = self.get_input_embeddings()
         vectors = embed(ids)
-        fill = embed(ids.new_full((ids.shape[0], n_1 - 1), config.bos_token_id if n_1 > 1 else 0))
-        return vectors, sliding_windows(torch.cat([fill, vectors], dim=1), n_1)
+        return vectors, sliding_windows(vectors, embed(self._fill_id(ids)), self.config.context_size)
 
 
 class WindowCausalLMMixin:
@@ -142,4 +133,4 @@ class WindowCausalLMMixin:
         return {"input_ids": input_ids, "attention_mask": attention_mask, "logits_to_keep": 1}
 
 
-__all__ = ["WindowCausalLMMixin", "WindowModelMixin", "context_window", "sliding_windows", "window_tokens"]
+__all__ = ["WindowCausalLMMixin", "WindowModelMixin", "sliding_windows", "window_tokens"]
