@@ -16,7 +16,7 @@ for 20 minutes underfits under them (issue 15). ``--nonmono`` is NT-ASGD's trigg
 (``awd``, ``plain``) so that a sweep can run rows as separate processes side by side.
 
 After training, each row is also scored with the neural cache pointer (Grave et al. 2017;
-``hf_nlm.neural_cache``), window ``--cache-window``, theta and lambda picked on validation from a small grid,
+``hf_nlm.evaluation.neural_cache``), window ``--cache-window``, theta and lambda picked on validation from a small grid,
 and its validation curve is kept (``curve``: ``[epochs trained, validation perplexity]`` after each epoch
 and where the budget stopped it, on 10 columns, as the training loop measures it). A row stops when its
 budget is spent, in the middle of an epoch if need be (``TrainingConfig.max_time_within_epoch``), so the
@@ -47,7 +47,7 @@ from common import add_run_arguments, emit_json, log, machine, run_context, star
 from hf_nlm import AWDLSTMConfig, AWDLSTMForCausalLM
 from hf_nlm.data import load_ptb
 from hf_nlm.evaluation import evaluate_lm
-from hf_nlm.neural_cache import evaluate_with_neural_cache
+from hf_nlm.evaluation.neural_cache import evaluate_with_neural_cache
 from hf_nlm.tokenization import train_word_level_tokenizer
 from hf_nlm.training import TrainingConfig, train_lm
 

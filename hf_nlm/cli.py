@@ -512,7 +512,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             _fail(args.parser, f"{flag} needs --neural-cache")
     model, tokenizer, datasets = _load_model_and_corpus(args)
     if args.neural_cache:
-        from .neural_cache import evaluate_with_neural_cache
+        from .evaluation.neural_cache import evaluate_with_neural_cache
 
         # Grave et al. (2017): one stream, batch 1, the state carried over blocks of --block-size tokens.
         try:
@@ -530,7 +530,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_predict_numbers(args: argparse.Namespace) -> int:
-    from .numeral_prediction import evaluate_number_prediction, predict_numbers
+    from .evaluation.number_prediction import evaluate_number_prediction, predict_numbers
 
     model, tokenizer, datasets = _load_model_and_corpus(args)
     try:
@@ -665,7 +665,7 @@ def cmd_story(args: argparse.Namespace) -> int:
 
 
 def cmd_plot_attention(args: argparse.Namespace) -> int:
-    from .attention_plots import plot_attention
+    from .plots.attention import plot_attention
 
     model, tokenizer = _load_saved_model(args.parser, args.model_dir)
     if not model.config.is_encoder_decoder:
@@ -721,7 +721,7 @@ def cmd_build_tree(args: argparse.Namespace) -> int:
 
 
 def cmd_card(args: argparse.Namespace) -> int:
-    from .model_card import write_run_card
+    from .hub.model_card import write_run_card
 
     try:
         path = write_run_card(args.run_dir, dataset=args.dataset, model_name=args.model_name)
@@ -732,7 +732,7 @@ def cmd_card(args: argparse.Namespace) -> int:
 
 
 def cmd_plot_numerals(args: argparse.Namespace) -> int:
-    from .numeral_plots import plot_numeral_density, plot_numeral_embeddings, plot_strategy_weights
+    from .plots.numerals import plot_numeral_density, plot_numeral_embeddings, plot_strategy_weights
 
     model, tokenizer = _load_saved_model(args.parser, args.model_dir)
     if getattr(tokenizer, "numeral_vocab", None) is None:

@@ -63,12 +63,11 @@ def check_config_field_types(path: str | os.PathLike, config_class: type[PreTrai
     if not isinstance(values, dict):
         raise ValueError(f"{config_file}: expected a JSON object, got {type(values).__name__}")
     if config_class is None:
-        from .models import MODEL_TYPES
+        from transformers import CONFIG_MAPPING  # every model type registered, ours included
 
-        model = MODEL_TYPES.get(values.get("model_type"))
-        if model is None:
+        if values.get("model_type") not in CONFIG_MAPPING:
             return
-        config_class = model.config_class
+        config_class = CONFIG_MAPPING[values["model_type"]]
     wrong = config_class.field_type_error(values) if hasattr(config_class, "field_type_error") else None
     if wrong:
         raise ValueError(f"{config_file}: {wrong}")
@@ -282,7 +281,7 @@ class NLMPreTrainedModel(PreTrainedModel):
         # A model card (README.md) with the Hub metadata, unless the folder has one (a run's richer card).
         card = os.path.join(os.fspath(save_directory), "README.md")
         if not os.path.exists(card) and (kwargs.get("is_main_process", True)):
-            from .model_card import write_model_card
+            from .hub.model_card import write_model_card
 
             write_model_card(save_directory, self.config, num_parameters=self.num_parameters())
         return saved
@@ -290,7 +289,7 @@ class NLMPreTrainedModel(PreTrainedModel):
     def push_to_hub(self, repo_id: str, **kwargs):
         """``transformers``' ``push_to_hub`` (same arguments), uploading this package's model card, not a
         generic one: :func:`hf_nlm.hub.push_model`. A card already in the repo is kept."""
-        from .hub import push_model
+        from .hub.push import push_model
 
         return push_model(self, repo_id, **kwargs)
 

@@ -25,7 +25,7 @@ ROOT = HERE.parent
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT))
 
-from hf_nlm.model_card import CORPORA, MODEL_DOCS, NGRAM_TYPES, render_card, render_model_card  # noqa: E402
+from hf_nlm.hub.model_card import CORPORA, MODEL_DOCS, NGRAM_TYPES, render_card, render_model_card  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 from transformers import AutoConfig, AutoModelForCausalLM
 
-from hf_nlm.cache import RecurrentCache
+from hf_nlm.cache_utils import RecurrentCache
 from hf_nlm.models.awd_lstm import AWDLSTMConfig, AWDLSTMForCausalLM
 from hf_nlm.models.awd_lstm.modeling_awd_lstm import WeightDropLSTM, embedding_dropout, locked_dropout
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from hf_nlm import AWDLSTMConfig, AWDLSTMForCausalLM, NPLMConfig, NPLMForCausalLM
-from hf_nlm.cache import RecurrentCache
+from hf_nlm.cache_utils import RecurrentCache
 from hf_nlm.data import (
     IGNORE_INDEX,
     BlockBatches,

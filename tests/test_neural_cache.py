@@ -12,15 +12,15 @@ import torch
 from hf_nlm.cli import main
 from hf_nlm.data.lm import tokenize_corpus
 from hf_nlm.evaluation import perplexity_report
-from hf_nlm.models.awd_lstm import AWDLSTMConfig, AWDLSTMForCausalLM
-from hf_nlm.models.nplm import NPLMConfig, NPLMForCausalLM
-from hf_nlm.neural_cache import (
+from hf_nlm.evaluation.neural_cache import (
     NeuralCache,
     evaluate_with_neural_cache,
     head_log_probs,
     head_target_log_probs,
     neural_cache_log_probs,
 )
+from hf_nlm.models.awd_lstm import AWDLSTMConfig, AWDLSTMForCausalLM
+from hf_nlm.models.nplm import NPLMConfig, NPLMForCausalLM
 from hf_nlm.tokenization import train_word_level_tokenizer
 
 

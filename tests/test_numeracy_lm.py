@@ -238,7 +238,7 @@ def test_train_evaluate_save_load_and_generate_through_the_cli(tmp_path):
 def test_numeral_embedding_picture_is_the_pca_of_the_numeral_rows(numeracy_tokenizer, tmp_path):
     import numpy as np
 
-    from hf_nlm.numeral_plots import plot_numeral_embeddings
+    from hf_nlm.plots.numerals import plot_numeral_embeddings
 
     model = tokenized_model(numeracy_tokenizer, "softmax")
     points = plot_numeral_embeddings(model, numeracy_tokenizer, tmp_path / "numerals.png")
@@ -422,7 +422,7 @@ def _hidden_before_each_token(model, tok, texts):
 @pytest.mark.parametrize("strategy", ["hsoftmax", "combination"])
 @pytest.mark.parametrize("statistic", ["mean", "median", "mode"])
 def test_numeral_predictions_from_the_vocabulary_distribution_by_hand(numeracy_tokenizer, statistic, strategy):
-    from hf_nlm.numeral_prediction import predict_numbers
+    from hf_nlm.evaluation.number_prediction import predict_numbers
     from hf_nlm.tokenization.numerals import parse_numeral
 
     tok = numeracy_tokenizer
@@ -446,7 +446,7 @@ def test_numeral_predictions_from_the_vocabulary_distribution_by_hand(numeracy_t
 
 
 def test_mog_predictions_are_the_mixtures_and_metrics_have_baselines(numeracy_tokenizer):
-    from hf_nlm.numeral_prediction import evaluate_number_prediction, predict_numbers
+    from hf_nlm.evaluation.number_prediction import evaluate_number_prediction, predict_numbers
 
     tok = numeracy_tokenizer
     m = tokenized_model(tok, "mog")
@@ -467,7 +467,7 @@ def test_mog_predictions_are_the_mixtures_and_metrics_have_baselines(numeracy_to
 @pytest.mark.parametrize("strategy", ["drnn", "mog"])
 def test_generated_unk_num_is_written_out_by_the_numeral_decoder(numeracy_tokenizer, strategy):
     from hf_nlm.evaluation import decode_generated
-    from hf_nlm.numeral_prediction import write_unknown_numerals
+    from hf_nlm.evaluation.number_prediction import write_unknown_numerals
     from hf_nlm.tokenization.numerals import parse_numeral
 
     tok = numeracy_tokenizer
@@ -497,7 +497,7 @@ def test_mog_density_picture_integrates_to_one_and_marks_the_median(numeracy_tok
     import numpy as np
 
     from hf_nlm.heads.mixture import forward_transform
-    from hf_nlm.numeral_plots import plot_numeral_density
+    from hf_nlm.plots.numerals import plot_numeral_density
 
     tok = numeracy_tokenizer
     torch.manual_seed(0)
@@ -551,7 +551,7 @@ def test_combination_mixes_the_three_strategies_by_weights_from_h():
 
 
 def test_strategy_weight_picture_reads_the_weights_that_predicted_each_token(numeracy_tokenizer, tmp_path):
-    from hf_nlm.numeral_plots import plot_strategy_weights
+    from hf_nlm.plots.numerals import plot_strategy_weights
 
     tok = numeracy_tokenizer
     m = tokenized_model(tok, "combination")

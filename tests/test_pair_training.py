@@ -28,7 +28,15 @@ from hf_nlm.data import (
     collate_pairs,
     tokenize_pairs,
 )
-from hf_nlm.evaluation import evaluate_bleu, evaluate_lm, evaluate_seq2seq, generate_targets
+from hf_nlm.evaluation import (
+    evaluate_bleu,
+    evaluate_lm,
+    evaluate_seq2seq,
+    example_log_probs,
+    generate_targets,
+    score_split,
+    split_log_probs,
+)
 from hf_nlm.heads import SoftmaxHead
 from hf_nlm.tokenization.word_level import wrap_tokenizer
 from hf_nlm.training import TrainingConfig, list_checkpoints, train_lm
@@ -215,8 +223,8 @@ def test_scoring_is_exact_at_any_batch_size(tokenizer):
     data = copy_pairs(9, 5)
     batching = PairedBatching(tokenizer)
     examples, stats = batching.encode_split(data, "test")
-    total_1, count_1 = batching.score(model, examples, batch_size=1)
-    total_7, count_7 = batching.score(model, examples, batch_size=7)
+    total_1, count_1 = score_split(batching, model, examples, batch_size=1)
+    total_7, count_7 = score_split(batching, model, examples, batch_size=7)
     assert count_1 == count_7 == stats["num_tokens"] == sum(len(t.split()) + 1 for t in data["target"])
     assert total_7 == pytest.approx(total_1, abs=1e-5)
 
@@ -229,12 +237,12 @@ def test_scoring_is_exact_at_any_batch_size(tokenizer):
     assert total_1 == pytest.approx(brute, rel=1e-5)
 
     # Two processes' shares add up to the whole; per-example log-probs sum to the total.
-    shares = [batching.score(model, examples, 4, num_processes=2, process_index=p) for p in range(2)]
+    shares = [score_split(batching, model, examples, 4, num_processes=2, process_index=p) for p in range(2)]
     assert sum(t for t, _ in shares) == pytest.approx(total_1, abs=1e-5) and sum(c for _, c in shares) == count_1
-    per_example = batching.example_log_probs(model, examples, batch_size=4)
+    per_example = example_log_probs(batching, model, examples, batch_size=4)
     assert [len(lp) for lp in per_example] == [len(t) for t in examples.targets]
     assert -sum(float(lp.sum()) for lp in per_example) == pytest.approx(total_1, abs=1e-5)
-    assert torch.equal(batching.log_probs(model, examples, 4), torch.cat(per_example))
+    assert torch.equal(split_log_probs(batching, model, examples, 4), torch.cat(per_example))
 
     report = evaluate_seq2seq(model, data, tokenizer, batch_size=3)
     assert report["num_tokens"] == count_1 and report["num_examples"] == 9
@@ -248,12 +256,12 @@ def test_scoring_through_our_output_head_equals_the_logits(tokenizer):
     head = SoftmaxHead(model.config.d_model, len(tokenizer))
     batching = PairedBatching(tokenizer)
     examples, _ = batching.encode_split(copy_pairs(6, 1))
-    via_logits = batching.log_probs(model, examples, 4)  # BART's own lm_head: the logits path
+    via_logits = split_log_probs(batching, model, examples, 4)  # BART's own lm_head: the logits path
     with torch.no_grad():
         head.weight.copy_(model.lm_head.weight)
         head.bias.zero_()
     model.lm_head = head
-    via_head, hidden = batching.log_probs(model, examples, 4, with_hidden=True)
+    via_head, hidden = split_log_probs(batching, model, examples, 4, with_hidden=True)
     torch.testing.assert_close(via_head, via_logits, rtol=1e-5, atol=1e-5)
     assert hidden.shape == (len(via_head), model.config.d_model)
 

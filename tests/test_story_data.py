@@ -16,7 +16,7 @@ from datasets import Dataset
 from datasets.fingerprint import Hasher
 
 from hf_nlm.data import CorpusFormatError, EmptySplitError, load_rocstories, load_story_cloze, loader_counts
-from hf_nlm.storylines import (
+from hf_nlm.story.storylines import (
     add_storylines,
     candidate_phrases,
     extract_keyphrases,

@@ -22,7 +22,7 @@ from hf_nlm.models import (
     StorySeq2SeqForConditionalGeneration,
 )
 from hf_nlm.story import story_pairs, story_source, storyline_pairs, write_story
-from hf_nlm.storylines import storyline, storyline_lm_dataset
+from hf_nlm.story.storylines import storyline, storyline_lm_dataset
 from hf_nlm.tokenization import train_word_level_tokenizer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rocstories"

@@ -10,7 +10,7 @@ import torch
 from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 import hf_nlm  # noqa: F401  (registers the model types)
-from hf_nlm.cache import Seq2SeqRecurrentCache
+from hf_nlm.cache_utils import Seq2SeqRecurrentCache
 from hf_nlm.models.story_seq2seq import (
     ATTENTION_TYPES,
     StorySeq2SeqConfig,
@@ -332,7 +332,7 @@ def test_bad_inputs_are_refused_clearly():
 
 # ---------------------------------------------------------------------------------------------- attention plot
 def test_plot_attention_writes_the_heatmap_of_the_weights_used_while_generating(tmp_path, toy_texts):
-    from hf_nlm.attention_plots import plot_attention
+    from hf_nlm.plots.attention import plot_attention
     from hf_nlm.tokenization import train_word_level_tokenizer
 
     tokenizer = train_word_level_tokenizer(toy_texts)

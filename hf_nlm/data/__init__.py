@@ -3,7 +3,7 @@
 ``lm`` tokenises a split into one token stream (ids and extra per-token fields) and cuts it into
 blocks; ``stream`` cuts it into columns for stateful BPTT; ``sampler`` serves the training batches of
 either; ``pairs`` tokenises and batches paired (source, target) examples for encoder-decoder models;
-``batching`` chooses among them for a model (:func:`batching_for`) and scores a split.
+``batching`` chooses among them for a model (:func:`batching_for`).
 """
 
 from .arxiv import load_arxiv_abstracts

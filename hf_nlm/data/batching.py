@@ -6,22 +6,20 @@ context (``hf_nlm.data.lm``) and can be shuffled. A recurrent model (AWD-LSTM, M
 carries its state from one chunk of text to the next, so a split is read as parallel columns of the
 stream, in order, the state flowing along them (``hf_nlm.data.stream``). :func:`batching_for` makes
 that choice once, from the model, and returns a :class:`Batching` that serves everything reading
-text for that model: the training batches (``LMTrainer``), the validation and evaluation scorer
-(``evaluate_lm``) and the per-token log-probabilities (``token_log_probs``).
+text for that model: the training batches (``LMTrainer``) and the order in which evaluation reads a
+split (``eval_loader``, ``columns``, ``eval_batches``; the scoring itself is :mod:`hf_nlm.evaluation.scoring`).
 
 An encoder-decoder model (``config.is_encoder_decoder``) reads paired (source, target) examples
 (``hf_nlm.data.pairs``): the third subclass, :class:`PairedBatching`, serves their shuffled, padded
-training batches and scores the target tokens exactly, whatever the batch size.
+training batches and its evaluation batches, grouped by length.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextlib import contextmanager
 
 import torch
 from torch.utils.data import DataLoader, Subset
-from tqdm.auto import tqdm
 
 from .lm import (
     IGNORE_INDEX,
@@ -36,7 +34,7 @@ from .lm import (
 )
 from .pairs import PairBatches, PairedExamples, PairFormat, collate_pairs, tokenize_pairs
 from .sampler import BlockBatches, StreamBatches
-from .stream import StreamColumns, bptt_chunks, stream_columns
+from .stream import StreamColumns, stream_columns
 
 
 def split_texts(dataset, text_column: str = "text") -> list[str]:
@@ -93,71 +91,6 @@ def batching_for(
     return BlockBatching(tokenizer, block_size, lm_context_size(model), features)
 
 
-@contextmanager
-def eval_mode(model):
-    """``model.eval()`` for the ``with`` block, then back to the mode it was in."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was_training)
-
-
-def _target_log_probs(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Natural-log probability of each labelled target (labels -100 skipped), on the CPU."""
-    keep = labels != IGNORE_INDEX
-    logp = torch.log_softmax(logits[keep].float(), dim=-1)
-    return logp.gather(1, labels[keep][:, None]).squeeze(1).cpu()
-
-
-def batch_log_probs(model, batch: Mapping[str, torch.Tensor], **model_kwargs):
-    """``(log p of each labelled target of batch, the model's output)``, targets in batch order.
-
-    Our models are asked through their head: ``-head.nll`` of the last hidden states, with the
-    per-target fields the head names (a numeral's value, its digits) taken from the batch, which is
-    the exact probability of the target itself even where a head's vocabulary-wide distribution can
-    only say ``<unk_num>`` (an open-vocabulary numeral branch). Other models: their logits."""
-    from ..heads import OutputHead  # here: the data package does not need the models to load
-    from ..modeling_utils import align_targets
-
-    head = getattr(model, "lm_head", None)
-    if not isinstance(head, OutputHead):
-        output = model(**_model_inputs(batch), **model_kwargs)
-        logits = output.logits if "shift_labels" in batch else output.logits[:, :-1]
-        return _target_log_probs(logits, target_labels(batch)), output
-    output = model(**_model_inputs(batch), **model_kwargs, output_hidden_states=True, logits_to_keep=1)
-    fields = {name: batch[name] for name in head.target_fields if name in batch}
-    hidden, targets = align_targets(output.hidden_states[-1], batch.get("labels"), batch.get("shift_labels"), fields)
-    output.target_hidden_states = hidden  # what predicted each target, for callers that want it (number prediction)
-    return -head.nll(hidden, targets).float().cpu(), output
-
-
-def seq2seq_log_probs(model, batch: Mapping[str, torch.Tensor], **model_kwargs):
-    """``(log p of each labelled target of an encoder-decoder batch, the model's output)``, targets in
-    batch order (row by row). ``labels[b, t]`` is predicted at decoder position t (the model shifts the
-    labels right itself), so nothing is shifted here.
-
-    As :func:`batch_log_probs`: our models through their head, ``-head.nll`` of the decoder's last hidden
-    states (exactly what the head is applied to), other models through their logits."""
-    from ..heads import OutputHead
-    from ..modeling_utils import align_targets
-
-    head = getattr(model, "lm_head", None)
-    if not isinstance(head, OutputHead):
-        output = model(**batch, **model_kwargs)
-        return _target_log_probs(output.logits, batch["labels"]), output
-    output = model(**batch, **model_kwargs, output_hidden_states=True)
-    hidden, targets = align_targets(output.decoder_hidden_states[-1], shift_labels=batch["labels"])
-    output.target_hidden_states = hidden
-    return -head.nll(hidden, targets).float().cpu(), output
-
-
-def _model_inputs(batch: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """A batch without its labels: the model's inputs (ids and extra fields) when only logits are wanted."""
-    return {k: v for k, v in batch.items() if k not in ("labels", "shift_labels")}
-
-
 class Batching:
     """How one kind of model reads a split: its token stream, training batches and scorer.
 
@@ -207,17 +140,6 @@ class Batching:
         ``PairBatches``). ``variable_bptt`` applies to recurrent models, ``group_by_length`` to pairs."""
         raise NotImplementedError
 
-    def score(self, model, stream, batch_size: int, device=None, num_processes: int = 1, process_index: int = 0,
-              desc: str | None = None) -> tuple[float, int]:
-        """Summed -log p(target) over process ``process_index``'s share of ``stream``'s targets, and
-        their number; the shares of all processes add up to every target once."""
-        raise NotImplementedError
-
-    def log_probs(self, model, stream, batch_size: int, device=None, with_hidden: bool = False):
-        """log p(w_t | context) of every token of ``stream``, in stream order; with ``with_hidden``
-        ``(log_probs, hidden)``, the hidden state that predicted each token too (our models only)."""
-        raise NotImplementedError
-
     def exact_batch_size(self, batch_size: int) -> int:
         """The evaluation batch size, at most ``batch_size``, whose perplexity is exact."""
         return batch_size
@@ -242,28 +164,12 @@ class BlockBatching(Batching):
         return BlockBatches(self.blocks(stream), batch_size, num_processes, process_index, seed=seed,
                             pin_memory=pin_memory)
 
-    def _loader(self, stream, batch_size: int, num_processes: int = 1, process_index: int = 0) -> DataLoader:
-        """The blocks in order, this process's contiguous share of them."""
+    def eval_loader(self, stream, batch_size: int, num_processes: int = 1, process_index: int = 0) -> DataLoader:
+        """The blocks in order, this process's contiguous share of them: what evaluation reads."""
         data = self.blocks(stream)
         if num_processes > 1:
             data = Subset(data, torch.tensor_split(torch.arange(len(data)), num_processes)[process_index].tolist())
         return DataLoader(data, batch_size=batch_size, shuffle=False, collate_fn=collate_blocks)
-
-    def score(self, model, stream, batch_size: int, device=None, num_processes: int = 1, process_index: int = 0,
-              desc: str | None = None) -> tuple[float, int]:
-        return summed_nll(model, self._loader(stream, batch_size, num_processes, process_index), device, desc)
-
-    @torch.no_grad()
-    def log_probs(self, model, stream, batch_size: int, device=None, with_hidden: bool = False):
-        device = device or next(model.parameters()).device
-        out, hidden = [], []
-        with eval_mode(model):
-            for batch in self._loader(stream, batch_size):
-                log_probs, output = batch_log_probs(model, {k: v.to(device) for k, v in batch.items()})
-                out.append(log_probs)
-                if with_hidden:
-                    hidden.append(output.target_hidden_states)
-        return (torch.cat(out), torch.cat(hidden)) if with_hidden else torch.cat(out)
 
 
 class StreamBatching(Batching):
@@ -282,33 +188,6 @@ class StreamBatching(Batching):
                          group_by_length: bool = False) -> StreamBatches:
         return StreamBatches(stream, self.bos_token_id, batch_size, self.block_size, num_processes, process_index,
                              variable=variable_bptt, seed=seed, fill=self.fill)
-
-    def score(self, model, stream, batch_size: int, device=None, num_processes: int = 1, process_index: int = 0,
-              desc: str | None = None) -> tuple[float, int]:
-        # batch_size columns in all, split across processes: the result does not depend on the number
-        # of processes. Each column starts from a fresh state, so only batch_size=1 is exact.
-        columns = self.columns(stream, batch_size)
-        rows = None
-        if num_processes > 1:
-            rows = torch.tensor_split(torch.arange(columns.num_columns), num_processes)[process_index]
-            if not len(rows):
-                return 0.0, 0
-        return stream_nll(model, columns, self.block_size, device, rows=rows, desc=desc)
-
-    @torch.no_grad()
-    def log_probs(self, model, stream, batch_size: int, device=None, with_hidden: bool = False):
-        # One column, the state carried from chunk to chunk: every token sees the whole stream before it.
-        device = device or next(model.parameters()).device
-        columns, state, out, hidden = self.columns(stream, 1), None, [], []
-        with eval_mode(model):
-            for start, length in bptt_chunks(columns.length, self.block_size):
-                chunk = {k: v.to(device) for k, v in columns.chunk(start, length).items()}
-                log_probs, output = batch_log_probs(model, chunk, cache=state, use_cache=True)
-                state = output.cache
-                out.append(log_probs)
-                if with_hidden:
-                    hidden.append(output.target_hidden_states)
-        return (torch.cat(out), torch.cat(hidden)) if with_hidden else torch.cat(out)
 
     def exact_batch_size(self, batch_size: int) -> int:
         # One column, the state never reset: every token is predicted from the whole stream before it.
@@ -355,97 +234,13 @@ class PairedBatching(Batching):
         return PairBatches(stream, self.pad_token_id, batch_size, num_processes, process_index, seed=seed,
                            group_by_length=group_by_length, pin_memory=pin_memory)
 
-    @torch.no_grad()
-    def _example_scores(self, model, examples: PairedExamples, batch_size: int, device, indices: torch.Tensor,
-                        with_hidden: bool = False, desc: str | None = None) -> dict[int, tuple]:
-        """``{example index: (log p of each target token, hidden states or None)}`` for ``indices``.
+    def eval_batches(self, examples: PairedExamples, batch_size: int, indices: torch.Tensor):
+        """``(rows, batch)`` over the examples ``indices``, ``batch_size`` at a time: what evaluation reads.
 
         Batches hold examples of similar length (sorted, longest first), which only saves padding:
-        the scores are the same in any grouping."""
-        device = device or next(model.parameters()).device
+        padding is masked, so the scores are the same in any grouping."""
         lengths = examples.source_lengths[indices] + examples.target_lengths[indices]
         indices = indices[torch.sort(lengths, descending=True, stable=True).indices]
-        scores = {}
-        with eval_mode(model):
-            for chunk in tqdm(torch.split(indices, batch_size), desc=desc, disable=desc is None, leave=False):
-                rows = chunk.tolist()
-                batch = {k: v.to(device) for k, v in collate_pairs([examples[i] for i in rows], self.pad_token_id).items()}
-                log_probs, output = seq2seq_log_probs(model, batch)
-                sizes = examples.target_lengths[chunk].tolist()
-                hidden = output.target_hidden_states.split(sizes) if with_hidden else [None] * len(rows)
-                for i, lp, h in zip(rows, log_probs.split(sizes), hidden, strict=True):
-                    scores[i] = (lp, h)
-        return scores
-
-    def score(self, model, stream: PairedExamples, batch_size: int, device=None, num_processes: int = 1,
-              process_index: int = 0, desc: str | None = None) -> tuple[float, int]:
-        # Each process scores a contiguous share of the examples; the shares add up to every target once.
-        indices = torch.tensor_split(torch.arange(len(stream)), num_processes)[process_index]
-        if not len(indices):
-            return 0.0, 0
-        scores = self._example_scores(model, stream, batch_size, device, indices, desc=desc)
-        log_probs = torch.cat([lp for lp, _ in scores.values()])
-        total = -float(log_probs.double().sum())
-        _check_finite(torch.tensor(total), 0)
-        return total, int(log_probs.numel())
-
-    def example_log_probs(self, model, stream: PairedExamples, batch_size: int, device=None) -> list[torch.Tensor]:
-        """log p(y_t | y_<t, x) of every target token, one tensor per example, in the split's order."""
-        scores = self._example_scores(model, stream, batch_size, device, torch.arange(len(stream)))
-        return [scores[i][0] for i in range(len(stream))]
-
-    def log_probs(self, model, stream: PairedExamples, batch_size: int, device=None, with_hidden: bool = False):
-        """Every target token's log-probability, example after example (``stream.target_stream()``'s order)."""
-        scores = self._example_scores(model, stream, batch_size, device, torch.arange(len(stream)), with_hidden)
-        out = torch.cat([scores[i][0] for i in range(len(stream))])
-        return (out, torch.cat([scores[i][1] for i in range(len(stream))])) if with_hidden else out
-
-
-def _check_finite(loss: torch.Tensor, count: int) -> None:
-    if not torch.isfinite(loss):
-        raise FloatingPointError(f"evaluation loss is {loss.item()} (not finite) after {count} tokens")
-
-
-@torch.no_grad()
-def stream_nll(
-    model, columns: StreamColumns, bptt: int, device=None, rows=None, desc: str | None = None
-) -> tuple[float, int]:
-    """Sum of -log p(target) over the targets of ``columns`` (or of its ``rows``), and their number,
-    reading each column in chunks of ``bptt`` with the recurrent state carried from chunk to chunk."""
-    device = device or next(model.parameters()).device
-    total, count, state = 0.0, 0, None
-    with eval_mode(model):
-        for start, length in tqdm(bptt_chunks(columns.length, bptt), desc=desc, disable=desc is None, leave=False):
-            batch = {k: v.to(device) for k, v in columns.chunk(start, length, rows).items()}
-            out = model(**batch, cache=state, use_cache=True, logits_to_keep=1)
-            state = out.cache
-            n = int((target_labels(batch) != IGNORE_INDEX).sum())
-            if n == 0:
-                continue
-            _check_finite(out.loss, count)
-            total += out.loss.item() * n
-            count += n
-    return total, count
-
-
-@torch.no_grad()
-def summed_nll(model, loader, device=None, desc: str | None = None) -> tuple[float, int]:
-    """Sum of -log p(target) over every labelled token the loader yields, and their number."""
-    from ..modeling_utils import NLMPreTrainedModel  # here: the data package does not need the models to load
-
-    device = device or next(model.parameters()).device
-    total, count = 0.0, 0
-    # Our models compute the loss from the head whatever logits_to_keep says; skipping the |V|-wide
-    # logits of every position halves the cost of evaluating a softmax model.
-    extra = {"logits_to_keep": 1} if isinstance(model, NLMPreTrainedModel) else {}
-    with eval_mode(model):
-        for batch in tqdm(loader, desc=desc, disable=desc is None, leave=False):
-            batch = {k: v.to(device) for k, v in batch.items()}
-            n = int((target_labels(batch) != IGNORE_INDEX).sum())
-            if n == 0:
-                continue
-            loss = model(**batch, **extra).loss
-            _check_finite(loss, count)
-            total += loss.item() * n
-            count += n
-    return total, count
+        for chunk in torch.split(indices, batch_size):
+            rows = chunk.tolist()
+            yield rows, collate_pairs([examples[i] for i in rows], self.pad_token_id)

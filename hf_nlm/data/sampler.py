@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 import torch
 
-from ..cache import RecurrentCache
+from ..cache_utils import RecurrentCache
 from .lm import IGNORE_INDEX, as_stream, collate_blocks
 from .stream import bptt_chunks, stream_columns
 

@@ -217,7 +217,7 @@ def load_rocstories(
 
     * ``storyid`` (str), ``title`` (the ``storytitle`` field);
     * ``sentences``: the five sentences as a list, so that a storyline (one keyword phrase per
-      sentence, :func:`hf_nlm.storylines.storyline`) and per-sentence generation read them directly;
+      sentence, :func:`hf_nlm.story.storylines.storyline`) and per-sentence generation read them directly;
     * ``story``: the five sentences joined by single spaces.
 
     Splits are by a stable hash of the story id (BLAKE2b of ``"<seed>:<storyid>"``, as for the

@@ -15,8 +15,8 @@ has the per-token arrays at hand and does not need evaluate's Arrow cache. ``num
 and MdAPE of point predictions of numerals, with the "always the training mean / median" baselines,
 Spithourakis & Riedel 2018) likewise has :func:`number_prediction_report`. For story generation:
 ``distinct`` (distinct-n, Li et al. 2016), ``repetition`` (within-story repetition, Welleck et al.
-2020's seq-rep-n) and ``story_cloze`` (Story Cloze accuracy from per-ending scores), with
-:func:`story_cloze_accuracy`, which scores the endings with a causal LM.
+2020's seq-rep-n) and ``story_cloze`` (Story Cloze accuracy from per-ending scores;
+:func:`hf_nlm.evaluation.story_cloze_accuracy` scores the endings with a causal LM).
 
 The metric folders have no ``__init__.py`` on purpose: they are scripts for ``evaluate.load``;
 Python imports them here as namespace packages.
@@ -40,7 +40,7 @@ from hf_nlm.metrics.number_prediction.number_prediction import (
 )
 from hf_nlm.metrics.perplexity.perplexity import Perplexity
 from hf_nlm.metrics.repetition.repetition import Repetition
-from hf_nlm.metrics.story_cloze.story_cloze import StoryCloze, story_cloze_accuracy
+from hf_nlm.metrics.story_cloze.story_cloze import StoryCloze
 
 _METRICS_DIR = Path(__file__).resolve().parent
 
@@ -84,5 +84,4 @@ __all__ = [
     "load_metric",
     "metric_path",
     "number_prediction_report",
-    "story_cloze_accuracy",
 ]

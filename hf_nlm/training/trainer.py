@@ -43,9 +43,9 @@ from tqdm.auto import tqdm
 
 from ..data.batching import PairedBatching, batching_for
 from ..data.pairs import PairFormat
-from ..evaluation import evaluate_lm, evaluate_seq2seq
+from ..evaluation import evaluate_lm, evaluate_seq2seq, score_split
 from ..heads import OutputHead
-from ..model_card import write_model_card
+from ..hub.model_card import write_model_card
 from ..modeling_utils import check_checkpoint_model_type
 from .averaging import WeightAverager, nt_asgd_triggered
 from .checkpoint import (
@@ -480,8 +480,8 @@ class LMTrainer:
         acc, config = self.accelerator, self.config
         if self.val_stream is None:
             return None
-        total, count = self.batching.score(
-            self.unwrapped_model, self.val_stream, config.eval_batch_size, acc.device, acc.num_processes, acc.process_index
+        total, count = score_split(
+            self.batching, self.unwrapped_model, self.val_stream, config.eval_batch_size, acc.device, acc.num_processes, acc.process_index
         )
         if acc.num_processes > 1:
             sums = acc.reduce(torch.tensor([total, count], dtype=torch.float64, device=acc.device), reduction="sum")

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import torch
 
-from ..data.batching import eval_mode
 from ..data.lm import build_lm_dataset
 from ..evaluation import split_texts
+from ..evaluation.scoring import eval_mode
 from ..heads import tree_config_fields
 from ..modeling_utils import shifted_targets
 from ..models.hlbl import HLBLConfig, HLBLForCausalLM

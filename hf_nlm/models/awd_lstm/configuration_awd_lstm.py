@@ -55,7 +55,7 @@ class AWDLSTMConfig(NLMConfig):
             Use the embedding matrix as the output matrix (`lm_head.weight` is `model.embed_tokens.weight`). Unset, it
             is `True` for the heads whose weight is a word matrix (softmax, split) and `False` for the others (tree).
         use_cache (`bool`, defaults to `True`):
-            `generate()` carries the LSTM state in a [`~hf_nlm.cache.RecurrentCache`] and feeds only new tokens.
+            `generate()` carries the LSTM state in a [`~hf_nlm.cache_utils.RecurrentCache`] and feeds only new tokens.
     """
 
     model_type = "awd_lstm"

@@ -26,7 +26,7 @@ and the paper's regularisers act as follows (all only in training mode):
   NLL stays in ``output.nll`` for perplexity.
 
 The recurrent state (h^l_t, c^l_t) of every layer is returned as a
-:class:`~hf_nlm.cache.RecurrentCache` in ``cache``; given back, only the new tokens are read,
+:class:`~hf_nlm.cache_utils.RecurrentCache` in ``cache``; given back, only the new tokens are read,
 which is what ``generate()`` (greedy, sampling, beam search) does.
 """
 
@@ -41,7 +41,7 @@ from transformers import initialization as init
 from transformers.utils import ModelOutput
 from transformers.utils.deprecation import deprecate_kwarg
 
-from ...cache import RecurrentCache
+from ...cache_utils import RecurrentCache
 from ...modeling_utils import NLMCausalLMOutput, NLMPreTrainedModel
 from ...trees import WordTree
 from .configuration_awd_lstm import AWDLSTMConfig
@@ -245,7 +245,7 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
         use_cache = cfg.use_cache if use_cache is None else use_cache
         if cache is not None and not isinstance(cache, RecurrentCache):
             raise TypeError(
-                f"AWD-LSTM carries its LSTM state in a hf_nlm.cache.RecurrentCache, got {type(cache).__name__}"
+                f"AWD-LSTM carries its LSTM state in a hf_nlm.cache_utils.RecurrentCache, got {type(cache).__name__}"
             )
         B, T = input_ids.shape
         mask = None

@@ -59,7 +59,7 @@ class StorySeq2SeqConfig(NLMConfig):
             Tells `generate()` to run the encoder once and then the decoder.
         use_cache (`bool`, defaults to `True`):
             `generate()` carries the decoder state (each layer's (h, c) and h~_{t-1}) in a
-            [`~hf_nlm.cache.Seq2SeqRecurrentCache`] and feeds one token per step.
+            [`~hf_nlm.cache_utils.Seq2SeqRecurrentCache`] and feeds one token per step.
     """
 
     model_type = "story_seq2seq"

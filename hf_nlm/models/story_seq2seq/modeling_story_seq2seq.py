@@ -17,7 +17,7 @@ and at every step t (Luong et al. sec. 3, the "global" model):
 
 With ``attention="none"`` there is no c_t: h~_t = s_t, the plain encoder-decoder (Sutskever et al. 2014).
 
-The decoder state (each layer's (h, c) and h~_t) is returned as a :class:`~hf_nlm.cache.Seq2SeqRecurrentCache`,
+The decoder state (each layer's (h, c) and h~_t) is returned as a :class:`~hf_nlm.cache_utils.Seq2SeqRecurrentCache`,
 so ``generate()`` runs the encoder once and the decoder one token per step; greedy search, sampling and beam
 search (``num_beams``, ``length_penalty``, ``num_return_sequences``) are transformers' own.
 
@@ -44,7 +44,7 @@ from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput, Seq2
 from transformers.utils import ModelOutput
 from transformers.utils.deprecation import deprecate_kwarg
 
-from ...cache import Seq2SeqRecurrentCache
+from ...cache_utils import Seq2SeqRecurrentCache
 from ...modeling_utils import NLMPreTrainedModel, align_targets
 from ...trees import WordTree
 from .configuration_story_seq2seq import StorySeq2SeqConfig
@@ -447,7 +447,7 @@ class StorySeq2SeqModel(StorySeq2SeqPreTrainedModel):
         output_hidden_states = self._hidden_states(output_hidden_states)
         if cache is not None and not isinstance(cache, Seq2SeqRecurrentCache):
             raise TypeError(
-                "story_seq2seq carries its decoder state in a hf_nlm.cache.Seq2SeqRecurrentCache, got "
+                "story_seq2seq carries its decoder state in a hf_nlm.cache_utils.Seq2SeqRecurrentCache, got "
                 f"{type(cache).__name__}"
             )
         if decoder_input_ids is None:

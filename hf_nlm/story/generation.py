@@ -1,11 +1,11 @@
 """Title -> storyline -> story: the two-stage story generator of Yao et al. (2019,
 "Plan-and-Write: Towards Better Automatic Storytelling"), each stage either approach.
 
-A storyline is one keyword phrase per sentence (:mod:`hf_nlm.storylines`). Each stage is a model of
+A storyline is one keyword phrase per sentence (:mod:`hf_nlm.story.storylines`). Each stage is a model of
 this package, and the kind of model decides how the stage is asked:
 
 * **The LM approach**: one causal LM (AWD-LSTM first) trained on
-  ``"title <sep> k1 # k2 # ... <sep> story"`` (:func:`hf_nlm.storylines.storyline_text`). Stage 1
+  ``"title <sep> k1 # k2 # ... <sep> story"`` (:func:`hf_nlm.story.storylines.storyline_text`). Stage 1
   continues ``"title <sep>"`` up to the next ``<sep>``; stage 2 continues
   ``"title <sep> k1 # ... <sep>"`` up to ``<eos>``. One model can serve both stages.
 * **The seq2seq approach** (Luong et al. 2015; Bahdanau et al. 2015): an encoder-decoder
@@ -77,7 +77,7 @@ def _continue(model, tokenizer, prompt: str, stop_ids: list[int], max_new_tokens
 @torch.no_grad()
 def _transduce(model, tokenizer, source: str, max_new_tokens: int, **generate_kwargs) -> str:
     """An encoder-decoder's output text for ``source``."""
-    from .evaluation import generate_targets
+    from ..evaluation import generate_targets
 
     return generate_targets(model, tokenizer, [source], max_new_tokens=max_new_tokens, **generate_kwargs)[0]
 
@@ -86,7 +86,7 @@ def _separator_id(tokenizer, token: str) -> int:
     token_id = tokenizer.convert_tokens_to_ids(token)
     if token_id is None or token_id == tokenizer.unk_token_id:
         raise ValueError(f"the tokenizer has no {token!r} token: this LM was not trained on the storyline format "
-                         f"'title {SEP} k1 {KEYWORD_SEP} k2 ... {SEP} story' (hf_nlm.storylines.storyline_lm_dataset)")
+                         f"'title {SEP} k1 {KEYWORD_SEP} k2 ... {SEP} story' (hf_nlm.story.storylines.storyline_lm_dataset)")
     return token_id
 
 

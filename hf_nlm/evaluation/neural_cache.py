@@ -30,11 +30,12 @@ import math
 import torch
 from tqdm.auto import tqdm
 
-from .data.batching import eval_mode, is_stateful, split_texts
-from .data.lm import bos_token_id, stream_stats, tokenize_corpus
-from .data.stream import bptt_chunks, stream_columns
-from .evaluation import perplexity_report
-from .heads import OutputHead
+from ..data.batching import is_stateful, split_texts
+from ..data.lm import bos_token_id, stream_stats, tokenize_corpus
+from ..data.stream import bptt_chunks, stream_columns
+from ..heads import OutputHead
+from .report import perplexity_report
+from .scoring import eval_mode
 
 
 def check_cache_settings(window: int, theta: float, lambda_: float) -> None:

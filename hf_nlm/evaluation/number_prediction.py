@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import torch
 
-from .data.batching import batching_for, split_texts
-from .models.numeracy_lm.modeling_numeracy_lm import write_unknown_numerals
-from .tokenization.numerals import parse_numeral
+from ..data.batching import batching_for, split_texts
+from ..heads import MixtureOfGaussiansHead
+from ..models.numeracy_lm.modeling_numeracy_lm import write_unknown_numerals
+from ..tokenization.numerals import parse_numeral
+from .scoring import split_log_probs
 
 STATISTICS = ("mean", "median", "mode")
 
@@ -41,14 +43,12 @@ def predict_numbers(model, tokenizer, texts, statistic: str = "median", interval
     batching = batching_for(model, tokenizer, block_size)
     stream, _ = batching.encode(split_texts(texts))
     # Exact either way: blocks carry their full context; a recurrent model reads one column regardless.
-    _, hidden = batching.log_probs(model, stream, 32, device, with_hidden=True)
+    _, hidden = split_log_probs(batching, model, stream, 32, device, with_hidden=True)
     mask = stream["numeral_mask"].bool()
     positions = torch.nonzero(mask).squeeze(-1)
     h = hidden[mask.to(hidden.device)]
     low_q, high_q = (1 - interval) / 2, (1 + interval) / 2
     with torch.no_grad():
-        from .heads import MixtureOfGaussiansHead
-
         if isinstance(model.lm_head, MixtureOfGaussiansHead):  # the density itself (a combination mixes more)
             mixture = model.lm_head.mixture
             point = getattr(mixture, statistic)(h)
@@ -86,7 +86,7 @@ def evaluate_number_prediction(model, tokenizer, texts, train_texts=None, statis
                                block_size: int = 256, device=None) -> dict:
     """MAPE and MdAPE of :func:`predict_numbers` on ``texts`` (the ``number_prediction`` metric),
     with the baselines "always the training mean / median" when ``train_texts`` are given."""
-    from .metrics import number_prediction_report
+    from ..metrics import number_prediction_report
 
     predictions = predict_numbers(model, tokenizer, texts, statistic, block_size=block_size, device=device)
     if not predictions:

@@ -125,7 +125,7 @@ def push_run(
     endpoint: str | None = None,
 ):
     """Upload a training run's folder (:data:`RUN_FILE_PATTERNS`) to ``repo_id``; a folder without a card
-    gets one first (:func:`hf_nlm.model_card.write_run_card`). Returns the ``CommitInfo``.
+    gets one first (:func:`hf_nlm.hub.model_card.write_run_card`). Returns the ``CommitInfo``.
     Raises FileNotFoundError for a folder that is not a saved model, :class:`HubError` on Hub failures."""
     folder = Path(run_dir)
     if not (folder / "config.json").is_file():

@@ -11,7 +11,7 @@ import os
 
 import torch
 
-from .data.batching import eval_mode
+from ..evaluation.scoring import eval_mode
 
 
 def attention_weights(model, tokenizer, source_text: str, **generate_kwargs) -> tuple[str, list[str], list[str], torch.Tensor]:

@@ -445,9 +445,8 @@ def write_run_card(run_dir: str | os.PathLike, dataset: str | None = None, model
     """(Re)write the card of a training run's folder from its ``config.json`` and ``results.json``
     (``hf-nlm card RUN_DIR``); returns its path. ``dataset`` overrides the corpus name ``results.json``
     records. Raises FileNotFoundError / ValueError for a folder that is not a run."""
+    # AutoConfig knows our model types: importing this module imported hf_nlm, which registers them.
     from transformers import AutoConfig
-
-    import hf_nlm  # noqa: F401  (registers the model types with AutoConfig)
 
     folder = Path(run_dir)
     if not (folder / "config.json").is_file():
