@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.approach == "lm":
         summary["sample"] = write_story(title, model, tokenizer, num_beams=5)
         if args.story_cloze:
-            from hf_nlm.metrics import story_cloze_accuracy
+            from hf_nlm.evaluation import story_cloze_accuracy
 
             cloze = story_cloze_accuracy(model, tokenizer, load_story_cloze(args.story_cloze))
             summary["story_cloze_accuracy"] = cloze["accuracy"]

@@ -20,6 +20,15 @@ import torch
 from transformers.cache_utils import Cache
 
 
+def unread_tokens(input_ids: torch.LongTensor, cache: RecurrentCache | None) -> tuple[torch.LongTensor, RecurrentCache | None]:
+    """What ``prepare_inputs_for_generation`` feeds a recurrent model: with a state, only the tokens it has
+    not read yet, and the state; without one (the first step, or ``use_cache=False``), the whole prefix and
+    no state, so the model reads it from the start as ``forward()`` reads every new sequence."""
+    if cache is not None and cache.get_seq_length() > 0:
+        return input_ids[:, cache.get_seq_length() :], cache
+    return input_ids, None
+
+
 class RecurrentCache(Cache):
     """Per-layer LSTM states (h, c), each a (batch, hidden) tensor, plus the number of tokens read.
 

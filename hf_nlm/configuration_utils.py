@@ -11,16 +11,28 @@ of writing a folder that ``from_pretrained`` then refuses to load.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import os
 import re
+import sys
+import typing
 
 from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
 
 from .heads import HEAD_REGISTRY, check_head_config
 
-_BUILTIN_TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "dict": dict, "None": None}
+
+@functools.cache
+def _own_field_types(config_class: type) -> tuple[tuple[dataclasses.Field, object], ...]:
+    """The fields a config class adds to ``PreTrainedConfig``, each with its annotation resolved to a type
+    (``"int | None"`` -> ``int | None``) in the namespace of the module that declares it."""
+    inherited = {f.name for f in dataclasses.fields(PreTrainedConfig)}
+    own = [f for f in dataclasses.fields(config_class) if f.name not in inherited]
+    holder = type("Annotations", (), {"__annotations__": {f.name: f.type for f in own}})
+    hints = typing.get_type_hints(holder, globalns=vars(sys.modules[config_class.__module__]))
+    return tuple((f, hints[f.name]) for f in own)
 
 
 @strict
@@ -85,12 +97,9 @@ class NLMConfig(PreTrainedConfig):
         e.g. ``field 'hidden_size' must be int, got 'abc'``. An integer passes where a float is expected."""
         from huggingface_hub.dataclasses import type_validator
 
-        inherited = {f.name for f in dataclasses.fields(PreTrainedConfig)}
-        for f in dataclasses.fields(cls):
-            if f.name in inherited or f.name not in values:
+        for f, expected in _own_field_types(cls):
+            if f.name not in values:
                 continue
-            # Our annotations are strings of builtin types (``int | None``, ``list[int] | None``).
-            expected = eval(str(f.type), {"__builtins__": {}}, _BUILTIN_TYPES)  # noqa: S307
             name, value = f.name, values[f.name]
             if isinstance(value, int) and not isinstance(value, bool) and "float" in str(expected):
                 continue

@@ -25,7 +25,7 @@ from huggingface_hub.repocard_data import model_index_to_eval_results
 
 from hf_nlm import NPLMConfig, NPLMForCausalLM
 from hf_nlm.cli import main
-from hf_nlm.hub import NO_TOKEN, HubError, push_run
+from hf_nlm.hub.push import NO_TOKEN, HubError, push_run
 from hf_nlm.tokenization import train_word_level_tokenizer
 
 TOKEN = "hf_local_test_token"

@@ -666,7 +666,7 @@ def test_story_cloze_scores_an_unseen_numeral_as_itself(numeracy_tokenizer, stra
     """story_cloze_accuracy hands the tokenizer's numeral fields to the model: an ending's unseen numeral
     gets log p(numeral | h) + log p(its digits / value | h), not the <unk_num> row; checked against one
     unbatched forward pass scored by hand with the head's branches."""
-    from hf_nlm.metrics import story_cloze_accuracy
+    from hf_nlm.evaluation import story_cloze_accuracy
     from hf_nlm.tokenization.numerals import parse_numeral
 
     tok, m = numeracy_tokenizer, tokenized_model(numeracy_tokenizer, strategy)

@@ -12,7 +12,8 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 from hf_nlm import AWDLSTMConfig, AWDLSTMForCausalLM
 from hf_nlm.data import load_story_cloze
-from hf_nlm.metrics import Distinct, Repetition, StoryCloze, load_metric, story_cloze_accuracy
+from hf_nlm.evaluation import story_cloze_accuracy
+from hf_nlm.metrics import Distinct, Repetition, StoryCloze, load_metric
 from hf_nlm.tokenization import train_word_level_tokenizer
 
 CLOZE = Path(__file__).parent / "fixtures" / "rocstories" / "cloze_test_val__spring2016 - cloze_test_ALL_val.csv"

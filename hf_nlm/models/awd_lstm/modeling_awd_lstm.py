@@ -41,7 +41,7 @@ from transformers import initialization as init
 from transformers.utils import ModelOutput
 from transformers.utils.deprecation import deprecate_kwarg
 
-from ...cache_utils import RecurrentCache
+from ...cache_utils import RecurrentCache, unread_tokens
 from ...modeling_utils import NLMCausalLMOutput, NLMPreTrainedModel
 from ...trees import WordTree
 from .configuration_awd_lstm import AWDLSTMConfig
@@ -375,13 +375,9 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
         use_cache: bool | None = None,
         **kwargs,
     ) -> dict:
-        # With a state, feed only the tokens it has not read yet; without one (first step, or
-        # use_cache=False), the whole prefix, from the sentence boundary as forward() reads every new
-        # sequence. attention_mask stays whole: forward() takes its last columns.
-        if cache is not None and cache.get_seq_length() > 0:
-            input_ids = input_ids[:, cache.get_seq_length() :]
-        else:
-            cache = None
+        # Without a state the whole prefix is read from the sentence boundary. attention_mask stays whole:
+        # forward() takes its last columns.
+        input_ids, cache = unread_tokens(input_ids, cache)
         return {
             "input_ids": input_ids,
             "attention_mask": attention_mask,

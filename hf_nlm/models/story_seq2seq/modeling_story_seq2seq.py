@@ -44,7 +44,7 @@ from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput, Seq2
 from transformers.utils import ModelOutput
 from transformers.utils.deprecation import deprecate_kwarg
 
-from ...cache_utils import Seq2SeqRecurrentCache
+from ...cache_utils import Seq2SeqRecurrentCache, unread_tokens
 from ...modeling_utils import NLMPreTrainedModel, align_targets
 from ...trees import WordTree
 from .configuration_story_seq2seq import StorySeq2SeqConfig
@@ -593,12 +593,9 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
         use_cache: bool | None = None,
         **kwargs,
     ) -> dict:
-        # ``input_ids`` are the decoder's tokens so far. With a state, feed only those it has not read; without
-        # one (first step, or use_cache=False), the whole target prefix from the encoder's final state.
-        if cache is not None and cache.get_seq_length() > 0:
-            input_ids = input_ids[:, cache.get_seq_length() :]
-        else:
-            cache = None
+        # ``input_ids`` are the decoder's tokens so far; without a state the whole target prefix is read from
+        # the encoder's final state.
+        input_ids, cache = unread_tokens(input_ids, cache)
         inputs = {
             "decoder_input_ids": input_ids,
             "attention_mask": attention_mask,
