@@ -1,13 +1,13 @@
-"""One epoch of Bengio et al.'s MLP1 on Brown, before and after the fused softmax loss (issue 15, part 1).
+"""One epoch of Bengio et al.'s MLP1 on Brown with autograd's ``cross_entropy`` and with the fused softmax loss.
 
 Both sides train the same MLP1 (n = 5, h = 50, m = 60, direct connections; JMLR 2003, Table 1) from the
 same initial weights on the same batches with the paper's recipe as ``brown_table.py`` runs it (plain SGD,
 eps_0 = 1e-3 per example, 512 targets per update, weight decay 1e-4), for one epoch of the 800k training
 targets, then score the 200k validation targets. They differ only in the output layer's loss:
 
-* ``cross_entropy``: ``F.cross_entropy(F.linear(z, W, b), t)`` left to autograd, the library's loss before
-  this change (patched in by this script for the measurement);
-* ``fused``: :func:`hf_nlm.heads.fused.softmax_nll`, the library's loss now.
+* ``cross_entropy``: ``F.cross_entropy(F.linear(z, W, b), t)`` left to autograd, the plain PyTorch loss
+  (patched in by this script for the measurement);
+* ``fused``: :func:`hf_nlm.heads.fused.softmax_nll`, the library's loss.
 
 The sides alternate (``--reps``) and each side's median is reported. Then the machine's fp32 limit on this
 step's matrix products (``train_throughput.matmul_limit``) and the fraction of it that the fused epoch's
@@ -38,11 +38,13 @@ from hf_nlm.heads.base import Targets
 from hf_nlm.training import LMTrainer, TrainingConfig
 
 BENCHMARK = "brown_epoch"
-ISSUE_EPOCH_S = 13 * 60  # issue 15: "an MLP1 epoch on Brown costs about 13 minutes today"
+# The reference epoch time: one MLP1 epoch on Brown timed at about 13 minutes on this project's shared 2-core
+# CPU machine, the figure the fused loss's epoch is measured against (target: 3x faster).
+REFERENCE_EPOCH_S = 13 * 60
 
 
 def cross_entropy_nll(head: SoftmaxHead, hidden: torch.Tensor, targets) -> torch.Tensor:
-    """The full-softmax loss as the library computed it before the fused loss."""
+    """The full-softmax loss left to autograd: ``F.cross_entropy`` over the full scores."""
     target = Targets.of(targets).ids
     scores = head.forward(hidden)
     return F.cross_entropy(scores.reshape(-1, head.vocab_size), target.reshape(-1), reduction="none").view(target.shape)
@@ -50,7 +52,7 @@ def cross_entropy_nll(head: SoftmaxHead, hidden: torch.Tensor, targets) -> torch
 
 @contextlib.contextmanager
 def loss_path(name: str):
-    """Run the block with ``SoftmaxHead.nll`` as it is (``fused``) or as it was (``cross_entropy``)."""
+    """Run the block with ``SoftmaxHead.nll`` as the library has it (``fused``) or as autograd's ``cross_entropy``."""
     fused = SoftmaxHead.nll
     if name == "cross_entropy":
         SoftmaxHead.nll = cross_entropy_nll
@@ -119,9 +121,9 @@ def main(argv: list[str] | None = None) -> None:
     emit_json(BENCHMARK, {"case": "epoch_speedup", "value": round(before["epoch_s"] / after["epoch_s"], 3), "unit": "x",
                           "better": "higher", "target": 3.0, "note": "side by side in this run, same machine", **context})
     if not args.quick:
-        emit_json(BENCHMARK, {"case": "epoch_speedup_vs_issue_figure", "value": round(ISSUE_EPOCH_S / after["epoch_s"], 3),
-                              "unit": "x", "better": "higher", "target": 3.0, "issue_epoch_s": ISSUE_EPOCH_S,
-                              "note": "against the 13 minutes the issue quotes, measured on a shared machine", **context})
+        emit_json(BENCHMARK, {"case": "epoch_speedup_vs_reference", "value": round(REFERENCE_EPOCH_S / after["epoch_s"], 3),
+                              "unit": "x", "better": "higher", "target": 3.0, "reference_epoch_s": REFERENCE_EPOCH_S,
+                              "note": "against the 13-minute reference epoch, measured on a shared machine", **context})
     emit_json(BENCHMARK, {"case": "valid_ppl_ratio", "value": round(after["valid_ppl"] / before["valid_ppl"], 5),
                           "unit": "x", "target": "within 1% of 1", **context})
 

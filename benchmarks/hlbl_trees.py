@@ -10,7 +10,7 @@ with the same settings (Adam, same epochs / time budget) on Bengio et al.'s Brow
   from each word's average predicted vector r_hat under the random-tree model, split by recursive
   two-component EM with the BALANCED, ADAPTIVE and ADAPTIVE(eps) rules; each a fresh HLBL.
 
-Then the issue's ratios, measured in this run: adaptive / random perplexity (target <= 0.9), best
+Then the paper's comparisons as ratios with their targets, measured in this run: adaptive / random perplexity (target <= 0.9), best
 HLBL / LBL perplexity (target <= 1.1) and LBL / best-HLBL training time (target >= 10).
 
 Prints one JSON line per row on stdout (progress on stderr); writes ``hlbl_trees.md`` / ``.json`` into

@@ -238,8 +238,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
 
 def target_checks(rows: dict[str, dict], common: dict) -> list[dict]:
-    """The issues' targets among the rows present. Issue 12: the h-softmax's numeral APP at least 10x
-    below the softmax's, its word APP within 5%. Issue 13: every hierarchical strategy's numeral APP at
+    """The targets among the rows present: the h-softmax's numeral APP at least 10x below the
+    softmax's, its word APP within 5%; every hierarchical strategy's numeral APP at
     least 10x below the softmax's; the combination's the lowest of all; the MoG's MAPE the lowest of all
     and below the always-the-training-median baseline's."""
     checks = []

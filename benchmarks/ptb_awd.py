@@ -12,7 +12,7 @@ differ only in regularisation:
 
 ``--reg-scale s`` multiplies every dropout probability and the weight drop of the AWD-LSTM row by s,
 ``--ar-scale`` its AR and TAR weights: the paper's values are tuned for 3 x 1150 units and 500 epochs, and a 2 x 400 network trained
-for 20 minutes underfits under them (issue 15). ``--nonmono`` is NT-ASGD's trigger, ``--rows`` picks rows
+for 20 minutes underfits under them. ``--nonmono`` is NT-ASGD's trigger, ``--rows`` picks rows
 (``awd``, ``plain``) so that a sweep can run rows as separate processes side by side.
 
 After training, each row is also scored with the neural cache pointer (Grave et al. 2017;

@@ -1,5 +1,5 @@
 """The storyline -> sentence step of story generation on real text: the keywords of a Brown sentence
-in, the sentence out (issue 14; ROCStories itself is licensed per user and not reachable here).
+in, the sentence out (ROCStories itself is licensed per user and not reachable here).
 
 Each Brown sentence gets its top RAKE phrases in sentence order (``hf_nlm.story.storylines.
 keyword_sentence_pairs``, the storyline extractor used for ROCStories) as the source. Systems, all

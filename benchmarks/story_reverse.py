@@ -1,5 +1,5 @@
 """Does the attention work? The attention seq2seq against the same model without attention on a task
-that needs it: reverse a sequence of 10-30 random symbols (issue 14's synthetic check).
+that needs it: reverse a sequence of 10-30 random symbols (a synthetic check).
 
 Without attention the decoder must recall the whole source from the encoder's final state; with it
 the decoder reads the source position it needs at each step (Bahdanau et al. 2015; Luong et al. 2015).

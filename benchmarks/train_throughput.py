@@ -9,7 +9,7 @@ runs our model (a copy with the same weights) in a four-line loop: ours vs bare 
 training loop alone, ours vs reference that of the whole library (model + loop) against plain
 PyTorch. The repetitions rotate the order of the sides, and each side's median is reported.
 
-Then the machine's limit (issue 15): the GFLOP/s torch reaches here, in fp32 and in bf16, on the matrix
+Then the machine's limit: the GFLOP/s torch reaches here, in fp32 and in bf16, on the matrix
 products one step of this NPLM makes (forward, and the two backward products, of the hidden and the output
 layer, at this batch; each in the faster of its two layouts), and the FLOP/s our training loop achieves as a
 fraction of the fp32 figure.

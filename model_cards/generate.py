@@ -98,9 +98,9 @@ REFERENCES: tuple[Reference, ...] = (
                                ("adaptive", "HLBL adaptive", "adaptive (EM)"),
                                ("adaptive-eps0.25", "HLBL adaptive(0.25)", "adaptive(eps = 0.25) (EM)"))),
     Reference("awd-lstm-ptb", PTB, "AWD-LSTM", "awd_lstm", "AWD-LSTM (CPU-sized) on Penn Treebank", AWD_SETTINGS,
-              note="Regularisation scaled to the CPU-sized network and budget (issue 15's sweep): the paper's "
-                   "dropouts and weight drop x 0.25 (output 0.1, between layers 0.0625, input 0.1, embedding "
-                   "0.025, weight drop 0.125), AR and TAR off."),
+              note="Regularisation scaled to the CPU-sized network and budget (chosen by the sweep in "
+                   "`benchmarks/results/ptb_awd_sweep/`): the paper's dropouts and weight drop x 0.25 (output 0.1, "
+                   "between layers 0.0625, input 0.1, embedding 0.025, weight drop 0.125), AR and TAR off."),
     Reference("lstm-ptb-plain", PTB, "LSTM (plain)", "awd_lstm",
               "LSTM without regularisation (AWD-LSTM network, every regulariser off) on Penn Treebank", AWD_SETTINGS,
               note="The same `AWDLSTMForCausalLM` network as `awd-lstm-ptb` with weight drop, every dropout, AR, "

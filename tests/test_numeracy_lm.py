@@ -255,7 +255,8 @@ def test_numeral_embedding_picture_is_the_pca_of_the_numeral_rows(numeracy_token
 
 @pytest.mark.parametrize("strategy", ["softmax", "softmax_digits", "hsoftmax"])
 def test_awkward_numerals_train_with_a_finite_loss(strategy):
-    """The issue's bad numerals in the training text: each is a token with a documented meaning, and a
+    """Awkward numerals in the training text ("1,2,3", overflow, NaN / inf, negative zero, a Unicode minus
+    and digit, leading zeros, 300 digits, an empty line): each is a token with a documented meaning, and a
     training step on blocks that carry their side fields has a finite loss and finite gradients."""
     from hf_nlm.data.lm import group_into_blocks, tokenize_stream
     from hf_nlm.tokenization import train_numeracy_tokenizer
