@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import torch
@@ -251,3 +252,34 @@ def test_a_model_whose_config_is_spoiled_says_why_before_writing(tmp_path):
     with pytest.raises(ValueError, match="not saving NPLMConfig .* would not load back.*needs cutoffs"):
         model.save_pretrained(tmp_path / "m")
     assert not (tmp_path / "m" / "config.json").exists()
+
+
+def test_an_architecture_folder_is_registered_by_being_there(tmp_path, monkeypatch):
+    """A new model type is a folder under hf_nlm/models whose __init__ declares MODEL_TYPE: nothing else is edited."""
+    import sys
+    import textwrap
+
+    import hf_nlm.models
+
+    folder = tmp_path / "toy_nplm"
+    folder.mkdir()
+    (folder / "__init__.py").write_text(textwrap.dedent("""
+        from hf_nlm.models.nplm import NPLMConfig, NPLMForCausalLM, NPLMModel
+        from hf_nlm.models.registry import ModelType
+
+        class ToyNPLMConfig(NPLMConfig):
+            model_type = "toy_nplm"
+
+        MODEL_TYPE = ModelType(ToyNPLMConfig, NPLMModel, causal_lm_class=NPLMForCausalLM)
+    """))
+    monkeypatch.setattr(hf_nlm.models, "__path__", [*hf_nlm.models.__path__, str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "hf_nlm.models.toy_nplm", raising=False)
+    try:
+        found = hf_nlm.models._architectures()
+    finally:
+        sys.modules.pop("hf_nlm.models.toy_nplm", None)
+    assert list(found) == sorted([*MODEL_TYPES, "toy_nplm"])
+    assert found["toy_nplm"].config_class.__name__ == "ToyNPLMConfig"
+    # The package's own folders are exactly the registered types.
+    folders = sorted(p.parent.name for p in Path(hf_nlm.models.__file__).parent.glob("*/__init__.py"))
+    assert folders == sorted(MODEL_TYPES)

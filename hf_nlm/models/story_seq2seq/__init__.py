@@ -1,3 +1,4 @@
+from ..registry import ModelType
 from .configuration_story_seq2seq import ATTENTION_TYPES, StorySeq2SeqConfig
 from .modeling_story_seq2seq import (
     StorySeq2SeqForConditionalGeneration,
@@ -6,7 +7,9 @@ from .modeling_story_seq2seq import (
     shift_tokens_right,
 )
 
-__all__ = [
+MODEL_TYPE = ModelType(StorySeq2SeqConfig, StorySeq2SeqModel, seq2seq_lm_class=StorySeq2SeqForConditionalGeneration)
+
+__all__ = ["MODEL_TYPE",
     "ATTENTION_TYPES",
     "StorySeq2SeqConfig",
     "StorySeq2SeqForConditionalGeneration",
