@@ -562,10 +562,11 @@ def test_irregular_arpa_layout_reads_as_the_regular_one(tmp_path):
 
 
 def _bulk_and_lines(path):
-    from hf_nlm.ngram.arpa import _read_bulk, _read_lines
+    from hf_nlm.ngram.arpa.bulk_reader import read_bulk
+    from hf_nlm.ngram.arpa.line_reader import read_lines
 
     data = Path(path).read_bytes()
-    return _read_bulk(data, data.decode()), _read_lines(Path(path), data.decode())
+    return read_bulk(data, data.decode()), read_lines(Path(path), data.decode())
 
 
 def _assert_same_sections(a, b):
@@ -636,10 +637,10 @@ def test_bulk_reader_gives_the_line_readers_sections(tmp_path, order):
 def test_bulk_reader_leaves_irregular_files_to_the_line_reader(tmp_path, edit):
     path = tmp_path / "odd.arpa"
     path.write_bytes(edit(GOOD_ARPA).encode())
-    from hf_nlm.ngram.arpa import _read_bulk
+    from hf_nlm.ngram.arpa.bulk_reader import read_bulk
 
     data = path.read_bytes()
-    assert _read_bulk(data, data.decode()) is None
+    assert read_bulk(data, data.decode()) is None
     try:
         read_arpa(path, bos_id=0)  # the line reader reads it, or names what is wrong
     except ValueError as err:
@@ -649,7 +650,7 @@ def test_bulk_reader_leaves_irregular_files_to_the_line_reader(tmp_path, edit):
 def test_bulk_word_matching_is_by_the_exact_bytes():
     """The bulk reader maps words to ids in numpy (8-byte keys, a hash table, then a byte comparison):
     the same ids as a dict, for words of every length, unknown ones, and words sharing a table slot."""
-    from hf_nlm.ngram.arpa import _BulkWords
+    from hf_nlm.ngram.arpa.bulk_reader import BulkWords
 
     rng = np.random.default_rng(0)
     letters = list("abcdefghijklmnopqrstuvwxyzéü\x00")
@@ -663,7 +664,7 @@ def test_bulk_word_matching_is_by_the_exact_bytes():
     starts = np.concatenate([[0], ends[:-1] + 1])
     padded = np.concatenate([buf, np.zeros(16, np.uint8)])
     octets = np.ndarray((padded.size - 7,), dtype="<u8", buffer=padded, strides=(1,))
-    bulk = _BulkWords(octets, buf, starts, ends)
+    bulk = BulkWords(octets, buf, starts, ends)
     assert [bulk[i] for i in range(3)] == words[:3] and bulk[1:3] == words[1:3]
     np.testing.assert_array_equal(bulk.ids(word_id), [word_id.get(w, -1) for w in words])
     rows = np.arange(len(words))
@@ -671,7 +672,7 @@ def test_bulk_word_matching_is_by_the_exact_bytes():
 
 
 def test_bulk_number_parser_is_float():
-    from hf_nlm.ngram.arpa import _parse_numbers
+    from hf_nlm.ngram.arpa.bulk_reader import _parse_numbers
 
     fields = [
         "-1.2345678901", "-99", "0", "-0", "3", "-0.5", ".5", "5.", "-.5", "1e-5", "-1.5E+02", "-inf", "1_0",
@@ -712,7 +713,7 @@ def test_unique_inverse_matches_numpy_unique():
 
 
 def test_fixed_point_bytes_is_python_formatting():
-    from hf_nlm.ngram.arpa import fixed_point_bytes
+    from hf_nlm.ngram.arpa.bulk_writer import fixed_point_bytes
 
     rng = np.random.default_rng(0)
     ties = np.array([(i + 0.5) / 10**10 for i in range(-3000, 3000)])  # the nearest doubles to ties
@@ -740,12 +741,12 @@ def test_fixed_point_bytes_is_python_formatting():
 @pytest.mark.parametrize("order", [1, 2, 3, 5])
 @pytest.mark.parametrize("per_sentence", [False, True])
 def test_arpa_bulk_writer_writes_the_general_writers_bytes(tmp_path, monkeypatch, order, per_sentence):
-    from hf_nlm.ngram import arpa
+    from hf_nlm.ngram.arpa.bulk_writer import BulkWriter
 
     lm = KneserNeyLM.from_ids(TRAIN, order, V, per_sentence=per_sentence)
     lm.to_arpa(tmp_path / "bulk.arpa", vocab=WORDS)
     lm.to_arpa(tmp_path / "bulk4.arpa", vocab=WORDS, digits=4)
-    monkeypatch.setattr(arpa._FastWriter, "MAX_WORD_BYTES", 0)  # every word too long: the general path
+    monkeypatch.setattr(BulkWriter, "MAX_WORD_BYTES", 0)  # every word too long: the general path
     lm.to_arpa(tmp_path / "general.arpa", vocab=WORDS)
     lm.to_arpa(tmp_path / "general4.arpa", vocab=WORDS, digits=4)
     assert (tmp_path / "bulk.arpa").read_bytes() == (tmp_path / "general.arpa").read_bytes()

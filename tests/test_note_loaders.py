@@ -28,7 +28,7 @@ from hf_nlm.data import (
     replace_mimic_iii_deid,
     replace_mimic_iv_deid,
 )
-from hf_nlm.data.notes import hash_unit, split_index
+from hf_nlm.data.splits import hash_unit, split_index
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MIMIC_III = FIXTURES / "mimic" / "NOTEEVENTS.csv"
@@ -80,7 +80,7 @@ def many_notes(n_subjects: int, notes_each: int) -> list[list]:
 
 
 def test_mimic_iii_rows_columns_and_counts(cache: Path, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="hf_nlm.data.notes"):
+    with caplog.at_level(logging.INFO, logger="hf_nlm.data.mimic"):
         corpus = load_mimic_iii_notes(MIMIC_III, split_fractions=(0.6, 0.2, 0.2), seed=4, cache_dir=cache)
     assert list(corpus) == ["train", "validation", "test"]
     assert corpus["train"].column_names == [

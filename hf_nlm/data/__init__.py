@@ -40,14 +40,7 @@ from .lm import (
     tokenize_corpus,
     tokenize_stream,
 )
-from .notes import (
-    EmptySplitError,
-    load_mimic_iii_notes,
-    load_mimic_iv_notes,
-    loader_counts,
-    replace_mimic_iii_deid,
-    replace_mimic_iv_deid,
-)
+from .mimic import load_mimic_iii_notes, load_mimic_iv_notes, replace_mimic_iii_deid, replace_mimic_iv_deid
 from .pairs import (
     PairBatches,
     PairBatchSampler,
@@ -59,6 +52,7 @@ from .pairs import (
     tokenize_pairs,
 )
 from .sampler import BlockBatches, BlockBatchSampler, StreamBatches
+from .splits import EmptySplitError, loader_counts
 from .stories import load_rocstories, load_story_cloze
 from .stream import StreamColumns, bptt_chunks, stream_columns
 

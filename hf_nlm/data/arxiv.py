@@ -1,14 +1,16 @@
 """Streaming loader for arXiv abstracts (the Kaggle ``arxiv-metadata-oai-snapshot.json``).
 
-Streaming, caching, the stable hash split, :class:`~hf_nlm.data.notes.EmptySplitError` and
-:func:`~hf_nlm.data.notes.loader_counts` work as for the clinical notes: see
-:mod:`hf_nlm.data.notes`.
+Streaming and caching (:mod:`hf_nlm.data.file_stream`), the stable hash split,
+:class:`~hf_nlm.data.splits.EmptySplitError` and :func:`~hf_nlm.data.splits.loader_counts`
+(:mod:`hf_nlm.data.splits`) work as for the clinical notes: see :mod:`hf_nlm.data.mimic`. The summary
+of what was read is logged by the logger ``hf_nlm.data.arxiv``.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import logging
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -21,21 +23,21 @@ from datasets import DatasetDict, Features, Value
 
 from .corpora import CorpusFormatError
 from .download import data_home
-from .notes import (
-    _STATUS,
+from .file_stream import (
+    STATUS,
     PathLike,
-    assemble,
-    check_fractions,
     file_fingerprint,
     generate_table,
-    hashed_assignment,
     kept_rows,
     open_text,
     status_counts,
     utf8_error,
 )
+from .splits import assemble, check_fractions, hashed_assignment
 
 __all__ = ["ARXIV_FILE", "load_arxiv_abstracts"]
+
+logger = logging.getLogger(__name__)
 
 ARXIV_FILE = "arxiv-metadata-oai-snapshot.json"
 ARXIV_HINT = (
@@ -51,7 +53,7 @@ _FEATURES = Features(
         "id": Value("string"),
         "categories": Value("string"),
         "update_date": Value("string"),
-        _STATUS: Value("string"),
+        STATUS: Value("string"),
     }
 )
 
@@ -93,7 +95,7 @@ def _arxiv_rows(file: str) -> Iterator[dict[str, Any]]:
                     "id": paper["id"],
                     "categories": " ".join(paper["categories"].split()),
                     "update_date": paper["update_date"],
-                    _STATUS: "kept" if text else "empty",
+                    STATUS: "kept" if text else "empty",
                 }
     except UnicodeDecodeError:
         raise utf8_error(path) from None
@@ -172,7 +174,7 @@ def load_arxiv_abstracts(
     the ends are stripped; LaTeX and numbers untouched), ``id``, ``categories`` (as in the
     file, single-spaced) and ``update_date``.
 
-    Left out, counted and reported (see :func:`~hf_nlm.data.notes.loader_counts`; also logged
+    Left out, counted and reported (see :func:`~hf_nlm.data.splits.loader_counts`; also logged
     and in each split's ``info.description``): papers whose abstract is empty after
     normalisation (``empty``) and papers outside ``categories`` (``other_category``).
 
@@ -251,5 +253,5 @@ def load_arxiv_abstracts(
             f"{second}, test from {second} on. Move the cut dates."
         )
     return assemble(
-        "load_arxiv_abstracts", table_ds, assignment, selected, expected, counts, [_STATUS], None, hint
+        "load_arxiv_abstracts", table_ds, assignment, selected, expected, counts, [STATUS], None, hint, logger
     )

@@ -37,7 +37,6 @@ Nothing else is changed: fields are kept as written, surrounding whitespace stri
 from __future__ import annotations
 
 import csv
-import json
 import logging
 import os
 import re
@@ -52,7 +51,8 @@ from datasets import Sequence as SequenceFeature
 
 from .corpora import CorpusFormatError
 from .download import data_home
-from .notes import _COUNTS_MARK, PathLike, assemble, check_fractions, csv_column_index, hash_unit, split_index
+from .file_stream import PathLike, csv_column_index, csv_syntax_error
+from .splits import assemble, attach_counts, check_fractions, hash_unit, split_index
 
 __all__ = [
     "ROCSTORIES_FILES",
@@ -115,6 +115,7 @@ class _BadRows:
         self.records = 0
         self.counts: Counter[str] = Counter()
         self.examples: list[str] = []
+        self.first_seen: dict[str, str] = {}  # story id -> where it was read
 
     def add(self, reason: str, path: Path, line: int, message: str) -> None:
         text = f"{path}, line {line}: {message}"
@@ -123,6 +124,22 @@ class _BadRows:
         self.counts[reason] += 1
         if len(self.examples) < _MAX_REPORTED:
             self.examples.append(f"{text} [{reason}]")
+
+    def filled(self, values: Sequence[str], columns: Sequence[str], path: Path, line: int) -> bool:
+        """Whether every field of the row holds text; else the row is bad (``empty_field``)."""
+        empty = next((c for c, v in zip(columns, values, strict=True) if not v), None)
+        if empty is not None:
+            self.add("empty_field", path, line, f"field {empty} is empty")
+        return empty is None
+
+    def new_id(self, story_id: str, column: str, path: Path, line: int) -> bool:
+        """Whether ``story_id`` is read for the first time (in any file); a repeat is a bad row
+        (``duplicate_id``), the first one read is kept."""
+        if story_id in self.first_seen:
+            self.add("duplicate_id", path, line, f"{column} {story_id} was already read at {self.first_seen[story_id]}")
+            return False
+        self.first_seen[story_id] = f"{path}, line {line}"
+        return True
 
     def report(self, loader: str) -> None:
         if self.counts:
@@ -158,16 +175,7 @@ def _csv_rows(path: Path, columns: Sequence[str], what: str, bad: _BadRows) -> I
                         yield start, [row[i].strip() for i in index]
                 start = reader.line_num + 1
         except csv.Error as err:
-            if "unexpected end of data" in str(err):
-                raise CorpusFormatError(
-                    f"{path}, line {start}: the file ends inside a quoted field of the record starting at this "
-                    "line (the closing quote is missing): the file looks truncated."
-                ) from None
-            raise CorpusFormatError(f"{path}, line {start}: bad CSV ({err}).") from None
-
-
-def _first_empty(values: Sequence[str], columns: Sequence[str]) -> str | None:
-    return next((c for c, v in zip(columns, values, strict=True) if not v), None)
+            raise csv_syntax_error(err, path, start, start) from None
 
 
 def _paths(path: PathLike | Sequence[PathLike] | None, default: Path, names: Sequence[str], what: str) -> list[Path]:
@@ -188,11 +196,6 @@ def _paths(path: PathLike | Sequence[PathLike] | None, default: Path, names: Seq
         else:
             raise FileNotFoundError(f"{place} does not exist. {ROCSTORIES_HINT}")
     return files
-
-
-def _attach_counts(dataset: Dataset, summary: str, counts: dict[str, Any]) -> None:
-    """Store what was read and left out where :func:`~hf_nlm.data.loader_counts` finds it."""
-    dataset.info.description = summary + _COUNTS_MARK + json.dumps(counts)
 
 
 def _bad_row_counts(files: list[Path], bad: _BadRows) -> dict[str, Any]:
@@ -243,17 +246,10 @@ def load_rocstories(
     files = _paths(path, data_home(create=False) / "rocstories", ROCSTORIES_FILES, "ROCStories")
     bad = _BadRows(strict)
     rows: dict[str, list[Any]] = {name: [] for name in _ROC_FEATURES}
-    first_seen: dict[str, str] = {}
     for file in files:
         for line, values in _csv_rows(file, _ROC_COLUMNS, "ROCStories", bad):
             storyid, title, *sentences = values
-            empty = _first_empty(values, _ROC_COLUMNS)
-            if empty is not None:
-                bad.add("empty_field", file, line, f"field {empty} is empty")
-            elif storyid in first_seen:
-                bad.add("duplicate_id", file, line, f"storyid {storyid} was already read at {first_seen[storyid]}")
-            else:
-                first_seen[storyid] = f"{file}, line {line}"
+            if bad.filled(values, _ROC_COLUMNS, file, line) and bad.new_id(storyid, "storyid", file, line):
                 rows["storyid"].append(storyid)
                 rows["title"].append(title)
                 rows["sentences"].append(sentences)
@@ -268,6 +264,7 @@ def load_rocstories(
     return assemble(
         "load_rocstories", table, assignment, np.ones(len(assignment), dtype=bool), [f > 0 for f in fractions],
         counts, [], None, "Too few stories for these split_fractions: load more, or change split_fractions or seed.",
+        logger,
     )
 
 
@@ -304,19 +301,14 @@ def load_story_cloze(path: PathLike | Sequence[PathLike], strict: bool = False) 
     files = _paths(given, Path(), STORY_CLOZE_FILES, "Story Cloze")
     bad = _BadRows(strict)
     rows: dict[str, list[Any]] = {name: [] for name in _CLOZE_FEATURES}
-    first_seen: dict[str, str] = {}
     for file in files:
         for line, values in _csv_rows(file, _CLOZE_COLUMNS, "Story Cloze", bad):
             storyid, *sentences, ending1, ending2, answer = values
-            empty = _first_empty(values, _CLOZE_COLUMNS)
-            if empty is not None:
-                bad.add("empty_field", file, line, f"field {empty} is empty")
-            elif answer not in ("1", "2"):
+            if not bad.filled(values, _CLOZE_COLUMNS, file, line):
+                continue
+            if answer not in ("1", "2"):
                 bad.add("bad_answer", file, line, f"AnswerRightEnding is {answer!r}, expected 1 or 2")
-            elif storyid in first_seen:
-                bad.add("duplicate_id", file, line, f"InputStoryid {storyid} was already read at {first_seen[storyid]}")
-            else:
-                first_seen[storyid] = f"{file}, line {line}"
+            elif bad.new_id(storyid, "InputStoryid", file, line):
                 rows["storyid"].append(storyid)
                 rows["sentences"].append(sentences)
                 rows["endings"].append([ending1, ending2])
@@ -328,6 +320,6 @@ def load_story_cloze(path: PathLike | Sequence[PathLike], strict: bool = False) 
     summary = (f"load_story_cloze from {', '.join(counts['files'])}: {bad.records} records read; "
                f"left out: {left_out}; {dataset.num_rows} rows.")
     logger.info(summary)
-    _attach_counts(dataset, summary, counts)
+    attach_counts(dataset, summary, counts)
     return dataset
 

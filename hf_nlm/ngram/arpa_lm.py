@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arpa import _LN10, PathLike, _read_arpa, write_arpa
+from .arpa import write_arpa
+from .arpa.format import LN10, PathLike
+from .arpa.reader import read_arpa_with_boundary
 from .base import BackoffLM
 from .counts import row_ranks
 
@@ -27,7 +29,7 @@ class ArpaLM(BackoffLM):
         ``bos_id`` (the id padding the first context, which ``<s>`` and ``</s>`` are read as) defaults
         to the tokenizer's bos / eos id, else the id of ``<s>`` / ``</s>`` or ``<eos>`` in the file,
         else 1 for a file of numeric ids."""
-        words, V, sections, boundary = _read_arpa(path, vocab, bos_id)
+        words, V, sections, boundary = read_arpa_with_boundary(path, vocab, bos_id)
         if bos_id is None:
             if vocab is not None and hasattr(vocab, "eos_token_id"):
                 bos_id = vocab.bos_token_id if vocab.bos_token_id is not None else vocab.eos_token_id
@@ -50,8 +52,8 @@ class ArpaLM(BackoffLM):
     def _build(self, sections) -> None:
         n, V = self.order, self.vocab_size
         grams = [None] + [ids for ids, _, _ in sections]
-        logp = [None] + [lp * _LN10 for _, lp, _ in sections]
-        bows = [None] + [b * _LN10 for _, _, b in sections]
+        logp = [None] + [lp * LN10 for _, lp, _ in sections]
+        bows = [None] + [b * LN10 for _, _, b in sections]
         has_bow = [None] + [~np.isnan(b) for b in bows[1:]]
         unigram = np.full(V, -np.inf)
         given = ~np.isnan(logp[1])  # <s> alone has no probability: it is never predicted

@@ -25,6 +25,19 @@ _CLASSES: dict[str, type[NgramLM]] = {}
 PathLike = str | os.PathLike[str]
 
 
+def level_arrays(
+    order: int, contexts: dict[str, list[np.ndarray]], grams: dict[str, list[np.ndarray]]
+) -> dict[str, np.ndarray]:
+    """Per-order tables as the flat arrays :meth:`NgramLM.save` writes, level by level: ``<name>_<j>``
+    for each context table (``table[j]``, j = 1 .. order - 1), then ``<name>_<j + 1>`` for each n-gram
+    table (``table[j + 1]``)."""
+    arrays = {}
+    for j in range(1, order):
+        arrays.update({f"{name}_{j}": table[j] for name, table in contexts.items()})
+        arrays.update({f"{name}_{j + 1}": table[j + 1] for name, table in grams.items()})
+    return arrays
+
+
 class NgramLM:
     """Base class: an order-n LM over ids ``[0, vocab_size)``; subclasses supply the probabilities."""
 
@@ -297,17 +310,18 @@ class BackoffLM(NgramLM):
         return out
 
     def to_arpa(self, path: PathLike, vocab=None, digits: int = 10) -> None:
-        """Write the model as an ARPA file (see :func:`hf_nlm.ngram.arpa.write_arpa`)."""
+        """Write the model as an ARPA file (see :func:`hf_nlm.ngram.arpa.writer.write_arpa`)."""
         write_arpa(self, path, vocab=vocab, digits=digits)
 
     def _arrays(self) -> dict[str, np.ndarray]:
-        arrays = {"unigram_logp": self.unigram_logp}
-        for j in range(1, self.order):
-            arrays[f"ctx_keys_{j}"] = self.ctx_keys[j]
-            arrays[f"ctx_logbow_{j}"] = self.ctx_logbow[j]
-            arrays[f"gram_keys_{j + 1}"] = self.gram_keys[j + 1]
-            arrays[f"gram_logp_{j + 1}"] = self.gram_logp[j + 1]
-        return arrays
+        return {
+            "unigram_logp": self.unigram_logp,
+            **level_arrays(
+                self.order,
+                {"ctx_keys": self.ctx_keys, "ctx_logbow": self.ctx_logbow},
+                {"gram_keys": self.gram_keys, "gram_logp": self.gram_logp},
+            ),
+        }
 
     def _load_tables(self, arrays: dict[str, np.ndarray]) -> None:
         n = self.order

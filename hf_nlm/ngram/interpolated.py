@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from .base import NgramLM
+from .base import NgramLM, level_arrays
 from .counts import as_id_array, context_ids, count_ngrams, expand_ranges, lookup
 
 # The least weight EM may leave a bucket's component. Held-out data that never needed the uniform
@@ -213,13 +213,15 @@ class InterpolatedLM(NgramLM):
         return {"num_count_bins": self.num_count_bins, "num_tokens": self.num_tokens}
 
     def _arrays(self) -> dict[str, np.ndarray]:
-        arrays = {"unigram_counts": self.unigram_counts, "weights": self.weights}
-        for j in range(1, self.order):
-            arrays[f"ctx_keys_{j}"] = self.ctx_keys[j]
-            arrays[f"ctx_counts_{j}"] = self.ctx_counts[j]
-            arrays[f"gram_keys_{j + 1}"] = self.gram_keys[j + 1]
-            arrays[f"gram_counts_{j + 1}"] = self.gram_counts[j + 1]
-        return arrays
+        return {
+            "unigram_counts": self.unigram_counts,
+            "weights": self.weights,
+            **level_arrays(
+                self.order,
+                {"ctx_keys": self.ctx_keys, "ctx_counts": self.ctx_counts},
+                {"gram_keys": self.gram_keys, "gram_counts": self.gram_counts},
+            ),
+        }
 
     @classmethod
     def _from_saved(cls, config: dict, arrays: dict[str, np.ndarray]) -> InterpolatedLM:
