@@ -4,63 +4,68 @@
 blocks; ``stream`` cuts it into columns for stateful BPTT; ``sampler`` serves the training batches of
 either; ``pairs`` tokenises and batches paired (source, target) examples for encoder-decoder models;
 ``batching`` chooses among them for a model (:func:`batching_for`).
+
+The names below load their module on first use (PEP 562), so importing one light module of this
+package (``hf_nlm.data.registry``, ``hf_nlm.data.download``) does not load ``datasets``.
 """
 
-from .arxiv import load_arxiv_abstracts
-from .batching import (
-    Batching,
-    BlockBatching,
-    PairedBatching,
-    StreamBatching,
-    batching_for,
-    is_encoder_decoder,
-    is_stateful,
-    lm_context_size,
-    split_texts,
-    target_labels,
-)
-from .corpora import (
-    CorpusFormatError,
-    first_lines,
-    load_brown,
-    load_csv_files,
-    load_ptb,
-    load_sotu,
-    load_text_files,
-    read_text_file,
-)
-from .download import data_home
-from .lm import (
-    IGNORE_INDEX,
-    LMBlockDataset,
-    TokenFeatures,
-    build_lm_dataset,
-    collate_blocks,
-    group_into_blocks,
-    tokenize_corpus,
-    tokenize_stream,
-)
-from .notes import (
-    EmptySplitError,
-    load_mimic_iii_notes,
-    load_mimic_iv_notes,
-    loader_counts,
-    replace_mimic_iii_deid,
-    replace_mimic_iv_deid,
-)
-from .pairs import (
-    PairBatches,
-    PairBatchSampler,
-    PairedExamples,
-    PairFormat,
-    PairFormatError,
-    collate_pairs,
-    read_pairs,
-    tokenize_pairs,
-)
-from .sampler import BlockBatches, BlockBatchSampler, StreamBatches
-from .stories import load_rocstories, load_story_cloze
-from .stream import StreamColumns, bptt_chunks, stream_columns
+from __future__ import annotations
+
+from importlib import import_module
+
+# Every public name and the module that defines it.
+_MODULE_OF = {
+    "load_arxiv_abstracts": "arxiv",
+    "Batching": "batching",
+    "BlockBatching": "batching",
+    "PairedBatching": "batching",
+    "StreamBatching": "batching",
+    "batching_for": "batching",
+    "is_encoder_decoder": "batching",
+    "is_stateful": "batching",
+    "lm_context_size": "batching",
+    "split_texts": "batching",
+    "target_labels": "batching",
+    "CorpusFormatError": "corpora",
+    "first_lines": "corpora",
+    "load_brown": "corpora",
+    "load_csv_files": "corpora",
+    "load_ptb": "corpora",
+    "load_sotu": "corpora",
+    "load_text_files": "corpora",
+    "read_text_file": "corpora",
+    "data_home": "download",
+    "IGNORE_INDEX": "lm",
+    "LMBlockDataset": "lm",
+    "TokenFeatures": "lm",
+    "build_lm_dataset": "lm",
+    "collate_blocks": "lm",
+    "group_into_blocks": "lm",
+    "tokenize_corpus": "lm",
+    "tokenize_stream": "lm",
+    "EmptySplitError": "notes",
+    "load_mimic_iii_notes": "notes",
+    "load_mimic_iv_notes": "notes",
+    "loader_counts": "notes",
+    "replace_mimic_iii_deid": "notes",
+    "replace_mimic_iv_deid": "notes",
+    "PairBatches": "pairs",
+    "PairBatchSampler": "pairs",
+    "PairedExamples": "pairs",
+    "PairFormat": "pairs",
+    "PairFormatError": "pairs",
+    "collate_pairs": "pairs",
+    "read_pairs": "pairs",
+    "tokenize_pairs": "pairs",
+    "BlockBatches": "sampler",
+    "BlockBatchSampler": "sampler",
+    "StreamBatches": "sampler",
+    "load_rocstories": "stories",
+    "load_story_cloze": "stories",
+    "StreamColumns": "stream",
+    "bptt_chunks": "stream",
+    "stream_columns": "stream",
+}
 
 __all__ = [
     "IGNORE_INDEX",
@@ -114,3 +119,16 @@ __all__ = [
     "tokenize_pairs",
     "tokenize_stream",
 ]
+
+
+def __getattr__(name: str):
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
