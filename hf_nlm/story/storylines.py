@@ -211,6 +211,17 @@ def storyline_lm_dataset(stories, max_words: int | None = 3, sep: str = SEP):
     return stories.map(_lm_example, fn_kwargs={"max_words": max_words, "sep": sep}, desc="storylines")
 
 
+def load_rocstories_lm(path=None, split_fractions=(0.9, 0.05, 0.05), seed=0, max_words: int | None = 3,
+                       sep: str = SEP):
+    """ROCStories (:func:`hf_nlm.data.load_rocstories` with ``path``, ``split_fractions``, ``seed``) in the LM
+    format of :func:`storyline_lm_dataset`: the corpus ``hf-nlm train --corpus rocstories`` reads, whose models
+    ``hf-nlm story --model`` runs."""
+    from ..data.stories import load_rocstories
+
+    stories = load_rocstories(path, split_fractions=split_fractions, seed=seed)
+    return storyline_lm_dataset(stories, max_words=max_words, sep=sep)
+
+
 def keyword_sentence_pairs(
     dataset_split, text_column: str = "text", top_k: int = 1, max_words: int | None = 3, sep: str = KEYWORD_SEP
 ):

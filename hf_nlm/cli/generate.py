@@ -1,0 +1,221 @@
+"""Commands that run saved models: ``hf-nlm generate``, ``story``, ``plot-attention`` and ``plot-numerals``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .arguments import add_generation_arguments, fail, option_flag
+from .recipes import load_saved_model
+
+#: ``generate()``'s sampling settings when sampling (``--do-sample``) and their flag is not given.
+SAMPLING_DEFAULTS = {"temperature": 1.0, "top_k": 0, "top_p": 1.0}
+
+
+def add_generate_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
+    generate = sub.add_parser("generate", help=help_text)
+    generate.add_argument("model_dir", help="a saved model folder")
+    generate.add_argument("prompts", nargs="+", metavar="PROMPT", help="text to continue")
+    generate.add_argument("--max-new-tokens", type=int, default=20, help="tokens to add (default: 20)")
+    add_generation_arguments(generate)
+    generate.add_argument("--num-return-sequences", type=int, default=1, help="continuations per prompt (default: 1)")
+    generate.add_argument("--json", action="store_true", help="print one JSON object per prompt")
+    return generate
+
+
+def add_story_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
+    story = sub.add_parser("story", help=help_text,
+                           description="Write a story for each TITLE in two stages: title -> storyline (one keyword "
+                                       "phrase per sentence) -> story. Either one LM trained on 'title <sep> k1 # k2 "
+                                       "... <sep> story' (--model) serves both stages, or a model per stage "
+                                       "(--storyline-model, --story-model), each a causal LM or a story_seq2seq model.")
+    story.add_argument("titles", nargs="+", metavar="TITLE")
+    story.add_argument("--model", default=None, help="one LM folder for both stages")
+    story.add_argument("--storyline-model", default=None, help="model folder for title -> storyline")
+    story.add_argument("--story-model", default=None, help="model folder for title + storyline -> story")
+    add_generation_arguments(story)
+    story.add_argument("--length-penalty", type=float, default=1.0,
+                       help="beam search ranks finished hypotheses by sum log p / length**LP (default: 1.0, the "
+                            "length-normalised (1/t) sum log p)")
+    story.add_argument("--json", action="store_true", help="print one JSON object per title")
+    story.set_defaults(num_return_sequences=1)
+    return story
+
+
+def add_plot_attention_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
+    attention = sub.add_parser("plot-attention", help=help_text,
+                               description="Generate from SOURCE with a saved story_seq2seq model and draw its "
+                                           "attention weights (source words x generated words) as a heatmap.")
+    attention.add_argument("model_dir", help="a saved story_seq2seq model folder")
+    attention.add_argument("source", help="the source text")
+    attention.add_argument("--output", default=None, help="PNG file (default: MODEL_DIR/attention.png)")
+    attention.add_argument("--num-beams", type=int, default=1, help="beam width (default: 1, greedy)")
+    attention.add_argument("--max-new-tokens", type=int, default=50, help="tokens to generate at most (default: 50)")
+    return attention
+
+
+def add_plot_numerals_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
+    plot = sub.add_parser("plot-numerals", help=help_text,
+                          description="The numerals' vectors of a saved model trained with the numeracy tokenizer on "
+                                      "their first two principal components, coloured by log10(1 + |value|) "
+                                      "(Spithourakis & Riedel 2018, fig. 2).")
+    plot.add_argument("model_dir", help="a saved model folder")
+    plot.add_argument("--output", default=None, help="PNG file (default: MODEL_DIR/numeral_embeddings.png)")
+    plot.add_argument("--which", choices=("output", "input"), default="output",
+                      help="the head's numeral rows (output, default) or the input embeddings")
+    plot.add_argument("--density-after", default=None, metavar="TEXT",
+                      help="instead: a mog model's predicted density of the next numeral after TEXT")
+    plot.add_argument("--value", type=float, default=None, help="with --density-after: the true value, marked")
+    plot.add_argument("--weights-along", default=None, metavar="TEXT",
+                      help="instead: a combination model's strategy weights p(m | h) at every token of TEXT")
+    return plot
+
+
+def check_generation_arguments(args: argparse.Namespace) -> None:
+    """Refuse generation settings that make no sense, before the model loads (``ValueError``)."""
+    if not args.do_sample:
+        given = [option_flag(name) for name in SAMPLING_DEFAULTS if getattr(args, name) is not None]
+        if given:
+            raise ValueError(f"{' / '.join(given)} need --do-sample (greedy and beam search do not sample)")
+    if args.temperature is not None and not args.temperature > 0:
+        raise ValueError(f"--temperature must be > 0, got {args.temperature} (for the most likely token, drop --do-sample)")
+    if args.top_k is not None and args.top_k < 0:
+        raise ValueError(f"--top-k must be >= 0 (0 = all tokens), got {args.top_k}")
+    if args.top_p is not None and not 0 < args.top_p <= 1:
+        raise ValueError(f"--top-p must be in (0, 1], got {args.top_p}")
+    n = args.num_return_sequences
+    if n > 1 and not args.do_sample and n > args.num_beams:
+        raise ValueError(f"--num-return-sequences {n} needs --do-sample or --num-beams >= {n} "
+                         "(greedy search has one continuation)")
+
+
+def generation_settings(args: argparse.Namespace) -> dict:
+    """``generate()`` keyword arguments from the flags of :func:`add_generation_arguments` (checked by
+    :func:`check_generation_arguments`; a bad setting ends the command with a usage error): the search, and
+    when sampling, the sampling settings with :data:`SAMPLING_DEFAULTS` for those not given."""
+    try:
+        check_generation_arguments(args)
+    except ValueError as err:
+        fail(args.parser, str(err))
+    sampling = {k: default if getattr(args, k) is None else getattr(args, k) for k, default in SAMPLING_DEFAULTS.items()}
+    return {"num_beams": args.num_beams, "do_sample": args.do_sample, **(sampling if args.do_sample else {})}
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    import torch
+
+    settings = generation_settings(args)
+    from ..data.lm import unknown_token_ids
+    from ..evaluation import decode_generated
+
+    model, tokenizer = load_saved_model(args.parser, args.model_dir)
+    if args.seed is not None:
+        torch.manual_seed(args.seed)
+    model.eval()
+    for prompt in args.prompts:
+        ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False).input_ids
+        unknown = int(torch.isin(ids, torch.tensor(unknown_token_ids(tokenizer))).sum())
+        if unknown and 2 * unknown >= ids.shape[1]:
+            print(f"warning: {unknown} of the {ids.shape[1]} tokens of the prompt {prompt!r} are not in the model's "
+                  f"vocabulary (they read as {tokenizer.unk_token}); the continuation has little to go on",
+                  file=sys.stderr)
+        if model.config.is_encoder_decoder:  # a source reads as in training: its tokens, then <eos>
+            ids = torch.cat([ids, ids.new_full((1, 1), tokenizer.eos_token_id)], dim=1)
+        # An empty prompt starts from the sentence boundary (generate() puts bos_token_id there).
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=args.max_new_tokens,
+            **settings,
+            num_return_sequences=args.num_return_sequences,
+            pad_token_id=tokenizer.pad_token_id,
+            return_dict_in_generate=True,
+        )
+        # A causal LM's output repeats the prompt; an encoder-decoder's is the target alone.
+        start = 0 if model.config.is_encoder_decoder else max(ids.shape[1], 1)
+        # An open-vocabulary numeral strategy (d-RNN, MoG) wrote out each <unk_num> it generated.
+        numerals = getattr(out, "numerals", None) or [{} for _ in out.sequences]
+        texts = [decode_generated(tokenizer, seq[start:], {t - start: text for t, text in found.items() if t >= start})
+                 for seq, found in zip(out.sequences, numerals, strict=True)]
+        if args.json:
+            print(json.dumps({"prompt": prompt, "generations": texts}))
+        else:
+            for text in texts:
+                print(f"{prompt} {text.strip()}".strip())
+    return 0
+
+
+def cmd_story(args: argparse.Namespace) -> int:
+    """Title -> storyline -> story (Yao et al. 2019, Plan-and-Write), each stage a saved LM or seq2seq model."""
+    import torch
+
+    from ..story import write_story
+
+    settings = {**generation_settings(args), "length_penalty": args.length_penalty}
+    if args.model is None and args.storyline_model is None:
+        fail(args.parser, "give --model (one LM trained on 'title <sep> storyline <sep> story') or "
+                           "--storyline-model and --story-model")
+    if args.model is not None and (args.storyline_model or args.story_model):
+        fail(args.parser, "--model serves both stages: give it alone, or --storyline-model and --story-model")
+    if args.storyline_model is not None and args.story_model is None:
+        fail(args.parser, "--storyline-model needs --story-model")
+    first = load_saved_model(args.parser, args.model or args.storyline_model)
+    second = first if args.model else load_saved_model(args.parser, args.story_model)
+    for model, _ in (first, second):
+        model.eval()
+    if args.seed is not None:
+        torch.manual_seed(args.seed)
+    for title in args.titles:
+        try:
+            story = write_story(title, *first, *second, **settings)
+        except ValueError as err:
+            fail(args.parser, str(err))
+        if args.json:
+            print(json.dumps(story))
+        else:
+            print(f"{story['title']}\n  storyline: {' # '.join(story['storyline'])}\n  story: {story['story']}")
+    return 0
+
+
+def cmd_plot_attention(args: argparse.Namespace) -> int:
+    from ..plots.attention import plot_attention
+
+    model, tokenizer = load_saved_model(args.parser, args.model_dir)
+    if not model.config.is_encoder_decoder:
+        fail(args.parser, f"{args.model_dir} holds a {model.config.model_type} model; attention maps need an "
+                           "encoder-decoder with attention (model_type story_seq2seq)")
+    model.eval()
+    output = args.output or str(Path(args.model_dir) / "attention.png")
+    try:
+        result = plot_attention(model, tokenizer, args.source, output, num_beams=args.num_beams,
+                                max_new_tokens=args.max_new_tokens)
+    except ValueError as err:
+        fail(args.parser, str(err))
+    print(json.dumps({"source": args.source, "output": result[0] if isinstance(result, tuple) else result,
+                      "picture": output}))
+    return 0
+
+
+def cmd_plot_numerals(args: argparse.Namespace) -> int:
+    from ..plots.numerals import plot_numeral_density, plot_numeral_embeddings, plot_strategy_weights
+
+    model, tokenizer = load_saved_model(args.parser, args.model_dir)
+    if getattr(tokenizer, "numeral_vocab", None) is None:
+        fail(args.parser, f"{args.model_dir}: its tokenizer does not tell numerals from words (train the model with "
+                           "--tokenizer numeracy)")
+    name = ("numeral_density.png" if args.density_after is not None else
+            "strategy_weights.png" if args.weights_along is not None else "numeral_embeddings.png")
+    output = args.output or str(Path(args.model_dir) / name)
+    try:
+        if args.density_after is not None:
+            plot_numeral_density(model, tokenizer, args.density_after, output, value=args.value)
+        elif args.weights_along is not None:
+            plot_strategy_weights(model, tokenizer, args.weights_along, output)
+        else:
+            plot_numeral_embeddings(model, tokenizer, output, which=args.which)
+    except ValueError as err:
+        fail(args.parser, str(err))
+    print(output)
+    return 0

@@ -1,0 +1,59 @@
+"""Entry point of the ``hf-nlm`` console script.
+
+``hf-nlm`` and ``hf-nlm --help`` print the list of commands from :data:`COMMANDS` without importing
+``hf_nlm`` (whose import registers the models with transformers and loads torch: seconds). Every other
+command line goes to :func:`hf_nlm.cli.main.main`, whose parser takes the commands' one-line help from
+the same table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+PROG = "hf-nlm"
+DESCRIPTION = "Classic neural language models on Hugging Face."
+
+#: Every command of ``hf-nlm`` and its one-line help, in the order ``--help`` lists them.
+COMMANDS: dict[str, str] = {
+    "train": "train a language model",
+    "build-tree": "HLBL with a data-built word tree (Mnih & Hinton 2008): train, build the tree, retrain",
+    "evaluate": "perplexity of a saved model on a corpus split (JSON)",
+    "predict-numbers": "predict every number of a split with a numeracy model (MAPE / MdAPE, JSON)",
+    "generate": "continue prompts with a saved model",
+    "story": "title -> storyline -> story with saved models (Yao et al. 2019)",
+    "plot-attention": "draw a seq2seq model's attention while it generates (PNG)",
+    "card": "(re)write the model card (README.md) of a run folder",
+    "plot-numerals": "draw a numeracy model's numeral embeddings (PNG)",
+    "push": "upload a run folder to the Hugging Face Hub",
+    "download": "fetch the public corpora into $HF_NLM_DATA (see `hf-nlm download --help`)",
+}
+
+
+def command_parsers() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    """The top-level parser and its (empty) subparsers action: the full parser fills in each command."""
+    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
+    return parser, sub
+
+
+def top_level_parser() -> argparse.ArgumentParser:
+    """The parser of ``hf-nlm [-h]`` alone: each command listed with its help, none of its arguments."""
+    parser, sub = command_parsers()
+    for name, help_text in COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``hf-nlm`` with ``argv`` (default: the command line). Returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        top_level_parser().parse_args(argv[:1])  # prints the help (exit 0) or the missing command (exit 2)
+    from hf_nlm.cli.main import main as run
+
+    return run(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
