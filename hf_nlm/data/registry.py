@@ -107,7 +107,7 @@ CORPORA: dict[str, CorpusEntry] = {
             fetcher="hf_nlm.data.download:SOTU",
         ),
         CorpusEntry(
-            "mimic-iii", "hf_nlm.data.notes:load_mimic_iii_notes", "NOTEEVENTS.csv (or .csv.gz) or its folder",
+            "mimic-iii", "hf_nlm.data.mimic:load_mimic_iii_notes", "NOTEEVENTS.csv (or .csv.gz) or its folder",
             CorpusCard(
                 "mimic-iii", "MIMIC-III clinical notes",
                 "the MIMIC-III clinical notes (NOTEEVENTS; Johnson et al. 2016, PhysioNet, credentialed access), "
@@ -117,7 +117,7 @@ CORPORA: dict[str, CorpusEntry] = {
             options=_HASH_SPLIT,
         ),
         CorpusEntry(
-            "mimic-iv", "hf_nlm.data.notes:load_mimic_iv_notes",
+            "mimic-iv", "hf_nlm.data.mimic:load_mimic_iv_notes",
             "discharge.csv / radiology.csv (or .csv.gz), or the folder holding them (or note/)",
             CorpusCard(
                 "mimic-iv", "MIMIC-IV-Note clinical notes",
