@@ -11,8 +11,6 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parents[1] / "hf_nlm"
 
 #: The other packages a module of hf_nlm may import inside a function, and why they wait until then.
@@ -134,24 +132,40 @@ def test_function_level_imports_read_the_source():
     assert "hf_nlm.hub.model_card" in graph["hf_nlm.modeling_utils"]
 
 
-@pytest.mark.parametrize("layer, below", [
-    ("hf_nlm.tokenization", ("hf_nlm.heads", "hf_nlm.modeling_utils", "hf_nlm.models", "hf_nlm.data")),
-    ("hf_nlm.heads", ("hf_nlm.modeling_utils", "hf_nlm.models", "hf_nlm.data", "hf_nlm.evaluation")),
-    ("hf_nlm.models", ("hf_nlm.data", "hf_nlm.evaluation", "hf_nlm.training", "hf_nlm.cli")),
-    ("hf_nlm.data", ("hf_nlm.evaluation", "hf_nlm.training", "hf_nlm.cli", "hf_nlm.story", "hf_nlm.plots")),
-    ("hf_nlm.evaluation", ("hf_nlm.training", "hf_nlm.cli", "hf_nlm.story", "hf_nlm.plots")),
-    ("hf_nlm.training", ("hf_nlm.cli", "hf_nlm.story", "hf_nlm.plots")),
-])
-def test_layers_import_only_downwards(layer, below):
-    """tokenization -> heads -> modeling_utils -> models -> data -> evaluation -> training -> (cli, story, plots):
-    a layer imports nothing of a layer after it."""
+#: The layers, first to last; a module may import its own layer and those before it. The corpus table
+#: (``data.registry``) imports nothing of the package, so the model cards of ``hub`` can read it.
+LAYERS = (
+    "hf_nlm.tokenization", "hf_nlm.trees", "hf_nlm.heads", "hf_nlm.data.registry", "hf_nlm.hub", "hf_nlm.cache_utils",
+    "hf_nlm.configuration_utils", "hf_nlm.modeling_utils", "hf_nlm.models", "hf_nlm", "hf_nlm.data", "hf_nlm.metrics",
+    "hf_nlm.evaluation", "hf_nlm.ngram", "hf_nlm.training", "hf_nlm.story", "hf_nlm.plots", "hf_nlm.cli",
+)
+
+
+def layer_of(module: str) -> int:
+    """The index in :data:`LAYERS` of the longest layer name that is ``module`` or a package above it."""
+    matches = [i for i, name in enumerate(LAYERS) if module == name or module.startswith(name + ".")]
+    assert matches, f"{module} is in no layer of LAYERS"
+    return max(matches, key=lambda i: len(LAYERS[i]))
+
+
+def test_layers_import_only_downwards():
+    """tokenization -> trees -> heads -> hub -> modeling_utils -> models -> data -> evaluation -> training ->
+    (story, plots, cli): no module imports a module of a later layer."""
     graph, _ = import_graph()
-    wrong = sorted((m, t) for m, targets in graph.items() if m == layer or m.startswith(layer + ".")
-                   for t in targets if any(t == b or t.startswith(b + ".") for b in below))
-    assert not wrong, f"{layer} imports a later layer: {wrong}"
+    wrong = sorted((m, t) for m, targets in graph.items() for t in targets if layer_of(t) > layer_of(m))
+    assert not wrong, f"imports of a later layer: {wrong}"
+
+
+def test_every_module_is_in_a_layer():
+    assert all(layer_of(m) is not None for m in MODULES)
 
 
 def test_deferred_imports_are_listed():
     _, deferred = import_graph()
     unlisted = sorted({(m, p) for m, p in deferred if p not in DEFERRED_DEPENDENCIES})
     assert not unlisted, f"packages imported inside functions but not in DEFERRED_DEPENDENCIES: {unlisted}"
+
+
+def test_layer_of_takes_the_longest_name():
+    assert layer_of("hf_nlm.data.registry") < layer_of("hf_nlm.hub.model_card") < layer_of("hf_nlm.data.lm")
+    assert layer_of("hf_nlm.models.nplm.modeling_nplm") < layer_of("hf_nlm") < layer_of("hf_nlm.cli.recipes")
