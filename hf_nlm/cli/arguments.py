@@ -126,6 +126,10 @@ def _field_argument(config_class, field: str) -> dict:
     return {"type": {"int": int, "float": float, "str": str}[kind.split(" |")[0]]}
 
 
+#: What ``hf-nlm train`` trains without ``--model``: Bengio et al.'s NPLM, the first neural LM.
+DEFAULT_MODEL = "nplm"
+
+
 def add_model_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...] | None = None) -> None:
     """``--model`` and one flag per config field of those models, generated from the config classes
     (their types, defaults and docstrings), plus the flags that build a tree head's word tree."""
@@ -137,7 +141,8 @@ def add_model_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...]
     group = parser.add_argument_group(
         "model (every flag sets the config field of that name; unset, the config's default, given per model)"
     )
-    group.add_argument("--model", choices=models, default=models[0], help=f"model architecture (default: {models[0]})")
+    default = DEFAULT_MODEL if DEFAULT_MODEL in models else models[0]
+    group.add_argument("--model", choices=models, default=default, help=f"model architecture (default: {default})")
     for dest, fields in model_flags(models).items():
         configs = {m: MODEL_TYPES[m].config_class for m in fields}
         docs, defaults = {}, {}
