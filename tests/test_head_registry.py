@@ -283,3 +283,82 @@ def test_an_architecture_folder_is_registered_by_being_there(tmp_path, monkeypat
     # The package's own folders are exactly the registered types.
     folders = sorted(p.parent.name for p in Path(hf_nlm.models.__file__).parent.glob("*/__init__.py"))
     assert folders == sorted(MODEL_TYPES)
+
+
+# ----------------------------------------------------------------------------- heads register by living in their folder
+
+
+def test_every_module_of_the_heads_folder_is_imported_and_every_head_in_it_registered():
+    import importlib
+    import inspect
+    import sys
+    from pathlib import Path
+
+    import hf_nlm.heads
+
+    root = Path(hf_nlm.heads.__file__).parent
+    modules = sorted(
+        ".".join(("hf_nlm", "heads", *path.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
+        for path in root.rglob("*.py")
+    )
+    assert "hf_nlm.heads.numeral.drnn" in modules
+    assert [name for name in modules if name not in sys.modules] == []
+    defined = {
+        cls for name in modules for cls in vars(importlib.import_module(name)).values()
+        if inspect.isclass(cls) and issubclass(cls, OutputHead) and cls.__module__ == name and vars(cls).get("head_name")
+    }
+    assert {cls.head_name: cls for cls in defined} == {name: cls for name, cls in HEAD_REGISTRY.items()}
+    assert sorted(HEAD_REGISTRY) == sorted(
+        ["softmax", "split", "tree", "softmax_digits", "hsoftmax", "drnn", "mog", "combination"]
+    )
+
+
+_PROBE_HEAD = '''
+import torch
+from torch import nn
+
+from .base import OutputHead, register_head
+
+
+@register_head("{name}")
+class ProbeHead(OutputHead):
+    def __init__(self, in_features, vocab_size):
+        super().__init__()
+        self.in_features, self.vocab_size = in_features, vocab_size
+        self.bias = nn.Parameter(torch.zeros(vocab_size))
+
+    def forward(self, hidden):
+        return self.bias.expand(*hidden.shape[:-1], self.vocab_size)
+'''
+
+
+@pytest.mark.slow  # a fresh interpreter importing hf_nlm takes several seconds
+def test_a_head_file_dropped_into_the_heads_folder_is_registered_with_no_other_edit():
+    import os
+    import subprocess
+    import sys
+    import uuid
+    from pathlib import Path
+
+    import hf_nlm.heads
+
+    name = f"probe_{uuid.uuid4().hex[:8]}"
+    path = Path(hf_nlm.heads.__file__).parent / f"{name}.py"
+    path.write_text(_PROBE_HEAD.format(name=name))
+    script = (
+        "import sys, torch\nfrom hf_nlm import NPLMConfig\nfrom hf_nlm.heads import HEAD_REGISTRY, build_head\n"
+        "config = NPLMConfig(vocab_size=7, head=sys.argv[1])\n"
+        "head = build_head(config, 4)\n"
+        "print(type(head).__module__, tuple(head.log_probs(torch.zeros(2, 4)).shape))"
+    )
+    try:
+        completed = subprocess.run(
+            [sys.executable, "-c", script, name], capture_output=True, text=True, timeout=120,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1",
+                 "PYTHONPATH": os.pathsep.join([str(path.parents[2]), os.environ.get("PYTHONPATH", "")])},
+        )
+    finally:
+        path.unlink()
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == [f"hf_nlm.heads.{name}", "(2,", "7)"]
+    assert name not in HEAD_REGISTRY  # this process imported the folder before the probe existed

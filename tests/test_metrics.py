@@ -261,3 +261,62 @@ def test_evaluate_load_by_file_and_by_folder_works_offline_with_an_empty_cache(t
     assert result["classes"] == ["Perplexity", "Bleu"]
     assert result["ppl"] == pytest.approx(math.exp(55.75 / 24))
     assert result["bleu"] == pytest.approx(100.0)
+
+
+# ----- discovery ----------------------------------------------------------------------------------
+
+
+def test_available_metrics_are_the_metric_folders(tmp_path):
+    from hf_nlm.metrics import discover_metrics
+
+    package = Path(metric_path("perplexity")).parent.parent
+    folders = sorted(p.name for p in package.iterdir() if (p / f"{p.name}.py").is_file())
+    assert list(AVAILABLE_METRICS) == folders
+    assert {"perplexity", "adjusted_perplexity", "bleu", "story_cloze"} <= set(AVAILABLE_METRICS)
+    # Only <name>/<name>.py counts: a folder without its script, a loose file and a helper are no metric.
+    for path in ("zeta/zeta.py", "alpha/alpha.py", "alpha/helper.py", "loose.py", "empty/notes.txt"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    assert discover_metrics(tmp_path) == ("alpha", "zeta")
+
+
+_PROBE_METRIC = '''
+import datasets
+import evaluate
+
+
+class Probe(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(description="a probe", citation="", inputs_description="",
+                                   features=datasets.Features({"x": datasets.Value("float64")}))
+
+    def _compute(self, x):
+        return {"total": sum(x)}
+'''
+
+
+@pytest.mark.slow  # a fresh interpreter importing evaluate takes several seconds
+def test_a_metric_folder_dropped_into_the_package_is_available_with_no_other_edit(tmp_path):
+    import uuid
+
+    name = f"probe_{uuid.uuid4().hex[:8]}"
+    folder = Path(metric_path("perplexity")).parent.parent / name
+    folder.mkdir()
+    try:
+        (folder / f"{name}.py").write_text(_PROBE_METRIC)
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1",
+               "HF_HOME": str(tmp_path / "hf_home"), "HF_MODULES_CACHE": str(tmp_path / "modules"),
+               "PYTHONDONTWRITEBYTECODE": "1",
+               "PYTHONPATH": os.pathsep.join([str(folder.parents[2]), os.environ.get("PYTHONPATH", "")])}
+        script = ("import sys\nfrom hf_nlm.metrics import AVAILABLE_METRICS, load_metric\n"
+                  "assert sys.argv[1] in AVAILABLE_METRICS, AVAILABLE_METRICS\n"
+                  "print(load_metric(sys.argv[1], keep_in_memory=True).compute(x=[1.5, 2.0])['total'])")
+        completed = subprocess.run([sys.executable, "-c", script, name], env=env, capture_output=True, text=True,
+                                   timeout=120)
+    finally:
+        for path in sorted(folder.rglob("*"), reverse=True):
+            path.unlink() if path.is_file() else path.rmdir()
+        folder.rmdir()
+    assert completed.returncode == 0, completed.stderr
+    assert float(completed.stdout.strip().splitlines()[-1]) == 3.5
+    assert name not in AVAILABLE_METRICS  # this process read the folders before the probe existed

@@ -497,7 +497,7 @@ def test_generated_unk_num_is_written_out_by_the_numeral_decoder(numeracy_tokeni
 def test_mog_density_picture_integrates_to_one_and_marks_the_median(numeracy_tokenizer, tmp_path):
     import numpy as np
 
-    from hf_nlm.heads.mixture import forward_transform
+    from hf_nlm.heads.numeral.mixture import forward_transform
     from hf_nlm.plots.numerals import plot_numeral_density
 
     tok = numeracy_tokenizer

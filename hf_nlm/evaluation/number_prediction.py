@@ -5,7 +5,7 @@ and MdAPE against the baselines "always the training mean / median").
 For every numeral of the text the model reads what precedes it and predicts the number itself:
 
 * ``mog`` (mixture of Gaussians): the mixture's mean, median or mode, and a central probability
-  interval from its quantiles (:class:`~hf_nlm.heads.mixture.NumeralMixture`);
+  interval from its quantiles (:class:`~hf_nlm.heads.numeral.mixture.NumeralMixture`);
 * every other head (``softmax``, ``softmax_digits``, ``hsoftmax``, ``drnn``, ``combination``): the model's distribution
   over the numerals of its vocabulary (``<unk_num>`` left out; the d-RNN's probabilities of those
   numerals), renormalised: its mean, weighted median or mode, and the interval between its quantiles.

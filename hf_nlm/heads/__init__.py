@@ -2,10 +2,24 @@
 
 :mod:`hf_nlm.heads.base` defines the interface (:class:`OutputHead`: ``forward``, ``log_probs``,
 ``nll``) and the registry of heads by name; a model's config picks one with its ``head`` field and
-:func:`build_head` builds it. Registered here: ``"softmax"`` (full softmax), ``"split"`` (split softmax
-with tombstones, Merity et al. 2018) and ``"tree"`` (binary tree softmax, Morin & Bengio 2005;
-Mnih & Hinton 2008).
+:func:`build_head` builds it. ``HEAD_REGISTRY`` (name -> class) lists the registered heads::
+
+    from hf_nlm.heads import HEAD_REGISTRY
+    list(HEAD_REGISTRY)
+
+* ``"softmax"`` (:mod:`.softmax`): the full softmax;
+* ``"split"`` (:mod:`.split`): the split softmax with tombstones (Merity et al. 2018);
+* ``"tree"`` (:mod:`.tree`): the binary tree softmax (Morin & Bengio 2005; Mnih & Hinton 2008);
+* the numeral heads of the numeracy LM (Spithourakis & Riedel 2018, :mod:`.numeral`):
+  ``"softmax_digits"``, ``"hsoftmax"``, ``"drnn"``, ``"mog"`` and ``"combination"``.
+
+A head registers by living in this folder: importing the package imports every module under it
+(subpackages included), which runs their :func:`register_head` decorators. Adding a head is one file
+here with a ``@register_head("name")`` class and no edit elsewhere.
 """
+
+import importlib
+import pkgutil
 
 from .base import HEAD_REGISTRY, OutputHead, Targets, build_head, check_head_config, head_class, register_head
 from .numeral import (
@@ -18,6 +32,18 @@ from .numeral import (
 from .softmax import SoftmaxHead
 from .split import SplitSoftmaxHead, check_cutoffs, check_frequency_order
 from .tree import TREE_FIELDS, TreeSoftmaxHead, tree_config_fields
+
+
+def import_head_modules() -> list[str]:
+    """Import every module of this package and its subpackages, in name order, so that every head
+    defined in them is registered; returns the modules' names."""
+    names = [info.name for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}.")]
+    for name in names:
+        importlib.import_module(name)
+    return names
+
+
+import_head_modules()
 
 __all__ = [
     "CombinationHead",
@@ -37,6 +63,7 @@ __all__ = [
     "check_frequency_order",
     "check_head_config",
     "head_class",
+    "import_head_modules",
     "register_head",
     "tree_config_fields",
 ]

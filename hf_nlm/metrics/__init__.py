@@ -18,7 +18,8 @@ Spithourakis & Riedel 2018) likewise has :func:`number_prediction_report`. For s
 2020's seq-rep-n) and ``story_cloze`` (Story Cloze accuracy from per-ending scores;
 :func:`hf_nlm.evaluation.story_cloze_accuracy` scores the endings with a causal LM).
 
-The metric folders have no ``__init__.py`` on purpose: they are scripts for ``evaluate.load``;
+:data:`AVAILABLE_METRICS` is read from the folders: a new metric is one folder with its script, nothing
+else to edit. The metric folders have no ``__init__.py`` on purpose: they are scripts for ``evaluate.load``;
 Python imports them here as namespace packages.
 """
 
@@ -44,10 +45,16 @@ from hf_nlm.metrics.story_cloze.story_cloze import StoryCloze
 
 _METRICS_DIR = Path(__file__).resolve().parent
 
-#: Names accepted by :func:`load_metric` and :func:`metric_path`.
-AVAILABLE_METRICS = (
-    "adjusted_perplexity", "bleu", "distinct", "number_prediction", "perplexity", "repetition", "story_cloze",
-)
+
+def discover_metrics(directory: Path = _METRICS_DIR) -> tuple[str, ...]:
+    """The names of the metrics shipped in ``directory``, sorted: every folder ``<name>`` that holds a
+    script ``<name>/<name>.py``."""
+    return tuple(sorted(path.parent.name for path in directory.glob("*/*.py") if path.stem == path.parent.name))
+
+
+#: Names accepted by :func:`load_metric` and :func:`metric_path`: the metric folders found here, so a new
+#: metric is one folder ``hf_nlm/metrics/<name>/<name>.py``.
+AVAILABLE_METRICS = discover_metrics()
 
 
 def metric_path(name: str) -> str:
@@ -81,6 +88,7 @@ __all__ = [
     "Repetition",
     "StoryCloze",
     "adjusted_perplexity_report",
+    "discover_metrics",
     "load_metric",
     "metric_path",
     "number_prediction_report",

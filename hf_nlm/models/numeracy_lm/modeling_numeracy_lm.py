@@ -131,7 +131,7 @@ def write_unknown_numerals(model, sequences: torch.Tensor, attention_mask: torch
 
 class JointNumeralScores(LogitsProcessor):
     """Replaces the score of ``<unk_num>`` by that of the numeral the head's decoder writes there
-    (:meth:`~hf_nlm.heads.numeral.OpenNumeralBranchHead.best_unknown_numerals`), read from the hidden
+    (:meth:`~hf_nlm.heads.numeral.open_branch.OpenNumeralBranchHead.best_unknown_numerals`), read from the hidden
     state the head was just called with (``observe``, a forward hook on the head). ``written`` maps each
     prefix it scored to that numeral, so the text shows exactly the numeral the search scored."""
 
