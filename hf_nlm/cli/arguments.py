@@ -233,3 +233,12 @@ def add_generation_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-p", type=float, default=None,
                         help="nucleus sampling mass, in (0, 1] (with --do-sample; default: 1.0)")
     parser.add_argument("--seed", type=int, default=None, help="seed for sampling")
+
+
+def add_folder_command(sub: argparse._SubParsersAction, name: str, help_text: str, folder_help: str,
+                       description: str | None = None, dest: str = "model_dir") -> argparse.ArgumentParser:
+    """The parser of a command whose first argument is a saved folder (a model, or a training run's
+    ``--output-dir``): ``hf-nlm NAME FOLDER ...``."""
+    parser = sub.add_parser(name, help=help_text, description=description)
+    parser.add_argument(dest, help=folder_help)
+    return parser

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from .arguments import add_data_arguments, fail
+from .arguments import add_data_arguments, add_folder_command, fail
 from .recipes import load_corpus, load_saved_model
 
 #: Neural cache settings (Grave et al. 2017) when their flags are not given.
@@ -14,8 +14,7 @@ CACHE_DEFAULTS = {"cache_window": 500, "cache_theta": 1.0, "cache_lambda": 0.1}
 
 
 def add_evaluate_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    evaluate = sub.add_parser("evaluate", help=help_text)
-    evaluate.add_argument("model_dir", help="a saved model folder (e.g. a training run's --output-dir)")
+    evaluate = add_folder_command(sub, "evaluate", help_text, "a saved model folder (e.g. a training run's --output-dir)")
     add_data_arguments(evaluate)
     evaluate.add_argument("--split", default="test", help="split to evaluate (default: test)")
     evaluate.add_argument("--block-size", type=int, default=256, help="targets per evaluation block (default: 256)")
@@ -37,8 +36,7 @@ def add_evaluate_parser(sub: argparse._SubParsersAction, help_text: str) -> argp
 
 
 def add_predict_numbers_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    predict = sub.add_parser("predict-numbers", help=help_text)
-    predict.add_argument("model_dir", help="a saved model folder trained with the numeracy tokenizer")
+    predict = add_folder_command(sub, "predict-numbers", help_text, "a saved model folder trained with the numeracy tokenizer")
     add_data_arguments(predict)
     predict.add_argument("--split", default="test", help="split to predict (default: test)")
     predict.add_argument("--statistic", choices=("mean", "median", "mode"), default="median",

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from .arguments import add_generation_arguments, fail, option_flag
+from .arguments import add_folder_command, add_generation_arguments, fail, option_flag
 from .recipes import load_saved_model
 
 #: ``generate()``'s sampling settings when sampling (``--do-sample``) and their flag is not given.
@@ -15,8 +15,7 @@ SAMPLING_DEFAULTS = {"temperature": 1.0, "top_k": 0, "top_p": 1.0}
 
 
 def add_generate_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    generate = sub.add_parser("generate", help=help_text)
-    generate.add_argument("model_dir", help="a saved model folder")
+    generate = add_folder_command(sub, "generate", help_text, "a saved model folder")
     generate.add_argument("prompts", nargs="+", metavar="PROMPT", help="text to continue")
     generate.add_argument("--max-new-tokens", type=int, default=20, help="tokens to add (default: 20)")
     add_generation_arguments(generate)
@@ -44,11 +43,14 @@ def add_story_parser(sub: argparse._SubParsersAction, help_text: str) -> argpars
     return story
 
 
+PLOT_ATTENTION_DESCRIPTION = (
+    "Generate from SOURCE with a saved story_seq2seq model and draw its "
+    "attention weights (source words x generated words) as a heatmap."
+)
+
+
 def add_plot_attention_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    attention = sub.add_parser("plot-attention", help=help_text,
-                               description="Generate from SOURCE with a saved story_seq2seq model and draw its "
-                                           "attention weights (source words x generated words) as a heatmap.")
-    attention.add_argument("model_dir", help="a saved story_seq2seq model folder")
+    attention = add_folder_command(sub, "plot-attention", help_text, "a saved story_seq2seq model folder", PLOT_ATTENTION_DESCRIPTION)
     attention.add_argument("source", help="the source text")
     attention.add_argument("--output", default=None, help="PNG file (default: MODEL_DIR/attention.png)")
     attention.add_argument("--num-beams", type=int, default=1, help="beam width (default: 1, greedy)")
@@ -56,12 +58,15 @@ def add_plot_attention_parser(sub: argparse._SubParsersAction, help_text: str) -
     return attention
 
 
+PLOT_NUMERALS_DESCRIPTION = (
+    "The numerals' vectors of a saved model trained with the numeracy tokenizer on "
+    "their first two principal components, coloured by log10(1 + |value|) "
+    "(Spithourakis & Riedel 2018, fig. 2)."
+)
+
+
 def add_plot_numerals_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    plot = sub.add_parser("plot-numerals", help=help_text,
-                          description="The numerals' vectors of a saved model trained with the numeracy tokenizer on "
-                                      "their first two principal components, coloured by log10(1 + |value|) "
-                                      "(Spithourakis & Riedel 2018, fig. 2).")
-    plot.add_argument("model_dir", help="a saved model folder")
+    plot = add_folder_command(sub, "plot-numerals", help_text, "a saved model folder", PLOT_NUMERALS_DESCRIPTION)
     plot.add_argument("--output", default=None, help="PNG file (default: MODEL_DIR/numeral_embeddings.png)")
     plot.add_argument("--which", choices=("output", "input"), default="output",
                       help="the head's numeral rows (output, default) or the input embeddings")

@@ -6,27 +6,32 @@ import argparse
 import json
 
 from ..data.registry import CORPORA
-from .arguments import fail
+from .arguments import add_folder_command, fail
+
+CARD_DESCRIPTION = (
+    "Write RUN_DIR/README.md from its config.json and results.json: Hub metadata "
+    "with a model-index of the measured perplexities, results, training settings, "
+    "how to load, citation."
+)
 
 
 def add_card_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    card = sub.add_parser("card", help=help_text,
-                          description="Write RUN_DIR/README.md from its config.json and results.json: Hub metadata "
-                                      "with a model-index of the measured perplexities, results, training settings, "
-                                      "how to load, citation.")
-    card.add_argument("run_dir", help="a training run's --output-dir")
+    card = add_folder_command(sub, "card", help_text, "a training run's --output-dir", CARD_DESCRIPTION, dest="run_dir")
     card.add_argument("--dataset", default=None,
                       help=f"corpus name for the card ({', '.join(CORPORA)}; default: the one results.json records)")
     card.add_argument("--model-name", default=None, help="name in the model-index (default: MODEL_TYPE-CORPUS)")
     return card
 
 
+PUSH_DESCRIPTION = (
+    "Upload RUN_DIR's model, tokenizer, generation config, card (written first if "
+    "missing), results.json and curves.png to the Hub repo REPO_ID (created if "
+    "needed). Needs a token: `hf auth login` (`huggingface-cli login`) or HF_TOKEN."
+)
+
+
 def add_push_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    push = sub.add_parser("push", help=help_text,
-                          description="Upload RUN_DIR's model, tokenizer, generation config, card (written first if "
-                                      "missing), results.json and curves.png to the Hub repo REPO_ID (created if "
-                                      "needed). Needs a token: `hf auth login` (`huggingface-cli login`) or HF_TOKEN.")
-    push.add_argument("run_dir", help="a training run's --output-dir")
+    push = add_folder_command(sub, "push", help_text, "a training run's --output-dir", PUSH_DESCRIPTION, dest="run_dir")
     push.add_argument("--repo-id", required=True, help="the Hub repo, e.g. your-name/nplm-brown")
     push.add_argument("--private", action="store_true", default=None, help="create the repo private")
     push.add_argument("--revision", default=None, help="branch to commit to (created if needed; default: main)")

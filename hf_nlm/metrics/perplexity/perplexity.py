@@ -32,13 +32,14 @@ makes subword models comparable with word-level ones.
 """
 
 _CITATION = """\
-@article{bengio2003neural,
-  title={A neural probabilistic language model},
-  author={Bengio, Yoshua and Ducharme, R{\\'e}jean and Vincent, Pascal and Jauvin, Christian},
-  journal={Journal of Machine Learning Research},
-  volume={3},
-  pages={1137--1155},
-  year={2003}
+@article{jelinek1977perplexity,
+  title={Perplexity -- a measure of the difficulty of speech recognition tasks},
+  author={Jelinek, Fred and Mercer, Robert L. and Bahl, Lalit R. and Baker, James K.},
+  journal={The Journal of the Acoustical Society of America},
+  volume={62},
+  number={S1},
+  pages={S63},
+  year={1977}
 }
 """
 

@@ -7,7 +7,7 @@
 * ``hidden_states`` (and attention weights) are the tensors the output is computed from: ``retain_grad()`` on
   each returned tensor gives the loss's gradient there, as interpretability code expects.
 
-The small models and their inputs are those of tests/test_model_contract.py."""
+The small models and their inputs are those of tests/models/test_model_contract.py."""
 
 from __future__ import annotations
 

@@ -447,7 +447,7 @@ def test_cli_trains_every_model_and_head(tmp_path, flags, head):
         (["--model", "hlbl", "--head", "softmax"], "always has a tree head"),
         (["--model", "lbl", "--hidden-size", "5"], "feature size D is --embedding-size"),
         (["--model", "lbl", "--tree", "random"], "need a tree head"),
-        (["--model", "nplm", "--diagonal-context"], "lbl / hlbl only"),
+        (["--model", "nplm", "--diagonal-context"], "hlbl / lbl only"),
         (["--model", "lbl", "--head", "split", "--cutoffs", "3", "500"], "cutoff 500 is outside"),
         (["--model", "lbl", "--head", "split"], "needs cutoffs"),
     ],
@@ -519,7 +519,7 @@ def test_example_train_hlbl_runs(tmp_path, monkeypatch, capsys):
     import runpy
     from pathlib import Path
 
-    script = Path(__file__).resolve().parent.parent / "examples" / "train_hlbl.py"
+    script = Path(__file__).resolve().parents[2] / "examples" / "train_hlbl.py"
     out = tmp_path / "run"
     monkeypatch.setattr("sys.argv", ["train_hlbl.py", *write_corpus(tmp_path), "--output-dir", str(out), *TINY,
                                      "--tree-mode", "balanced"])

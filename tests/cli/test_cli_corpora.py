@@ -17,8 +17,8 @@ from hf_nlm.data import download
 from hf_nlm.data.registry import CORPORA, corpus_entry, resolve
 from hf_nlm.hub.model_card import corpus_for
 
-FIXTURES = Path(__file__).parent / "fixtures"
-ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--context-size", "2", "--embedding-size", "8", "--hidden-size", "8", "--block-size", "8", "--batch-size", "2",
         "--learning-rate", "0.5", "--no-progress-bar", "--early-stopping-patience", "none", "--num-epochs", "1"]
 

@@ -28,7 +28,7 @@ from hf_nlm.story.storylines import (
     word_scores,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "rocstories"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "rocstories"
 SPRING = FIXTURES / "ROCStories__spring2016 - ROCStories_spring2016.csv"
 WINTER = FIXTURES / "ROCStories_winter2017 - ROCStories_winter2017.csv"
 CLOZE = FIXTURES / "cloze_test_val__spring2016 - cloze_test_ALL_val.csv"

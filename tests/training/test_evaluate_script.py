@@ -20,7 +20,7 @@ from test_training import run_to_completion, toy_sentences
 from hf_nlm import AWDLSTMConfig, AWDLSTMForCausalLM, NPLMConfig, NPLMForCausalLM
 from hf_nlm.tokenization import train_word_level_tokenizer
 
-SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "evaluate_lm.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "evaluate_lm.py"
 TEST_LINES = toy_sentences(9, 2) + ["the cat saw a zebra", ""]  # an unknown word and an empty line
 
 

@@ -16,7 +16,7 @@ from hf_nlm.evaluation import story_cloze_accuracy
 from hf_nlm.metrics import Distinct, Repetition, StoryCloze, load_metric
 from hf_nlm.tokenization import train_word_level_tokenizer
 
-CLOZE = Path(__file__).parent / "fixtures" / "rocstories" / "cloze_test_val__spring2016 - cloze_test_ALL_val.csv"
+CLOZE = Path(__file__).parents[1] / "fixtures" / "rocstories" / "cloze_test_val__spring2016 - cloze_test_ALL_val.csv"
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from hf_nlm import NPLMConfig, NPLMForCausalLM
 from hf_nlm.cli import main
 from hf_nlm.models import MODEL_TYPES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CARDS = ROOT / "model_cards"
 RESULTS = ROOT / "benchmarks" / "results"
 SECTIONS = ("## Results", "## Training data", "## Training procedure and hyperparameters",

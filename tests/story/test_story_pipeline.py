@@ -25,7 +25,7 @@ from hf_nlm.story import story_pairs, story_source, storyline_pairs, write_story
 from hf_nlm.story.storylines import storyline, storyline_lm_dataset
 from hf_nlm.tokenization import train_word_level_tokenizer
 
-FIXTURES = Path(__file__).parent / "fixtures" / "rocstories"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "rocstories"
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """What transformers expects of every tensor of a model, checked for every registered model type and head
-(the cases of tests/test_model_contract.py): each is a parameter or a buffer that ``init_weights`` can write
+(the cases of tests/models/test_model_contract.py): each is a parameter or a buffer that ``init_weights`` can write
 again, so that a model built on the meta device (as ``from_pretrained`` builds it) and a checkpoint that
 lacks a key both give a working model; and ``resize_token_embeddings`` either follows with every head or
 refuses, saying what to do instead."""

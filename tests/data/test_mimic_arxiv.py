@@ -30,7 +30,7 @@ from hf_nlm.data import (
 )
 from hf_nlm.data.splits import hash_unit, split_index
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 MIMIC_III = FIXTURES / "mimic" / "NOTEEVENTS.csv"
 MIMIC_IV = FIXTURES / "mimic" / "mimic-iv-note"
 ARXIV = FIXTURES / "arxiv" / "arxiv-metadata-oai-snapshot.json"
