@@ -14,7 +14,7 @@ A word may sit at several leaves (several codes, ADAPTIVE(eps) trees); its proba
 them. Training touches only the O(log |V|) node vectors on the target's path(s).
 
 The tree is built with :mod:`hf_nlm.trees` (random, balanced, Huffman, or the paper's data-built
-adaptive tree, sec. 4: see :mod:`hf_nlm.models.hlbl.recipe` and ``hf-nlm build-tree``) and stored in the
+adaptive tree, sec. 4: see :mod:`hf_nlm.training.tree_recipe` and ``hf-nlm build-tree``) and stored in the
 head's buffers, so ``save_pretrained`` / ``from_pretrained`` keep it.
 """
 
