@@ -141,7 +141,7 @@ CORPORA: dict[str, CorpusEntry] = {
             "rocstories", "hf_nlm.story.storylines:load_rocstories_lm",
             "the folder of the ROCStories CSVs, or one CSV",
             CorpusCard(
-                "rocstories", "ROCStories",
+                "rocstories", "ROCStories corpus",
                 "ROCStories (Mostafazadeh et al. 2016), five-sentence stories, one per row as 'title <sep> storyline "
                 "<sep> story' (Yao et al. 2019), split by a hash of the story id. Licensed per user, so the metadata "
                 "names no dataset.",
