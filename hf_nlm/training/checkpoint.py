@@ -70,7 +70,8 @@ def checkpoint_problem(folder: str | os.PathLike) -> str | None:
         try:
             read(path)
         except Exception as err:  # whatever a cut-off file makes the reader raise
-            return f"{path} is truncated or corrupted ({str(err).splitlines()[0] if str(err) else type(err).__name__})"
+            reason = (str(err).splitlines() or [type(err).__name__])[0].split(". ")[0]  # torch's runs on
+            return f"{path} is truncated or corrupted ({reason})"
     return None
 
 
