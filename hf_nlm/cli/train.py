@@ -36,6 +36,7 @@ def add_build_tree_parser(sub: argparse._SubParsersAction, help_text: str) -> ar
 
 def cmd_train(args: argparse.Namespace) -> int:
     from ..training import LMTrainer
+    from ..training.run_folder import RunFolderError
 
     try:
         datasets, tokenizer, model, config = prepare_training(args)
@@ -47,6 +48,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         results = trainer.train()
     except KeyboardInterrupt:
         return report_interrupt(args.output_dir, resume_command(args.argv))
+    except RunFolderError as err:  # another run holds the folder, or the disk is full
+        fail(args.parser, str(err))
     if results:
         print(json.dumps({k: results[k] for k in ("validation", "test", "best_val_ppl", "stop_reason") if k in results}))
     return 0

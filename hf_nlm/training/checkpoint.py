@@ -18,7 +18,9 @@ folder named ``checkpoint-*`` is always complete, even if the run is killed whil
 from __future__ import annotations
 
 import contextlib
+import io
 import json
+import logging
 import os
 import re
 import shutil
@@ -27,11 +29,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from transformers.utils import logging as hf_logging
 
 from ..modeling_utils import check_checkpoint_model_type
 
+logger = logging.getLogger(__name__)
 TRAINER_STATE = "trainer_state.json"
 TRAINING_TENSORS = "training_tensors.safetensors"
 _CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
@@ -50,13 +54,53 @@ def list_checkpoints(output_dir: str | os.PathLike) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
+def checkpoint_problem(folder: str | os.PathLike) -> str | None:
+    """What makes the checkpoint in ``folder`` unreadable (a truncated or corrupted file, named), or None.
+
+    Reads the trainer state, the optimizer, scheduler and RNG states (``torch.load(weights_only=True)``: plain
+    tensors and numbers, nothing unpickled beyond them) and the safetensors headers; a file that is absent is
+    left to the loader, which says so."""
+    folder = Path(folder)
+    checks = [(folder / TRAINER_STATE, lambda p: json.loads(p.read_text(encoding="utf-8")))]
+    checks += [(p, lambda p: torch.load(p, map_location="cpu", weights_only=True)) for p in sorted(folder.glob("*.pt"))]
+    checks += [(p, _safetensors_keys) for p in sorted(folder.glob("*.safetensors"))]
+    for path, read in checks:
+        if not path.is_file():
+            continue
+        try:
+            read(path)
+        except Exception as err:  # whatever a cut-off file makes the reader raise
+            reason = (str(err).splitlines() or [type(err).__name__])[0].split(". ")[0]  # torch's runs on
+            return f"{path} is truncated or corrupted ({reason})"
+    return None
+
+
+def _safetensors_keys(path: Path) -> list[str]:
+    with safe_open(path, "pt") as f:
+        return list(f.keys())
+
+
+def _newest_complete(found: list[Path]) -> Path:
+    """The newest of ``found`` (oldest first) whose files all read; a skipped one is reported."""
+    problems = []
+    for folder in reversed(found):
+        problem = checkpoint_problem(folder)
+        if problem is None:
+            if problems:
+                logger.warning(f"{problems[0]}; resuming from the previous complete checkpoint, {folder}")
+            return folder
+        problems.append(problem)
+    raise ValueError(f"no complete checkpoint to resume from: {'; '.join(problems)}")
+
+
 def resolve_checkpoint(resume_from_checkpoint: str | os.PathLike, output_dir: str | os.PathLike) -> Path:
-    """The folder ``resume_from_checkpoint`` names; ``"latest"`` means the newest one in ``output_dir``."""
+    """The folder ``resume_from_checkpoint`` names; ``"latest"`` (or a run's ``output_dir``) means the newest
+    complete checkpoint in that run: a newer one with a truncated file is skipped, with a message."""
     if str(resume_from_checkpoint) == "latest":
         found = list_checkpoints(output_dir)
         if not found:
             raise FileNotFoundError(f"resume_from_checkpoint='latest' but {checkpoints_dir(output_dir)} holds no checkpoint")
-        return found[-1]
+        return _newest_complete(found)
     path = Path(resume_from_checkpoint)
     if not path.is_dir():
         raise FileNotFoundError(f"resume_from_checkpoint: {path} is not a folder")
@@ -64,9 +108,19 @@ def resolve_checkpoint(resume_from_checkpoint: str | os.PathLike, output_dir: st
         # A run's output_dir: take its newest checkpoint.
         found = list_checkpoints(path)
         if found:
-            return found[-1]
+            return _newest_complete(found)
         raise FileNotFoundError(f"resume_from_checkpoint: {path} has no {TRAINER_STATE} and no checkpoints/ folder")
+    problem = checkpoint_problem(path)
+    if problem is not None:
+        older = [p for p in list_checkpoints(path.parent.parent) if p != path and _step(p) < _step(path)]
+        offer = f"; resume from the previous checkpoint instead: --resume {older[-1]}" if older else ""
+        raise ValueError(problem + offer)
     return path
+
+
+def _step(folder: Path) -> int:
+    m = _CHECKPOINT_RE.match(folder.name)
+    return int(m.group(1)) if m else -1
 
 
 @contextlib.contextmanager
@@ -133,16 +187,25 @@ def save_checkpoint(
     """
 
     def write_extra(tmp: Path) -> None:
-        torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-        torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
+        _torch_save(optimizer.state_dict(), tmp / "optimizer.pt")
+        _torch_save(scheduler.state_dict(), tmp / "scheduler.pt")
         for index, rng in (rng_states or {}).items():
-            torch.save(rng, tmp / f"rng_state_{index}.pt")
+            _torch_save(rng, tmp / f"rng_state_{index}.pt")
         if tensors:
             save_file(tensors, tmp / TRAINING_TENSORS)
         with open(tmp / TRAINER_STATE, "w", encoding="utf-8") as f:
             json.dump(state, f, indent=2, sort_keys=True)
 
     return save_pretrained_atomic(folder, model, tokenizer, write_extra)
+
+
+def _torch_save(obj, path: Path) -> None:
+    """``torch.save`` through memory, so that a full disk raises ``OSError(ENOSPC)`` (torch's own file writer
+    reports it as "unexpected pos ...")."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    with open(path, "wb") as f:
+        f.write(buffer.getbuffer())
 
 
 def rotate_checkpoints(output_dir: str | os.PathLike, keep: int | None, protect: Path | None = None) -> None:

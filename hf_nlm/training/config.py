@@ -133,7 +133,8 @@ class TrainingConfig:
     save_total_limit: int | None = _f(2, "keep only the newest this many checkpoints; None = keep all")
     seed: int = _f(42, "seed of the per-epoch shuffling (epoch e uses seed + e) and of the training RNG")
     overwrite_output_dir: bool = _f(
-        False, "start afresh in an output_dir that holds another run's checkpoints (they are deleted)"
+        False, "start afresh in an output_dir that holds another run's checkpoints or a saved model (the "
+        "checkpoints are deleted, the model replaced)"
     )
     resume_from_checkpoint: str | None = _f(
         None, "checkpoint folder to resume from, or 'latest' for the newest one in output_dir/checkpoints"

@@ -64,6 +64,14 @@ from .checkpoint import (
 )
 from .config import TrainingConfig
 from .optim import build_lr_scheduler, build_optimizer
+from .run_folder import (
+    acquire_lock,
+    check_output_dir,
+    check_unlocked,
+    is_disk_full,
+    output_dir_error,
+    release_lock,
+)
 from .run_log import append_jsonl, plot_curves, truncate_log
 
 BEST_MODEL_DIR = "best_model"
@@ -162,13 +170,15 @@ class LMTrainer:
             )
         self.output_dir = Path(config.output_dir)
         if acc.is_main_process:
-            self.output_dir.mkdir(parents=True, exist_ok=True)
+            check_output_dir(self.output_dir)
+            check_unlocked(self.output_dir)
         self.log_path = self.output_dir / "log.jsonl"
-        if not config.resume_from_checkpoint and list_checkpoints(self.output_dir):
+        held = previous_run(self.output_dir)
+        if not config.resume_from_checkpoint and held:
             if not config.overwrite_output_dir:
                 raise ValueError(
-                    f"{self.output_dir} already holds checkpoints of a run: resume it (resume_from_checkpoint / "
-                    "--resume), pick another output_dir, or set overwrite_output_dir (--overwrite-output-dir)"
+                    f"{self.output_dir} already holds {held}: resume it (resume_from_checkpoint / --resume), "
+                    "pick another output_dir, or set overwrite_output_dir (--overwrite-output-dir) to replace it"
                 )
             acc.wait_for_everyone()  # every process has looked before the main one deletes
             if acc.is_main_process:
@@ -582,7 +592,24 @@ class LMTrainer:
         return patience is not None and self.state.epochs_without_improvement >= patience
 
     def train(self) -> dict:
-        """Run (or resume) training, then save the best model and evaluate it. Returns the results."""
+        """Run (or resume) training, then save the best model and evaluate it. Returns the results.
+
+        The run holds ``output_dir`` meanwhile (its lock file, see :mod:`.run_folder`); a full disk ends it
+        with a :class:`~.run_folder.RunFolderError` naming the folder and the last complete checkpoint."""
+        lock = acquire_lock(self.output_dir) if self.accelerator.is_main_process else None
+        try:
+            return self._train()
+        except Exception as err:
+            if not is_disk_full(err):
+                raise
+            found = list_checkpoints(self.output_dir)
+            kept = f"; the last complete checkpoint is {found[-1]}: continue with --resume" if found else ""
+            raise output_dir_error(self.output_dir, err, after=kept) from err
+        finally:
+            if lock is not None:
+                release_lock(lock)
+
+    def _train(self) -> dict:
         config, acc = self.config, self.accelerator
         if config.resume_from_checkpoint:
             self.load_checkpoint(config.resume_from_checkpoint)
@@ -628,10 +655,10 @@ class LMTrainer:
                     self._epoch_seconds.append(time.perf_counter() - epoch_started)
                 else:
                     st.stop_reason = "num_epochs"
-        except BaseException:
+        except BaseException as err:
             # No run dies without a checkpoint: save the last completed update (other processes may
-            # be dead or stuck, so no collective calls), then let the error propagate.
-            if self._last_saved_step != st.global_step:
+            # be dead or stuck, so no collective calls), then let the error propagate. (Not on a full disk.)
+            if self._last_saved_step != st.global_step and not is_disk_full(err):
                 try:
                     self.save_checkpoint(collective=False)
                 except Exception as save_err:  # never hide the original error
@@ -710,6 +737,15 @@ class LMTrainer:
             plot_curves(self.log_path, self.output_dir / "curves.png")
         acc.wait_for_everyone()
         return results
+
+
+def previous_run(output_dir: Path) -> str | None:
+    """What a fresh run in ``output_dir`` would overwrite: another run's checkpoints or a saved model (or None)."""
+    if list_checkpoints(output_dir):
+        return "checkpoints of a run"
+    saved = [name for name in ("config.json", "model.safetensors", "pytorch_model.bin", "results.json")
+             if (output_dir / name).exists()]
+    return f"a saved model ({', '.join(saved)})" if saved else None
 
 
 def pair_format(config: TrainingConfig) -> PairFormat:

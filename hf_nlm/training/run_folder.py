@@ -1,0 +1,186 @@
+"""The output folder of a training run: a writable folder, held by one run at a time.
+
+* :func:`check_output_dir` creates the folder and makes sure files can be written in it;
+* :func:`acquire_lock` writes ``.hf-nlm-train.lock`` (the holder's pid and host) and refuses a folder
+  that a live run holds; a lock left by a process that has ended is taken over, with a message;
+* :func:`output_dir_error` turns an ``OSError`` writing the folder (disk full, read-only, a file
+  where a folder should be) into one :class:`RunFolderError` naming the folder and what to do.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import shutil
+import socket
+import uuid
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+LOCK_FILE = ".hf-nlm-train.lock"
+_HELD: set[Path] = set()  # the locks this process holds
+_DISK_FULL_ERRNOS = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+# What a disk-full error says when a library wraps it (safetensors' Rust writer, torch's zip writer).
+_DISK_FULL_TEXT = ("no space left on device", "storagefull", "os error 28", "unexpected pos")
+
+
+class RunFolderError(ValueError):
+    """The output folder cannot be used: another run holds it, it is not a writable folder, or its disk is full."""
+
+
+def is_disk_full(err: BaseException | None) -> bool:
+    """Is ``err`` (or an error it was raised from) a full disk or an exhausted quota?"""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, OSError) and err.errno in _DISK_FULL_ERRNOS:
+            return True
+        if any(text in str(err).lower() for text in _DISK_FULL_TEXT):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
+
+
+def _free_space(path: Path) -> str:
+    existing = next((p for p in (path, *path.parents) if p.exists()), Path("."))
+    free = shutil.disk_usage(existing).free
+    for unit in ("bytes", "KB", "MB", "GB", "TB"):
+        if free < 1024 or unit == "TB":
+            return f"{free:.0f} {unit}" if unit == "bytes" else f"{free:.1f} {unit}"
+        free /= 1024
+    return ""
+
+
+def output_dir_error(path: str | os.PathLike, err: BaseException, after: str = "") -> RunFolderError:
+    """One message for an error writing into the output folder ``path``; ``after`` is appended to a full disk's."""
+    path = Path(path)
+    if is_disk_full(err):
+        return RunFolderError(f"the disk is full: cannot write into {path} ({_free_space(path)} free there); "
+                              f"free some space{after or ''}")
+    blocking = next((p for p in (path, *path.parents) if p.exists()), None)
+    if blocking is not None and not blocking.is_dir():
+        where = "" if blocking == path else f" ({blocking} is a file)"
+        return RunFolderError(f"output_dir {path} is not a folder{where}: give --output-dir a folder path")
+    if isinstance(err, OSError) and err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return RunFolderError(f"cannot write into {path} ({err.strerror}): make it writable or pick another "
+                              "output_dir (--output-dir)")
+    return RunFolderError(f"cannot write into {path}: {err}")
+
+
+def check_output_dir(path: str | os.PathLike) -> None:
+    """Create ``path`` (and its parents) and write a file in it; raises :class:`RunFolderError` if it cannot."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".hf-nlm-write-test-{uuid.uuid4().hex[:8]}"
+        try:
+            with open(probe, "wb") as f:
+                f.write(b"\0")
+                f.flush()
+                os.fsync(f.fileno())
+        finally:
+            probe.unlink(missing_ok=True)
+    except OSError as err:
+        raise output_dir_error(path, err) from err
+
+
+def _read_lock(lock: Path) -> dict | None:
+    try:
+        holder = json.loads(lock.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return holder if isinstance(holder, dict) and isinstance(holder.get("pid"), int) else None
+
+
+def _alive(holder: dict) -> bool:
+    """Is the process that wrote the lock still running? (One on another host is taken to be.)"""
+    pid = holder["pid"]
+    if holder.get("host") != socket.gethostname() or os.name == "nt":
+        return True
+    if pid == os.getpid():
+        return False  # this process holds no lock it has not released (see lock_holder)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # e.g. another user's process
+    return True
+
+
+def lock_holder(output_dir: str | os.PathLike) -> dict | None:
+    """The live run holding ``output_dir`` (its lock's ``pid`` and ``host``), or None."""
+    lock = Path(output_dir) / LOCK_FILE
+    if lock in _HELD:
+        return {"pid": os.getpid(), "host": socket.gethostname()}
+    holder = _read_lock(lock)
+    return holder if holder is not None and _alive(holder) else None
+
+
+def _in_use(output_dir: Path, holder: dict) -> RunFolderError:
+    lock = output_dir / LOCK_FILE
+    return RunFolderError(
+        f"{output_dir} is in use by another training run (process {holder['pid']} on {holder.get('host')}): wait for "
+        f"it to end or pick another output_dir (--output-dir); if no run is using it, delete {lock}"
+    )
+
+
+def check_unlocked(output_dir: str | os.PathLike) -> None:
+    """Raise :class:`RunFolderError` if a live run holds ``output_dir``."""
+    holder = lock_holder(output_dir)
+    if holder is not None:
+        raise _in_use(Path(output_dir), holder)
+
+
+def _create_exclusive(lock: Path, text: str) -> None:
+    """Create ``lock`` holding ``text`` in one step (FileExistsError if it exists): a written temp file, hard-linked."""
+    tmp = lock.with_name(f"{lock.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    tmp.write_text(text, encoding="utf-8")
+    try:
+        os.link(tmp, lock)
+    except FileExistsError:
+        raise
+    except OSError:  # a file system without hard links
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def acquire_lock(output_dir: str | os.PathLike) -> Path:
+    """Hold ``output_dir`` for this process: write its lock file, or raise :class:`RunFolderError` if a live run
+    holds it. A lock left by a process that has ended is taken over. Returns the lock file for :func:`release_lock`."""
+    output_dir = Path(output_dir)
+    lock = output_dir / LOCK_FILE
+    me = {"pid": os.getpid(), "host": socket.gethostname()}
+    for _ in range(5):
+        if lock in _HELD:
+            raise _in_use(output_dir, me)
+        try:
+            _create_exclusive(lock, json.dumps(me))
+        except FileExistsError:
+            holder = _read_lock(lock)
+            if holder is not None and _alive(holder):
+                raise _in_use(output_dir, holder) from None
+            if lock.exists():
+                who = f"process {holder['pid']} on {holder.get('host')}" if holder else "an unreadable lock"
+                logger.warning(f"{lock} was left by {who}, which has ended; this run takes the folder over")
+                lock.unlink(missing_ok=True)
+            continue
+        except OSError as err:
+            raise output_dir_error(output_dir, err) from err
+        _HELD.add(lock)
+        return lock
+    raise RunFolderError(f"could not take {lock}: other runs keep taking it")
+
+
+def release_lock(lock: Path) -> None:
+    """Remove a lock this process holds (not one another process has taken over since)."""
+    _HELD.discard(lock)
+    holder = _read_lock(lock)
+    if holder is not None and holder["pid"] == os.getpid() and holder.get("host") == socket.gethostname():
+        lock.unlink(missing_ok=True)
