@@ -66,6 +66,12 @@ class NLMConfig(PreTrainedConfig):
             The sentence-boundary / end-of-sentence / padding token (the word-level tokenizers here use one
             `<eos>` for all three). Feed-forward models fill the context before the start of the input with
             `bos_token_id`, as an n-gram model pads with <s>.
+        tokenizer_fingerprint (`str`, *optional*):
+            The sha256 of the vocabulary of the tokenizer the model was trained with
+            (`hf_nlm.tokenization.tokenizer_fingerprint`), written by `hf-nlm train` and the trainer.
+            `hf_nlm.tokenization.check_tokenizer(model, tokenizer)`, which `hf-nlm` runs on every model folder it
+            loads, refuses a tokenizer with another; without it, only the vocabulary size and special ids are
+            compared. `resize_token_embeddings` clears it.
     """
 
     vocab_size: int = 10000
@@ -82,6 +88,7 @@ class NLMConfig(PreTrainedConfig):
     bos_token_id: int | None = 1
     eos_token_id: int | list[int] | None = 1
     pad_token_id: int | None = 1
+    tokenizer_fingerprint: str | None = None
 
     def __post_init__(self, **kwargs):
         if self.tie_word_embeddings is None and self.head in HEAD_REGISTRY:

@@ -10,6 +10,7 @@ with :meth:`NLMPreTrainedModel._build_head` and its ``forward`` ends with
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import dataclass
 
@@ -115,6 +116,90 @@ def _size_mismatch_message(folder: str, model_class: type, config: PreTrainedCon
         "Its sizes (e.g. vocab_size, hidden_size) were edited or it comes from another model: restore the "
         "config.json saved with these weights"
     )
+
+
+class _HeldLoadReport(logging.Filter):
+    """Holds back the load report transformers logs while a model loads, so that a load refused for its
+    missing / unexpected keys shows only our error; :meth:`emit` passes it on (``release``: never held)."""
+
+    def __init__(self, release: bool = False) -> None:
+        super().__init__()
+        self.release, self.held = release, []
+        self.logger = logging.getLogger("transformers.modeling_utils")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.release or "LOAD REPORT" not in record.getMessage():
+            return True
+        self.held.append(record)
+        return False
+
+    def __enter__(self):
+        self.logger.addFilter(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.logger.removeFilter(self)
+
+    def emit(self) -> None:
+        for record in self.held:
+            self.logger.handle(record)
+        self.held = []
+
+
+#: Weights files that unpickle (torch.load): hf_nlm reads model.safetensors only.
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+
+
+def check_safetensors_only(folder: str) -> None:
+    """Raise ``OSError`` naming the file if ``folder`` holds weights only as a pickle (``pytorch_model.bin``...)."""
+    files = sorted(os.listdir(folder))
+    if any(f.endswith(".safetensors") or f.endswith(".safetensors.index.json") for f in files):
+        return
+    pickles = [os.path.join(folder, f) for f in files if f.endswith(PICKLE_SUFFIXES)]
+    if pickles:
+        raise OSError(
+            f"{pickles[0]}: hf_nlm loads weights from model.safetensors only, and {folder} has none. A pickle file "
+            "can run code when it is read, so it is not opened here; if you trust it, convert it: "
+            "model.load_state_dict(torch.load(path, weights_only=True)) on a model built from the config, then "
+            "model.save_pretrained(folder)"
+        )
+
+
+def _weights_file(folder: str | None, name, key: str | None = None) -> str:
+    """The weights file of ``folder`` that holds ``key`` (any of its files without a key), else ``name``."""
+    if folder is None:
+        return f"the weights of {name}"
+    files = [f for f in sorted(os.listdir(folder)) if f.endswith(".safetensors")]
+    for file in files if key is not None else []:
+        try:
+            with safe_open(os.path.join(folder, file), framework="pt") as f:
+                if key in f.keys():
+                    return os.path.join(folder, file)
+        except Exception:  # noqa: BLE001 - an unreadable file holds no key we can name
+            continue
+    return os.path.join(folder, files[0]) if files else folder
+
+
+def _load_problems(info: dict, allowed_missing=()) -> str | None:
+    """The missing and unexpected keys of a load (``output_loading_info``'s dict), as a sentence, or None."""
+    missing = sorted(k for k in info.get("missing_keys", ()) if not k.endswith(tuple(allowed_missing)))
+    unexpected = sorted(info.get("unexpected_keys", ()))
+    parts = [f"{what} {', '.join(keys[:8])}{' ...' if len(keys) > 8 else ''} ({len(keys)})"
+             for what, keys in (("missing", missing), ("unexpected", unexpected)) if keys]
+    return "; ".join(parts) or None
+
+
+def check_finite_weights(model: nn.Module, where) -> None:
+    """Raise ``ValueError`` naming the tensor and ``where`` it came from (a callable: key -> file) if a
+    floating-point parameter or buffer of ``model`` holds NaN or inf."""
+    for key, tensor in model.state_dict().items():
+        if tensor.is_floating_point() and tensor.device.type != "meta" and not bool(torch.isfinite(tensor).all()):
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise ValueError(
+                f"{where(key)}: tensor {key} holds {bad} NaN or infinite value(s) of {tensor.numel()}: these weights "
+                "give no usable probabilities (training diverged, or the file was damaged). Load an earlier "
+                "checkpoint (a training run keeps best_model/ and checkpoints/checkpoint-N/)"
+            )
 
 
 @dataclass
@@ -224,6 +309,34 @@ class NLMPreTrainedModel(PreTrainedModel):
         output = output_class(loss=loss, logits=logits, nll=nll, **regularization, **(outputs or {}))
         return self._output(output, return_dict)
 
+    def check_inputs(
+        self, input_ids: torch.Tensor | None, labels: torch.Tensor | None = None, shift_labels: torch.Tensor | None = None
+    ) -> None:
+        """Raise ``ValueError`` if ``input_ids`` hold an id outside ``[0, vocab_size)`` or ``labels`` /
+        ``shift_labels`` do not have the shape of ``input_ids`` or hold such an id (-100 aside): how every
+        model's ``forward`` starts, so that a wrong id is named, not an ``IndexError`` from the embedding."""
+        if input_ids is None or input_ids.device.type == "meta" or _tracing():
+            return  # min / max read the values: a traced or exported graph has none to read
+        V = self.config.vocab_size
+        for name, ids in (("input_ids", input_ids), ("labels", labels), ("shift_labels", shift_labels)):
+            if ids is None:
+                continue
+            if ids is not input_ids and ids.shape != input_ids.shape:
+                raise ValueError(
+                    f"{name} has shape {tuple(ids.shape)} but input_ids {tuple(input_ids.shape)}: {name} give the "
+                    "target of each position of input_ids (-100 for none)"
+                )
+            if ids is not input_ids:
+                ids = ids[ids != -100]
+            if ids.numel() == 0:
+                continue
+            lo, hi = torch.aminmax(ids)
+            if int(lo) < 0 or int(hi) >= V:
+                raise ValueError(
+                    f"{name} hold ids from {int(lo)} to {int(hi)}, outside the model's vocabulary [0, vocab_size={V}): "
+                    "encode the text with the tokenizer saved with the model"
+                )
+
     def _hidden_states(self, output_hidden_states: bool | None) -> bool:
         """Whether to return every layer's hidden states (the argument if given, else the config's)."""
         return output_hidden_states if output_hidden_states is not None else bool(self.config.output_hidden_states)
@@ -238,7 +351,13 @@ class NLMPreTrainedModel(PreTrainedModel):
     def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
         """``transformers``' ``from_pretrained``; a local folder that cannot load gives an error naming the
         file and what was expected (:func:`check_checkpoint_model_type`, :func:`check_config_field_types`,
-        a truncated or corrupted weights file, config sizes that do not match the weights)."""
+        a truncated or corrupted weights file, config sizes that do not match the weights, weights saved
+        only as a pickle: :func:`check_safetensors_only`).
+
+        Every load checks that the weights are finite (:func:`check_finite_weights`) and that the checkpoint
+        holds exactly the model's keys: a missing or unexpected key is a ``ValueError`` naming the keys.
+        ``output_loading_info=True`` opts in to a partial load: the keys that match load, the others are
+        initialised, transformers logs its load report, and ``(model, loading_info)`` is returned."""
         folder = None
         if pretrained_model_name_or_path is not None and os.path.isdir(pretrained_model_name_or_path):
             folder = os.fspath(pretrained_model_name_or_path)
@@ -254,14 +373,34 @@ class NLMPreTrainedModel(PreTrainedModel):
                     message = None
                 if message:
                     raise ValueError(message)
+            if kwargs.get("use_safetensors") is not False:
+                check_safetensors_only(folder)
+        # A partial load is what the caller asks for by asking what did not load (transformers' own
+        # output_loading_info); otherwise a missing or unexpected key is an error, not random weights.
+        partial = bool(kwargs.pop("output_loading_info", False))
+        report = _HeldLoadReport(release=partial)
         try:
-            model = super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
+            with report:
+                model, info = super().from_pretrained(
+                    pretrained_model_name_or_path, *model_args, output_loading_info=True, **kwargs
+                )
         except SafetensorError as err:
             raise OSError(_corrupted_weights_message(folder, pretrained_model_name_or_path, err)) from None
+        # A tree given as tree= fills the tree buffers the checkpoint lacks.
+        problems = _load_problems(info, (".tree_nodes", ".tree_bits", ".tree_mask") if kwargs.get("tree") is not None else ())
+        if problems and not partial:
+            raise ValueError(
+                f"{_weights_file(folder, pretrained_model_name_or_path)} does not hold the weights of this "
+                f"{cls.__name__}: {problems}. It comes from another model (or was saved incompletely): restore the "
+                "weights saved with its config.json, or load what matches with from_pretrained(..., "
+                "output_loading_info=True), which returns the model and the keys that did not load"
+            )
+        report.emit()
+        check_finite_weights(model, lambda key: _weights_file(folder, pretrained_model_name_or_path, key))
         head = getattr(model, "lm_head", None)
         if isinstance(head, OutputHead):
             head.warm_cache()  # e.g. a loaded tree's tables, so that torch.export can trace the model at once
-        return model
+        return (model, info) if partial else model
 
     def save_pretrained(self, save_directory, *args, **kwargs):
         # Before anything is written: a config that would not load back, or that describes another head
@@ -322,6 +461,8 @@ class NLMPreTrainedModel(PreTrainedModel):
                 size = -(-size // pad_to_multiple_of) * pad_to_multiple_of  # transformers' rounding up
             self.check_resize(size)
         embeddings = super().resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
+        if resizing:
+            self.config.tokenizer_fingerprint = None  # another vocabulary now: check_tokenizer compares sizes
         if resizing and head is not None:
             # A tied head weight is already the new embedding (super() re-tied it); resize() keeps it.
             head.resize(embeddings.num_embeddings, mean_init=mean_resizing)
@@ -361,6 +502,12 @@ class NLMPreTrainedModel(PreTrainedModel):
             if mask is None or mask.shape[-1] == 0:
                 kwargs["attention_mask"] = torch.ones_like(ids)
         return super().generate(*args, **kwargs)
+
+
+def _tracing() -> bool:
+    """Whether torch.compile / torch.export / torch.jit is tracing: no concrete values to check then."""
+    exporting = getattr(torch.compiler, "is_exporting", lambda: False)
+    return torch.compiler.is_compiling() or exporting() or torch.jit.is_tracing()
 
 
 def align_targets(

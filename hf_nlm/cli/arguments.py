@@ -19,7 +19,8 @@ TREE_CHOICES = ("random", "balanced", "huffman")
 # Config fields the command fills itself rather than through a flag: the vocabulary and token ids come
 # from the tokenizer, the tree shape from the tree, tying from the head (a tree head cannot be tied).
 DERIVED_FIELDS = ("vocab_size", "bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings", "use_cache",
-                  "tree_num_nodes", "tree_max_codes", "tree_max_depth", "numeral_vocab")
+                  "tree_num_nodes", "tree_max_codes", "tree_max_depth", "numeral_vocab",
+                  "tokenizer_fingerprint")
 
 
 def fail(parser: argparse.ArgumentParser, message: str):

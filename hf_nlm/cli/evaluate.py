@@ -81,10 +81,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 lambda_=args.cache_lambda, bptt=args.block_size, show_progress=sys.stderr.isatty(),
             )
         except (ValueError, FloatingPointError) as err:
-            fail(args.parser, str(err))
+            fail(args.parser, f"{args.model_dir}: {err}" if isinstance(err, FloatingPointError) else str(err))
     else:
-        result = evaluate_lm(model, datasets[args.split], tokenizer, block_size=args.block_size,
-                             batch_size=args.batch_size, show_progress=sys.stderr.isatty())
+        try:
+            result = evaluate_lm(model, datasets[args.split], tokenizer, block_size=args.block_size,
+                                 batch_size=args.batch_size, show_progress=sys.stderr.isatty())
+        except FloatingPointError as err:
+            fail(args.parser, f"{args.model_dir}: {err}")
     print(json.dumps({"split": args.split, **result}))
     return 0
 

@@ -193,14 +193,23 @@ def cmd_plot_attention(args: argparse.Namespace) -> int:
                            "encoder-decoder with attention (model_type story_seq2seq)")
     model.eval()
     output = args.output or str(Path(args.model_dir) / "attention.png")
-    try:
-        result = plot_attention(model, tokenizer, args.source, output, num_beams=args.num_beams,
-                                max_new_tokens=args.max_new_tokens)
-    except ValueError as err:
-        fail(args.parser, str(err))
+    result = _draw(args.parser, output, lambda: plot_attention(model, tokenizer, args.source, output,
+                                                               num_beams=args.num_beams,
+                                                               max_new_tokens=args.max_new_tokens))
     print(json.dumps({"source": args.source, "output": result[0] if isinstance(result, tuple) else result,
                       "picture": output}))
     return 0
+
+
+def _draw(parser: argparse.ArgumentParser, output: str, draw):
+    """``draw()``, which writes the picture ``output``; bad input or a file that cannot be written ends the
+    command with a usage error naming it."""
+    try:
+        return draw()
+    except ValueError as err:
+        fail(parser, str(err))
+    except OSError as err:
+        fail(parser, f"cannot write the picture {output}: {err.strerror or err}")
 
 
 def cmd_plot_numerals(args: argparse.Namespace) -> int:
@@ -213,14 +222,12 @@ def cmd_plot_numerals(args: argparse.Namespace) -> int:
     name = ("numeral_density.png" if args.density_after is not None else
             "strategy_weights.png" if args.weights_along is not None else "numeral_embeddings.png")
     output = args.output or str(Path(args.model_dir) / name)
-    try:
-        if args.density_after is not None:
-            plot_numeral_density(model, tokenizer, args.density_after, output, value=args.value)
-        elif args.weights_along is not None:
-            plot_strategy_weights(model, tokenizer, args.weights_along, output)
-        else:
-            plot_numeral_embeddings(model, tokenizer, output, which=args.which)
-    except ValueError as err:
-        fail(args.parser, str(err))
+    if args.density_after is not None:
+        _draw(args.parser, output, lambda: plot_numeral_density(model, tokenizer, args.density_after, output,
+                                                                value=args.value))
+    elif args.weights_along is not None:
+        _draw(args.parser, output, lambda: plot_strategy_weights(model, tokenizer, args.weights_along, output))
+    else:
+        _draw(args.parser, output, lambda: plot_numeral_embeddings(model, tokenizer, output, which=args.which))
     print(output)
     return 0

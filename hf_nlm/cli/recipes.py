@@ -92,6 +92,7 @@ def build_config(args: argparse.Namespace, tokenizer):
     from ..configuration_utils import config_field_docs
     from ..heads import HEAD_REGISTRY
     from ..models import MODEL_TYPES
+    from ..tokenization import tokenizer_fingerprint
 
     config_class = MODEL_TYPES[args.model].config_class
     fields = {}
@@ -120,6 +121,7 @@ def build_config(args: argparse.Namespace, tokenizer):
         bos_token_id=tokenizer.bos_token_id if tokenizer.bos_token_id is not None else eos,
         eos_token_id=eos,
         pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos,
+        tokenizer_fingerprint=tokenizer_fingerprint(tokenizer),
         **fields,
     )
 
@@ -220,12 +222,23 @@ def load_model_folder(folder: str | os.PathLike):
     from ..modeling_utils import check_config_field_types
     from ..training.checkpoint import quiet_progress_bars
 
+    if not (Path(folder) / "tokenizer.json").is_file():
+        # AutoTokenizer would look for a slow tokenizer next and ask for sentencepiece or tiktoken.
+        found = ", ".join(sorted(p.name for p in Path(folder).iterdir())) or "nothing"
+        raise FileNotFoundError(
+            f"{folder} has no tokenizer: expected tokenizer.json (saved with tokenizer.save_pretrained beside the "
+            f"model); the folder has {found}"
+        )
+    from ..tokenization import check_tokenizer
+
     try:
         check_config_field_types(folder)  # before AutoConfig, which would fail on a wrong type less clearly
         seq2seq = getattr(AutoConfig.from_pretrained(folder), "is_encoder_decoder", False)
         with quiet_progress_bars():
             model = (AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM).from_pretrained(folder)
-        return model, AutoTokenizer.from_pretrained(folder)
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        check_tokenizer(model, tokenizer)
+        return model, tokenizer
     except Exception as err:  # whatever a broken folder raises (Ctrl-C still interrupts)
         raise ValueError(f"cannot load the model in {folder}: {err}") from err
 

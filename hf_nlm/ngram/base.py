@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from ..tokenization.fingerprint import tokenizer_fingerprint
 from .arpa import write_arpa
 from .counts import as_id_array, context_ids, expand_ranges, lookup
 
@@ -39,7 +40,12 @@ def level_arrays(
 
 
 class NgramLM:
-    """Base class: an order-n LM over ids ``[0, vocab_size)``; subclasses supply the probabilities."""
+    """Base class: an order-n LM over ids ``[0, vocab_size)``; subclasses supply the probabilities.
+
+    ``tokenizer_fingerprint``: the vocabulary fingerprint (:func:`hf_nlm.tokenization.tokenizer_fingerprint`) of
+    the tokenizer ``from_texts`` fitted with, saved with the model; :meth:`evaluate` refuses another tokenizer."""
+
+    tokenizer_fingerprint: str | None = None
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -191,8 +197,27 @@ class NgramLM:
         unk = tokenizer.unk_token_id
         return perplexity_report(total, count, num_words, int((ids == unk).sum()) if unk is not None else 0)
 
+    def check_tokenizer(self, tokenizer) -> None:
+        """Raise ``ValueError`` if ``tokenizer`` is not the one the model was fitted with: another vocabulary
+        fingerprint (``from_texts`` records it), or more tokens than the model's ``vocab_size``."""
+        size = len(tokenizer)
+        if self.tokenizer_fingerprint is not None:
+            found = tokenizer_fingerprint(tokenizer)
+            if found != self.tokenizer_fingerprint:
+                raise ValueError(
+                    f"the tokenizer ({size} tokens, fingerprint {found[:12]}) is not the one this {type(self).__name__} "
+                    f"was fitted with ({self.vocab_size} tokens, fingerprint {self.tokenizer_fingerprint[:12]})"
+                )
+        elif size > self.vocab_size:
+            raise ValueError(
+                f"the tokenizer has {size} tokens but this {type(self).__name__} knows {self.vocab_size} ids: "
+                "it was fitted with another tokenizer"
+            )
+
     def _model_ids(self, ids: np.ndarray, tokenizer) -> np.ndarray:
-        """The tokenizer's ids as this model's ids (the same ids here; checked to share the boundary)."""
+        """The tokenizer's ids as this model's ids (the same ids here; checked to be the fitted tokenizer's
+        and to share the boundary)."""
+        self.check_tokenizer(tokenizer)
         bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
         if bos != self.bos_id:
             raise ValueError(
@@ -214,6 +239,7 @@ class NgramLM:
             "order": self.order,
             "vocab_size": self.vocab_size,
             "bos_id": self.bos_id,
+            "tokenizer_fingerprint": self.tokenizer_fingerprint,
             **self._config(),
         }
         (folder / CONFIG_NAME).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
@@ -239,7 +265,9 @@ class NgramLM:
             raise TypeError(f"{folder} holds a {name}, not a {cls.__name__}")
         with np.load(folder / ARRAYS_NAME, allow_pickle=False) as data:
             arrays = {key: data[key] for key in data.files}
-        return target._from_saved(config, arrays)
+        lm = target._from_saved(config, arrays)
+        lm.tokenizer_fingerprint = config.get("tokenizer_fingerprint")
+        return lm
 
 
 class BackoffLM(NgramLM):

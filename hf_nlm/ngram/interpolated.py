@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from ..tokenization.fingerprint import tokenizer_fingerprint
 from .base import NgramLM, level_arrays
 from .counts import as_id_array, context_ids, count_ngrams, expand_ranges, lookup
 
@@ -94,7 +95,9 @@ class InterpolatedLM(NgramLM):
         ids, _ = tokenize_corpus(texts, tokenizer)
         bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
         valid = tokenize_corpus(valid_texts, tokenizer)[0].numpy() if valid_texts is not None else None
-        return cls.from_ids(ids.numpy(), order, len(tokenizer), bos, valid_ids=valid, **kwargs)
+        lm = cls.from_ids(ids.numpy(), order, len(tokenizer), bos, valid_ids=valid, **kwargs)
+        lm.tokenizer_fingerprint = tokenizer_fingerprint(tokenizer)
+        return lm
 
     def fit(self, ids: npt.ArrayLike) -> InterpolatedLM:
         """Count every order of the training stream ``ids`` (padded with ``order - 1`` bos ids)."""

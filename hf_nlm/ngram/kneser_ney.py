@@ -41,6 +41,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from ..tokenization.fingerprint import tokenizer_fingerprint
 from .base import BackoffLM
 from .counts import NgramCounts, as_id_array, count_ngrams, text_ids
 
@@ -129,7 +130,9 @@ class KneserNeyLM(BackoffLM):
         """Tokenize ``texts`` into one stream (``hf_nlm.data.lm.tokenize_corpus``) and fit on it."""
         ids = text_ids(texts, tokenizer)
         bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-        return cls(order, len(tokenizer), bos, **kwargs).fit(ids)
+        lm = cls(order, len(tokenizer), bos, **kwargs).fit(ids)
+        lm.tokenizer_fingerprint = tokenizer_fingerprint(tokenizer)
+        return lm
 
     def fit(self, ids: npt.ArrayLike) -> KneserNeyLM:
         """Count the stream ``ids`` (padded in front with ``order - 1`` bos ids; per sentence if the model

@@ -2,6 +2,7 @@
 words-and-numerals vocabulary of the numeracy LM (Spithourakis & Riedel 2018)."""
 
 from .features import TokenFeatures
+from .fingerprint import check_tokenizer, tokenizer_fingerprint
 from .numerals import (
     NUMERAL_FEATURES,
     NUMERAL_FILL,
@@ -35,9 +36,11 @@ __all__ = [
     "UNK_WORD_TOKEN",
     "Numeral",
     "TokenFeatures",
+    "check_tokenizer",
     "NumeracyTokenizerFast",
     "parse_numeral",
     "register_numeracy_tokenizer",
+    "tokenizer_fingerprint",
     "train_bpe_tokenizer",
     "train_numeracy_tokenizer",
     "train_word_level_tokenizer",

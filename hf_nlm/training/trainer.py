@@ -47,6 +47,7 @@ from ..evaluation import evaluate_lm, evaluate_seq2seq, score_split
 from ..heads import OutputHead
 from ..hub.model_card import write_model_card
 from ..modeling_utils import check_checkpoint_model_type
+from ..tokenization import tokenizer_fingerprint
 from .averaging import WeightAverager, nt_asgd_triggered
 from .checkpoint import (
     capture_rng_state,
@@ -159,6 +160,8 @@ class LMTrainer:
     ) -> None:
         self.config = config
         self.tokenizer = tokenizer
+        if getattr(model.config, "tokenizer_fingerprint", False) is None:
+            model.config.tokenizer_fingerprint = tokenizer_fingerprint(tokenizer)  # saved with the model
         self.dataset_name = dataset_name
         self.accelerator = accelerator or make_accelerator(config)
         acc = self.accelerator

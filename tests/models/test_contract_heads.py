@@ -146,14 +146,14 @@ def garbage_memory(monkeypatch):
 
 @pytest.mark.parametrize(("name", "head"), CASES, ids=IDS)
 def test_from_pretrained_initialises_the_key_a_checkpoint_lacks(name, head, tmp_path, garbage_memory):
-    """A checkpoint missing one key loads: the key's tensor is initialised (a buffer written as the model
+    """A checkpoint missing one key loads when a partial load is asked for: the key's tensor is initialised (a buffer written as the model
     builds it, a lost tree buffer rebuilt from the two others), never left on meta, empty or garbage."""
     real = tiny(name, head).eval()
     saved = real.state_dict()
     ids = batch()
     expected = log_probs(real, ids)
     for key, folder in checkpoints_each_without_one_key(real, tmp_path).items():
-        loaded = type(real).from_pretrained(folder).eval()
+        loaded = type(real).from_pretrained(folder, output_loading_info=True)[0].eval()
         state = loaded.state_dict()
         assert all(t.device.type == "cpu" for t in state.values()), key
         assert all(torch.isfinite(t).all() for t in state.values() if t.is_floating_point()), key
@@ -187,7 +187,7 @@ def test_a_tree_the_checkpoint_lacks_comes_from_the_tree_given(name, head, tmp_p
     save_file(weights, path, metadata={"format": "pt"})
     given = type(real).from_pretrained(tmp_path, tree=same_tree(real)).eval()
     torch.testing.assert_close(log_probs(given, batch()), log_probs(real, batch()))
-    treeless = type(real).from_pretrained(tmp_path).eval()
+    treeless = type(real).from_pretrained(tmp_path, output_loading_info=True)[0].eval()
     with pytest.raises(ValueError, match="holds no tree yet.*tree="):
         log_probs(treeless, batch())
 

@@ -552,6 +552,8 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
             decoder_input_ids = shift_tokens_right(labels, cfg.pad_token_id, cfg.decoder_start_token_id)
         if labels is not None and labels.shape != decoder_input_ids.shape:
             raise ValueError(f"labels has shape {tuple(labels.shape)}, decoder_input_ids {tuple(decoder_input_ids.shape)}")
+        self.check_inputs(input_ids)
+        self.check_inputs(decoder_input_ids, labels)
         if use_cache is None:
             use_cache = cfg.use_cache and labels is None  # a training batch has no next step to cache for
         body = self.model(
