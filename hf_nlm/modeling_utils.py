@@ -10,7 +10,6 @@ with :meth:`NLMPreTrainedModel._build_head` and its ``forward`` ends with
 from __future__ import annotations
 
 import json
-import logging
 import os
 from dataclasses import dataclass
 
@@ -118,34 +117,6 @@ def _size_mismatch_message(folder: str, model_class: type, config: PreTrainedCon
     )
 
 
-class _HeldLoadReport(logging.Filter):
-    """Holds back the load report transformers logs while a model loads, so that a load refused for its
-    missing / unexpected keys shows only our error; :meth:`emit` passes it on (``release``: never held)."""
-
-    def __init__(self, release: bool = False) -> None:
-        super().__init__()
-        self.release, self.held = release, []
-        self.logger = logging.getLogger("transformers.modeling_utils")
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if self.release or "LOAD REPORT" not in record.getMessage():
-            return True
-        self.held.append(record)
-        return False
-
-    def __enter__(self):
-        self.logger.addFilter(self)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.logger.removeFilter(self)
-
-    def emit(self) -> None:
-        for record in self.held:
-            self.logger.handle(record)
-        self.held = []
-
-
 #: Weights files that unpickle (torch.load): hf_nlm reads model.safetensors only.
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 
@@ -180,10 +151,11 @@ def _weights_file(folder: str | None, name, key: str | None = None) -> str:
     return os.path.join(folder, files[0]) if files else folder
 
 
-def _load_problems(info: dict, allowed_missing=()) -> str | None:
-    """The missing and unexpected keys of a load (``output_loading_info``'s dict), as a sentence, or None."""
+def _load_problems(info: dict, allowed_missing=(), ignore_unexpected=()) -> str | None:
+    """The missing and unexpected keys of a load (``output_loading_info``'s dict), as a sentence, or None;
+    missing keys ending with ``allowed_missing`` and unexpected keys starting with ``ignore_unexpected`` pass."""
     missing = sorted(k for k in info.get("missing_keys", ()) if not k.endswith(tuple(allowed_missing)))
-    unexpected = sorted(info.get("unexpected_keys", ()))
+    unexpected = sorted(k for k in info.get("unexpected_keys", ()) if not k.startswith(tuple(ignore_unexpected)))
     parts = [f"{what} {', '.join(keys[:8])}{' ...' if len(keys) > 8 else ''} ({len(keys)})"
              for what, keys in (("missing", missing), ("unexpected", unexpected)) if keys]
     return "; ".join(parts) or None
@@ -357,7 +329,7 @@ class NLMPreTrainedModel(PreTrainedModel):
         Every load checks that the weights are finite (:func:`check_finite_weights`) and that the checkpoint
         holds exactly the model's keys: a missing or unexpected key is a ``ValueError`` naming the keys.
         ``output_loading_info=True`` opts in to a partial load: the keys that match load, the others are
-        initialised, transformers logs its load report, and ``(model, loading_info)`` is returned."""
+        initialised, and ``(model, loading_info)`` is returned (transformers logs its load report either way)."""
         folder = None
         if pretrained_model_name_or_path is not None and os.path.isdir(pretrained_model_name_or_path):
             folder = os.fspath(pretrained_model_name_or_path)
@@ -378,16 +350,18 @@ class NLMPreTrainedModel(PreTrainedModel):
         # A partial load is what the caller asks for by asking what did not load (transformers' own
         # output_loading_info); otherwise a missing or unexpected key is an error, not random weights.
         partial = bool(kwargs.pop("output_loading_info", False))
-        report = _HeldLoadReport(release=partial)
         try:
-            with report:
-                model, info = super().from_pretrained(
-                    pretrained_model_name_or_path, *model_args, output_loading_info=True, **kwargs
-                )
+            model, info = super().from_pretrained(
+                pretrained_model_name_or_path, *model_args, output_loading_info=True, **kwargs
+            )
         except SafetensorError as err:
             raise OSError(_corrupted_weights_message(folder, pretrained_model_name_or_path, err)) from None
         # A tree given as tree= fills the tree buffers the checkpoint lacks.
-        problems = _load_problems(info, (".tree_nodes", ".tree_bits", ".tree_mask") if kwargs.get("tree") is not None else ())
+        problems = _load_problems(
+            info, (".tree_nodes", ".tree_bits", ".tree_mask") if kwargs.get("tree") is not None else (),
+            # A body loaded from its LM's checkpoint leaves the head's weights unused, as in transformers.
+            ignore_unexpected=("lm_head.",) if getattr(model, "lm_head", None) is None else (),
+        )
         if problems and not partial:
             raise ValueError(
                 f"{_weights_file(folder, pretrained_model_name_or_path)} does not hold the weights of this "
@@ -395,7 +369,6 @@ class NLMPreTrainedModel(PreTrainedModel):
                 "weights saved with its config.json, or load what matches with from_pretrained(..., "
                 "output_loading_info=True), which returns the model and the keys that did not load"
             )
-        report.emit()
         check_finite_weights(model, lambda key: _weights_file(folder, pretrained_model_name_or_path, key))
         head = getattr(model, "lm_head", None)
         if isinstance(head, OutputHead):

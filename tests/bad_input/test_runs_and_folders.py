@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from bad_input_helpers import cli_error
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM, AutoTokenizer, pipeline
@@ -30,17 +31,6 @@ LOADERS = [NPLMForCausalLM.from_pretrained, AutoModelForCausalLM.from_pretrained
 @pytest.fixture
 def run_copy(tiny_run, tmp_path) -> Path:
     return Path(shutil.copytree(tiny_run, tmp_path / "run"))
-
-
-def cli_error(argv: list[str], capsys) -> str:
-    """stderr of a command that must end with a usage error (exit 2) and no traceback."""
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2, err
-    assert "Traceback" not in err
-    return err
 
 
 def edit_config(folder: Path, **changes) -> None:
@@ -261,7 +251,7 @@ def test_ctrl_c_prints_the_resume_command_and_exits_130(tmp_path):
 
 def test_ctrl_c_in_the_example_script_prints_its_resume_command(tmp_path):
     """examples/train_lm.py, interrupted, names its checkpoint and its own --resume command; exit 130."""
-    script = Path(__file__).parents[1] / "examples" / "train_lm.py"
+    script = Path(__file__).parents[2] / "examples" / "train_lm.py"
     corpus = tmp_path / "train.txt"
     corpus.write_text("the cat sat on the mat\nthe dog sat on the log\na cat saw a dog\n" * 200)
     out = tmp_path / "run"
