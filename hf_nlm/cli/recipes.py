@@ -378,7 +378,8 @@ def keep_run_settings(args: argparse.Namespace, folder: Path) -> None:
     """``--resume``: give ``args`` the settings the run recorded in checkpoint ``folder`` (its model type and
     config, data files, tokenizer and ``TrainingConfig``) wherever no flag sets them; a flag that sets one
     to another value is refused, except the training settings of ``RESUME_CHANGEABLE`` (when to stop, what
-    to log and save, the device), which apply. Prints what is kept and what changed."""
+    to log and save, the device): those take the flags given, or their defaults. Prints what is kept and what
+    changed."""
     import json
 
     from ..models import MODEL_TYPES
@@ -412,7 +413,7 @@ def keep_run_settings(args: argparse.Namespace, folder: Path) -> None:
             continue
         if is_given(name):
             compare(option_flag(name), getattr(args, name), then, changeable=name in RESUME_CHANGEABLE)
-        else:
+        elif name not in RESUME_CHANGEABLE:  # those apply as given, or their defaults
             setattr(args, name, then)
     if args.model in MODEL_TYPES:
         for dest, applies in model_flags(MODEL_TYPES).items():
