@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import json
 import os
 import sys
 from pathlib import Path
@@ -374,13 +375,16 @@ def given_flags(args: argparse.Namespace) -> set[str] | None:
     return {dest for dest, value in vars(namespace).items() if value is not unset}
 
 
+#: Of ``RESUME_CHANGEABLE``, the settings a resumed run takes from its flags or their defaults, not the run's.
+RESUME_STOPPING = ("num_epochs", "max_steps", "max_time_s", "max_time_within_epoch", "early_stopping_patience")
+
+
 def keep_run_settings(args: argparse.Namespace, folder: Path) -> None:
     """``--resume``: give ``args`` the settings the run recorded in checkpoint ``folder`` (its model type and
     config, data files, tokenizer and ``TrainingConfig``) wherever no flag sets them; a flag that sets one
     to another value is refused, except the training settings of ``RESUME_CHANGEABLE`` (when to stop, what
-    to log and save, the device): those take the flags given, or their defaults. Prints what is kept and what
-    changed."""
-    import json
+    to log and save, the device), which apply; those of ``RESUME_STOPPING`` take their defaults when not given.
+    Prints what is kept and what changed."""
 
     from ..models import MODEL_TYPES
     from ..training.checkpoint import read_trainer_state
@@ -413,7 +417,7 @@ def keep_run_settings(args: argparse.Namespace, folder: Path) -> None:
             continue
         if is_given(name):
             compare(option_flag(name), getattr(args, name), then, changeable=name in RESUME_CHANGEABLE)
-        elif name not in RESUME_CHANGEABLE:  # those apply as given, or their defaults
+        elif name not in RESUME_STOPPING:  # those apply as given, or their defaults
             setattr(args, name, then)
     if args.model in MODEL_TYPES:
         for dest, applies in model_flags(MODEL_TYPES).items():

@@ -52,6 +52,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     except FloatingPointError as err:  # a non-finite loss: the trainer has saved the last good update
         fail(args.parser, f"{err}; lower --learning-rate (or set --max-grad-norm) and train again in another "
                           "--output-dir (or with --overwrite-output-dir)")
+    except ValueError as err:  # e.g. a checkpoint that does not fit the settings
+        fail(args.parser, str(err))
     if results:
         print(json.dumps({k: results[k] for k in ("validation", "test", "best_val_ppl", "stop_reason") if k in results}))
     return 0
