@@ -18,7 +18,14 @@ import argparse
 import os
 import sys
 
-from hf_nlm.cli import add_train_arguments, corpus_name, prepare_training, report_interrupt, resume_command
+from hf_nlm.cli import (
+    add_train_arguments,
+    corpus_name,
+    prepare_training,
+    report_interrupt,
+    resume_command,
+    run_settings,
+)
 from hf_nlm.training import train_lm
 
 
@@ -26,6 +33,7 @@ def main() -> None:
     # The argument builder of `hf-nlm train`: corpus, tokenizer, model and TrainingConfig flags.
     parser = add_train_arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
     args = parser.parse_args()
+    args.parser, args.argv = parser, sys.argv[1:]  # --resume compares the flags given with the run's
 
     # 1. corpus (DatasetDict with train / validation / test), 2. tokenizer trained on train,
     # 3. a fresh model sized for it (or both read from the checkpoint with --resume), 4. TrainingConfig.
@@ -39,7 +47,8 @@ def main() -> None:
 
     # 5. train: checkpoints, log.jsonl, curves.png, the best model, README.md and results.json in output_dir.
     try:
-        results = train_lm(model, tokenizer, datasets, config, dataset_name=corpus_name(args))
+        results = train_lm(model, tokenizer, datasets, config, dataset_name=corpus_name(args),
+                           run_settings=run_settings(args))
     except KeyboardInterrupt:  # Ctrl-C / SIGTERM: the checkpoint and the command that goes on, exit 130
         resume = resume_command(sys.argv[1:], program=("python", sys.argv[0]))
         sys.exit(report_interrupt(config.output_dir, resume) if int(os.environ.get("RANK", "0")) == 0 else 130)

@@ -21,7 +21,14 @@ import os
 import sys
 from pathlib import Path
 
-from hf_nlm.cli import add_train_arguments, corpus_name, prepare_training, report_interrupt, resume_command
+from hf_nlm.cli import (
+    add_train_arguments,
+    corpus_name,
+    prepare_training,
+    report_interrupt,
+    resume_command,
+    run_settings,
+)
 from hf_nlm.plots.numerals import plot_numeral_embeddings
 from hf_nlm.training import train_lm
 
@@ -35,6 +42,7 @@ def main() -> None:
     dests = {action.dest for action in parser._actions}
     parser.set_defaults(**{k: v for k, v in PAPER_DEFAULTS.items() if k in dests})
     args = parser.parse_args()
+    args.parser, args.argv = parser, sys.argv[1:]  # --resume compares the flags given with the run's
     try:
         datasets, tokenizer, model, config = prepare_training(args)
     except (ValueError, TypeError, FileNotFoundError) as err:
@@ -44,7 +52,8 @@ def main() -> None:
         print(f"{corpus_name(args)}: vocabulary {len(tokenizer):,} ({len(tokenizer.numeral_vocab) - 1:,} numerals); "
               f"numeral strategy {model.config.numeral_strategy}; {model.num_parameters():,} parameters")
     try:
-        results = train_lm(model, tokenizer, datasets, config, dataset_name=corpus_name(args))
+        results = train_lm(model, tokenizer, datasets, config, dataset_name=corpus_name(args),
+                           run_settings=run_settings(args))
     except KeyboardInterrupt:
         resume = resume_command(sys.argv[1:], program=("python", sys.argv[0]))
         sys.exit(report_interrupt(config.output_dir, resume) if main_process else 130)

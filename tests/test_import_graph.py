@@ -23,6 +23,7 @@ DEFERRED_DEPENDENCIES = {
     "torch": "the command line builds its parser without torch",
     "logging": "standard library, used once",
     "shlex": "standard library, used once",
+    "psutil": "optional: the free memory where /proc/meminfo cannot be read",
 }
 
 

@@ -49,6 +49,7 @@ from .recipes import (
     report_interrupt,
     resume_checkpoint,
     resume_command,
+    run_settings,
     training_config,
     training_corpus,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "report_interrupt",
     "resume_checkpoint",
     "resume_command",
+    "run_settings",
     "training_config",
     "training_corpus",
 ]

@@ -5,7 +5,9 @@ the tests reuse them step by step. Bad input raises ``ValueError`` / ``FileNotFo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import json
 import os
 import sys
 from pathlib import Path
@@ -46,11 +48,22 @@ def load_corpus(args: argparse.Namespace):
     if not entry.split_files:
         return entry.load(path=args.data_dir, **options)
     files = {"train": args.train_file, "validation": args.validation_file, "test": args.test_file}
-    for paths in files.values():
+    for split, paths in files.items():
         for path in paths or []:
-            if not Path(path).is_file():
-                raise FileNotFoundError(f"no such file: {path}")
+            check_split_file(f"--{split}-file", path)
     return entry.load(**files, **options)
+
+
+def check_split_file(flag: str, path: str | os.PathLike) -> None:
+    """``path``, given to ``flag``, is a file; a folder is refused with the text and CSV files it holds."""
+    path = Path(path)
+    if path.is_dir():
+        found = sorted(p.name for p in path.iterdir() if p.is_file() and p.suffix.lower() in (".txt", ".csv"))
+        inside = f"the text files in it: {' '.join(found[:10])}{' ...' if len(found) > 10 else ''}" if found else \
+            "it holds no .txt or .csv file"
+        raise FileNotFoundError(f"{flag} {path} is a folder, not a file: give files ({inside})")
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
 
 
 def training_corpus(args: argparse.Namespace):
@@ -68,15 +81,24 @@ def build_tokenizer(args: argparse.Namespace, train_texts):
     kind = args.tokenizer or ("numeracy" if getattr(args, "model", None) == "numeracy_lm" else "word")
     if kind in ("word", "numeracy"):
         from ..tokenization import train_numeracy_tokenizer, train_word_level_tokenizer
+        from ..tokenization.numerals import NUMERACY_SPECIAL_TOKENS, numeracy_token_counts
+        from ..tokenization.word_level import SPECIAL_TOKENS, word_counts
 
+        split_punctuation = getattr(args, "split_punctuation", False)
         if kind == "word":
-            if getattr(args, "split_punctuation", False):
+            if split_punctuation:
                 raise ValueError("--split-punctuation applies to --tokenizer numeracy only")
-            return train_word_level_tokenizer(train_texts, min_frequency=args.min_frequency, lowercase=args.lowercase,
-                                              max_vocab_size=args.vocab_size)
-        return train_numeracy_tokenizer(train_texts, min_frequency=args.min_frequency, lowercase=args.lowercase,
-                                        max_vocab_size=args.vocab_size,
-                                        split_punctuation=getattr(args, "split_punctuation", False))
+            tokenizer = train_word_level_tokenizer(train_texts, min_frequency=args.min_frequency,
+                                                   lowercase=args.lowercase, max_vocab_size=args.vocab_size)
+            counts = word_counts(train_texts, args.lowercase)
+        else:
+            tokenizer = train_numeracy_tokenizer(train_texts, min_frequency=args.min_frequency,
+                                                 lowercase=args.lowercase, max_vocab_size=args.vocab_size,
+                                                 split_punctuation=split_punctuation)
+            counts = numeracy_token_counts(train_texts, args.lowercase, split_punctuation)
+        check_vocabulary_coverage(tokenizer, counts, args.min_frequency, args.vocab_size,
+                                  SPECIAL_TOKENS if kind == "word" else NUMERACY_SPECIAL_TOKENS)
+        return tokenizer
     if args.vocab_size is None:
         raise ValueError(f"--tokenizer {kind} needs --vocab-size")
     try:
@@ -85,6 +107,46 @@ def build_tokenizer(args: argparse.Namespace, train_texts):
         raise ValueError(f"--tokenizer {kind} is not available in this install ({err})") from err
     train = subword.train_bpe_tokenizer if kind == "bpe" else subword.train_wordpiece_tokenizer
     return train(train_texts, vocab_size=args.vocab_size, min_frequency=args.min_frequency, lowercase=args.lowercase)
+
+
+#: ``hf-nlm train`` refuses a word-level or numeracy vocabulary that leaves more than this share of the
+#: training tokens unknown, and suggests settings that leave at most :data:`SUGGESTED_UNKNOWN_SHARE`.
+MAX_UNKNOWN_SHARE = 0.5
+SUGGESTED_UNKNOWN_SHARE = 0.1
+
+
+def check_vocabulary_coverage(tokenizer, counts, min_frequency: int, vocab_size: int | None,
+                              specials: tuple[str, ...] = ("<unk>", "<eos>")) -> None:
+    """Refuse a vocabulary under which more than :data:`MAX_UNKNOWN_SHARE` of the training tokens (``counts``,
+    token -> count as the tokenizer splits the text) are unknown, naming the flag that cut it and a value
+    that keeps :data:`SUGGESTED_UNKNOWN_SHARE` or less unknown. ``specials``: the tokenizer's special tokens,
+    those starting with ``<unk`` being its unknowns."""
+    vocab = tokenizer.get_vocab()
+    unknown_tokens = {t for t in specials if t.startswith("<unk")}
+    total = sum(counts.values())
+    unknown = sum(c for t, c in counts.items() if t not in vocab or t in unknown_tokens)
+    if not total or unknown <= MAX_UNKNOWN_SHARE * total:
+        return
+    words = len(vocab) - len(specials)
+    ranked = sorted((c for t, c in counts.items() if t not in specials), reverse=True)
+    # The share left unknown keeping the `kept` most frequent words (an <unk> written in the text stays unknown).
+    left = total - sum(c for t, c in counts.items() if t in specials and t not in unknown_tokens)
+    kept = 0
+    while kept < len(ranked) and left > SUGGESTED_UNKNOWN_SHARE * total:
+        left -= ranked[kept]
+        kept += 1
+    cut_by_size = vocab_size is not None and sum(1 for c in ranked if c >= min_frequency) > words
+    if cut_by_size:
+        flag = f"--vocab-size {vocab_size}"
+        fix = f"--vocab-size {kept + len(specials)}"
+    else:
+        flag = f"--min-frequency {min_frequency}"
+        fix = f"--min-frequency {ranked[kept - 1] if kept else 1}"
+    raise ValueError(
+        f"{flag} keeps {words:,} of the {len(ranked):,} distinct training words: {unknown:,} of the {total:,} "
+        f"training tokens ({unknown / total:.1%}) would be unknown, more than {MAX_UNKNOWN_SHARE:.0%}; "
+        f"{fix} leaves at most {SUGGESTED_UNKNOWN_SHARE:.0%} unknown"
+    )
 
 
 def build_config(args: argparse.Namespace, tokenizer):
@@ -170,8 +232,93 @@ def build_model(args: argparse.Namespace, tokenizer, train_texts=None):
         tree = build_tree(args, tokenizer, train_texts)
     elif getattr(args, "tree", None) is not None or getattr(args, "tree_file", None) is not None:
         raise ValueError(f"--tree / --tree-file need a tree head (--head tree or --model hlbl), not --head {config.head}")
+    check_training_memory(args, MODEL_TYPES[args.model].lm_class, config, tree)
     torch.manual_seed(args.seed)  # the same initial weights on every process and every rerun
     return MODEL_TYPES[args.model].lm_class(config, tree=tree)
+
+
+def available_memory(gpu: bool) -> tuple[int, str] | None:
+    """Bytes free for training and what they are: the GPU's free memory (``gpu``), else the system's
+    ``MemAvailable`` (``/proc/meminfo``, or ``psutil``); None where it cannot be read."""
+    if gpu:
+        import torch
+
+        return torch.cuda.mem_get_info()[0], "GPU memory free"
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024, "memory available"
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return psutil.virtual_memory().available, "memory available"
+
+
+#: Copies of the weights training holds, by optimizer: weights and gradients, plus Adam's two moments
+#: (SGD's momentum buffer when ``--momentum`` is set).
+OPTIMIZER_COPIES = {"sgd": 2, "adam": 4, "adamw": 4}
+
+
+def check_training_memory(args: argparse.Namespace, lm_class, config, tree=None) -> None:
+    """Refuse settings whose model cannot be trained in the memory available, before allocating it: the
+    parameters are counted on the ``meta`` device (no memory), times 4 bytes, times the copies training holds
+    (:data:`OPTIMIZER_COPIES`). Skipped where the free memory cannot be read."""
+    import torch
+
+    free = available_memory(gpu=torch.cuda.is_available() and not getattr(args, "cpu", False))
+    if free is None:
+        return
+    with torch.device("meta"):
+        model = lm_class(config, tree=tree)
+    parameters = sum(p.numel() for p in model.parameters())
+    optimizer = getattr(args, "optimizer", "sgd")
+    copies = OPTIMIZER_COPIES.get(optimizer, 4) + (optimizer == "sgd" and bool(getattr(args, "momentum", 0)))
+    weights = parameters * 4 * copies
+    activations = _forward_bytes(model, getattr(args, "batch_size", 1), getattr(args, "block_size", 1))
+    (available, where) = free
+    if weights + activations <= available:
+        return
+    given = [option_flag(dest) for dest in model_flags([args.model]) if getattr(args, dest, None) is not None]
+    raise ValueError(
+        f"these settings make a {args.model} of {parameters:,} parameters: training it with {optimizer} needs about "
+        f"{_gigabytes(weights + activations)} ({_gigabytes(weights)} for weights, gradients and optimizer state, "
+        f"{_gigabytes(activations)} for one batch's forward pass), more than the {_gigabytes(available)} of "
+        f"{where}; lower {', '.join(given) or 'the model sizes'} (or --batch-size / --block-size)"
+    )
+
+
+def _forward_bytes(model, batch_size: int, block_size: int) -> int:
+    """Bytes of the tensors one training batch's forward pass (up to the logits) creates, views left out, run
+    on the ``meta`` device; where an op needs real values, what was counted up to it."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    class Count(TorchDispatchMode):
+        total = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if not getattr(func, "is_view", False):
+                Count.total += sum(t.numel() * t.element_size() for t in tree_leaves(out) if isinstance(t, torch.Tensor))
+            return out
+
+    from ..data.batching import lm_context_size
+
+    # A block of a feed-forward n-gram model starts with its n - 1 tokens of context.
+    width = block_size + (lm_context_size(model) if hasattr(model.config, "context_size") else 0)
+    ids = torch.zeros(batch_size, width, dtype=torch.long, device="meta")
+    with contextlib.suppress(Exception), Count():  # an op that needs real values ends the count there
+        model(input_ids=ids)
+    return Count.total
+
+
+def _gigabytes(n: int) -> str:
+    return f"{n / 1e9:,.1f} GB"
 
 
 def training_config(args: argparse.Namespace, resume_from_checkpoint: str | None = None) -> TrainingConfig:
@@ -187,8 +334,114 @@ def resume_checkpoint(args: argparse.Namespace) -> Path | None:
     from ..training.checkpoint import resolve_checkpoint
 
     folder = resolve_checkpoint(args.resume, args.output_dir)
+    keep_run_settings(args, folder)
     check_checkpoint_model_type(folder, args.model)
     return folder
+
+
+#: The data and tokenizer settings ``hf-nlm train`` records with a run (:func:`run_settings`), by ``dest``.
+RUN_SETTINGS = ("corpus", "data_dir", "train_file", "validation_file", "test_file",
+                *(flag[2:].replace("-", "_") for flag in OPTION_FLAGS.values()),
+                "tokenizer", "min_frequency", "vocab_size", "lowercase", "split_punctuation")
+
+
+def _setting(args: argparse.Namespace, dest: str):
+    """The value of ``dest`` as a run records it: paths absolute, the corpus and tokenizer resolved, lists."""
+    value = getattr(args, dest, None)
+    if dest == "corpus":
+        return corpus_name(args)
+    if dest == "tokenizer":
+        return value or ("numeracy" if getattr(args, "model", None) == "numeracy_lm" else "word")
+    if value is not None and dest.endswith("_file"):
+        return [os.path.abspath(path) for path in value]
+    if value is not None and dest == "data_dir":
+        return os.path.abspath(value)
+    return list(value) if isinstance(value, tuple) else value
+
+
+def run_settings(args: argparse.Namespace) -> dict:
+    """The corpus, data files and tokenizer settings of parsed ``train`` arguments, to keep with the run
+    (``LMTrainer(run_settings=...)``): ``--resume`` compares the command line with them."""
+    return {dest: _setting(args, dest) for dest in RUN_SETTINGS if hasattr(args, dest)}
+
+
+def given_flags(args: argparse.Namespace) -> set[str] | None:
+    """The ``dest`` of every flag written on the command line (``args.parser`` parsing ``args.argv``), or None
+    where the arguments do not say."""
+    parser, argv = getattr(args, "parser", None), getattr(args, "argv", None)
+    if parser is None or argv is None:
+        return None
+    unset = object()
+    namespace = argparse.Namespace(**{action.dest: unset for action in parser._actions})
+    parser.parse_known_args(argv, namespace)
+    return {dest for dest, value in vars(namespace).items() if value is not unset}
+
+
+#: Of ``RESUME_CHANGEABLE``, the settings a resumed run takes from its flags or their defaults, not the run's.
+RESUME_STOPPING = ("num_epochs", "max_steps", "max_time_s", "max_time_within_epoch", "early_stopping_patience")
+
+
+def keep_run_settings(args: argparse.Namespace, folder: Path) -> None:
+    """``--resume``: give ``args`` the settings the run recorded in checkpoint ``folder`` (its model type and
+    config, data files, tokenizer and ``TrainingConfig``) wherever no flag sets them; a flag that sets one
+    to another value is refused, except the training settings of ``RESUME_CHANGEABLE`` (when to stop, what
+    to log and save, the device), which apply; those of ``RESUME_STOPPING`` take their defaults when not given.
+    Prints what is kept and what changed."""
+
+    from ..models import MODEL_TYPES
+    from ..training.checkpoint import read_trainer_state
+    from ..training.config import RESUME_CHANGEABLE
+
+    given = given_flags(args)
+    is_given = (lambda dest: True) if given is None else given.__contains__
+    try:
+        model_config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        model_config = {}  # loading the model names the problem
+    if not is_given("model") and model_config.get("model_type") in MODEL_TYPES:
+        args.model = model_config["model_type"]
+    saved = read_trainer_state(folder)
+    differ, changed = [], []
+
+    def compare(flag: str, now, then, changeable: bool = False) -> None:
+        if now != then:
+            (changed if changeable else differ).append(f"{flag} {_shown(now)} (the run's: {_shown(then)})")
+
+    for dest, then in (saved.get("run_settings") or {}).items():
+        if dest not in RUN_SETTINGS or not hasattr(args, dest):
+            continue
+        if is_given(dest):
+            compare("--corpus-path" if dest == "data_dir" else option_flag(dest), _setting(args, dest), then)
+        else:
+            setattr(args, dest, then)
+    for name, then in saved.get("config", {}).items():
+        if name in ("output_dir", "resume_from_checkpoint", "overwrite_output_dir") or not hasattr(args, name):
+            continue
+        if is_given(name):
+            compare(option_flag(name), getattr(args, name), then, changeable=name in RESUME_CHANGEABLE)
+        elif name not in RESUME_STOPPING:  # those apply as given, or their defaults
+            setattr(args, name, then)
+    if args.model in MODEL_TYPES:
+        for dest, applies in model_flags(MODEL_TYPES).items():
+            value = getattr(args, dest, None)
+            if value is not None and args.model in applies and applies[args.model] in model_config:
+                compare(option_flag(dest), value, model_config[applies[args.model]])
+    for dest in ("tree", "tree_file", "init_from"):
+        if getattr(args, dest, None) is not None:
+            differ.append(f"{option_flag(dest)} (the run's model and tree come from the checkpoint)")
+    if differ:
+        raise ValueError(
+            f"--resume continues the run saved in {folder} with the settings it recorded; these differ: "
+            f"{'; '.join(differ)}. Drop them to resume, or start a new run in another --output-dir (or with "
+            "--overwrite-output-dir)"
+        )
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(f"resuming {folder}: the run's model, tokenizer, data and training settings are kept"
+              + (f"; changed: {'; '.join(changed)}" if changed else ""), file=sys.stderr)
+
+
+def _shown(value) -> str:
+    return " ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 def prepare_training(args: argparse.Namespace):

@@ -15,6 +15,7 @@ from .recipes import (
     prepare_training,
     report_interrupt,
     resume_command,
+    run_settings,
     training_config,
     training_corpus,
 )
@@ -36,19 +37,21 @@ def add_build_tree_parser(sub: argparse._SubParsersAction, help_text: str) -> ar
 
 def cmd_train(args: argparse.Namespace) -> int:
     from ..training import LMTrainer
-    from ..training.run_folder import RunFolderError
-
     try:
         datasets, tokenizer, model, config = prepare_training(args)
         # Building the trainer checks the data against the batch settings (e.g. too few blocks).
-        trainer = LMTrainer(model, tokenizer, datasets, config, dataset_name=corpus_name(args))
+        trainer = LMTrainer(model, tokenizer, datasets, config, dataset_name=corpus_name(args),
+                            run_settings=run_settings(args))
     except (ValueError, TypeError, FileNotFoundError) as err:
         fail(args.parser, str(err))
     try:
         results = trainer.train()
     except KeyboardInterrupt:
         return report_interrupt(args.output_dir, resume_command(args.argv))
-    except RunFolderError as err:  # another run holds the folder, or the disk is full
+    except FloatingPointError as err:  # a non-finite loss: the trainer has saved the last good update
+        fail(args.parser, f"{err}; lower --learning-rate (or set --max-grad-norm) and train again in another "
+                          "--output-dir (or with --overwrite-output-dir)")
+    except ValueError as err:  # another run holds the folder (RunFolderError), a full disk, a checkpoint that does not fit
         fail(args.parser, str(err))
     if results:
         print(json.dumps({k: results[k] for k in ("validation", "test", "best_val_ppl", "stop_reason") if k in results}))
@@ -75,7 +78,7 @@ def cmd_build_tree(args: argparse.Namespace) -> int:
             model_config, tokenizer, datasets, config, mode=args.tree_mode, eps=args.eps,
             first_stage_epochs=args.first_stage_epochs, tree_seed=args.tree_seed, dataset_name=corpus_name(args),
         )
-    except (ValueError, TypeError, FileNotFoundError) as err:
+    except (ValueError, TypeError, FileNotFoundError, FloatingPointError) as err:
         fail(args.parser, str(err))
     except KeyboardInterrupt:
         from ..training.checkpoint import list_checkpoints

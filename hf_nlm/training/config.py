@@ -15,6 +15,16 @@ LR_SCHEDULERS = ("constant", "bengio", "linear", "cosine")
 MIXED_PRECISION = ("no", "fp16", "bf16")
 
 
+#: The fields a resumed run may change: where it writes, when it stops, what it logs, saves and evaluates,
+#: the per-process batch (the global batch is checked) and the device. Every other field shapes the updates
+#: (data order, optimizer, schedule, averaging) and must be the checkpoint's.
+RESUME_CHANGEABLE = (
+    "output_dir", "resume_from_checkpoint", "overwrite_output_dir", "batch_size", "eval_batch_size", "num_epochs",
+    "max_steps", "max_time_s", "max_time_within_epoch", "early_stopping_patience", "logging_steps", "save_steps",
+    "save_total_limit", "cpu", "progress_bar", "eval_test",
+)
+
+
 def _f(default, help: str, **kwargs):
     return field(default=default, metadata={"help": help, **kwargs})
 

@@ -23,6 +23,7 @@ budget, checkpoints, several processes) is shared.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -63,7 +64,7 @@ from .checkpoint import (
     save_checkpoint,
     save_pretrained_atomic,
 )
-from .config import TrainingConfig
+from .config import RESUME_CHANGEABLE, TrainingConfig
 from .optim import build_lr_scheduler, build_optimizer
 from .run_folder import (
     acquire_lock,
@@ -147,6 +148,9 @@ class LMTrainer:
         config: the :class:`TrainingConfig`.
         accelerator: an ``accelerate.Accelerator`` to use; by default one is made from ``config``.
         dataset_name: shown in the model card.
+        run_settings: what else made the run, as a JSON-able dict (``hf-nlm train`` records its corpus, data
+            files and tokenizer settings): kept in every checkpoint's ``trainer_state.json`` and in
+            ``results.json``, so that a resumed run can be compared with it.
     """
 
     def __init__(
@@ -157,8 +161,10 @@ class LMTrainer:
         config: TrainingConfig,
         accelerator: Accelerator | None = None,
         dataset_name: str | None = None,
+        run_settings: dict | None = None,
     ) -> None:
         self.config = config
+        self.run_settings = run_settings
         self.tokenizer = tokenizer
         if getattr(model.config, "tokenizer_fingerprint", False) is None:
             model.config.tokenizer_fingerprint = tokenizer_fingerprint(tokenizer)  # saved with the model
@@ -268,6 +274,8 @@ class LMTrainer:
             steps_per_epoch=self.batches.steps(self.state.epoch),
             model_type=self.unwrapped_model.config.model_type,
         )
+        if self.run_settings is not None:
+            state["run_settings"] = self.run_settings
         return state
 
     def _log(self, record: dict) -> None:
@@ -342,6 +350,13 @@ class LMTrainer:
                 ("max_target_length", saved_config.get("max_target_length"), self.config.max_target_length),
             ]
             if saved_value != now
+        ]
+        checked = {"seed", "block_size", "variable_bptt", "group_by_length", "max_source_length", "max_target_length"}
+        mismatched += [
+            f"{name}: checkpoint {saved_config[name]} != now {getattr(self.config, name)}"
+            for name in (f.name for f in dataclasses.fields(TrainingConfig))
+            if name not in RESUME_CHANGEABLE and name not in checked and name in saved_config
+            and saved_config[name] != getattr(self.config, name)
         ]
         if mismatched:
             raise ValueError(f"cannot resume exactly from {folder}: " + "; ".join(mismatched))
@@ -727,6 +742,8 @@ class LMTrainer:
             training.update(stop_reason=st.stop_reason, epochs_completed=st.epoch, global_step=st.global_step)
             # What `hf-nlm card RUN_DIR` needs to write the card again.
             results.update(dataset=self.dataset_name, training_config=training)
+            if self.run_settings is not None:
+                results["run_settings"] = self.run_settings
             write_model_card(
                 self.output_dir,
                 model.config,
@@ -769,7 +786,7 @@ def make_accelerator(config: TrainingConfig) -> Accelerator:
 
 
 def train_lm(model, tokenizer, datasets, config: TrainingConfig, accelerator: Accelerator | None = None,
-             dataset_name: str | None = None) -> dict:
+             dataset_name: str | None = None, run_settings: dict | None = None) -> dict:
     """Train a causal LM, or an encoder-decoder model on paired examples, with :class:`TrainingConfig` and
     return the results (also in ``results.json``).
 
@@ -778,5 +795,5 @@ def train_lm(model, tokenizer, datasets, config: TrainingConfig, accelerator: Ac
     ``results.json``, ``log.jsonl``, ``curves.png``, ``checkpoints/`` and ``best_model/``.
     ``model`` is trained in place and holds the best weights afterwards.
     """
-    return LMTrainer(model, tokenizer, datasets, config, accelerator, dataset_name).train()
+    return LMTrainer(model, tokenizer, datasets, config, accelerator, dataset_name, run_settings).train()
 

@@ -1,0 +1,124 @@
+"""Settings ``hf-nlm train`` refuses before training (or ends with one line): a vocabulary that leaves most of
+the training text unknown, a model too large for the memory, a folder as a split file, a changed setting on
+``--resume``, a loss that turns non-finite; and text files with old Mac line ends, read line by line."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from hf_nlm.cli import main
+from hf_nlm.data import load_text_files
+
+TRAIN = ["train", "--no-progress-bar", "--no-eval-test", "--max-steps", "2", "--optimizer", "adam",
+         "--learning-rate", "1e-3", "--context-size", "2", "--embedding-size", "4", "--hidden-size", "4",
+         "--batch-size", "4", "--block-size", "8", "--logging-steps", "1"]
+
+
+def write_corpus(path: Path, lines: int = 60, seed: int = 0) -> Path:
+    """A few hundred lines of words with a Zipf-like spread of frequencies."""
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(60)]
+    path.write_text("".join(" ".join(rng.choice(words[: rng.randint(3, 60)]) for _ in range(12)) + "\n"
+                            for _ in range(lines)))
+    return path
+
+
+def cli_error(argv: list[str], capsys) -> str:
+    """stderr of a command that must end with one usage error line (exit 2) and no traceback."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2, err
+    assert "Traceback" not in err
+    return err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("tokenizer", ["word", "numeracy"])
+def test_a_vocabulary_leaving_most_tokens_unknown_is_refused(tmp_path, capsys, tokenizer):
+    train = write_corpus(tmp_path / "train.txt")
+    err = cli_error([*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "run"),
+                     "--tokenizer", tokenizer, "--min-frequency", "1000000000"], capsys)
+    assert err.startswith("hf-nlm train: error: --min-frequency 1000000000 keeps 0 of the 56 distinct training words")
+    assert "720 of the 720 training tokens (100.0%) would be unknown, more than 50%" in err
+    suggested = int(err.split("; --min-frequency ")[1].split()[0])
+    main([*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "ok"), "--tokenizer", tokenizer,
+          "--min-frequency", str(suggested)])  # the value the message suggests trains
+    err = cli_error([*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "run"), "--vocab-size", "3"],
+                    capsys)
+    assert "--vocab-size 3 keeps 1 of the 56 distinct training words" in err and "; --vocab-size " in err
+
+
+def test_old_mac_line_ends_are_line_ends(tmp_path):
+    for name, end in (("mac.txt", "\r"), ("dos.txt", "\r\n"), ("unix.txt", "\n")):
+        (tmp_path / name).write_bytes(end.join(["a b", "", "c d"]).encode() + end.encode())
+    for name in ("mac.txt", "dos.txt", "unix.txt"):
+        assert load_text_files(train=tmp_path / name)["train"]["text"] == ["a b", "", "c d"]
+    (tmp_path / "bad.txt").write_bytes(b"one\rtwo\r\xff three\r")
+    with pytest.raises(ValueError, match="line 3"):
+        load_text_files(train=tmp_path / "bad.txt")
+
+
+def test_a_folder_as_train_file_is_named_with_its_files(tmp_path, capsys):
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    write_corpus(folder / "b.txt")
+    write_corpus(folder / "a.txt")
+    err = cli_error([*TRAIN, "--train-file", str(folder), "--output-dir", str(tmp_path / "run")], capsys)
+    assert err == f"hf-nlm train: error: --train-file {folder} is a folder, not a file: give files (the text files " \
+                  "in it: a.txt b.txt)"
+
+
+def test_a_non_finite_loss_is_one_line_and_leaves_a_checkpoint(tmp_path, capsys):
+    train = write_corpus(tmp_path / "train.txt")
+    argv = [*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "run")]
+    argv[argv.index("--learning-rate") + 1] = "1e30"
+    err = cli_error(argv, capsys)
+    assert err.startswith("hf-nlm train: error: non-finite training loss (")
+    assert "lower --learning-rate" in err
+    checkpoints = sorted((tmp_path / "run" / "checkpoints").iterdir())
+    assert checkpoints and (checkpoints[-1] / "trainer_state.json").is_file()
+    assert f"saved in {checkpoints[-1]}" in err
+
+
+@pytest.mark.parametrize("flags", [["--context-size", "100000"], ["--hidden-size", "10000000"]])
+def test_a_model_too_large_for_the_memory_is_refused_before_building_it(tmp_path, capsys, monkeypatch, flags):
+    from hf_nlm.cli import recipes
+
+    monkeypatch.setattr(recipes, "available_memory", lambda gpu: (2 * 10**9, "memory available"))
+    train = write_corpus(tmp_path / "train.txt")
+    err = cli_error([*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "run"), *flags], capsys)
+    assert "parameters: training it with adam needs about" in err
+    assert "more than the 2.0 GB of memory available; lower " in err and flags[0] in err
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_resume_refuses_changed_settings_and_keeps_the_runs(tmp_path, capsys):
+    train, other = write_corpus(tmp_path / "train.txt"), write_corpus(tmp_path / "other.txt", seed=1)
+    run = tmp_path / "run"
+    first = [*TRAIN, "--train-file", str(train), "--output-dir", str(run), "--learning-rate", "0.003",
+             "--min-frequency", "2"]
+    assert main(first) == 0
+    resume = ["train", "--no-progress-bar", "--output-dir", str(run), "--resume"]
+    for changed, run_value in ((["--train-file", str(other)], str(train)), (["--learning-rate", "0.5"], "0.003"),
+                               (["--hidden-size", "8"], "4"), (["--min-frequency", "1"], "2")):
+        err = cli_error([*resume, *changed], capsys)
+        assert f"{changed[0]} {changed[1]} (the run's: {run_value})" in err, err
+        assert "Drop them to resume" in err
+    # Without those flags the run's settings are kept (not the defaults); the length may change.
+    capsys.readouterr()
+    assert main([*resume, "--max-steps", "4", "--no-eval-test"]) == 0
+    assert "changed: --max-steps 4 (the run's: 2)" in capsys.readouterr().err
+    results = json.loads((run / "results.json").read_text())
+    assert results["training_config"]["learning_rate"] == 0.003
+    assert results["training_config"]["optimizer"] == "adam"
+    assert results["global_step"] == 4
+    assert results["run_settings"]["train_file"] == [str(train.resolve())]
+    assert results["run_settings"]["min_frequency"] == 2
+    assert json.loads((run / "config.json").read_text())["hidden_size"] == 4
+    lrs = {json.loads(line).get("lr") for line in (run / "log.jsonl").read_text().splitlines()} - {None}
+    assert max(lrs) <= 0.003
