@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 
 import pytest
+from bad_input_helpers import cli_error
 
 from hf_nlm.cli import main
 from hf_nlm.data import load_text_files
@@ -16,6 +17,11 @@ from hf_nlm.data import load_text_files
 TRAIN = ["train", "--no-progress-bar", "--no-eval-test", "--max-steps", "2", "--optimizer", "adam",
          "--learning-rate", "1e-3", "--context-size", "2", "--embedding-size", "4", "--hidden-size", "4",
          "--batch-size", "4", "--block-size", "8", "--logging-steps", "1"]
+
+
+def error_line(argv: list[str], capsys) -> str:
+    """The one error line of a command that must end with a usage error (exit 2) and no traceback."""
+    return cli_error(argv, capsys).strip().splitlines()[-1]
 
 
 def write_corpus(path: Path, lines: int = 60, seed: int = 0) -> Path:
@@ -27,28 +33,17 @@ def write_corpus(path: Path, lines: int = 60, seed: int = 0) -> Path:
     return path
 
 
-def cli_error(argv: list[str], capsys) -> str:
-    """stderr of a command that must end with one usage error line (exit 2) and no traceback."""
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2, err
-    assert "Traceback" not in err
-    return err.strip().splitlines()[-1]
-
-
 @pytest.mark.parametrize("tokenizer", ["word", "numeracy"])
 def test_a_vocabulary_leaving_most_tokens_unknown_is_refused(tmp_path, capsys, tokenizer):
     train = write_corpus(tmp_path / "train.txt")
-    err = cli_error([*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "run"),
+    err = error_line([*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "run"),
                      "--tokenizer", tokenizer, "--min-frequency", "1000000000"], capsys)
     assert err.startswith("hf-nlm train: error: --min-frequency 1000000000 keeps 0 of the 56 distinct training words")
     assert "720 of the 720 training tokens (100.0%) would be unknown, more than 50%" in err
     suggested = int(err.split("; --min-frequency ")[1].split()[0])
     main([*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "ok"), "--tokenizer", tokenizer,
           "--min-frequency", str(suggested)])  # the value the message suggests trains
-    err = cli_error([*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "run"), "--vocab-size", "3"],
+    err = error_line([*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "run"), "--vocab-size", "3"],
                     capsys)
     assert "--vocab-size 3 keeps 1 of the 56 distinct training words" in err and "; --vocab-size " in err
 
@@ -68,7 +63,7 @@ def test_a_folder_as_train_file_is_named_with_its_files(tmp_path, capsys):
     folder.mkdir()
     write_corpus(folder / "b.txt")
     write_corpus(folder / "a.txt")
-    err = cli_error([*TRAIN, "--train-file", str(folder), "--output-dir", str(tmp_path / "run")], capsys)
+    err = error_line([*TRAIN, "--train-file", str(folder), "--output-dir", str(tmp_path / "run")], capsys)
     assert err == f"hf-nlm train: error: --train-file {folder} is a folder, not a file: give files (the text files " \
                   "in it: a.txt b.txt)"
 
@@ -77,7 +72,7 @@ def test_a_non_finite_loss_is_one_line_and_leaves_a_checkpoint(tmp_path, capsys)
     train = write_corpus(tmp_path / "train.txt")
     argv = [*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "run")]
     argv[argv.index("--learning-rate") + 1] = "1e30"
-    err = cli_error(argv, capsys)
+    err = error_line(argv, capsys)
     assert err.startswith("hf-nlm train: error: non-finite training loss (")
     assert "lower --learning-rate" in err
     checkpoints = sorted((tmp_path / "run" / "checkpoints").iterdir())
@@ -91,7 +86,7 @@ def test_a_model_too_large_for_the_memory_is_refused_before_building_it(tmp_path
 
     monkeypatch.setattr(recipes, "available_memory", lambda gpu: (2 * 10**9, "memory available"))
     train = write_corpus(tmp_path / "train.txt")
-    err = cli_error([*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "run"), *flags], capsys)
+    err = error_line([*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "run"), *flags], capsys)
     assert "parameters: training it with adam needs about" in err
     assert "more than the 2.0 GB of memory available; lower " in err and flags[0] in err
     assert not (tmp_path / "run" / "checkpoints").exists()
@@ -106,7 +101,7 @@ def test_resume_refuses_changed_settings_and_keeps_the_runs(tmp_path, capsys):
     resume = ["train", "--no-progress-bar", "--output-dir", str(run), "--resume"]
     for changed, run_value in ((["--train-file", str(other)], str(train)), (["--learning-rate", "0.5"], "0.003"),
                                (["--hidden-size", "8"], "4"), (["--min-frequency", "1"], "2")):
-        err = cli_error([*resume, *changed], capsys)
+        err = error_line([*resume, *changed], capsys)
         assert f"{changed[0]} {changed[1]} (the run's: {run_value})" in err, err
         assert "Drop them to resume" in err
     # Without those flags the run's settings are kept (not the defaults); the length may change.
