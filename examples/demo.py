@@ -5,9 +5,11 @@
 2. A word-level tokenizer with frequency-sorted ids.
 3. An NPLM (n = 5, m = 30, h = 60, no direct connections: a smaller, faster cousin of the paper's
    MLP5/MLP9) trained with Adam through hf_nlm's Accelerate loop, early stopping on validation.
-4. Validation and test perplexity, three beam-search continuations of fixed prompts.
-5. The model folder (config, safetensors weights, tokenizer, generation config, model card) is
-   reloaded with AutoModelForCausalLM and generates the same continuations again.
+4. Validation and test perplexity beside a Kneser-Ney 5-gram on the same split and vocabulary and the
+   mixture of the two (the weight fitted on validation), as Bengio et al. report them (Table 1).
+5. Three prompts continued by beam search and by sampling, the settings printed.
+6. The model folder (config, safetensors weights, tokenizer, generation config, model card, curves.png)
+   is reloaded with AutoModelForCausalLM and generates the same continuations again.
 
 Run `python examples/demo.py --help` for the knobs; `--epochs 1 --max-steps 50` is a smoke test.
 """
@@ -24,19 +26,48 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 import hf_nlm
 from hf_nlm.data import load_brown, load_ptb
 from hf_nlm.hub.model_card import write_model_card
+from hf_nlm.ngram import KneserNeyLM
+from hf_nlm.ngram.mixture import evaluate_mixture
 from hf_nlm.tokenization import train_word_level_tokenizer
 from hf_nlm.training import TrainingConfig, train_lm
 
 PROMPTS = ["the president of the united states", "in the morning , she", "the church"]
 
+# Beam search over an n-gram-window model prefers short, frequent phrases and loops through them:
+# ask for at least 8 words, forbid repeating any trigram, and penalise every word already written
+# (repetition_penalty), which keeps the beams off the one bland sentence every prompt would end in.
+# <unk> stands for thousands of rare words, so it is the likeliest "word" after many contexts: never
+# generate it.
+BEAM = {"num_beams": 5, "max_new_tokens": 15, "min_new_tokens": 8, "no_repeat_ngram_size": 3,
+        "repetition_penalty": 1.5, "do_sample": False}
+# Sampling from the nucleus of the distribution (Holtzman et al. 2020), a little sharpened.
+SAMPLE = {"do_sample": True, "num_beams": 1, "top_p": 0.9, "temperature": 0.8, "max_new_tokens": 15, "min_new_tokens": 8}
 
-def continuations(model, tokenizer, prompts: list[str]) -> dict[str, str]:
+
+def continuations(model, tokenizer, prompts: list[str], settings: dict, seed: int = 0) -> dict[str, str]:
     out = {}
     for prompt in prompts:
+        torch.manual_seed(seed)  # the same samples again after a reload
         ids = tokenizer(prompt, return_tensors="pt").input_ids
-        generated = model.generate(ids, attention_mask=torch.ones_like(ids))
+        generated = model.generate(ids, attention_mask=torch.ones_like(ids), **settings)
         out[prompt] = tokenizer.decode(generated[0, ids.shape[1]:], skip_special_tokens=True).strip()
     return out
+
+
+def comparison_table(model, tokenizer, corpus, nplm_results: dict) -> dict[str, dict[str, float]]:
+    """Validation and test perplexity of the NPLM, a Kneser-Ney 5-gram fitted on the same training split
+    with the same tokenizer, and their mixture a P_nplm + (1 - a) P_kn, a fitted on validation."""
+    kn = KneserNeyLM.from_texts(corpus["train"]["text"], tokenizer, 5)
+    fitted = evaluate_mixture(model, kn, corpus["validation"], tokenizer, weight="fit", validation=corpus["validation"])
+    weight = fitted["mixture_weight"]
+    return {
+        "NPLM": {s: nplm_results[s]["perplexity"] for s in ("validation", "test")},
+        "Kneser-Ney 5-gram": {s: kn.evaluate(corpus[s], tokenizer)["perplexity"] for s in ("validation", "test")},
+        f"mixture (a = {weight:.2f})": {
+            "validation": fitted["perplexity"],
+            "test": evaluate_mixture(model, kn, corpus["test"], tokenizer, weight=weight)["perplexity"],
+        },
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -62,14 +93,8 @@ def main(argv: list[str] | None = None) -> dict:
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
     )
     model = hf_nlm.NPLMForCausalLM(config)
-    # Beam search prefers short hypotheses (". <eos>" is very likely) and, over an n-gram model, loops:
-    # ask for at least 8 words and forbid repeating any trigram.
-    # <unk> stands for thousands of rare words, so it is the likeliest "word" after many contexts:
-    # never generate it.
-    model.generation_config.update(
-        num_beams=5, max_new_tokens=15, min_new_tokens=8, no_repeat_ngram_size=3, do_sample=False,
-        suppress_tokens=[tokenizer.unk_token_id],
-    )
+    # Saved with the model: what generate() does by default after a reload.
+    model.generation_config.update(**BEAM, suppress_tokens=[tokenizer.unk_token_id])
     print(f"NPLM n={config.order} m={config.embedding_size} h={config.hidden_size}: {model.num_parameters():,} parameters")
 
     training = TrainingConfig(
@@ -85,9 +110,18 @@ def main(argv: list[str] | None = None) -> dict:
         r = results[split]
         print(f"{split:>10} perplexity {r['perplexity']:8.2f}  ({r['num_tokens']:,} tokens, {r['num_unk']:,} <unk>)")
     model.eval()
-    samples = continuations(model, tokenizer, PROMPTS)
-    print("beam search (5 beams):")
+    table = comparison_table(model, tokenizer, corpus, results)
+    print(f"{'perplexity':<22}{'validation':>12}{'test':>10}")
+    for name, row in table.items():
+        print(f"{name:<22}{row['validation']:>12.2f}{row['test']:>10.2f}")
+
+    samples = continuations(model, tokenizer, PROMPTS, {})  # the saved generation config: BEAM
+    sampled = continuations(model, tokenizer, PROMPTS, SAMPLE)
+    print("beam search (" + ", ".join(f"{k}={v}" for k, v in BEAM.items() if k != "do_sample") + ", <unk> suppressed):")
     for prompt, text in samples.items():
+        print(f"  {prompt} -> {text}")
+    print("sampling (" + ", ".join(f"{k}={v}" for k, v in SAMPLE.items() if k != "do_sample") + ", seed 0):")
+    for prompt, text in sampled.items():
         print(f"  {prompt} -> {text}")
     write_model_card(
         args.output_dir, model.config, dataset=args.corpus, num_parameters=model.num_parameters(),
@@ -96,13 +130,15 @@ def main(argv: list[str] | None = None) -> dict:
 
     reloaded = AutoModelForCausalLM.from_pretrained(args.output_dir)
     reloaded_tokenizer = AutoTokenizer.from_pretrained(args.output_dir)
-    again = continuations(reloaded, reloaded_tokenizer, PROMPTS)
-    same = again == samples
+    again = (continuations(reloaded, reloaded_tokenizer, PROMPTS, {}),
+             continuations(reloaded, reloaded_tokenizer, PROMPTS, SAMPLE))
+    same = again == (samples, sampled)
     print(f"reloaded {type(reloaded).__name__} from {args.output_dir}: same continuations = {same}")
     if not same:
         raise SystemExit(f"reloaded model generated differently: {json.dumps(again, indent=1)}")
+    print(f"training curves: {args.output_dir}/curves.png")
     print(f"done in {time.time() - start:.0f} s; model folder: {args.output_dir}")
-    return results
+    return {**results, "comparison": table}
 
 
 if __name__ == "__main__":
