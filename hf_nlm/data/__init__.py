@@ -3,6 +3,7 @@
 ``lm`` tokenises a split into one token stream (ids and extra per-token fields) and cuts it into
 blocks; ``stream`` cuts it into columns for stateful BPTT; ``sampler`` serves the training batches of
 either; ``pairs`` tokenises and batches paired (source, target) examples for encoder-decoder models;
+``collator`` pads examples for transformers' ``Trainer`` and keeps every ``<eos>`` a target;
 ``batching`` chooses among them for a model (:func:`batching_for`).
 
 The names below load their module on first use (PEP 562), so importing one light module of this
@@ -26,6 +27,8 @@ _MODULE_OF = {
     "lm_context_size": "batching",
     "split_texts": "batching",
     "target_labels": "batching",
+    "DataCollatorForCausalLM": "collator",
+    "check_collator": "collator",
     "CorpusFormatError": "corpora",
     "first_lines": "corpora",
     "load_brown": "corpora",

@@ -28,6 +28,10 @@ def wrap_tokenizer(
     ``<unk>`` (or ``unk_token``) is id 0; ``<eos>`` (id 1) marks sentence ends and doubles as bos and
     pad, as ``<|endoftext|>`` does for GPT-2: an LM trained on sentence streams reads ``<eos>`` as "a
     new sentence starts here", which is exactly what a prompt's left context should say.
+    Because pad == eos, a collator that finds padding by comparing ids with ``pad_token_id`` (transformers'
+    ``DataCollatorForLanguageModeling(mlm=False)``) also drops every ``<eos>`` from the targets: with
+    transformers' ``Trainer`` use :class:`hf_nlm.data.DataCollatorForCausalLM`, which pads by length
+    (:func:`hf_nlm.data.check_collator` tells whether a collator keeps the sentence ends).
     ``tokenizer_class``: a ``PreTrainedTokenizerFast`` subclass to build (the numeracy tokenizer's).
     """
     return tokenizer_class(
