@@ -50,31 +50,49 @@ def attention_weights(model, tokenizer, source_text: str, **generate_kwargs) -> 
     return text, source_tokens, generated_tokens, weights
 
 
-def plot_attention(model, tokenizer, source_text: str, path: str | os.PathLike, **generate_kwargs) -> tuple[str, torch.Tensor]:
-    """Generate from ``source_text`` (see :func:`attention_weights`) and write the attention heatmap PNG to ``path``:
-    source words on the x axis, generated words on the y axis, darker = more weight (each row sums to 1).
-
-    Returns ``(generated text, weights (T_generated, T_source))``.
-    """
+def attention_figure(weights: torch.Tensor, source_tokens: list[str], generated_tokens: list[str], title: str = "attention"):
+    """The heatmap Figure of :func:`plot_attention`: the colour scale runs from 0 to the largest weight
+    (shown in the title, with a colour bar), so weights spread evenly over a long source still show their
+    differences; on grids of at most 20 x 20 each cell is written out."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display needed
     import matplotlib.pyplot as plt
 
-    text, source_tokens, generated_tokens, weights = attention_weights(model, tokenizer, source_text, **generate_kwargs)
-    rows, cols = weights.shape
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.45 * cols + 2), max(3.0, 0.4 * rows + 1.5)))
-    image = ax.imshow(weights.numpy(), cmap="Greys", vmin=0.0, vmax=1.0, aspect="auto")
+    values = weights.float().numpy()
+    rows, cols = values.shape
+    vmax = float(values.max()) if values.size and values.max() > 0 else 1.0
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.55 * cols + 2), max(3.0, 0.4 * rows + 1.5)))
+    image = ax.imshow(values, cmap="Greys", vmin=0.0, vmax=vmax, aspect="auto")
+    if rows <= 20 and cols <= 20:
+        for t in range(rows):
+            for j in range(cols):
+                ax.text(j, t, f"{values[t, j]:.2f}", ha="center", va="center", fontsize=7,
+                        color="white" if values[t, j] > 0.6 * vmax else "black")
     ax.set_xticks(range(cols), source_tokens, rotation=60, ha="right")
     ax.set_yticks(range(rows), generated_tokens)
     ax.set_xlabel("source")
     ax.set_ylabel("generated")
-    ax.set_title(f"attention ({model.config.attention})")
+    ax.set_title(f"{title}; colour 0 to max weight {vmax:.3g}; rows sum to 1", fontsize=9)
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="a_tj")
     fig.tight_layout()
+    return fig
+
+
+def plot_attention(model, tokenizer, source_text: str, path: str | os.PathLike, **generate_kwargs) -> tuple[str, torch.Tensor]:
+    """Generate from ``source_text`` (see :func:`attention_weights`) and write the attention heatmap PNG to ``path``
+    (drawn by :func:`attention_figure`): source words on the x axis, generated words on the y axis, darker =
+    more weight (each row sums to 1; the colour scale ends at the largest weight).
+
+    Returns ``(generated text, weights (T_generated, T_source))``.
+    """
+    import matplotlib.pyplot as plt
+
+    text, source_tokens, generated_tokens, weights = attention_weights(model, tokenizer, source_text, **generate_kwargs)
+    fig = attention_figure(weights, source_tokens, generated_tokens, f"attention ({model.config.attention})")
     fig.savefig(os.fspath(path), dpi=120)
     plt.close(fig)
     return text, weights
 
 
-__all__ = ["attention_weights", "plot_attention"]
+__all__ = ["attention_figure", "attention_weights", "plot_attention"]

@@ -114,24 +114,46 @@ def numeral_density(model, tokenizer, context: str, points: int = 2000) -> tuple
     return inverse_transform(u, mixture.transform).numpy(), density.numpy(), float(mixture.median(hidden))
 
 
-def plot_numeral_density(model, tokenizer, context: str, path: str | Path, value: float | None = None) -> tuple:
-    """Save the MoG head's predicted density of the next numeral after ``context`` as a PNG, the median
-    and (if given) the true ``value`` marked; returns :func:`numeral_density`'s arrays."""
-    plt = _pyplot()
+def density_figure(v: np.ndarray, density: np.ndarray, median: float, value: float | None = None,
+                   log_space: bool = True, context: str = ""):
+    """The Figure of :func:`plot_numeral_density` from :func:`numeral_density`'s arrays.
 
-    v, density, median = numeral_density(model, tokenizer, context)
-    log_space = model.lm_head.mixture.transform == "log"
+    The x axis spans the grid, the mixture's 0.001-0.999 quantiles (widened to show ``value``): a
+    symmetric-log axis where negative numerals hold mass (the grid starts below 0), a log axis where
+    only positive ones do, a linear axis for the untransformed mixture."""
+    plt = _pyplot()
+    from matplotlib.ticker import FuncFormatter
+
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(v, density, color="tab:blue")
+    ax.plot(v, density, color="tab:blue", label="predicted density")
     ax.axvline(median, color="tab:green", linestyle="--", label=f"median {median:,.4g}")
+    low, high = float(v[0]), float(v[-1])
     if value is not None:
         ax.axvline(value, color="tab:red", label=f"true value {value:,.4g}")
-    if log_space:
-        ax.set_xscale("symlog")
-    ax.set_xlabel("next numeral v")
+        low, high = min(low, value), max(high, value)
+    if log_space and low <= 0:
+        ax.set_xscale("symlog", linthresh=1.0)
+    elif log_space:
+        ax.set_xscale("log")
+    ax.set_xlim(low, high)
+    if log_space:  # plain numbers, not 10^k: one short label per decade
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.6g}"))
+        ax.xaxis.set_minor_formatter(FuncFormatter(lambda x, _: ""))
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("next numeral v (axis: the mixture's 0.001-0.999 quantiles)")
     ax.set_ylabel("density of sign(v) log(1 + |v|)" if log_space else "density of v")
     ax.set_title(f"after: {context[-60:]!r}", fontsize=9)
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_numeral_density(model, tokenizer, context: str, path: str | Path, value: float | None = None) -> tuple:
+    """Save the MoG head's predicted density of the next numeral after ``context`` as a PNG (drawn by
+    :func:`density_figure`), the median and (if given) the true ``value`` marked; returns
+    :func:`numeral_density`'s arrays."""
+    v, density, median = numeral_density(model, tokenizer, context)
+    fig = density_figure(v, density, median, value, model.lm_head.mixture.transform == "log", context)
     _save(fig, path)
     return v, density, median
 
@@ -170,4 +192,4 @@ def plot_strategy_weights(model, tokenizer, text: str, path: str | Path) -> tupl
     return tokens, weights
 
 
-__all__ = ["plot_strategy_weights", "strategy_weights", "numeral_density", "numeral_vectors", "plot_numeral_density", "plot_numeral_embeddings", "project_2d"]
+__all__ = ["plot_strategy_weights", "strategy_weights", "density_figure", "numeral_density", "numeral_vectors", "plot_numeral_density", "plot_numeral_embeddings", "project_2d"]

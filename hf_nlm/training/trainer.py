@@ -754,7 +754,7 @@ class LMTrainer:
             )
             with open(self.output_dir / "results.json", "w", encoding="utf-8") as f:
                 json.dump(results, f, indent=2, sort_keys=True)
-            plot_curves(self.log_path, self.output_dir / "curves.png")
+            plot_curves(self.log_path, self.output_dir / "curves.png", results=results)
         acc.wait_for_everyone()
         return results
 
