@@ -30,9 +30,18 @@ COMMANDS: dict[str, str] = {
 }
 
 
+class Parser(argparse.ArgumentParser):
+    """The parser of ``hf-nlm`` and of each command (its subparsers are of this class too): a usage error
+    prints where to find the options and ``PROG: error: MESSAGE``, not the whole usage block; exit status 2."""
+
+    def error(self, message: str):
+        # Where argparse puts the usage block: the error stays the last line (scripts read it there).
+        self.exit(2, f"({self.prog} --help for the options)\n{self.prog}: error: {message}\n")
+
+
 def command_parsers() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
     """The top-level parser and its (empty) subparsers action: the full parser fills in each command."""
-    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
+    parser = Parser(prog=PROG, description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
     return parser, sub
 

@@ -161,6 +161,20 @@ def _load_problems(info: dict, allowed_missing=(), ignore_unexpected=()) -> str 
     return "; ".join(parts) or None
 
 
+def _follow_umask(folder: str | os.PathLike) -> None:
+    """Give the weight files ``save_pretrained`` wrote into ``folder`` the permissions of its ``config.json``
+    (those of the umask): safetensors writes through a private temp file, so they would otherwise be 0600."""
+    config = os.path.join(os.fspath(folder), "config.json")
+    if not os.path.isfile(config):
+        return
+    mode = os.stat(config).st_mode & 0o777
+    for name in os.listdir(folder):
+        path = os.path.join(os.fspath(folder), name)
+        if name.endswith((".safetensors", ".safetensors.index.json", ".bin")) and os.path.isfile(path):
+            if os.stat(path).st_mode & 0o777 != mode:
+                os.chmod(path, mode)
+
+
 def check_finite_weights(model: nn.Module, where) -> None:
     """Raise ``ValueError`` naming the tensor and ``where`` it came from (a callable: key -> file) if a
     floating-point parameter or buffer of ``model`` holds NaN or inf."""
@@ -390,6 +404,7 @@ class NLMPreTrainedModel(PreTrainedModel):
                     f"{said} but its head ({type(head).__name__}) has {wrong}"
                 )
         saved = super().save_pretrained(save_directory, *args, **kwargs)
+        _follow_umask(save_directory)
         # A model card (README.md) with the Hub metadata, unless the folder has one (a run's richer card).
         card = os.path.join(os.fspath(save_directory), "README.md")
         if not os.path.exists(card) and (kwargs.get("is_main_process", True)):

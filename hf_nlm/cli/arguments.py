@@ -24,7 +24,7 @@ DERIVED_FIELDS = ("vocab_size", "bos_token_id", "eos_token_id", "pad_token_id", 
 
 
 def fail(parser: argparse.ArgumentParser, message: str):
-    parser.error(message)  # prints usage + message to stderr, exits with status 2
+    parser.error(message)  # "hf-nlm CMD: error: MESSAGE" and the --help hint on stderr, exit status 2
 
 
 def _optional(convert: Callable) -> Callable:
@@ -104,9 +104,15 @@ def model_flags(models) -> dict[str, dict[str, str]]:
     return flags
 
 
+#: Where a field's description ends its first sentence: a full stop, then a space and a capital letter or a digit, not
+#: after an abbreviation ("et al. Sec. 3" and "e.g. LSTM" go on).
+_SENTENCE_END = re.compile(r"(?<!\bal)(?<!\bsec)(?<!\bSec)(?<!\be\.g)(?<!\bi\.e)(?<!\bcf)(?<!\bvs)(?<!\bEq)(?<!\bFig)"
+                           r"(?<!\bapprox)\.\s+(?=[A-Z0-9])")
+
+
 def _first_sentence(doc: str) -> str:
-    """A field's description up to its first full stop (not the one of "et al."), without markdown."""
-    return re.split(r"(?<! al)\. ", doc.replace("`", ""), maxsplit=1)[0].rstrip(".")
+    """A field's description up to the end of its first sentence (:data:`_SENTENCE_END`), without markdown."""
+    return _SENTENCE_END.split(doc.replace("`", ""), maxsplit=1)[0].rstrip(".")
 
 
 def option_flag(dest: str) -> str:

@@ -212,6 +212,15 @@ def _draw(parser: argparse.ArgumentParser, output: str, draw):
         fail(parser, f"cannot write the picture {output}: {err.strerror or err}")
 
 
+def _numeral_embeddings(plot, model, tokenizer, output: str, which: str):
+    """``plot(model, tokenizer, output, which=which)``; its errors name the flag (``--which input``), not the
+    Python argument (``which='input'``)."""
+    try:
+        return plot(model, tokenizer, output, which=which)
+    except ValueError as err:
+        raise ValueError(str(err).replace("which='input'", "--which input")) from err
+
+
 def cmd_plot_numerals(args: argparse.Namespace) -> int:
     from ..plots.numerals import plot_numeral_density, plot_numeral_embeddings, plot_strategy_weights
 
@@ -228,6 +237,7 @@ def cmd_plot_numerals(args: argparse.Namespace) -> int:
     elif args.weights_along is not None:
         _draw(args.parser, output, lambda: plot_strategy_weights(model, tokenizer, args.weights_along, output))
     else:
-        _draw(args.parser, output, lambda: plot_numeral_embeddings(model, tokenizer, output, which=args.which))
+        _draw(args.parser, output, lambda: _numeral_embeddings(plot_numeral_embeddings, model, tokenizer, output,
+                                                               args.which))
     print(output)
     return 0

