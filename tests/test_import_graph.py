@@ -21,6 +21,7 @@ DEFERRED_DEPENDENCIES = {
     "huggingface_hub": "only the Hub upload and the card metadata need its model-card classes",
     "transformers": "the command line and the Auto-class registration import it when they run",
     "torch": "the command line builds its parser without torch",
+    "hf_nlm_cli": "the console script's parser class, for the download command's short errors; it imports nothing of hf_nlm",
     "logging": "standard library, used once",
     "shlex": "standard library, used once",
     "psutil": "optional: the free memory where /proc/meminfo cannot be read",
