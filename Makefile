@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine:
-#   make demo   train a small NPLM on the Brown corpus, evaluate, generate, save and reload it
+#   make demo   train a small NPLM on the Brown corpus, compare it with a Kneser-Ney 5-gram, generate, save and reload it
 #   make test   the test suite
 # Both create .venv, install the CPU torch wheel and the package with the exact versions of
 # constraints.txt (the lock the suite passed with), and fetch the corpora into $(HF_NLM_DATA)

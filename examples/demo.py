@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 
 import torch
@@ -25,21 +26,22 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import hf_nlm
 from hf_nlm.data import load_brown, load_ptb
+from hf_nlm.evaluation import token_log_probs
 from hf_nlm.hub.model_card import write_model_card
 from hf_nlm.ngram import KneserNeyLM
-from hf_nlm.ngram.mixture import evaluate_mixture
+from hf_nlm.ngram.mixture import fit_mixture_weight, mix_log_probs
 from hf_nlm.tokenization import train_word_level_tokenizer
 from hf_nlm.training import TrainingConfig, train_lm
 
 PROMPTS = ["the president of the united states", "in the morning , she", "the church"]
 
-# Beam search over an n-gram-window model prefers short, frequent phrases and loops through them:
-# ask for at least 8 words, forbid repeating any trigram, and penalise every word already written
-# (repetition_penalty), which keeps the beams off the one bland sentence every prompt would end in.
+# Beam search over a small n-gram-window model finds the frequent phrases ("and it is not to be ...") and
+# loops through them: ask for at least 8 words, forbid repeating any trigram, and penalise every word
+# already written, prompt included (repetition_penalty=2.0), so that each prompt is continued differently.
 # <unk> stands for thousands of rare words, so it is the likeliest "word" after many contexts: never
 # generate it.
 BEAM = {"num_beams": 5, "max_new_tokens": 15, "min_new_tokens": 8, "no_repeat_ngram_size": 3,
-        "repetition_penalty": 1.5, "do_sample": False}
+        "repetition_penalty": 2.0, "do_sample": False}
 # Sampling from the nucleus of the distribution (Holtzman et al. 2020), a little sharpened.
 SAMPLE = {"do_sample": True, "num_beams": 1, "top_p": 0.9, "temperature": 0.8, "max_new_tokens": 15, "min_new_tokens": 8}
 
@@ -54,19 +56,25 @@ def continuations(model, tokenizer, prompts: list[str], settings: dict, seed: in
     return out
 
 
-def comparison_table(model, tokenizer, corpus, nplm_results: dict) -> dict[str, dict[str, float]]:
+def comparison_table(model, tokenizer, corpus) -> dict[str, dict[str, float]]:
     """Validation and test perplexity of the NPLM, a Kneser-Ney 5-gram fitted on the same training split
-    with the same tokenizer, and their mixture a P_nplm + (1 - a) P_kn, a fitted on validation."""
+    with the same tokenizer, and their mixture a P_nplm + (1 - a) P_kn, a fitted on validation: each
+    model scores every token of a split once, the mixture combines the two scores token by token."""
     kn = KneserNeyLM.from_texts(corpus["train"]["text"], tokenizer, 5)
-    fitted = evaluate_mixture(model, kn, corpus["validation"], tokenizer, weight="fit", validation=corpus["validation"])
-    weight = fitted["mixture_weight"]
+    scores = {}
+    for split in ("validation", "test"):
+        ids, log_p_nplm, _ = token_log_probs(model, corpus[split], tokenizer)
+        scores[split] = (log_p_nplm.double().numpy(), kn.stream_log_probs(ids.numpy()))
+    weight = fit_mixture_weight(*scores["validation"])
+
+    def perplexity(log_p) -> float:
+        return math.exp(-float(log_p.mean()))
+
     return {
-        "NPLM": {s: nplm_results[s]["perplexity"] for s in ("validation", "test")},
-        "Kneser-Ney 5-gram": {s: kn.evaluate(corpus[s], tokenizer)["perplexity"] for s in ("validation", "test")},
-        f"mixture (a = {weight:.2f})": {
-            "validation": fitted["perplexity"],
-            "test": evaluate_mixture(model, kn, corpus["test"], tokenizer, weight=weight)["perplexity"],
-        },
+        "NPLM": {split: perplexity(nplm) for split, (nplm, _) in scores.items()},
+        "Kneser-Ney 5-gram": {split: perplexity(ngram) for split, (_, ngram) in scores.items()},
+        f"mixture (a = {weight:.2f})": {split: perplexity(mix_log_probs(nplm, ngram, weight))
+                                        for split, (nplm, ngram) in scores.items()},
     }
 
 
@@ -86,7 +94,6 @@ def main(argv: list[str] | None = None) -> dict:
 
     corpus = load_brown() if args.corpus == "brown" else load_ptb()
     tokenizer = train_word_level_tokenizer(corpus["train"]["text"], min_frequency=4 if args.corpus == "brown" else 1)
-    print(f"{args.corpus}: " + ", ".join(f"{k} {len(v):,} lines" for k, v in corpus.items()) + f"; |V| = {len(tokenizer):,}")
 
     config = hf_nlm.NPLMConfig(
         vocab_size=len(tokenizer), context_size=4, embedding_size=30, hidden_size=60, direct_connections=False,
@@ -110,7 +117,7 @@ def main(argv: list[str] | None = None) -> dict:
         r = results[split]
         print(f"{split:>10} perplexity {r['perplexity']:8.2f}  ({r['num_tokens']:,} tokens, {r['num_unk']:,} <unk>)")
     model.eval()
-    table = comparison_table(model, tokenizer, corpus, results)
+    table = comparison_table(model, tokenizer, corpus)
     print(f"{'perplexity':<22}{'validation':>12}{'test':>10}")
     for name, row in table.items():
         print(f"{name:<22}{row['validation']:>12.2f}{row['test']:>10.2f}")
