@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> dict:
     print("beam search (" + ", ".join(f"{k}={v}" for k, v in BEAM.items() if k != "do_sample") + ", <unk> suppressed):")
     for prompt, text in samples.items():
         print(f"  {prompt} -> {text}")
-    print("sampling (" + ", ".join(f"{k}={v}" for k, v in SAMPLE.items() if k != "do_sample") + ", seed 0):")
+    print("sampling (" + ", ".join(f"{k}={v}" for k, v in SAMPLE.items() if k != "do_sample") + ", fixed random state):")
     for prompt, text in sampled.items():
         print(f"  {prompt} -> {text}")
     write_model_card(
