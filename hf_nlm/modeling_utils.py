@@ -304,20 +304,23 @@ class NLMPreTrainedModel(PreTrainedModel):
         if input_ids is None or input_ids.device.type == "meta" or _tracing():
             return  # min / max read the values: a traced or exported graph has none to read
         V = self.config.vocab_size
-        for name, ids in (("input_ids", input_ids), ("labels", labels), ("shift_labels", shift_labels)):
-            if ids is None:
-                continue
-            if ids is not input_ids and ids.shape != input_ids.shape:
+        given = [(name, ids) for name, ids in (("input_ids", input_ids), ("labels", labels), ("shift_labels", shift_labels))
+                 if ids is not None]
+        for name, ids in given:
+            if ids.shape != input_ids.shape:
                 raise ValueError(
                     f"{name} has shape {tuple(ids.shape)} but input_ids {tuple(input_ids.shape)}: {name} give the "
                     "target of each position of input_ids (-100 for none)"
                 )
-            if ids is not input_ids:
-                ids = ids[ids != -100]
-            if ids.numel() == 0:
-                continue
-            lo, hi = torch.aminmax(ids)
-            if int(lo) < 0 or int(hi) >= V:
+        # One device-to-host read per forward (this runs at every training step and every generated token);
+        # the ids are looked at one by one only when something is wrong.
+        outside = [((ids < 0) & (ids != -100)) | (ids >= V) if name != "input_ids" else (ids < 0) | (ids >= V)
+                   for name, ids in given]
+        if not bool(torch.stack([o.any() for o in outside]).any()):
+            return
+        for (name, ids), wrong in zip(given, outside, strict=True):
+            if bool(wrong.any()):
+                lo, hi = torch.aminmax(ids[ids != -100] if name != "input_ids" else ids)
                 raise ValueError(
                     f"{name} hold ids from {int(lo)} to {int(hi)}, outside the model's vocabulary [0, vocab_size={V}): "
                     "encode the text with the tokenizer saved with the model"
