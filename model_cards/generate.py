@@ -30,7 +30,7 @@ from hf_nlm.hub.model_card import CORPORA, MODEL_DOCS, NGRAM_TYPES, render_card,
 
 @dataclass(frozen=True)
 class Benchmark:
-    """A results file and how its rows were produced (the command line the README quotes)."""
+    """A results file and how its rows were produced (the command line the documentation quotes)."""
 
     results: str  # file name in benchmarks/results
     command: str

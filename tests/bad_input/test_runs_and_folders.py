@@ -168,7 +168,7 @@ def test_generated_unknown_words_stay_visible(unk_lover, capsys):
     assert "2 of the 3 tokens of the prompt 'zzz qqq the' are not in the model's vocabulary" in captured.err
     assert main(["generate", str(unk_lover), "the cat", "--max-new-tokens", "2"]) == 0
     assert "warning" not in capsys.readouterr().err  # a known prompt: no warning
-    # pipeline() drops special tokens, <unk> among them, unless asked to keep them (README).
+    # pipeline() drops special tokens, <unk> among them, unless asked to keep them (docs/training.md).
     pipe = pipeline("text-generation", model=str(unk_lover), device="cpu")
     kept = pipe("the cat", max_new_tokens=3, do_sample=False, skip_special_tokens=False)[0]["generated_text"]
     assert kept.split()[-3:] == ["<unk>"] * 3

@@ -1,5 +1,6 @@
 """Training with transformers' Trainer: our tokenizers use ``<eos>`` as pad, so the stock causal-LM collator
-drops every sentence end from the targets; DataCollatorForCausalLM keeps them, and the README recipe runs."""
+drops every sentence end from the targets; DataCollatorForCausalLM keeps them, and the recipe that README.md and
+docs/training.md show runs."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from hf_nlm import AWDLSTMConfig, AWDLSTMForCausalLM, NPLMConfig, NPLMForCausalL
 from hf_nlm.data import DataCollatorForCausalLM, check_collator
 from hf_nlm.tokenization import NUMERAL_FEATURES, train_numeracy_tokenizer, train_word_level_tokenizer
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+# The pages that show the recipe under a heading "Train with transformers' Trainer": the same block in each.
+RECIPE_PAGES = (ROOT / "README.md", ROOT / "docs" / "training.md")
 LINES = ["the cat sat on the mat", "a dog sat", "the dog ate the cat food", "a cat", "the mat sat on a dog"]
 
 
@@ -25,7 +28,7 @@ def tokenizer():
 
 
 def examples(tokenizer, lines=LINES) -> list[dict[str, list[int]]]:
-    """Each line as the README recipe writes it: ``<eos>``, the words, ``<eos>``."""
+    """Each line as the documented recipe writes it: ``<eos>``, the words, ``<eos>``."""
     eos = tokenizer.eos_token_id
     ids = tokenizer(lines, add_special_tokens=False)["input_ids"]
     return [{"input_ids": [eos, *line, eos]} for line in ids]
@@ -120,21 +123,26 @@ def test_trainer_loss_is_the_models_loss_over_every_token_of_each_example(name, 
     assert stock_loss == pytest.approx(torch.stack(without_eos).mean().item(), rel=1e-5)
 
 
-def readme_recipe() -> str:
-    """The python block of the README section "Train with transformers' Trainer"."""
-    section = README.read_text().split("### Train with transformers' Trainer", 1)[1]
+def documented_recipe(page: Path) -> str:
+    """The first python block of the page's section "Train with transformers' Trainer" (any heading level)."""
+    section = re.split(r"^#+ Train with transformers' Trainer$", page.read_text(), maxsplit=1, flags=re.M)[1]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
+def test_readme_and_docs_show_the_same_recipe():
+    assert documented_recipe(RECIPE_PAGES[0]) == documented_recipe(RECIPE_PAGES[1])
+
+
 @pytest.mark.filterwarnings("ignore:'pin_memory' argument is set as true")
-def test_readme_recipe_runs(tmp_path, monkeypatch):
-    code = readme_recipe()
+def test_documented_recipe_runs(tmp_path, monkeypatch):
+    page = RECIPE_PAGES[0]
+    code = documented_recipe(page)
     corpus = 'load_brown()["train"]["text"]'
     assert corpus in code and "min_frequency=4" in code
     code = code.replace(corpus, repr(LINES * 4)).replace("min_frequency=4", "min_frequency=1")
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
-    exec(compile(code, str(README), "exec"), namespace)
+    exec(compile(code, str(page), "exec"), namespace)
     batch = namespace["collator"](namespace["train"].select(range(2)).to_list())
     eos = namespace["tokenizer"].eos_token_id
     assert (batch["labels"][batch["input_ids"] == eos] != -100).sum() == 4  # two sentence boundaries each
