@@ -29,6 +29,7 @@ the training text, every held-out word outside the vocabulary is an untrained ``
 perplexity rises from the first epochs on, and the weights kept are those of one of the first epochs: a
 model close to unigram frequencies, whose most probable storyline and story repeat its most frequent
 token ("# # # ...").
+
 The sample story is beam search (5 beams) that never writes ``<unk>`` (decoding would drop it silently)
 nor repeats a trigram (the most probable continuation of a small LM is a loop; Holtzman et al. 2020).
 
