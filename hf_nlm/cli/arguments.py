@@ -74,15 +74,18 @@ def add_tokenizer_arguments(parser: argparse.ArgumentParser) -> None:
                        help="word: whitespace words with a frequency cut-off (the papers' setting); numeracy: words "
                             "and numerals (value, precision, digits kept), <unk_word> / <unk_num>; bpe / wordpiece: "
                             "subwords (default: numeracy for --model numeracy_lm, else word)")
-    group.add_argument("--min-frequency", type=int, default=1,
+    group.add_argument("--min-frequency", type=int, default=None,
                        help="keep words (word) or merges (bpe/wordpiece) seen at least this often; Bengio et al. "
-                            "merge Brown words of frequency <= 3, i.e. 4 (default: 1)")
+                            "merge Brown words of frequency <= 3, i.e. 4 (default: the --recipe's, else 1)")
     group.add_argument("--vocab-size", type=_optional(int), default=None,
                        help="maximum vocabulary size (required for bpe/wordpiece; optional cap for word)")
-    group.add_argument("--lowercase", action="store_true", help="lowercase the text before tokenizing")
-    group.add_argument("--split-punctuation", action="store_true",
-                       help="numeracy tokenizer: cut punctuation off words too (raw text such as SOTU); numerals "
-                            "keep their commas, points and signs")
+    group.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
+                       help="lowercase the text before tokenizing (default: no)")
+    group.add_argument("--split-punctuation", action=argparse.BooleanOptionalAction, default=None,
+                       help="word and numeracy tokenizers: cut punctuation off words (raw text such as SOTU: "
+                            "'Nation,' is 'Nation' ','; 'don't', 'U.S.' and numerals such as '1,200.5' keep theirs). "
+                            "Unset: cut when at least 1%% of the training words carry punctuation at their end "
+                            "(raw text), not for tokenized text such as Penn Treebank")
 
 
 def model_flags(models) -> dict[str, dict[str, str]]:
@@ -142,6 +145,7 @@ def add_model_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...]
     (their types, defaults and docstrings), plus the flags that build a tree head's word tree."""
     from ..configuration_utils import NLMConfig, config_field_docs
     from ..models import MODEL_TYPES
+    from ..models.registry import DEFAULT_RECIPE
 
     shared = {f.name for f in dataclasses.fields(NLMConfig)}  # documented once, in NLMConfig
     models = tuple(MODEL_TYPES) if models is None else models
@@ -150,6 +154,13 @@ def add_model_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...]
     )
     default = DEFAULT_MODEL if DEFAULT_MODEL in models else models[0]
     group.add_argument("--model", choices=models, default=default, help=f"model architecture (default: {default})")
+    recipes = {name: list(MODEL_TYPES[name].recipes) for name in models}
+    group.add_argument("--recipe", default=None, metavar="NAME",
+                       help="the training recipe: values for every training, model and tokenizer flag not given "
+                            f"(printed at start). '{DEFAULT_RECIPE}' (the default) learns from a text of about a "
+                            "million words in minutes on a CPU; the others (a paper's settings, or plain SGD): "
+                            + "; ".join(f"{name}: {', '.join(r for r in names if r != DEFAULT_RECIPE)}"
+                                        for name, names in recipes.items() if len(names) > 1))
     for dest, fields in model_flags(models).items():
         configs = {m: MODEL_TYPES[m].config_class for m in fields}
         docs, defaults = {}, {}
@@ -157,11 +168,13 @@ def add_model_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...]
             documented_in = NLMConfig if f in shared else configs[m]
             docs.setdefault(_first_sentence(config_field_docs(documented_in).get(f, "")), []).append(m)
             default = next(x.default for x in dataclasses.fields(configs[m]) if x.name == f)
+            recipe = MODEL_TYPES[m].recipes.get(DEFAULT_RECIPE)
+            default = recipe.model.get(f, default) if recipe else default
             defaults.setdefault(repr(default), []).append(m)
         doc = next(iter(docs)) if len(docs) == 1 else "; ".join(f"{', '.join(ms)}: {d}" for d, ms in docs.items())
         shown = "; ".join(f"{', '.join(ms)}: {value}" for value, ms in defaults.items())
         m, f = next(iter(fields.items()))
-        group.add_argument(option_flag(dest), dest=dest, default=None, help=f"{doc} [default {shown}]",
+        group.add_argument(option_flag(dest), dest=dest, default=None, help=f"{doc} [default recipe: {shown}]",
                            **_field_argument(configs[m], f))
     tree = parser.add_argument_group("tree head: the word tree (Morin & Bengio 2005; Mnih & Hinton 2008)")
     tree.add_argument("--tree", choices=TREE_CHOICES, default=None,
@@ -184,12 +197,13 @@ def add_training_arguments(parser: argparse.ArgumentParser, resume: bool = True)
         if f.name == "output_dir":
             group.add_argument(flag, required=True, help=help_text)
         elif kind == "bool":
-            group.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=help_text)
+            group.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
+                               help=f"{help_text} (default: the --recipe's, else {'yes' if f.default else 'no'})")
         else:
             base = {"int": int, "float": float, "str": str}[kind.split(" |")[0]]
             convert = _optional(base) if "None" in kind else base
-            group.add_argument(flag, type=convert, default=f.default, choices=f.metadata.get("choices"),
-                               help=f"{help_text} (default: {f.default})")
+            group.add_argument(flag, type=convert, default=None, choices=f.metadata.get("choices"),
+                               help=f"{help_text} (default: the --recipe's, else {f.default})")
     if not resume:
         return
     group.add_argument("--init-from", default=None, metavar="MODEL_DIR",
@@ -240,6 +254,12 @@ def add_generation_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-p", type=float, default=None,
                         help="nucleus sampling mass, in (0, 1] (with --do-sample; default: 1.0)")
     parser.add_argument("--seed", type=int, default=None, help="seed for sampling")
+    parser.add_argument("--no-repeat-ngram-size", type=int, default=None, metavar="N",
+                        help="never write the same N-gram twice; 0 = allow repeats (default: the model's generation "
+                             "config: 3 for a model hf-nlm train made)")
+    parser.add_argument("--allow-unknown", action="store_true",
+                        help="let the continuation write the unknown-word token, which a model hf-nlm train made "
+                             "never writes by default (its generation config's suppress_tokens)")
 
 
 def add_folder_command(sub: argparse._SubParsersAction, name: str, help_text: str, folder_help: str,

@@ -88,6 +88,8 @@ def check_generation_arguments(args: argparse.Namespace) -> None:
         raise ValueError(f"--temperature must be > 0, got {args.temperature} (for the most likely token, drop --do-sample)")
     if args.top_k is not None and args.top_k < 0:
         raise ValueError(f"--top-k must be >= 0 (0 = all tokens), got {args.top_k}")
+    if args.no_repeat_ngram_size is not None and args.no_repeat_ngram_size < 0:
+        raise ValueError(f"--no-repeat-ngram-size must be >= 0 (0 = allow repeats), got {args.no_repeat_ngram_size}")
     if args.top_p is not None and not 0 < args.top_p <= 1:
         raise ValueError(f"--top-p must be in (0, 1], got {args.top_p}")
     n = args.num_return_sequences
@@ -105,7 +107,12 @@ def generation_settings(args: argparse.Namespace) -> dict:
     except ValueError as err:
         fail(args.parser, str(err))
     sampling = {k: default if getattr(args, k) is None else getattr(args, k) for k, default in SAMPLING_DEFAULTS.items()}
-    return {"num_beams": args.num_beams, "do_sample": args.do_sample, **(sampling if args.do_sample else {})}
+    settings = {"num_beams": args.num_beams, "do_sample": args.do_sample, **(sampling if args.do_sample else {})}
+    if args.no_repeat_ngram_size is not None:
+        settings["no_repeat_ngram_size"] = args.no_repeat_ngram_size
+    if args.allow_unknown:
+        settings["suppress_tokens"] = None
+    return settings
 
 
 def cmd_generate(args: argparse.Namespace) -> int:

@@ -76,6 +76,7 @@ def training_corpus(args: argparse.Namespace):
 
 def build_tokenizer(args: argparse.Namespace, train_texts):
     """Train the tokenizer the arguments ask for on the training texts."""
+    apply_recipe(args)
     if args.min_frequency < 1:
         raise ValueError(f"--min-frequency must be >= 1, got {args.min_frequency}")
     kind = args.tokenizer or ("numeracy" if getattr(args, "model", None) == "numeracy_lm" else "word")
@@ -84,20 +85,29 @@ def build_tokenizer(args: argparse.Namespace, train_texts):
         from ..tokenization.numerals import NUMERACY_SPECIAL_TOKENS, numeracy_token_counts
         from ..tokenization.word_level import SPECIAL_TOKENS, word_counts
 
-        split_punctuation = getattr(args, "split_punctuation", False)
+        split_punctuation = resolve_split_punctuation(args, train_texts)
         if kind == "word":
-            if split_punctuation:
-                raise ValueError("--split-punctuation applies to --tokenizer numeracy only")
             tokenizer = train_word_level_tokenizer(train_texts, min_frequency=args.min_frequency,
-                                                   lowercase=args.lowercase, max_vocab_size=args.vocab_size)
-            counts = word_counts(train_texts, args.lowercase)
+                                                   lowercase=args.lowercase, max_vocab_size=args.vocab_size,
+                                                   split_punctuation=split_punctuation)
+            counts = word_counts(train_texts, args.lowercase, split_punctuation)
         else:
             tokenizer = train_numeracy_tokenizer(train_texts, min_frequency=args.min_frequency,
                                                  lowercase=args.lowercase, max_vocab_size=args.vocab_size,
                                                  split_punctuation=split_punctuation)
             counts = numeracy_token_counts(train_texts, args.lowercase, split_punctuation)
-        check_vocabulary_coverage(tokenizer, counts, args.min_frequency, args.vocab_size,
-                                  SPECIAL_TOKENS if kind == "word" else NUMERACY_SPECIAL_TOKENS)
+        try:
+            check_vocabulary_coverage(tokenizer, counts, args.min_frequency, args.vocab_size,
+                                      SPECIAL_TOKENS if kind == "word" else NUMERACY_SPECIAL_TOKENS)
+        except ValueError:
+            if "min_frequency" not in getattr(args, "recipe_values", ()) or args.min_frequency == 1:
+                raise
+            # The recipe's cut-off is meant for texts of many thousand words; a small text keeps every word.
+            print(f"--min-frequency {args.min_frequency} (the recipe's) would leave most of this small text unknown; "
+                  "using --min-frequency 1", file=sys.stderr)
+            args.min_frequency = 1
+            args.recipe_values = set(args.recipe_values) - {"min_frequency"}
+            return build_tokenizer(args, train_texts)
         return tokenizer
     if args.vocab_size is None:
         raise ValueError(f"--tokenizer {kind} needs --vocab-size")
@@ -107,6 +117,24 @@ def build_tokenizer(args: argparse.Namespace, train_texts):
         raise ValueError(f"--tokenizer {kind} is not available in this install ({err})") from err
     train = subword.train_bpe_tokenizer if kind == "bpe" else subword.train_wordpiece_tokenizer
     return train(train_texts, vocab_size=args.vocab_size, min_frequency=args.min_frequency, lowercase=args.lowercase)
+
+
+def resolve_split_punctuation(args: argparse.Namespace, train_texts) -> bool:
+    """``--split-punctuation`` / ``--no-split-punctuation``, or unset: split when the training text carries
+    punctuation on its words (:data:`hf_nlm.tokenization.word_level.ATTACHED_PUNCTUATION_SHARE`), which raw
+    text does and tokenized text (Penn Treebank) does not. The choice is written back to ``args`` (so the run
+    records it) and said on stderr."""
+    from ..tokenization.word_level import ATTACHED_PUNCTUATION_SHARE, attached_punctuation_share
+
+    if getattr(args, "split_punctuation", None) is not None:
+        return args.split_punctuation
+    share = attached_punctuation_share(train_texts)
+    args.split_punctuation = share >= ATTACHED_PUNCTUATION_SHARE
+    if int(os.environ.get("RANK", "0")) == 0:
+        said = ("cut off the words (--no-split-punctuation keeps it on them)" if args.split_punctuation else
+                "left as it is (--split-punctuation cuts it off the words)")
+        print(f"punctuation: {share:.1%} of the training words carry some at their end; {said}", file=sys.stderr)
+    return args.split_punctuation
 
 
 #: ``hf-nlm train`` refuses a word-level or numeracy vocabulary that leaves more than this share of the
@@ -151,6 +179,7 @@ def check_vocabulary_coverage(tokenizer, counts, min_frequency: int, vocab_size:
 
 def build_config(args: argparse.Namespace, tokenizer):
     """The model configuration the arguments describe, sized for ``tokenizer`` (no tree shape yet)."""
+    apply_recipe(args)
     from ..configuration_utils import config_field_docs
     from ..heads import HEAD_REGISTRY
     from ..models import MODEL_TYPES
@@ -234,7 +263,26 @@ def build_model(args: argparse.Namespace, tokenizer, train_texts=None):
         raise ValueError(f"--tree / --tree-file need a tree head (--head tree or --model hlbl), not --head {config.head}")
     check_training_memory(args, MODEL_TYPES[args.model].lm_class, config, tree)
     torch.manual_seed(args.seed)  # the same initial weights on every process and every rerun
-    return MODEL_TYPES[args.model].lm_class(config, tree=tree)
+    model = MODEL_TYPES[args.model].lm_class(config, tree=tree)
+    set_generation_defaults(model, tokenizer)
+    return model
+
+
+#: A model ``hf-nlm train`` makes never writes the same n-gram of this length twice (as BART's summarisation
+#: checkpoints do with 3): beam search from a small LM otherwise settles into a loop.
+NO_REPEAT_NGRAM_SIZE = 3
+
+
+def set_generation_defaults(model, tokenizer) -> None:
+    """The generation config a trained model is saved with, so that ``generate()``, ``pipeline`` and ``hf-nlm
+    generate`` write text rather than loops: no repeated n-gram (:data:`NO_REPEAT_NGRAM_SIZE`), and the
+    unknown-word token suppressed: it stands for every word outside the vocabulary at once, so after many
+    contexts it is the likeliest "word", and it reads as nothing. A numeracy tokenizer's ``<unk_num>`` stays: an
+    open-vocabulary strategy writes an unseen numeral there. Both are plain ``GenerationConfig`` fields that
+    ``generate()`` arguments override (``no_repeat_ngram_size=0``, ``suppress_tokens=None``)."""
+    model.generation_config.no_repeat_ngram_size = NO_REPEAT_NGRAM_SIZE
+    if tokenizer.unk_token_id is not None:
+        model.generation_config.suppress_tokens = [tokenizer.unk_token_id]
 
 
 def available_memory(gpu: bool) -> tuple[int, str] | None:
@@ -321,7 +369,54 @@ def _gigabytes(n: int) -> str:
     return f"{n / 1e9:,.1f} GB"
 
 
+def apply_recipe(args: argparse.Namespace) -> None:
+    """Give every training, model and tokenizer setting that no flag gives (and a resumed run did not record)
+    the value of ``--recipe`` (the model type's ``"default"`` recipe when unset), then the rest their
+    ``TrainingConfig`` and tokenizer defaults. Runs once per ``args``; :func:`say_recipe` tells the user."""
+    if getattr(args, "recipe_applied", False):
+        return
+    from ..models import MODEL_TYPES
+    from ..models.registry import DEFAULT_RECIPE
+    from ..training.config import recipe_training_values
+
+    model_type = MODEL_TYPES[args.model]
+    args.recipe = getattr(args, "recipe", None) or DEFAULT_RECIPE
+    if args.recipe not in model_type.recipes:
+        raise ValueError(f"--recipe {args.recipe} is not a recipe of --model {args.model}; its recipes: "
+                         f"{', '.join(model_type.recipes)}")
+    recipe = model_type.recipes[args.recipe]
+    given = given_flags(args) or set()
+    unset = [dest for dest, value in vars(args).items() if value is None and dest not in given]
+    used = {}
+    flag_of = {applies[args.model]: dest for dest, applies in model_flags(MODEL_TYPES).items() if args.model in applies}
+    set_fields = {name: getattr(args, name) for name in vars(args) if name not in unset}
+    values = {**recipe_training_values(recipe, set_fields), **{flag_of[f]: v for f, v in recipe.model.items()},
+              **recipe.tokenizer}
+    for dest, value in values.items():
+        if dest in unset:
+            setattr(args, dest, value)
+            used[dest] = value
+    defaults = {f.name: f.default for f in dataclasses.fields(TrainingConfig)}
+    for dest, value in {**defaults, "min_frequency": 1, "lowercase": False}.items():
+        if dest in unset and dest not in used:
+            setattr(args, dest, value)
+    args.recipe_applied = True
+    args.recipe_values = set(used)
+    shown = ", ".join(f"{option_flag(dest)} {_shown(value)}" for dest, value in used.items())
+    args.recipe_summary = f"recipe {args.recipe} of {args.model} ({recipe.description})" + (f": {shown}" if shown else "")
+
+
+def say_recipe(args: argparse.Namespace) -> None:
+    """Print on stderr (once, on the main process) which recipe :func:`apply_recipe` used and the values it gave,
+    once the data has been read: an error in the data comes first, alone."""
+    summary = getattr(args, "recipe_summary", None)
+    if summary and int(os.environ.get("RANK", "0")) == 0:
+        print(summary, file=sys.stderr)
+    args.recipe_summary = None
+
+
 def training_config(args: argparse.Namespace, resume_from_checkpoint: str | None = None) -> TrainingConfig:
+    apply_recipe(args)
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainingConfig) if hasattr(args, f.name)}
     return TrainingConfig(**values, resume_from_checkpoint=resume_from_checkpoint)
 
@@ -342,7 +437,7 @@ def resume_checkpoint(args: argparse.Namespace) -> Path | None:
 #: The data and tokenizer settings ``hf-nlm train`` records with a run (:func:`run_settings`), by ``dest``.
 RUN_SETTINGS = ("corpus", "data_dir", "train_file", "validation_file", "test_file",
                 *(flag[2:].replace("-", "_") for flag in OPTION_FLAGS.values()),
-                "tokenizer", "min_frequency", "vocab_size", "lowercase", "split_punctuation")
+                "tokenizer", "min_frequency", "vocab_size", "lowercase", "split_punctuation", "recipe")
 
 
 def _setting(args: argparse.Namespace, dest: str):
@@ -424,7 +519,7 @@ def keep_run_settings(args: argparse.Namespace, folder: Path) -> None:
     if args.model in MODEL_TYPES:
         for dest, applies in model_flags(MODEL_TYPES).items():
             value = getattr(args, dest, None)
-            if value is not None and args.model in applies and applies[args.model] in model_config:
+            if is_given(dest) and value is not None and args.model in applies and applies[args.model] in model_config:
                 compare(option_flag(dest), value, model_config[applies[args.model]])
     for dest in ("tree", "tree_file", "init_from"):
         if getattr(args, dest, None) is not None:
@@ -458,8 +553,10 @@ def prepare_training(args: argparse.Namespace):
         model, tokenizer = load_model_folder(checkpoint if checkpoint is not None else Path(init_from))
         model.train()  # from_pretrained returns the model in eval mode
     else:
+        say_recipe(args)
         tokenizer = build_tokenizer(args, datasets["train"]["text"])
         model = build_model(args, tokenizer, datasets["train"]["text"])
+    say_recipe(args)
     return datasets, tokenizer, model, config
 
 

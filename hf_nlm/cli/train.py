@@ -16,6 +16,7 @@ from .recipes import (
     report_interrupt,
     resume_command,
     run_settings,
+    say_recipe,
     training_config,
     training_corpus,
 )
@@ -72,6 +73,7 @@ def cmd_build_tree(args: argparse.Namespace) -> int:
     try:
         config = training_config(args)
         datasets = training_corpus(args)
+        say_recipe(args)
         tokenizer = build_tokenizer(args, datasets["train"]["text"])
         model_config = build_config(args, tokenizer)
         results = train_with_data_tree(

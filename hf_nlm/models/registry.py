@@ -3,8 +3,49 @@ classes), and the registration of every type with the transformers Auto classes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+#: The recipe a model type trains with unless another is named.
+DEFAULT_RECIPE = "default"
+
+#: The tokenizer settings a recipe may give (the ``hf-nlm train`` flags of the same names).
+RECIPE_TOKENIZER_SETTINGS = ("tokenizer", "min_frequency", "vocab_size", "lowercase", "split_punctuation")
+
+
+@dataclass(frozen=True)
+class TrainingRecipe:
+    """How to train a model type: values for the fields of :class:`~hf_nlm.training.TrainingConfig`
+    (``training``), of the model's config (``model``) and of the tokenizer (``tokenizer``, keys of
+    :data:`RECIPE_TOKENIZER_SETTINGS`). ``hf-nlm train`` uses them for every setting no flag gives;
+    :meth:`hf_nlm.training.TrainingConfig.for_model` does the same for ``training`` in Python.
+    ``description`` says where the values come from (a paper and its section, or what they were chosen for)."""
+
+    description: str
+    training: Mapping = field(default_factory=dict)
+    model: Mapping = field(default_factory=dict)
+    tokenizer: Mapping = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.tokenizer) - set(RECIPE_TOKENIZER_SETTINGS)
+        if unknown:
+            raise ValueError(f"TrainingRecipe.tokenizer: unknown settings {sorted(unknown)}; "
+                             f"known: {', '.join(RECIPE_TOKENIZER_SETTINGS)}")
+        for name in ("training", "model", "tokenizer"):  # read-only: a recipe is shared by every run
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+
+
+#: The training settings the ``default`` recipes share: Adam (Kingma & Ba 2015) at a constant rate and no weight
+#: decay, and with a time budget (``max_time_s``) training to its end, mid-epoch if need be.
+ADAM_CONSTANT = {"optimizer": "adam", "lr_scheduler": "constant", "weight_decay": 0.0, "max_time_within_epoch": True}
+
+#: :class:`~hf_nlm.training.TrainingConfig`'s own defaults as a recipe, for the model types with no paper recipe.
+PLAIN_SGD = TrainingRecipe(
+    "plain SGD with the eps_t = eps_0 / (1 + r t) decay of Bengio et al. 2003, sec. 4 (eps_0 = 0.1, r = 1e-8, weight "
+    "decay 1e-4): TrainingConfig's own defaults, with the network of the config's defaults",
+    training={"optimizer": "sgd", "learning_rate": 0.1, "lr_scheduler": "bengio", "lr_decay": 1e-8, "weight_decay": 1e-4},
+)
 
 
 @dataclass(frozen=True)
@@ -18,6 +59,20 @@ class ModelType:
     seq2seq_lm_class: type | None = None
     #: A tokenizer class of this package the type needs (``AutoTokenizer`` maps the type to it).
     tokenizer_class: type | None = None
+    #: Named training recipes; :data:`DEFAULT_RECIPE` is the one used when none is named.
+    recipes: Mapping[str, TrainingRecipe] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.recipes and DEFAULT_RECIPE not in self.recipes:
+            raise ValueError(f"model type {self.name!r}: its recipes need one named {DEFAULT_RECIPE!r}")
+
+    def recipe(self, name: str | None = None) -> TrainingRecipe:
+        """The recipe called ``name`` (:data:`DEFAULT_RECIPE` when None), or a ValueError listing the others."""
+        name = name or DEFAULT_RECIPE
+        if name not in self.recipes:
+            known = ", ".join(self.recipes) or "none"
+            raise ValueError(f"{name!r} is not a recipe of model type {self.name!r} (its recipes: {known})")
+        return self.recipes[name]
 
     @property
     def name(self) -> str:

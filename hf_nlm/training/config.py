@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
@@ -23,6 +24,16 @@ RESUME_CHANGEABLE = (
     "max_steps", "max_time_s", "max_time_within_epoch", "early_stopping_patience", "logging_steps", "save_steps",
     "save_total_limit", "cpu", "progress_bar", "eval_test",
 )
+
+
+def recipe_training_values(recipe, given: Mapping) -> dict:
+    """The :class:`TrainingConfig` values of ``recipe`` (a :class:`hf_nlm.models.registry.TrainingRecipe`) for
+    the fields ``given`` leaves out. ``max_time_within_epoch`` comes with a time budget only (it has no
+    meaning without one)."""
+    values = {name: value for name, value in recipe.training.items() if name not in given}
+    if given.get("max_time_s", values.get("max_time_s")) is None:
+        values.pop("max_time_within_epoch", None)
+    return values
 
 
 def _f(default, help: str, **kwargs):
@@ -195,6 +206,22 @@ class TrainingConfig:
             raise ValueError("TrainingConfig: nt_asgd waits for a trigger, fine_tune averages from the start; choose one")
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
             raise ValueError(f"TrainingConfig.max_grad_norm must be > 0 or None, got {self.max_grad_norm}")
+
+    @classmethod
+    def for_model(cls, model_type, recipe: str | None = None, **fields) -> TrainingConfig:
+        """The settings of ``model_type``'s training recipe (``recipe``, default the ``"default"`` one), with
+        ``fields`` over them: ``TrainingConfig.for_model("awd_lstm", output_dir="runs/awd", max_time_s=300)``.
+
+        ``model_type``: a model type name (``"nplm"``), or a model or config with a ``model_type``. The recipes
+        are in :data:`hf_nlm.models.MODEL_TYPES` (``MODEL_TYPES["nplm"].recipes``); each also gives model and
+        tokenizer settings, which ``hf-nlm train`` applies and Python code passes to the config and tokenizer.
+        """
+        from ..models import MODEL_TYPES
+
+        name = getattr(getattr(model_type, "config", model_type), "model_type", model_type)
+        if name not in MODEL_TYPES:
+            raise ValueError(f"TrainingConfig.for_model: unknown model type {name!r}; known: {', '.join(MODEL_TYPES)}")
+        return cls(**recipe_training_values(MODEL_TYPES[name].recipe(recipe), fields), **fields)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -210,7 +210,12 @@ def test_generated_model_flags_reach_the_config(tmp_path):
                                              "--head", "tree"]), tokenizer)
     assert (config.dropout, config.num_hidden_layers, config.head) == (0.2, 2, "tree")
     assert config.tie_word_embeddings is False  # a tree head cannot be tied
-    assert config.dropout_input == AWDLSTMConfig().dropout_input
+    # an unset flag: the default recipe's value, else the config's default
+    from hf_nlm.models import MODEL_TYPES
+
+    recipe = MODEL_TYPES["awd_lstm"].recipes["default"].model
+    assert config.dropout_input == recipe.get("dropout_input", AWDLSTMConfig().dropout_input)
+    assert config.initializer_range == recipe.get("initializer_range", AWDLSTMConfig().initializer_range)
     config = build_config(parser.parse_args(["--model", "nplm", "--no-direct"]), tokenizer)
     assert config.direct_connections is False and config.context_size == NPLMConfig().context_size
     assert math.isclose(config.initializer_range, NPLMConfig().initializer_range)

@@ -1,7 +1,28 @@
-from ..registry import ModelType
+from ..registry import ADAM_CONSTANT, ModelType, TrainingRecipe
 from .configuration_nplm import NPLMConfig
 from .modeling_nplm import NPLMForCausalLM, NPLMModel, NPLMPreTrainedModel
 
-MODEL_TYPE = ModelType(NPLMConfig, NPLMModel, causal_lm_class=NPLMForCausalLM)
+RECIPES = {
+    "default": TrainingRecipe(
+        "learns from a text of about a million words in minutes on a CPU: Adam (Kingma & Ba 2015) at a constant "
+        "rate, a wider network than the paper's (m = 100, h = 200) with dropout, and words seen once merged into "
+        "<unk> so that <unk> is trained",
+        training={**ADAM_CONSTANT, "learning_rate": 5e-3, "max_grad_norm": 1.0, "batch_size": 16, "block_size": 64,
+                  "early_stopping_patience": 2},
+        model={"embedding_size": 100, "hidden_size": 200, "direct_connections": False, "dropout": 0.2},
+        tokenizer={"min_frequency": 2},
+    ),
+    "bengio2003": TrainingRecipe(
+        "Bengio et al. 2003, sec. 4 (Brown): plain SGD with eps_t = eps_0 / (1 + r t), r = 1e-8, weight decay "
+        "1e-4 on the weights, words of frequency <= 3 merged; eps_0 = 0.1 for a step on a batch's mean loss (the "
+        "paper's 1e-3 is per example); the network of NPLMConfig's defaults (n = 5, m = 60, h = 50, direct "
+        "connections)",
+        training={"optimizer": "sgd", "learning_rate": 0.1, "lr_scheduler": "bengio", "lr_decay": 1e-8,
+                  "weight_decay": 1e-4},
+        tokenizer={"min_frequency": 4},
+    ),
+}
+
+MODEL_TYPE = ModelType(NPLMConfig, NPLMModel, causal_lm_class=NPLMForCausalLM, recipes=RECIPES)
 
 __all__ = ["MODEL_TYPE", "NPLMConfig", "NPLMForCausalLM", "NPLMModel", "NPLMPreTrainedModel"]

@@ -1,0 +1,139 @@
+"""Do the training defaults learn? ``hf-nlm train`` with no flag but the files and a time budget, against a
+Kneser-Ney 5-gram (Chen & Goodman 1998) built on the same files with the same tokenizer.
+
+For each corpus (Penn Treebank, and State of the Union addresses as raw text) and each model (nplm, lbl,
+hlbl, awd_lstm) the script runs, as a user would::
+
+    hf-nlm train --model X --train-file T --validation-file V --max-time-s 300 --output-dir RUN
+
+then fits the 5-gram with the tokenizer that run saved, scores the validation file with it, and asks the
+trained model for beam continuations of three prompts (``hf-nlm generate RUN PROMPT --num-beams 5``, the
+README's command). One JSON line per (corpus, model) on stdout::
+
+    {"benchmark": "defaults", "corpus": "ptb", "model": "nplm", "value": 1.21, "unit": "x KN5 valid ppl",
+     "target": 1.3, "valid_ppl": ..., "kn5_valid_ppl": ..., "continuations": [...], "unk_share": ..., ...}
+
+Targets: validation perplexity <= 1.3x the 5-gram's; the three continuations are three different texts
+with under 10% ``<unk>``. The State of the Union files are the most recent speeches before 2000 up to
+900,000 words (train, one paragraph per line) and the 2000-2009 speeches (validation), written as plain
+text files from the corpus ``hf-nlm download sotu`` fetches; Penn Treebank's are its own files.
+
+    python benchmarks/defaults.py > benchmarks/results/defaults.jsonl
+
+takes about 50 minutes on 2 cores (8 runs of 5 minutes, plus tokenizing, 5-grams and generation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from common import emit_json, log, machine
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ("nplm", "lbl", "hlbl", "awd_lstm")
+PROMPTS = ("the president said", "in the last year", "we will")
+SOTU_TRAIN_WORDS = 900_000
+TARGET_RATIO = 1.3
+TARGET_UNK_SHARE = 0.10
+
+
+def corpus_files(name: str, folder: Path) -> tuple[Path, Path]:
+    """The (train, validation) plain-text files of corpus ``name``."""
+    from hf_nlm.data import load_ptb, load_sotu
+
+    if name == "ptb":
+        ptb = Path(os.environ.get("HF_NLM_DATA", Path.home() / ".cache" / "hf_nlm")) / "ptb"
+        if not (ptb / "ptb.train.txt").is_file():
+            load_ptb()  # says where to get it
+        return ptb / "ptb.train.txt", ptb / "ptb.valid.txt"
+    sotu = load_sotu()
+    train, words = [], 0
+    for text in reversed(sotu["train"]["text"]):  # speeches in chronological order: the latest first
+        train.append(text)
+        words += len(text.split())
+        if words >= SOTU_TRAIN_WORDS:
+            break
+    folder.mkdir(parents=True, exist_ok=True)
+    files = folder / "sotu.train.txt", folder / "sotu.valid.txt"
+    files[0].write_text("\n".join(reversed(train)) + "\n", encoding="utf-8")
+    files[1].write_text("\n".join(sotu["validation"]["text"]) + "\n", encoding="utf-8")
+    return files
+
+
+def hf_nlm(*args: str, log_file: Path | None = None) -> str:
+    """Run the ``hf-nlm`` command as a user would (offline); its stdout, its stderr into ``log_file``."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    command = [sys.executable, "-c", "import sys, hf_nlm_cli; sys.exit(hf_nlm_cli.main())", *args]
+    with open(log_file or os.devnull, "w", encoding="utf-8") as err:
+        done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+    if done.returncode:
+        raise RuntimeError(f"hf-nlm {' '.join(args)} failed (exit {done.returncode}); see {log_file}")
+    return done.stdout
+
+
+def kn5_valid_ppl(run: Path, train: Path, valid: Path) -> float:
+    """Validation perplexity of a Kneser-Ney 5-gram on the run's tokenizer, every token and each line's <eos>
+    counted, as the run's own validation perplexity counts them."""
+    from transformers import AutoTokenizer
+
+    from hf_nlm.ngram import KneserNeyLM
+    from hf_nlm.ngram.counts import text_ids
+
+    tokenizer = AutoTokenizer.from_pretrained(run)
+    lines = train.read_text(encoding="utf-8").splitlines()
+    kn = KneserNeyLM.from_texts(lines, tokenizer, 5)
+    log_p = kn.stream_log_probs(text_ids(valid.read_text(encoding="utf-8").splitlines(), tokenizer))
+    return math.exp(-float(log_p.mean()))
+
+
+def continuations(run: Path) -> list[str]:
+    """The continuation of each prompt by ``hf-nlm generate RUN PROMPT --num-beams 5``."""
+    return [hf_nlm("generate", str(run), prompt, "--num-beams", "5").strip() for prompt in PROMPTS]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--corpora", nargs="+", choices=("ptb", "sotu"), default=("ptb", "sotu"))
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=MODELS)
+    parser.add_argument("--max-time-s", default="300", help="the training budget given to hf-nlm train")
+    parser.add_argument("--output-dir", default="/tmp/hf_nlm_defaults", help="runs and corpus files (not in git)")
+    args = parser.parse_args(argv)
+    out = Path(args.output_dir)
+    log(f"defaults on {machine()}, {os.cpu_count()} CPUs")
+    for corpus in args.corpora:
+        train, valid = corpus_files(corpus, out / "data")
+        for model in args.models:
+            run = out / f"{corpus}-{model}"
+            start = time.perf_counter()
+            results = json.loads(hf_nlm("train", "--model", model, "--train-file", str(train), "--validation-file",
+                                        str(valid), "--max-time-s", args.max_time_s, "--output-dir", str(run),
+                                        "--overwrite-output-dir", log_file=out / f"{corpus}-{model}.log"))
+            wall = time.perf_counter() - start
+            valid_ppl = results["validation"]["perplexity"]
+            kn5 = kn5_valid_ppl(run, train, valid)
+            texts = continuations(run)
+            words = [w for text in texts for w in text.split()]
+            unk_share = sum(w in ("<unk>", "<unk_word>", "<unk_num>") for w in words) / max(len(words), 1)
+            state = json.loads((run / "trainer_state.json").read_text()) if (run / "trainer_state.json").is_file() else {}
+            emit_json("defaults", {
+                "corpus": corpus, "model": model, "value": round(valid_ppl / kn5, 3), "unit": "x KN5 valid ppl",
+                "better": "lower", "target": TARGET_RATIO, "met": valid_ppl / kn5 <= TARGET_RATIO
+                and len(set(texts)) == len(texts) and unk_share < TARGET_UNK_SHARE,
+                "valid_ppl": round(valid_ppl, 2), "kn5_valid_ppl": round(kn5, 2),
+                "prompts": list(PROMPTS), "continuations": texts, "distinct_continuations": len(set(texts)),
+                "unk_share": round(unk_share, 3), "stop_reason": results.get("stop_reason"),
+                "epochs": state.get("epoch"), "global_step": state.get("global_step"),
+                "train_command_wall_s": round(wall, 1), "max_time_s": float(args.max_time_s), "cpu": machine(),
+                "cpus": os.cpu_count(),
+            })
+
+
+if __name__ == "__main__":
+    main()
