@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ..data.registry import CORPORA, OPTION_FLAGS
+from ..memory import available_memory
 from ..training.config import TrainingConfig
 from .arguments import NAMED_CORPORA, fail, model_flags, option_flag
 
@@ -235,27 +236,6 @@ def build_model(args: argparse.Namespace, tokenizer, train_texts=None):
     check_training_memory(args, MODEL_TYPES[args.model].lm_class, config, tree)
     torch.manual_seed(args.seed)  # the same initial weights on every process and every rerun
     return MODEL_TYPES[args.model].lm_class(config, tree=tree)
-
-
-def available_memory(gpu: bool) -> tuple[int, str] | None:
-    """Bytes free for training and what they are: the GPU's free memory (``gpu``), else the system's
-    ``MemAvailable`` (``/proc/meminfo``, or ``psutil``); None where it cannot be read."""
-    if gpu:
-        import torch
-
-        return torch.cuda.mem_get_info()[0], "GPU memory free"
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024, "memory available"
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import psutil
-    except ImportError:
-        return None
-    return psutil.virtual_memory().available, "memory available"
 
 
 #: Copies of the weights training holds, by optimizer: weights and gradients, plus Adam's two moments
