@@ -9,6 +9,10 @@ import sys
 from .arguments import add_data_arguments, add_folder_command, fail
 from .recipes import load_corpus, load_saved_model
 
+#: ``--numeral-chunk-size``'s default (hf_nlm.evaluation.numeracy.DEFAULT_NUMERAL_CHUNK_SIZE; the parser
+#: is built without importing torch).
+DEFAULT_NUMERAL_CHUNK_SIZE = 256
+
 #: Neural cache settings (Grave et al. 2017) when their flags are not given.
 CACHE_DEFAULTS = {"cache_window": 500, "cache_theta": 1.0, "cache_lambda": 0.1}
 
@@ -46,6 +50,10 @@ def add_predict_numbers_parser(sub: argparse._SubParsersAction, help_text: str) 
     predict.add_argument("--predictions", default=None, metavar="FILE",
                          help="also write one JSON line per numeral: index, value, prediction, low, high")
     predict.add_argument("--block-size", type=int, default=256, help="tokens per chunk (default: 256)")
+    predict.add_argument("--numeral-chunk-size", type=int, default=DEFAULT_NUMERAL_CHUNK_SIZE, metavar="N",
+                         help="numerals scored at once against every candidate numeral (the vocabulary's, or their "
+                              "digit strings): memory grows with N, not with the split; results do not depend on it "
+                              f"(default: {DEFAULT_NUMERAL_CHUNK_SIZE})")
     return predict
 
 
@@ -100,11 +108,12 @@ def cmd_predict_numbers(args: argparse.Namespace) -> int:
         if args.predictions:
             with open(args.predictions, "w", encoding="utf-8") as f:
                 for row in predict_numbers(model, tokenizer, datasets[args.split], args.statistic,
-                                               interval=args.interval, block_size=args.block_size):
+                                           interval=args.interval, block_size=args.block_size,
+                                           numeral_chunk_size=args.numeral_chunk_size):
                     f.write(json.dumps(row) + "\n")
         train = datasets["train"] if "train" in datasets else None
         report = evaluate_number_prediction(model, tokenizer, datasets[args.split], train, args.statistic,
-                                            block_size=args.block_size)
+                                            block_size=args.block_size, numeral_chunk_size=args.numeral_chunk_size)
     except ValueError as err:
         fail(args.parser, str(err))
     print(json.dumps({"split": args.split, **report}))

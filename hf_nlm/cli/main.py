@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
-    for name in ("max_new_tokens", "num_beams", "num_return_sequences", "block_size", "batch_size"):
+    for name in ("max_new_tokens", "num_beams", "num_return_sequences", "block_size", "batch_size", "numeral_chunk_size"):
         value = getattr(args, name, None)
         if isinstance(value, int) and value < 1:
             fail(args.parser, f"--{name.replace('_', '-')} must be >= 1, got {value}")

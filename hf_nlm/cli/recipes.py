@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ..data.registry import CORPORA, OPTION_FLAGS
+from ..memory import available_memory
 from ..training.config import TrainingConfig
 from .arguments import NAMED_CORPORA, fail, model_flags, option_flag
 
@@ -283,27 +284,6 @@ def set_generation_defaults(model, tokenizer) -> None:
     model.generation_config.no_repeat_ngram_size = NO_REPEAT_NGRAM_SIZE
     if tokenizer.unk_token_id is not None:
         model.generation_config.suppress_tokens = [tokenizer.unk_token_id]
-
-
-def available_memory(gpu: bool) -> tuple[int, str] | None:
-    """Bytes free for training and what they are: the GPU's free memory (``gpu``), else the system's
-    ``MemAvailable`` (``/proc/meminfo``, or ``psutil``); None where it cannot be read."""
-    if gpu:
-        import torch
-
-        return torch.cuda.mem_get_info()[0], "GPU memory free"
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024, "memory available"
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import psutil
-    except ImportError:
-        return None
-    return psutil.virtual_memory().available, "memory available"
 
 
 #: Copies of the weights training holds, by optimizer: weights and gradients, plus Adam's two moments

@@ -10,6 +10,11 @@ For every numeral of the text the model reads what precedes it and predicts the 
   over the numerals of its vocabulary (``<unk_num>`` left out; the d-RNN's probabilities of those
   numerals), renormalised: its mean, weighted median or mode, and the interval between its quantiles.
   A closed vocabulary can only predict numbers it has seen.
+
+The distributions are computed ``numeral_chunk_size`` numerals at a time (default 256): for every head
+but ``mog`` each numeral is scored against every numeral of the vocabulary (the d-RNN spells them all),
+a (numerals x candidates) table whose memory follows the chunk, not the split; the figures do not
+depend on the chunk.
 """
 
 from __future__ import annotations
@@ -20,19 +25,23 @@ from ..data.batching import batching_for, split_texts
 from ..heads import MixtureOfGaussiansHead
 from ..models.numeracy_lm.modeling_numeracy_lm import write_unknown_numerals
 from ..tokenization.numerals import parse_numeral
+from .numeracy import DEFAULT_NUMERAL_CHUNK_SIZE, check_numeral_chunk_size, numeral_chunks
 from .scoring import split_log_probs
 
 STATISTICS = ("mean", "median", "mode")
 
 
 def predict_numbers(model, tokenizer, texts, statistic: str = "median", interval: float = 0.8,
-                        block_size: int = 256, device=None) -> list[dict]:
+                    block_size: int = 256, device=None,
+                    numeral_chunk_size: int = DEFAULT_NUMERAL_CHUNK_SIZE) -> list[dict]:
     """One prediction per numeral of ``texts`` (a list of strings or a ``datasets`` split), in order.
 
     Returns dicts ``{"index": position in the token stream, "value": the true value, "prediction":
     the point estimate, "low", "high": the central ``interval`` of the predicted distribution}``.
     Each numeral is predicted from its full left context (recurrent models: the state carried over
-    the whole text).
+    the whole text). ``numeral_chunk_size`` numerals are scored at once; a size below 1, or one whose
+    tensors would not fit in the free memory, is refused before anything is allocated (``ValueError``
+    naming ``--numeral-chunk-size`` and a size that fits).
     """
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}")
@@ -42,32 +51,46 @@ def predict_numbers(model, tokenizer, texts, statistic: str = "median", interval
         raise ValueError("number prediction needs a numeracy tokenizer (hf_nlm.tokenization.train_numeracy_tokenizer)")
     batching = batching_for(model, tokenizer, block_size)
     stream, _ = batching.encode(split_texts(texts))
-    # Exact either way: blocks carry their full context; a recurrent model reads one column regardless.
-    _, hidden = split_log_probs(batching, model, stream, 32, device, with_hidden=True)
     mask = stream["numeral_mask"].bool()
     positions = torch.nonzero(mask).squeeze(-1)
-    h = hidden[mask.to(hidden.device)]
+    chunk = check_numeral_chunk_size(numeral_chunk_size, len(positions), model.lm_head, device)
+    mixture = model.lm_head.mixture if isinstance(model.lm_head, MixtureOfGaussiansHead) else None
+    numerals = None if mixture is not None else _vocabulary_numerals(tokenizer)
+    # Exact either way: blocks carry their full context; a recurrent model reads one column regardless.
+    # Only the numerals' hidden states are kept.
+    _, hidden = split_log_probs(batching, model, stream, 32, device, with_hidden=True, hidden_mask=mask)
     low_q, high_q = (1 - interval) / 2, (1 + interval) / 2
+    # Written into one tensor allocated up front: small tensors kept between the chunks' large temporaries
+    # would fragment the C heap, and the process would grow with the split.
+    estimates = torch.zeros(hidden.shape[0], 3, dtype=torch.float64)
     with torch.no_grad():
-        if isinstance(model.lm_head, MixtureOfGaussiansHead):  # the density itself (a combination mixes more)
-            mixture = model.lm_head.mixture
-            point = getattr(mixture, statistic)(h)
-            low, high = mixture.quantile(h, low_q), mixture.quantile(h, high_q)
-        else:
-            point, low, high = _vocabulary_estimates(model.lm_head, tokenizer, h, statistic, low_q, high_q)
+        for rows in numeral_chunks(hidden.shape[0], chunk):
+            h = hidden[rows]
+            if mixture is not None:  # the density itself (a combination mixes more)
+                point, low, high = getattr(mixture, statistic)(h), mixture.quantile(h, low_q), mixture.quantile(h, high_q)
+            else:
+                point, low, high = _vocabulary_estimates(model.lm_head, numerals, h, statistic, low_q, high_q)
+            estimates[rows] = torch.stack([point, low, high], -1).cpu()
+    point, low, high = estimates.unbind(-1)
     values = stream["numeral_value"][mask]
     return [
         {"index": int(i), "value": float(v), "prediction": float(p), "low": float(lo), "high": float(hi)}
-        for i, v, p, lo, hi in zip(positions, values, point.cpu(), low.cpu(), high.cpu(), strict=True)
+        for i, v, p, lo, hi in zip(positions, values, point, low, high, strict=True)
     ]
 
 
-def _vocabulary_estimates(head, tokenizer, hidden, statistic: str, low_q: float, high_q: float):
-    """Point estimate and quantiles of the model's distribution over its vocabulary's numerals."""
+def _vocabulary_numerals(tokenizer) -> list[tuple[float, int]]:
+    """``(value, id)`` of the vocabulary's numerals (``<unk_num>`` left out), sorted by value."""
     numerals = [(parse_numeral(token), i) for token, i in tokenizer.numeral_vocab.items()]
     numerals = sorted((n.value, i) for n, i in numerals if n is not None)
     if not numerals:
         raise ValueError("the vocabulary holds no numeral to predict")
+    return numerals
+
+
+def _vocabulary_estimates(head, numerals, hidden, statistic: str, low_q: float, high_q: float):
+    """Point estimate and quantiles of the model's distribution over its vocabulary's ``numerals`` (a
+    :func:`_vocabulary_numerals` list) for each row of ``hidden``: one (rows x |V|) table."""
     values = torch.tensor([v for v, _ in numerals], dtype=torch.float64, device=hidden.device)
     ids = torch.tensor([i for _, i in numerals], device=hidden.device)
     probs = torch.softmax(head.log_probs(hidden)[:, ids].to(torch.float64), dim=-1)  # sorted by value
@@ -77,18 +100,23 @@ def _vocabulary_estimates(head, tokenizer, hidden, statistic: str, low_q: float,
         return values[torch.searchsorted(cdf, torch.full((len(cdf), 1), q, dtype=cdf.dtype, device=cdf.device))
                       .squeeze(-1).clamp(max=len(values) - 1)]
 
-    point = {"mean": lambda: probs @ values, "median": lambda: quantile(0.5),
+    # A sum per row (not a matrix product, whose blocking follows the number of rows): the same figures
+    # whatever the chunk.
+    point = {"mean": lambda: (probs * values).sum(-1), "median": lambda: quantile(0.5),
              "mode": lambda: values[probs.argmax(-1)]}[statistic]()
     return point, quantile(low_q), quantile(high_q)
 
 
 def evaluate_number_prediction(model, tokenizer, texts, train_texts=None, statistic: str = "median",
-                               block_size: int = 256, device=None) -> dict:
+                               block_size: int = 256, device=None,
+                               numeral_chunk_size: int = DEFAULT_NUMERAL_CHUNK_SIZE) -> dict:
     """MAPE and MdAPE of :func:`predict_numbers` on ``texts`` (the ``number_prediction`` metric),
-    with the baselines "always the training mean / median" when ``train_texts`` are given."""
+    with the baselines "always the training mean / median" when ``train_texts`` are given; the
+    numerals scored ``numeral_chunk_size`` at a time."""
     from ..metrics import number_prediction_report
 
-    predictions = predict_numbers(model, tokenizer, texts, statistic, block_size=block_size, device=device)
+    predictions = predict_numbers(model, tokenizer, texts, statistic, block_size=block_size, device=device,
+                                  numeral_chunk_size=numeral_chunk_size)
     if not predictions:
         raise ValueError("the text holds no numeral to predict")
     train_values = None
@@ -100,4 +128,5 @@ def evaluate_number_prediction(model, tokenizer, texts, train_texts=None, statis
     return {**report, "statistic": statistic}
 
 
-__all__ = ["STATISTICS", "evaluate_number_prediction", "predict_numbers", "write_unknown_numerals"]
+__all__ = ["DEFAULT_NUMERAL_CHUNK_SIZE", "STATISTICS", "evaluate_number_prediction", "predict_numbers",
+           "write_unknown_numerals"]

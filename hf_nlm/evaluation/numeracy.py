@@ -9,8 +9,70 @@ import math
 import torch
 
 from ..data.batching import batching_for, split_texts
+from ..heads.numeral import DigitBranch, ValueBranch
+from ..memory import available_memory
 from .report import perplexity_report
 from .scoring import split_log_probs
+
+#: Numerals scored at once against every candidate (the vocabulary's numerals, their digit strings, the
+#: mixture's intervals): the default of ``numeral_chunk_size`` and of ``--numeral-chunk-size``.
+DEFAULT_NUMERAL_CHUNK_SIZE = 256
+NUMERAL_CHUNK_FLAG = "--numeral-chunk-size"
+
+
+def numeral_row_bytes(head) -> int:
+    """About how many bytes scoring *one* numeral against every candidate of ``head`` creates: the
+    |V|-wide distribution (a few float32 / float64 copies), and for an open branch its own tables, the
+    d-RNN's trie over the vocabulary's digit strings (every prefix's LSTM state and next-symbol
+    distribution, then every string's symbols) and the mixture's (numerals x components) interval masses
+    (Spithourakis & Riedel 2018, sec. 3.3-3.5). Scoring a chunk of numerals costs this times the chunk."""
+    total = 32 * int(getattr(head, "vocab_size", 0) or 0)
+    for branch in {id(b): b for b in (getattr(head, "branch", None), getattr(head, "digit_branch", None),
+                                      getattr(head, "value_branch", None)) if b is not None}.values():
+        if isinstance(branch, DigitBranch):
+            prefixes = len({s[:k] for s in branch.strings for k in range(len(s) + 1)})
+            depth = max((len(s) for s in branch.strings), default=0) + 1
+            total += prefixes * (13 * 8 + 24 * branch.rnn.digit_hidden_size) + len(branch.strings) * depth * 8
+        elif isinstance(branch, ValueBranch):
+            total += 24 * 8 * len(branch.rows) * branch.mixture.num_components
+    return total
+
+
+def check_numeral_chunk_size(numeral_chunk_size, num_numerals: int, head, device=None) -> int:
+    """The number of numerals to score at once (``numeral_chunk_size``, at most ``num_numerals``), refused
+    with a ``ValueError`` that names ``--numeral-chunk-size`` and a size that fits, before anything is
+    allocated, when it is below 1 or when its estimated tensors (chunk x :func:`numeral_row_bytes`) exceed
+    the free memory (:func:`hf_nlm.memory.available_memory`; not checked where that cannot be read)."""
+    if isinstance(numeral_chunk_size, bool) or not isinstance(numeral_chunk_size, int) or numeral_chunk_size < 1:
+        raise ValueError(f"{NUMERAL_CHUNK_FLAG} (numeral_chunk_size) is the number of numerals scored at once, an "
+                         f"integer >= 1, got {numeral_chunk_size!r}; the default is {DEFAULT_NUMERAL_CHUNK_SIZE}")
+    rows = max(1, min(numeral_chunk_size, num_numerals))
+    device = torch.device(device) if device is not None else next(head.parameters()).device
+    free = available_memory(gpu=device.type == "cuda")
+    if free is None:
+        return rows
+    available, where = free
+    per_row = numeral_row_bytes(head)
+    if rows * per_row <= available:
+        return rows
+    fits = available // (2 * per_row)  # half the free memory: the model, the stream and the results live there too
+    if fits < 1:
+        raise ValueError(f"scoring one numeral against this model's candidates needs about {_gigabytes(per_row)}, "
+                         f"more than the {_gigabytes(available)} of {where}: no {NUMERAL_CHUNK_FLAG} fits")
+    raise ValueError(f"{NUMERAL_CHUNK_FLAG} {numeral_chunk_size} scores {rows:,} numerals at once, about "
+                     f"{_gigabytes(rows * per_row)} of tensors, more than the {_gigabytes(available)} of {where}; "
+                     f"use {NUMERAL_CHUNK_FLAG} {min(fits, DEFAULT_NUMERAL_CHUNK_SIZE)} (at most {fits} fits)")
+
+
+def _gigabytes(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e7 else f"{n / 1e6:.1f} MB"
+
+
+def numeral_chunks(num_numerals: int, chunk_size: int):
+    """``slice``s of ``chunk_size`` consecutive numerals covering ``num_numerals``: what each head scores
+    at once, so that memory follows the chunk and not the split."""
+    for start in range(0, num_numerals, chunk_size):
+        yield slice(start, min(start + chunk_size, num_numerals))
 
 
 def is_numeracy_tokenizer(tokenizer) -> bool:
@@ -28,9 +90,13 @@ def numeracy_report(batching, model, tokenizer, texts, stream, stats, batch_size
 
 
 def _adjusted_perplexity_of_stream(batching, model, tokenizer, texts, stream, batch_size: int, device,
-                                   with_hidden: bool = False):
+                                   with_hidden: bool = False, hidden_mask: torch.Tensor | None = None):
     """Every token of ``stream`` scored exactly, and the ``adjusted_perplexity`` metric's report of those
-    scores: ``(log_probs, report)``, with ``with_hidden`` ``(log_probs, hidden, report)``."""
+    scores: ``(log_probs, report)``, with ``with_hidden`` ``(log_probs, hidden, report)`` (the hidden states
+    of the targets ``hidden_mask`` keeps, all without it).
+
+    Each target is scored by ``head.nll`` batch by batch (its own digits or value for an open head), never
+    against the whole numeral vocabulary, so memory follows the batch."""
     from ..data.lm import unknown_token_ids
     from ..metrics import adjusted_perplexity_report
 
@@ -38,7 +104,8 @@ def _adjusted_perplexity_of_stream(batching, model, tokenizer, texts, stream, ba
         raise ValueError("a numeracy evaluation needs the numeral_mask token field: use the numeracy tokenizer's "
                          "token_features (tokenizer.token_features)")
     ids = stream["input_ids"]
-    scored = split_log_probs(batching, model, stream, batch_size, device, with_hidden=with_hidden)
+    scored = split_log_probs(batching, model, stream, batch_size, device, with_hidden=with_hidden,
+                             hidden_mask=hidden_mask)
     log_probs = scored[0] if with_hidden else scored
     if log_probs.numel() != ids.numel():
         raise RuntimeError(f"scored {log_probs.numel()} tokens but the stream has {ids.numel()}")
@@ -67,7 +134,8 @@ def stream_token_texts(texts, tokenizer) -> list[str]:
     return out
 
 
-def numeral_cost_breakdown(model, tokenizer, texts, block_size: int = 256, device=None) -> dict[str, float | int]:
+def numeral_cost_breakdown(model, tokenizer, texts, block_size: int = 256, device=None,
+                           numeral_chunk_size: int = DEFAULT_NUMERAL_CHUNK_SIZE) -> dict[str, float | int]:
     """Where a numeracy LM's numeral perplexity comes from: for every numeral target of ``texts``, its
     cost -log p(s | h) (nats) split into the cost of saying that a numeral comes and the cost of
     saying which one,
@@ -86,6 +154,11 @@ def numeral_cost_breakdown(model, tokenizer, texts, block_size: int = 256, devic
     it; and the counts. So ``exp(numeral_class_nll + numeral_branch_nll_adjusted)`` is
     :func:`evaluate_lm`'s ``adjusted_perplexity_numerals`` and ``exp(numeral_class_nll +
     numeral_branch_nll)`` its ``perplexity_numerals``. Each numeral is scored from its full left context.
+
+    p(numeral | h) sums the head's whole distribution, which for an open head means scoring every numeral
+    of the vocabulary (the d-RNN spells each one, the mixture integrates each interval): this is done
+    ``numeral_chunk_size`` numerals at a time, so memory follows the chunk, not the split (the figures do
+    not depend on it; a chunk that cannot fit is refused first, :func:`check_numeral_chunk_size`).
     """
     if not is_numeracy_tokenizer(tokenizer):
         raise ValueError("a numeral cost breakdown needs a numeracy tokenizer (hf_nlm.tokenization.train_numeracy_tokenizer)")
@@ -95,12 +168,16 @@ def numeral_cost_breakdown(model, tokenizer, texts, block_size: int = 256, devic
     mask = stream["numeral_mask"].bool()
     if not bool(mask.any()):
         raise ValueError("the text holds no numeral: nothing to break down")
+    chunk = check_numeral_chunk_size(numeral_chunk_size, int(mask.sum()), model.lm_head, device)
     log_probs, hidden, report = _adjusted_perplexity_of_stream(
-        batching, model, tokenizer, texts, stream, batching.exact_batch_size(32), device, with_hidden=True)
+        batching, model, tokenizer, texts, stream, batching.exact_batch_size(32), device, with_hidden=True,
+        hidden_mask=mask)
     numeral_ids = torch.tensor(sorted(tokenizer.numeral_vocab.values()), device=hidden.device)
+    numeral_class = torch.zeros(hidden.shape[0], dtype=torch.float64)  # allocated once: no heap fragments per chunk
     with torch.no_grad():
-        numeral_class = model.lm_head.log_probs(hidden[mask.to(hidden.device)])[:, numeral_ids].logsumexp(-1)
-    class_nll = -numeral_class.double().cpu()
+        for rows in numeral_chunks(hidden.shape[0], chunk):
+            numeral_class[rows] = model.lm_head.log_probs(hidden[rows])[:, numeral_ids].double().logsumexp(-1).cpu()
+    class_nll = -numeral_class
     branch = -log_probs[mask.to(log_probs.device)].double().cpu() - class_nll
     outside = stream["input_ids"][mask] == tokenizer.unk_num_token_id
 

@@ -182,49 +182,96 @@ def _(batching: PairedBatching, model, stream: PairedExamples, batch_size: int, 
 
 
 @singledispatch
-def split_log_probs(batching, model, stream, batch_size: int, device=None, with_hidden: bool = False):
+def split_log_probs(batching, model, stream, batch_size: int, device=None, with_hidden: bool = False,
+                    hidden_mask: torch.Tensor | None = None):
     """log p(w_t | context) of every target of ``stream``, in stream order; with ``with_hidden``
-    ``(log_probs, hidden)``, the hidden state that predicted each target too (our models only)."""
+    ``(log_probs, hidden)``, the hidden state that predicted each target too (our models only).
+
+    ``hidden_mask`` (one bool per target, stream order) keeps the hidden states of those targets only,
+    batch by batch: the numeracy evaluation keeps its numerals' states (a few per cent of the tokens)
+    rather than one vector per token of the split."""
     raise TypeError(f"no scorer for {type(batching).__name__}")
 
 
 @split_log_probs.register
 @torch.no_grad()
-def _(batching: BlockBatching, model, stream, batch_size: int, device=None, with_hidden: bool = False):
+def _(batching: BlockBatching, model, stream, batch_size: int, device=None, with_hidden: bool = False,
+      hidden_mask: torch.Tensor | None = None):
     device = device or next(model.parameters()).device
-    out, hidden = [], []
+    out, hidden, done = _TargetBuffer(stream["input_ids"].numel()), _TargetBuffer(_kept_rows(stream, hidden_mask)), 0
     with eval_mode(model):
         for batch in batching.eval_loader(stream, batch_size):
             log_probs, output = batch_log_probs(model, {k: v.to(device) for k, v in batch.items()})
-            out.append(log_probs)
+            out.add(log_probs)
             if with_hidden:
-                hidden.append(output.target_hidden_states)
-    return (torch.cat(out), torch.cat(hidden)) if with_hidden else torch.cat(out)
+                hidden.add(_kept_hidden(output.target_hidden_states, hidden_mask, done))
+            done += log_probs.numel()
+    return (out.result(), hidden.result()) if with_hidden else out.result()
+
+
+class _TargetBuffer:
+    """Per-target results of a split, written batch after batch into one tensor allocated once (``capacity``
+    rows, grown only if more come). Many small tensors kept between the large temporaries of each batch
+    fragment the C heap: the process's memory then grows with the split although no tensor does."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity, self.data, self.size = capacity, None, 0
+
+    def add(self, rows: torch.Tensor) -> None:
+        if self.data is None:
+            self.data = rows.new_empty((max(self.capacity, rows.shape[0]), *rows.shape[1:]))
+        elif self.size + rows.shape[0] > self.data.shape[0]:
+            grown = rows.new_empty((2 * (self.size + rows.shape[0]), *rows.shape[1:]))
+            grown[: self.size] = self.data[: self.size]
+            self.data = grown
+        self.data[self.size:self.size + rows.shape[0]] = rows
+        self.size += rows.shape[0]
+
+    def result(self) -> torch.Tensor:
+        return self.data[: self.size] if self.data is not None else torch.empty(0)
+
+
+def _kept_rows(stream, mask: torch.Tensor | None) -> int:
+    """How many hidden states a split keeps: one per target, or those of ``mask``."""
+    return int(mask.sum()) if mask is not None else stream["input_ids"].numel()
+
+
+def _kept_hidden(hidden: torch.Tensor, mask: torch.Tensor | None, start: int) -> torch.Tensor:
+    """The rows of ``hidden`` (the targets ``start``, ``start + 1``, ... of the stream) that ``mask`` keeps."""
+    if mask is None:
+        return hidden
+    return hidden[mask[start:start + hidden.shape[0]].to(hidden.device)]
 
 
 @split_log_probs.register
 @torch.no_grad()
-def _(batching: StreamBatching, model, stream, batch_size: int, device=None, with_hidden: bool = False):
+def _(batching: StreamBatching, model, stream, batch_size: int, device=None, with_hidden: bool = False,
+      hidden_mask: torch.Tensor | None = None):
     # One column, the state carried from chunk to chunk: every token sees the whole stream before it.
     device = device or next(model.parameters()).device
-    columns, state, out, hidden = batching.columns(stream, 1), None, [], []
+    columns, state, done = batching.columns(stream, 1), None, 0
+    out, hidden = _TargetBuffer(stream["input_ids"].numel()), _TargetBuffer(_kept_rows(stream, hidden_mask))
     with eval_mode(model):
         for start, length in bptt_chunks(columns.length, batching.block_size):
             chunk = {k: v.to(device) for k, v in columns.chunk(start, length).items()}
             log_probs, output = batch_log_probs(model, chunk, cache=state, use_cache=True)
             state = output.cache
-            out.append(log_probs)
+            out.add(log_probs)
             if with_hidden:
-                hidden.append(output.target_hidden_states)
-    return (torch.cat(out), torch.cat(hidden)) if with_hidden else torch.cat(out)
+                hidden.add(_kept_hidden(output.target_hidden_states, hidden_mask, done))
+            done += log_probs.numel()
+    return (out.result(), hidden.result()) if with_hidden else out.result()
 
 
 @split_log_probs.register
-def _(batching: PairedBatching, model, stream: PairedExamples, batch_size: int, device=None, with_hidden: bool = False):
+def _(batching: PairedBatching, model, stream: PairedExamples, batch_size: int, device=None, with_hidden: bool = False,
+      hidden_mask: torch.Tensor | None = None):
     # Every target token, example after example (stream.target_stream()'s order).
     scores = _example_scores(batching, model, stream, batch_size, device, torch.arange(len(stream)), with_hidden)
     out = torch.cat([scores[i][0] for i in range(len(stream))])
-    return (out, torch.cat([scores[i][1] for i in range(len(stream))])) if with_hidden else out
+    if not with_hidden:
+        return out
+    return out, _kept_hidden(torch.cat([scores[i][1] for i in range(len(stream))]), hidden_mask, 0)
 
 
 def example_log_probs(batching: PairedBatching, model, stream: PairedExamples, batch_size: int,
