@@ -36,6 +36,8 @@ from pathlib import Path
 
 from common import emit_json, log, machine
 
+from hf_nlm.training.run_log import read_jsonl
+
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("nplm", "lbl", "hlbl", "awd_lstm")
 PROMPTS = ("the president said", "in the last year", "we will")
@@ -94,8 +96,10 @@ def kn5_valid_ppl(run: Path, train: Path, valid: Path) -> float:
 
 
 def continuations(run: Path) -> list[str]:
-    """The continuation of each prompt by ``hf-nlm generate RUN PROMPT --num-beams 5``."""
-    return [hf_nlm("generate", str(run), prompt, "--num-beams", "5").strip() for prompt in PROMPTS]
+    """The continuation of each prompt by ``hf-nlm generate RUN PROMPT --num-beams 5`` (which prints the prompt,
+    then the continuation)."""
+    return [hf_nlm("generate", str(run), prompt, "--num-beams", "5").strip().removeprefix(prompt).strip()
+            for prompt in PROMPTS]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -104,6 +108,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--models", nargs="+", choices=MODELS, default=MODELS)
     parser.add_argument("--max-time-s", default="300", help="the training budget given to hf-nlm train")
     parser.add_argument("--output-dir", default="/tmp/hf_nlm_defaults", help="runs and corpus files (not in git)")
+    parser.add_argument("--reuse-runs", action="store_true",
+                        help="score the runs already in --output-dir (their results.json) instead of training again")
     args = parser.parse_args(argv)
     out = Path(args.output_dir)
     log(f"defaults on {machine()}, {os.cpu_count()} CPUs")
@@ -112,25 +118,33 @@ def main(argv: list[str] | None = None) -> None:
         for model in args.models:
             run = out / f"{corpus}-{model}"
             start = time.perf_counter()
-            results = json.loads(hf_nlm("train", "--model", model, "--train-file", str(train), "--validation-file",
-                                        str(valid), "--max-time-s", args.max_time_s, "--output-dir", str(run),
-                                        "--overwrite-output-dir", log_file=out / f"{corpus}-{model}.log"))
-            wall = time.perf_counter() - start
+            if args.reuse_runs and (run / "results.json").is_file():
+                results, wall = json.loads((run / "results.json").read_text()), None
+            else:
+                results = json.loads(hf_nlm("train", "--model", model, "--train-file", str(train), "--validation-file",
+                                            str(valid), "--max-time-s", args.max_time_s, "--output-dir", str(run),
+                                            "--overwrite-output-dir", log_file=out / f"{corpus}-{model}.log"))
+                wall = round(time.perf_counter() - start, 1)
             valid_ppl = results["validation"]["perplexity"]
             kn5 = kn5_valid_ppl(run, train, valid)
             texts = continuations(run)
             words = [w for text in texts for w in text.split()]
             unk_share = sum(w in ("<unk>", "<unk_word>", "<unk_num>") for w in words) / max(len(words), 1)
-            state = json.loads((run / "trainer_state.json").read_text()) if (run / "trainer_state.json").is_file() else {}
+            texts_ok = len(set(texts)) == len(texts) and all(texts) and unk_share < TARGET_UNK_SHARE
+            log_rows = read_jsonl(run / "log.jsonl")
+            last_eval = [row for row in log_rows if "val_ppl" in row][-1]  # after an epoch, or where the budget ran out
+            training = [row for row in log_rows if row.get("type") == "step"]
             emit_json("defaults", {
                 "corpus": corpus, "model": model, "value": round(valid_ppl / kn5, 3), "unit": "x KN5 valid ppl",
-                "better": "lower", "target": TARGET_RATIO, "met": valid_ppl / kn5 <= TARGET_RATIO
-                and len(set(texts)) == len(texts) and unk_share < TARGET_UNK_SHARE,
+                "better": "lower", "target": TARGET_RATIO, "met": valid_ppl / kn5 <= TARGET_RATIO and texts_ok,
                 "valid_ppl": round(valid_ppl, 2), "kn5_valid_ppl": round(kn5, 2),
                 "prompts": list(PROMPTS), "continuations": texts, "distinct_continuations": len(set(texts)),
                 "unk_share": round(unk_share, 3), "stop_reason": results.get("stop_reason"),
-                "epochs": state.get("epoch"), "global_step": state.get("global_step"),
-                "train_command_wall_s": round(wall, 1), "max_time_s": float(args.max_time_s), "cpu": machine(),
+                "epochs": round(last_eval["epoch"] + (last_eval["type"] == "epoch"), 3),
+                "global_step": last_eval["global_step"],
+                "training_s": round(last_eval["elapsed_s"], 1),
+                "tokens_per_s": round(training[-1]["tokens_per_s"], 1) if training else None,
+                "train_command_wall_s": wall, "max_time_s": float(args.max_time_s), "cpu": machine(),
                 "cpus": os.cpu_count(),
             })
 

@@ -18,6 +18,10 @@ def add_generate_parser(sub: argparse._SubParsersAction, help_text: str) -> argp
     generate = add_folder_command(sub, "generate", help_text, "a saved model folder")
     generate.add_argument("prompts", nargs="+", metavar="PROMPT", help="text to continue")
     generate.add_argument("--max-new-tokens", type=int, default=20, help="tokens to add (default: 20)")
+    generate.add_argument("--min-new-tokens", type=int, default=1,
+                          help="tokens to add at least, before the text may end: a prompt that reads as a whole "
+                               "sentence otherwise often gets no continuation at all from beam search; 0 = none "
+                               "(default: 1)")
     add_generation_arguments(generate)
     generate.add_argument("--num-return-sequences", type=int, default=1, help="continuations per prompt (default: 1)")
     generate.add_argument("--json", action="store_true", help="print one JSON object per prompt")
@@ -92,6 +96,9 @@ def check_generation_arguments(args: argparse.Namespace) -> None:
         raise ValueError(f"--no-repeat-ngram-size must be >= 0 (0 = allow repeats), got {args.no_repeat_ngram_size}")
     if args.top_p is not None and not 0 < args.top_p <= 1:
         raise ValueError(f"--top-p must be in (0, 1], got {args.top_p}")
+    minimum = getattr(args, "min_new_tokens", None)
+    if minimum is not None and not 0 <= minimum <= args.max_new_tokens:
+        raise ValueError(f"--min-new-tokens must be between 0 and --max-new-tokens ({args.max_new_tokens}), got {minimum}")
     n = args.num_return_sequences
     if n > 1 and not args.do_sample and n > args.num_beams:
         raise ValueError(f"--num-return-sequences {n} needs --do-sample or --num-beams >= {n} "
@@ -140,6 +147,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             ids,
             attention_mask=torch.ones_like(ids),
             max_new_tokens=args.max_new_tokens,
+            min_new_tokens=args.min_new_tokens,
             **settings,
             num_return_sequences=args.num_return_sequences,
             pad_token_id=tokenizer.pad_token_id,

@@ -62,8 +62,9 @@ def test_a_paper_recipe_is_selected_by_name():
     assert (config.optimizer, config.learning_rate, config.lr_scheduler, config.weight_decay) == ("sgd", 0.1, "bengio", 1e-4)
     args = parse("--model", "awd_lstm", "--recipe", "merity2018")
     config = training_config(args)
-    assert (config.optimizer, config.learning_rate, config.batch_size, config.nt_asgd) == ("sgd", 30.0, 80, True)
-    assert args.embedding_size is None  # the paper's network: AWDLSTMConfig's own defaults
+    assert (config.optimizer, config.learning_rate, config.batch_size, config.nt_asgd) == ("sgd", 30.0, 20, True)
+    assert args.embedding_size is None  # the paper's network: AWDLSTMConfig's own sizes
+    assert (args.dropout, args.dropout_hidden, args.dropout_input) == (0.4, 0.25, 0.4)  # its Penn Treebank dropouts
 
 
 def test_the_time_budget_rule_comes_with_a_budget_only():
@@ -139,3 +140,62 @@ def test_a_small_text_keeps_every_word_unless_the_cut_off_is_asked_for(tmp_path,
     with pytest.raises(SystemExit):
         main(["train", *common, "--output-dir", str(tmp_path / "c"), "--min-frequency", "2"])
     assert "--min-frequency 2 keeps 0 of the 40 distinct training words" in capsys.readouterr().err
+
+
+def test_the_documentation_lists_every_recipe():
+    from pathlib import Path
+
+    page = (Path(__file__).parents[2] / "docs" / "training.md").read_text(encoding="utf-8")
+    table = page[page.index("## Training recipes"):page.index("## A corpus the command line knows")]
+    for name, model_type in MODEL_TYPES.items():
+        for recipe in model_type.recipes:
+            assert any(f"`{name}`" in row and f"| `{recipe}` |" in row for row in table.splitlines()), (name, recipe)
+
+
+def test_a_trained_model_generates_without_repeats_or_unknown_words(tmp_path, capsys):
+    """The saved generation config forbids a repeated 3-gram and <unk>; the flags lift both; --min-new-tokens
+    keeps <eos> off the first step. Checked on the generated ids, against the same model without the settings."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from hf_nlm.cli.generate import generation_settings
+
+    lines = ["the cat sat on the mat", "a dog saw the cat", "the mat was red"] * 20 + ["zyx qqq"]
+    (tmp_path / "t.txt").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "run"
+    assert main(["train", "--train-file", str(tmp_path / "t.txt"), "--output-dir", str(out), "--context-size", "2",
+                 "--embedding-size", "8", "--hidden-size", "8", "--block-size", "8", "--batch-size", "2",
+                 "--max-steps", "30", "--no-progress-bar"]) == 0
+    capsys.readouterr()
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(out), AutoTokenizer.from_pretrained(out)
+    unk = tokenizer.unk_token_id
+    assert "zyx" not in tokenizer.get_vocab()  # seen once: <unk>, which is trained
+    assert model.generation_config.no_repeat_ngram_size == 3 and model.generation_config.suppress_tokens == [unk]
+    ids = tokenizer("the cat", return_tensors="pt", add_special_tokens=False).input_ids
+    with torch.no_grad():
+        model.lm_head.bias[unk] += 50.0  # <unk> the likeliest token everywhere
+    new = model.generate(ids, num_beams=3, max_new_tokens=12)[0, ids.shape[1]:].tolist()
+    assert unk not in new
+    trigrams = [tuple(new[i:i + 3]) for i in range(len(new) - 2)]
+    assert len(trigrams) == len(set(trigrams))
+    lifted = model.generate(ids, num_beams=3, max_new_tokens=12, suppress_tokens=None, no_repeat_ngram_size=0)
+    assert lifted[0, ids.shape[1]:].tolist() == [unk] * 12  # what the settings keep out
+
+    def settings(*flags):
+        import argparse
+
+        from hf_nlm.cli.generate import add_generate_parser
+
+        sub = argparse.ArgumentParser().add_subparsers()
+        parser = add_generate_parser(sub, "")
+        args = parser.parse_args([str(out), "x", *flags])
+        args.parser = parser
+        return args, generation_settings(args)
+
+    args, given = settings()
+    assert "suppress_tokens" not in given and "no_repeat_ngram_size" not in given and args.min_new_tokens == 1
+    _, given = settings("--allow-unknown", "--no-repeat-ngram-size", "0")
+    assert given["suppress_tokens"] is None and given["no_repeat_ngram_size"] == 0
+    with pytest.raises(SystemExit):
+        settings("--min-new-tokens", "30")
+    assert "--min-new-tokens must be between 0 and --max-new-tokens (20), got 30" in capsys.readouterr().err

@@ -38,7 +38,7 @@ def test_the_tokenizer_encodes_as_it_counted():
         assert tokenizer.convert_ids_to_tokens(tokenizer(text)["input_ids"]) == tokens
     counts = word_counts(texts, split_punctuation=True)
     assert counts["."] == 4 and counts[","] == 2 and "Nation," not in counts
-    # without the split, whitespace words as before
+    # without the split: whitespace words
     plain = train_word_level_tokenizer(texts)
     assert plain.convert_ids_to_tokens(plain("Nation, the people.")["input_ids"]) == ["Nation,", "the", "people."]
 
