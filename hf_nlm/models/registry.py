@@ -40,6 +40,12 @@ class TrainingRecipe:
 #: decay, and with a time budget (``max_time_s``) training to its end, mid-epoch if need be.
 ADAM_CONSTANT = {"optimizer": "adam", "lr_scheduler": "constant", "weight_decay": 0.0, "max_time_within_epoch": True}
 
+#: The ``default`` recipe of the model types with no recipe of their own made for a million-word text.
+ADAM_DEFAULT = TrainingRecipe(
+    "Adam (Kingma & Ba 2015) at a constant rate with clipping, the network of the config's defaults",
+    training={**ADAM_CONSTANT, "learning_rate": 1e-3, "max_grad_norm": 1.0},
+)
+
 #: :class:`~hf_nlm.training.TrainingConfig`'s own defaults as a recipe, for the model types with no paper recipe.
 PLAIN_SGD = TrainingRecipe(
     "plain SGD with the eps_t = eps_0 / (1 + r t) decay of Bengio et al. 2003, sec. 4 (eps_0 = 0.1, r = 1e-8, weight "

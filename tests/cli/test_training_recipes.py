@@ -11,7 +11,7 @@ import pytest
 
 from hf_nlm.cli import main
 from hf_nlm.cli.arguments import add_train_arguments
-from hf_nlm.cli.recipes import apply_recipe, training_config
+from hf_nlm.cli.recipes import training_config
 from hf_nlm.models import MODEL_TYPES
 from hf_nlm.models.registry import DEFAULT_RECIPE, TrainingRecipe
 from hf_nlm.training import TrainingConfig

@@ -1,13 +1,10 @@
 from ...tokenization.numerals import NumeracyTokenizerFast
-from ..registry import ADAM_CONSTANT, PLAIN_SGD, ModelType, TrainingRecipe
+from ..registry import ADAM_DEFAULT, PLAIN_SGD, ModelType
 from .configuration_numeracy_lm import NumeracyLMConfig
 from .modeling_numeracy_lm import NumeracyLMForCausalLM, NumeracyLMModel, NumeracyLMPreTrainedModel
 
 RECIPES = {
-    "default": TrainingRecipe(
-        "Adam (Kingma & Ba 2015) at a constant rate with clipping, the network of NumeracyLMConfig's defaults",
-        training={**ADAM_CONSTANT, "learning_rate": 1e-3, "max_grad_norm": 1.0},
-    ),
+    "default": ADAM_DEFAULT,
     "sgd": PLAIN_SGD,
 }
 

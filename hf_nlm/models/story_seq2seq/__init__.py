@@ -1,4 +1,4 @@
-from ..registry import ADAM_CONSTANT, PLAIN_SGD, ModelType, TrainingRecipe
+from ..registry import ADAM_DEFAULT, PLAIN_SGD, ModelType
 from .configuration_story_seq2seq import ATTENTION_TYPES, StorySeq2SeqConfig
 from .modeling_story_seq2seq import (
     StorySeq2SeqForConditionalGeneration,
@@ -8,10 +8,7 @@ from .modeling_story_seq2seq import (
 )
 
 RECIPES = {
-    "default": TrainingRecipe(
-        "Adam (Kingma & Ba 2015) at a constant rate with clipping, the network of StorySeq2SeqConfig's defaults",
-        training={**ADAM_CONSTANT, "learning_rate": 1e-3, "max_grad_norm": 1.0},
-    ),
+    "default": ADAM_DEFAULT,
     "sgd": PLAIN_SGD,
 }
 
