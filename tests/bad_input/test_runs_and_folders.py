@@ -161,7 +161,9 @@ def unk_lover(run_copy) -> Path:
 
 def test_generated_unknown_words_stay_visible(unk_lover, capsys):
     capsys.readouterr()
-    assert main(["generate", str(unk_lover), "zzz qqq the", "--max-new-tokens", "8", "--json"]) == 0
+    # the saved generation config keeps <unk> out and forbids repeats: lifted here, to see how <unk> is decoded
+    assert main(["generate", str(unk_lover), "zzz qqq the", "--max-new-tokens", "8", "--json", "--allow-unknown",
+                 "--no-repeat-ngram-size", "0"]) == 0
     captured = capsys.readouterr()
     (generation,) = json.loads(captured.out)["generations"]
     assert generation.split() == ["<unk>"] * 8  # 8 new tokens, 8 words: none dropped
@@ -170,7 +172,8 @@ def test_generated_unknown_words_stay_visible(unk_lover, capsys):
     assert "warning" not in capsys.readouterr().err  # a known prompt: no warning
     # pipeline() drops special tokens, <unk> among them, unless asked to keep them (docs/training.md).
     pipe = pipeline("text-generation", model=str(unk_lover), device="cpu")
-    kept = pipe("the cat", max_new_tokens=3, do_sample=False, skip_special_tokens=False)[0]["generated_text"]
+    kept = pipe("the cat", max_new_tokens=3, do_sample=False, skip_special_tokens=False, suppress_tokens=None,
+                no_repeat_ngram_size=0)[0]["generated_text"]
     assert kept.split()[-3:] == ["<unk>"] * 3
 
 
