@@ -258,7 +258,7 @@ class NLMPreTrainedModel(PreTrainedModel):
         self,
         hidden: torch.Tensor,
         labels: torch.LongTensor | None = None,
-        logits_to_keep: int = 0,
+        logits_to_keep: int | torch.Tensor = 0,
         return_dict: bool | None = None,
         *,
         output_class: type[NLMCausalLMOutput] = NLMCausalLMOutput,
@@ -273,8 +273,9 @@ class NLMPreTrainedModel(PreTrainedModel):
         only the targets' paths; the per-target tensors the head names in ``target_fields`` are taken
         from ``kwargs`` and aligned the same way. ``regularization`` terms (AWD-LSTM's AR / TAR) are added
         to ``loss`` and reported by name; ``nll`` stays the plain NLL. In training mode with targets the
-        |V|-wide logits are not built (``logits=None``); otherwise only the last ``logits_to_keep``
-        positions are scored (all when 0). ``outputs`` are further fields of ``output_class`` (e.g.
+        |V|-wide logits are not built (``logits=None``); otherwise only the positions ``logits_to_keep``
+        names are scored (:func:`positions_to_score`: the last N, all for 0, or a 1-D tensor of positions;
+        an empty one scores none, for a caller that reads only the loss). ``outputs`` are further fields of ``output_class`` (e.g.
         ``cache``). ``return_dict=False`` (or ``config.return_dict`` False) gives a tuple.
         """
         nll = None
@@ -291,7 +292,7 @@ class NLMPreTrainedModel(PreTrainedModel):
         logits = None
         if loss is None or not self.training:
             # generate() asks only for the last position(s): never score positions it will not read.
-            logits = self.lm_head(hidden[:, -logits_to_keep:] if logits_to_keep else hidden)
+            logits = self.lm_head(positions_to_score(hidden, logits_to_keep))
         output = output_class(loss=loss, logits=logits, nll=nll, **regularization, **(outputs or {}))
         return self._output(output, return_dict)
 
@@ -493,6 +494,14 @@ class NLMPreTrainedModel(PreTrainedModel):
             if mask is None or mask.shape[-1] == 0:
                 kwargs["attention_mask"] = torch.ones_like(ids)
         return super().generate(*args, **kwargs)
+
+
+def positions_to_score(hidden: torch.Tensor, logits_to_keep: int | torch.Tensor) -> torch.Tensor:
+    """The positions of ``hidden`` (B, T, D) whose logits a forward returns, as transformers reads
+    ``logits_to_keep``: an int keeps the last that many (0: all), a 1-D tensor the positions it lists."""
+    if isinstance(logits_to_keep, int):
+        return hidden[:, -logits_to_keep:] if logits_to_keep else hidden
+    return hidden[:, logits_to_keep.to(hidden.device)]
 
 
 def _tracing() -> bool:

@@ -31,6 +31,11 @@ from ..data.stream import StreamColumns, bptt_chunks
 from ..heads import OutputHead
 from ..modeling_utils import NLMPreTrainedModel, align_targets
 
+#: ``logits_to_keep`` that scores no position: our models' loss and hidden states come from the head's
+#: ``nll`` of the targets alone, so a caller that reads nothing else skips the vocabulary-wide logits (for an
+#: open numeral branch, a digit-RNN pass over every numeral of the vocabulary at each position asked for).
+NO_LOGITS = torch.empty(0, dtype=torch.long)
+
 
 @contextmanager
 def eval_mode(model):
@@ -62,7 +67,7 @@ def batch_log_probs(model, batch: Mapping[str, torch.Tensor], **model_kwargs):
         output = model(**_model_inputs(batch), **model_kwargs)
         logits = output.logits if "shift_labels" in batch else output.logits[:, :-1]
         return _target_log_probs(logits, target_labels(batch)), output
-    output = model(**_model_inputs(batch), **model_kwargs, output_hidden_states=True, logits_to_keep=1)
+    output = model(**_model_inputs(batch), **model_kwargs, output_hidden_states=True, logits_to_keep=NO_LOGITS)
     fields = {name: batch[name] for name in head.target_fields if name in batch}
     hidden, targets = align_targets(output.hidden_states[-1], batch.get("labels"), batch.get("shift_labels"), fields)
     output.target_hidden_states = hidden  # what predicted each target, for callers that want it (number prediction)
@@ -80,7 +85,7 @@ def seq2seq_log_probs(model, batch: Mapping[str, torch.Tensor], **model_kwargs):
     if not isinstance(head, OutputHead):
         output = model(**batch, **model_kwargs)
         return _target_log_probs(output.logits, batch["labels"]), output
-    output = model(**batch, **model_kwargs, output_hidden_states=True)
+    output = model(**batch, **model_kwargs, output_hidden_states=True, logits_to_keep=NO_LOGITS)
     hidden, targets = align_targets(output.decoder_hidden_states[-1], shift_labels=batch["labels"])
     output.target_hidden_states = hidden
     return -head.nll(hidden, targets).float().cpu(), output
@@ -107,7 +112,7 @@ def stream_nll(
     with eval_mode(model):
         for start, length in tqdm(bptt_chunks(columns.length, bptt), desc=desc, disable=desc is None, leave=False):
             batch = {k: v.to(device) for k, v in columns.chunk(start, length, rows).items()}
-            out = model(**batch, cache=state, use_cache=True, logits_to_keep=1)
+            out = model(**batch, cache=state, use_cache=True, logits_to_keep=NO_LOGITS)
             state = out.cache
             n = int((target_labels(batch) != IGNORE_INDEX).sum())
             if n == 0:
@@ -125,7 +130,7 @@ def summed_nll(model, loader, device=None, desc: str | None = None) -> tuple[flo
     total, count = 0.0, 0
     # Our models compute the loss from the head whatever logits_to_keep says; skipping the |V|-wide
     # logits of every position halves the cost of evaluating a softmax model.
-    extra = {"logits_to_keep": 1} if isinstance(model, NLMPreTrainedModel) else {}
+    extra = {"logits_to_keep": NO_LOGITS} if isinstance(model, NLMPreTrainedModel) else {}
     with eval_mode(model):
         for batch in tqdm(loader, desc=desc, disable=desc is None, leave=False):
             batch = {k: v.to(device) for k, v in batch.items()}

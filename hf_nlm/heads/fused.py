@@ -87,6 +87,15 @@ def softmax_nll(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor |
     return loss.masked_fill(~valid, 0.0)
 
 
+def linear_nll(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, target: torch.Tensor) -> torch.Tensor:
+    """Per-row -log softmax(b + W h)[target], ``hidden`` (N, D): :func:`softmax_nll` in float32 / float64,
+    ``cross_entropy`` on the upcast scores under autocast or in half precision (where the fused kernel's
+    in-place softmax would lose precision)."""
+    if hidden.dtype in (torch.float32, torch.float64) and not torch.is_autocast_enabled(hidden.device.type):
+        return softmax_nll(hidden, weight, bias, target)
+    return F.cross_entropy(upcast(F.linear(hidden, weight, bias)), target, reduction="none")
+
+
 class SplitSoftmaxNLL(torch.autograd.Function):
     """-log P(t | h) of the split softmax for N rows; see :func:`split_softmax_nll`."""
 

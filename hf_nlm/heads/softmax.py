@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .base import OutputHead, Targets, register_head, upcast
-from .fused import softmax_nll
+from .fused import linear_nll
 
 
 def resized_rows(tensor: torch.Tensor, num_rows: int, mean_init: bool = True) -> torch.Tensor:
@@ -78,9 +78,14 @@ class SoftmaxHead(OutputHead):
         """Follow a resized vocabulary (``resize_token_embeddings``): rows are cut or added at the end."""
         resize_word_rows(self, vocab_size, mean_init)
 
+    def output_embeddings(self) -> torch.Tensor:
+        """U, the output row of every token (|V| x in_features): ``weight`` here; a subclass may build
+        its rows another way (digit-augmented numerals) and keep the fused loss."""
+        return self.weight
+
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         """Unnormalised scores ``b + U h`` of shape ``hidden.shape[:-1] + (|V|,)``."""
-        return F.linear(hidden, self.weight, self.bias)
+        return F.linear(hidden, self.output_embeddings(), self.bias)
 
     def nll(self, hidden: torch.Tensor, targets: torch.Tensor | Targets) -> torch.Tensor:
         """Per-token negative log-likelihood of ``target`` (shape ``hidden.shape[:-1]``); -100 gives 0.
@@ -90,12 +95,10 @@ class SoftmaxHead(OutputHead):
         half precision it is ``cross_entropy`` on the upcast scores.
         """
         target = Targets.of(targets).ids
-        # Subclasses that build their scores another way (forward overridden, e.g. digit-augmented output
-        # embeddings) keep the generic path, which reads their forward.
-        fusable = type(self).forward is SoftmaxHead.forward
-        if fusable and hidden.dtype in (torch.float32, torch.float64) and not torch.is_autocast_enabled(hidden.device.type):
-            loss = softmax_nll(hidden.reshape(-1, self.in_features), self.weight, self.bias, target.reshape(-1))
+        if type(self).forward is SoftmaxHead.forward:
+            loss = linear_nll(hidden.reshape(-1, self.in_features), self.output_embeddings(), self.bias, target.reshape(-1))
             return loss.view(target.shape)
+        # A subclass with a forward of its own: the loss of the scores that forward gives.
         scores = upcast(self.forward(hidden))
         return F.cross_entropy(scores.reshape(-1, self.vocab_size), target.reshape(-1), reduction="none").view(
             target.shape

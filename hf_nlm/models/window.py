@@ -105,7 +105,7 @@ class WindowCausalLMMixin:
         input_ids: torch.LongTensor,
         attention_mask: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
-        logits_to_keep: int = 0,
+        logits_to_keep: int | torch.Tensor = 0,
         return_dict: bool | None = None,
         output_hidden_states: bool | None = None,
         **kwargs,

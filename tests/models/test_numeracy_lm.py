@@ -518,8 +518,8 @@ def test_mog_density_picture_integrates_to_one_and_marks_the_median(numeracy_tok
 
 def test_combination_mixes_the_three_strategies_by_weights_from_h():
     """p(s | numeral, h) = sum_m p(m | h) p_m(s | h): checked for an unseen numeral against the formula
-    written out (the h-softmax's <unk_num> mass spread as the d-RNN spreads its own), and for a numeral
-    of the vocabulary against the vocabulary-wide distribution."""
+    written out (the closed h-softmax gives it nothing), and for a numeral of the vocabulary against the
+    vocabulary-wide distribution."""
     import math
 
     from hf_nlm.heads import Targets
@@ -539,16 +539,59 @@ def test_combination_mixes_the_three_strategies_by_weights_from_h():
     nll = head.nll(h, Targets(ids, fields))
     w = torch.softmax(h @ head.strategy_weight.T + head.strategy_bias, -1)[0]
     p_class = torch.softmax(h @ head.class_weight.T + head.class_bias, -1)[0, 1]
-    soft = torch.softmax(h[0] @ head.numeral_weight.T + head.numeral_bias, -1)
-    rows = sorted(NUMERALS.values())
     p_d = head.digit_rnn.log_prob(h[:1], fields["digit_ids"][:1]).exp()[0]
-    p_d_vocab = head.digit_rnn.log_prob_of_strings(h[:1], ["7", "1200", "-3.25", "2019"]).exp().sum()
     p_g = head.mixture.log_prob(h[:1], fields["numeral_value"][:1], fields["numeral_precision"][:1]).exp()[0]
-    p_soft = soft[rows.index(NUMERALS["<unk_num>"])] * p_d / (1 - p_d_vocab)
-    expected = p_class * (w[0] * p_soft + w[1] * p_d + w[2] * p_g)
+    expected = p_class * (w[1] * p_d + w[2] * p_g)
     assert nll[0].item() == pytest.approx(-math.log(expected.item()), rel=1e-9)
-    # A numeral of the vocabulary: its own probability is its row of the full distribution.
+    # A numeral of the vocabulary: its own probability is its row of the full distribution, and the
+    # h-softmax's share of it is its row of a softmax over the vocabulary's numerals without <unk_num>.
     torch.testing.assert_close(nll[1], -full[1, NUMERALS["7"]])
+    rows = sorted(NUMERALS.values())
+    known = torch.tensor([i != NUMERALS["<unk_num>"] for i in rows])
+    soft = torch.softmax(h[1] @ head.numeral_weight[known].T + head.numeral_bias[known], -1)
+    p_d = head.digit_rnn.log_prob(h[1:], fields["digit_ids"][1:]).exp()[0]
+    p_g = head.mixture.log_prob(h[1:], fields["numeral_value"][1:], fields["numeral_precision"][1:]).exp()[0]
+    w = torch.softmax(h[1] @ head.strategy_weight.T + head.strategy_bias, -1)
+    p_class = torch.softmax(h[1] @ head.class_weight.T + head.class_bias, -1)[1]
+    expected = p_class * (w[0] * soft[known.nonzero().squeeze(-1).tolist().index(rows.index(NUMERALS["7"]))]
+                          + w[1] * p_d + w[2] * p_g)
+    assert nll[1].item() == pytest.approx(-math.log(expected.item()), rel=1e-9)
+
+
+@pytest.mark.parametrize("strategy", ["drnn", "combination"])
+def test_scoring_targets_never_runs_the_digit_rnn_over_the_vocabulary(strategy, monkeypatch):
+    """Training and evaluation read a numeral target's probability from its own digits: the d-RNN runs on
+    the targets' strings, never on every numeral of the vocabulary (a pass that costs |N| prefixes per
+    numeral). Recorded by patching the vocabulary-wide scorer; the vocabulary-wide logits, which do need
+    it, are asked for with ``logits_to_keep`` and run it once."""
+    from hf_nlm.evaluation.scoring import NO_LOGITS
+    from hf_nlm.heads.numeral.digit_rnn import DigitRNN
+    from hf_nlm.tokenization.numerals import DIGIT_PAD, DIGITS_WIDTH, encode_digits
+
+    calls = []
+    original = DigitRNN.log_prob_of_strings
+    def recorded(self, hidden, strings):
+        calls.append(hidden[..., 0].numel())  # the rows scored against every numeral of the vocabulary
+        return original(self, hidden, strings)
+
+    monkeypatch.setattr(DigitRNN, "log_prob_of_strings", recorded)
+    m = model(strategy)
+    ids = torch.tensor([[5, NUMERALS["7"], 8, NUMERALS["<unk_num>"], 5]])
+    digits = torch.full((1, 5, DIGITS_WIDTH), DIGIT_PAD)
+    digits[0, 1] = torch.tensor(encode_digits("7"))
+    digits[0, 3] = torch.tensor(encode_digits("42.5"))
+    fields = {"numeral_mask": torch.tensor([[False, True, False, True, False]]),
+              "numeral_value": torch.tensor([[0.0, 7.0, 0.0, 42.5, 0.0]], dtype=torch.float64),
+              "numeral_precision": torch.tensor([[0, 0, 0, 1, 0]]), "digit_ids": digits}
+    m.train()
+    m(ids, labels=ids, **fields).loss.backward()
+    m.eval()
+    with torch.no_grad():
+        loss = m(ids, labels=ids, logits_to_keep=NO_LOGITS, **fields).loss
+        assert sum(calls) == 0
+        full = m(ids, labels=ids, logits_to_keep=1, **fields)
+    assert sum(calls) == 1 and full.logits.shape == (1, 1, V)
+    torch.testing.assert_close(full.loss, loss)
 
 
 def test_strategy_weight_picture_reads_the_weights_that_predicted_each_token(numeracy_tokenizer, tmp_path):

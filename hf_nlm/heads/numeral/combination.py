@@ -26,14 +26,15 @@ class CombinationHead(OpenNumeralBranchHead):
     d-RNN's branch ``digit_branch`` (its ``digit_rnn``) and the mixture's ``value_branch`` (its ``mixture``
     and the buffers ``known_values`` / ``known_precisions``).
 
-    The h-softmax component is closed (a softmax over the vocabulary's numerals and ``<unk_num>``); so
-    that the mixture is a distribution over all numerals, its ``<unk_num>`` mass is spread over the
-    numerals outside the vocabulary as the d-RNN distributes its own there:
-    p_soft(s) = p_soft(<unk_num>) p_d(s) / (1 - sum_{v in vocab} p_d(v)) for an unseen s. Reads the
-    targets' ``digit_ids``, ``numeral_value`` and ``numeral_precision``; the MoG's Gaussians are fitted
-    by EM when training starts, as for ``mog``. Two numerals are told apart by their canonical digit
-    strings (the d-RNN's key), and a generated ``<unk_num>`` is written by the open component the
-    context weighs more."""
+    Each component is a distribution over numerals. The h-softmax component is closed: a softmax over
+    the vocabulary's numerals, each counted once (``<unk_num>`` and a second spelling of a numeral, the
+    rows the d-RNN gives 0, have no share of it), so a numeral outside the vocabulary gets
+    p(s | numeral, h) = p(d-RNN | h) p_d(s | h) + p(MoG | h) p_MoG(s | h) and the strategy weights learn
+    where the open components are needed. Scoring a target then needs the d-RNN on that numeral's own
+    digits only, never on every numeral of the vocabulary. Reads the targets' ``digit_ids``,
+    ``numeral_value`` and ``numeral_precision``; the MoG's Gaussians are fitted by EM when training
+    starts, as for ``mog``. Two numerals are told apart by their canonical digit strings (the d-RNN's
+    key), and a generated ``<unk_num>`` is written by the open component the context weighs more."""
 
     target_fields = ("numeral_mask", "digit_ids", "numeral_value", "numeral_precision")
     #: The components, in the order of ``strategy_weight``'s rows.
@@ -49,6 +50,8 @@ class CombinationHead(OpenNumeralBranchHead):
         self.strategy_bias = nn.Parameter(torch.zeros(len(self.STRATEGIES)))
         self.digit_branch = DigitBranch.build(self, in_features, tokens)
         self.value_branch = ValueBranch.build(self, in_features, tokens, num_components, transform)
+        # The h-softmax row of each canonical numeral string, to read a target's share without |N| lookups.
+        self._row_of = dict(zip(self.digit_branch.strings, self.digit_branch.rows, strict=True))
 
     def init_weights(self, initializer_range: float, init=nn.init) -> None:
         super().init_weights(initializer_range, init)
@@ -64,8 +67,17 @@ class CombinationHead(OpenNumeralBranchHead):
         return torch.log_softmax(upcast(F.linear(hidden, self.strategy_weight, self.strategy_bias)), dim=-1)
 
     def softmax_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The h-softmax component over the numeral rows (..., |N|), float64."""
-        return torch.log_softmax(upcast(F.linear(hidden, self.numeral_weight, self.numeral_bias)), dim=-1).to(torch.float64)
+        """The h-softmax component over the numeral rows (..., |N|), float64: a softmax over the rows the
+        d-RNN scores (one per numeral of the vocabulary), -inf at ``<unk_num>`` and at second spellings."""
+        logits = upcast(F.linear(hidden, self.numeral_weight, self.numeral_bias))
+        closed = logits.masked_fill(~self._scored_rows(hidden.device), float("-inf"))
+        return torch.log_softmax(closed, dim=-1).to(torch.float64)
+
+    def _scored_rows(self, device: torch.device) -> torch.Tensor:
+        """(|N|,) bool: the rows of the d-RNN's numerals (the first spelling of each; not ``<unk_num>``)."""
+        mask = torch.zeros(len(self.numeral_tokens), dtype=torch.bool, device=device)
+        mask[self.digit_branch.rows] = True
+        return mask
 
     def component_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
         """Each strategy's distribution over the numeral rows, (..., |N|, 3), float64."""
@@ -80,17 +92,11 @@ class CombinationHead(OpenNumeralBranchHead):
         digits, values = self.digit_branch.exact(hidden, fields), self.value_branch.exact(hidden, fields)
         if digits is None or values is None:
             return None
-        # The h-softmax's share of this very numeral: its own row if the vocabulary holds it, else its
-        # <unk_num> mass times the d-RNN's probability of it among the numerals outside the vocabulary.
-        soft = self.softmax_log_probs(hidden)
-        in_vocab = self.digit_branch.vocabulary_log_probs(hidden).to(torch.float64)
-        outside = torch.log1p(-torch.exp(torch.logsumexp(in_vocab, -1)).clamp(max=1 - 1e-12))
-        spread = soft[:, self.unknown_row] + digits.to(torch.float64) - outside
+        # The h-softmax's share: the row of this numeral's canonical string, 0 (-inf) outside the vocabulary.
         canonical = [decode_digits(row) for row in fields["digit_ids"].tolist()]
-        row_of = dict(zip(self.digit_branch.strings, self.digit_branch.rows, strict=True))
-        rows = torch.tensor([row_of.get(text, -1) for text in canonical], device=hidden.device)
-        own = soft.gather(-1, rows.clamp(min=0)[:, None]).squeeze(-1)
-        soft_share = torch.where(rows >= 0, own, spread)
+        rows = torch.tensor([self._row_of.get(text, -1) for text in canonical], device=hidden.device)
+        own = self.softmax_log_probs(hidden).gather(-1, rows.clamp(min=0)[:, None]).squeeze(-1)
+        soft_share = own.masked_fill(rows < 0, float("-inf"))
         components = torch.stack([soft_share, digits.to(torch.float64), values.to(torch.float64)], -1)
         return torch.logsumexp(components + self.strategy_log_weights(hidden).to(torch.float64), -1)
 

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..base import OutputHead, Targets, refuse_arguments, register_head, upcast, write_unless_loaded
+from ..fused import linear_nll
 from ..softmax import resized_rows
 from .common import check_numerals_kept, numeral_vocab_of, sorted_numerals
 
@@ -129,11 +130,14 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
         self.vocab_size = vocab_size
 
     # ------------------------------------------------------------------ the branches
+    def class_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        """log p(class | h), (..., 2): word, numeral."""
+        return torch.log_softmax(upcast(F.linear(hidden, self.class_weight, self.class_bias)), dim=-1)
+
     def class_and_word_log_probs(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """log p(class | h) (..., 2) and log p(s | word, h) (..., |W|)."""
-        log_class = torch.log_softmax(upcast(F.linear(hidden, self.class_weight, self.class_bias)), dim=-1)
         words = torch.log_softmax(upcast(F.linear(hidden, self.word_weight, self.word_bias)), dim=-1)
-        return log_class, words
+        return self.class_log_probs(hidden), words
 
     def numeral_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
         """log p(s | numeral, h) over the numeral rows (..., |N|): a distribution over the rows."""
@@ -152,7 +156,8 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
 
     def nll(self, hidden: torch.Tensor, targets: torch.Tensor | Targets) -> torch.Tensor:
         """-log p(class(s) | h) - log p(s | class, h), read from the branches: the |V|-wide permutation
-        of ``forward`` is never built, and the numeral branch runs on the numeral targets only."""
+        of ``forward`` is never built, the word branch runs on the word targets only (the fused softmax
+        loss, :func:`~hf_nlm.heads.fused.linear_nll`) and the numeral branch on the numeral targets only."""
         targets = Targets.of(targets)
         shape = targets.ids.shape
         ids = targets.ids.reshape(-1)
@@ -161,8 +166,12 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
         position = self.vocab_position[torch.where(keep, ids, 0)]
         num_words = self.word_ids.numel()
         is_numeral = keep & (position >= num_words)
-        log_class, words = self.class_and_word_log_probs(hidden)
-        picked = log_class[:, 0] + words.gather(-1, position.clamp(max=num_words - 1)[:, None]).squeeze(-1)
+        log_class = self.class_log_probs(hidden)
+        picked = log_class[:, 0]
+        words = torch.nonzero(keep & ~is_numeral).squeeze(-1)
+        if words.numel():
+            in_branch = -linear_nll(hidden[words], self.word_weight, self.word_bias, position[words])
+            picked = picked.index_put((words,), log_class[words, 0] + in_branch.to(log_class.dtype))
         rows = torch.nonzero(is_numeral).squeeze(-1)
         if rows.numel():
             h = hidden[rows]

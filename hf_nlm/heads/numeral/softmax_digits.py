@@ -10,7 +10,6 @@ an exact full-vocabulary distribution.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ...tokenization.numerals import (
@@ -99,11 +98,9 @@ class DigitSoftmaxHead(SoftmaxHead):
         return encoding
 
     def output_embeddings(self) -> torch.Tensor:
-        """e_out: the word matrix with each numeral row plus its digit encoding, (|V|, D)."""
+        """e_out: the word matrix with each numeral row plus its digit encoding, (|V|, D). The softmax
+        head's ``forward`` and fused ``nll`` read it, so the digit RNN trains through the fused loss."""
         return self.weight.index_add(0, self.numeral_ids, self.digit_encodings().to(self.weight.dtype))
-
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return F.linear(hidden, self.output_embeddings(), self.bias)
 
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, numerals_with_digits={self.numeral_ids.numel()}"

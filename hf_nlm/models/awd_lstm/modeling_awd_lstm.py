@@ -341,7 +341,7 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
         cache: RecurrentCache | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
-        logits_to_keep: int = 0,
+        logits_to_keep: int | torch.Tensor = 0,
         return_dict: bool | None = None,
         output_hidden_states: bool | None = None,
         **kwargs,

@@ -45,7 +45,7 @@ from transformers.utils import ModelOutput
 from transformers.utils.deprecation import deprecate_kwarg
 
 from ...cache_utils import Seq2SeqRecurrentCache, unread_tokens
-from ...modeling_utils import NLMPreTrainedModel, align_targets
+from ...modeling_utils import NLMPreTrainedModel, align_targets, positions_to_score
 from ...trees import WordTree
 from .configuration_story_seq2seq import StorySeq2SeqConfig
 
@@ -540,7 +540,7 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
-        logits_to_keep: int = 0,
+        logits_to_keep: int | torch.Tensor = 0,
         **kwargs,
     ) -> StorySeq2SeqLMOutput:
         cfg = self.config
@@ -572,7 +572,7 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
         logits = None
         if nll is None or not self.training:
             # generate() asks only for the last position: never score positions it will not read.
-            logits = self.lm_head(hidden[:, -logits_to_keep:] if logits_to_keep else hidden)
+            logits = self.lm_head(positions_to_score(hidden, logits_to_keep))
         output = StorySeq2SeqLMOutput(
             loss=nll,
             nll=nll,
