@@ -4,15 +4,16 @@ and MdAPE against the baselines "always the training mean / median").
 
 For every numeral of the text the model reads what precedes it and predicts the number itself:
 
-* ``mog`` (mixture of Gaussians): the mixture's mean, median or mode, and a central probability
-  interval from its quantiles (:class:`~hf_nlm.heads.numeral.mixture.NumeralMixture`);
+* ``mog`` (mixture of Gaussians) and ``dexp`` (discrete latent exponent): the density's mean, median or
+  mode, and a central probability interval from its quantiles
+  (:class:`~hf_nlm.heads.numeral.mixture.NumeralMixture`, :class:`~hf_nlm.heads.numeral.exponent.NumeralExponentDensity`);
 * every other head (``softmax``, ``softmax_digits``, ``hsoftmax``, ``drnn``, ``combination``): the model's distribution
   over the numerals of its vocabulary (``<unk_num>`` left out; the d-RNN's probabilities of those
   numerals), renormalised: its mean, weighted median or mode, and the interval between its quantiles.
   A closed vocabulary can only predict numbers it has seen.
 
 The distributions are computed ``numeral_chunk_size`` numerals at a time (default 256): for every head
-but ``mog`` each numeral is scored against every numeral of the vocabulary (the d-RNN spells them all),
+but ``mog`` and ``dexp`` each numeral is scored against every numeral of the vocabulary (the d-RNN spells them all),
 a (numerals x candidates) table whose memory follows the chunk, not the split; the figures do not
 depend on the chunk.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 import torch
 
 from ..data.batching import batching_for, split_texts
-from ..heads import MixtureOfGaussiansHead
+from ..heads.numeral import ValueBranch
 from ..models.numeracy_lm.modeling_numeracy_lm import write_unknown_numerals
 from ..tokenization.numerals import parse_numeral
 from .numeracy import DEFAULT_NUMERAL_CHUNK_SIZE, check_numeral_chunk_size, numeral_chunks
@@ -54,8 +55,9 @@ def predict_numbers(model, tokenizer, texts, statistic: str = "median", interval
     mask = stream["numeral_mask"].bool()
     positions = torch.nonzero(mask).squeeze(-1)
     chunk = check_numeral_chunk_size(numeral_chunk_size, len(positions), model.lm_head, device)
-    mixture = model.lm_head.mixture if isinstance(model.lm_head, MixtureOfGaussiansHead) else None
-    numerals = None if mixture is not None else _vocabulary_numerals(tokenizer)
+    branch = getattr(model.lm_head, "branch", None)
+    density = branch.density if isinstance(branch, ValueBranch) else None  # a head whose one branch is a density
+    numerals = None if density is not None else _vocabulary_numerals(tokenizer)
     # Exact either way: blocks carry their full context; a recurrent model reads one column regardless.
     # Only the numerals' hidden states are kept.
     _, hidden = split_log_probs(batching, model, stream, 32, device, with_hidden=True, hidden_mask=mask)
@@ -66,8 +68,8 @@ def predict_numbers(model, tokenizer, texts, statistic: str = "median", interval
     with torch.no_grad():
         for rows in numeral_chunks(hidden.shape[0], chunk):
             h = hidden[rows]
-            if mixture is not None:  # the density itself (a combination mixes more)
-                point, low, high = getattr(mixture, statistic)(h), mixture.quantile(h, low_q), mixture.quantile(h, high_q)
+            if density is not None:  # the density itself (a combination mixes more)
+                point, low, high = getattr(density, statistic)(h), density.quantile(h, low_q), density.quantile(h, high_q)
             else:
                 point, low, high = _vocabulary_estimates(model.lm_head, numerals, h, statistic, low_q, high_q)
             estimates[rows] = torch.stack([point, low, high], -1).cpu()

@@ -34,7 +34,7 @@ def numeral_row_bytes(head) -> int:
             depth = max((len(s) for s in branch.strings), default=0) + 1
             total += prefixes * (13 * 8 + 24 * branch.rnn.digit_hidden_size) + len(branch.strings) * depth * 8
         elif isinstance(branch, ValueBranch):
-            total += 24 * 8 * len(branch.rows) * branch.mixture.num_components
+            total += 24 * 8 * len(branch.rows) * branch.density.terms_per_numeral
     return total
 
 

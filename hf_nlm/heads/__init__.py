@@ -11,7 +11,8 @@
 * ``"split"`` (:mod:`.split`): the split softmax with tombstones (Merity et al. 2018);
 * ``"tree"`` (:mod:`.tree`): the binary tree softmax (Morin & Bengio 2005; Mnih & Hinton 2008);
 * the numeral heads of the numeracy LM (Spithourakis & Riedel 2018, :mod:`.numeral`):
-  ``"softmax_digits"``, ``"hsoftmax"``, ``"drnn"``, ``"mog"`` and ``"combination"``.
+  ``"softmax_digits"``, ``"hsoftmax"``, ``"drnn"``, ``"mog"`` and ``"combination"``, and ``"dexp"``
+  (Berg-Kirkpatrick & Spokoyny 2020).
 
 A head registers by living in this folder: importing the package imports every module under it
 (subpackages included), which runs their :func:`register_head` decorators. Adding a head is one file
@@ -26,6 +27,7 @@ from .numeral import (
     CombinationHead,
     DigitRNNHead,
     DigitSoftmaxHead,
+    DiscreteExponentHead,
     MixtureOfGaussiansHead,
     NumeralHierarchicalSoftmaxHead,
 )
@@ -49,6 +51,7 @@ __all__ = [
     "CombinationHead",
     "DigitRNNHead",
     "DigitSoftmaxHead",
+    "DiscreteExponentHead",
     "MixtureOfGaussiansHead",
     "HEAD_REGISTRY",
     "NumeralHierarchicalSoftmaxHead",

@@ -9,7 +9,7 @@ import torch
 
 from hf_nlm.models import NumeracyLMConfig, NumeracyLMForCausalLM
 
-STRATEGIES = ["softmax", "softmax_digits", "hsoftmax", "drnn", "mog", "combination"]
+STRATEGIES = ["softmax", "softmax_digits", "hsoftmax", "drnn", "mog", "combination", "dexp"]
 TEXTS = [
     "in 1990 the deficit was 3.5 billion dollars , up 12 % .",
     "the budget grew 12 % to 1,200 million in 1990 .",
@@ -36,9 +36,9 @@ def numeracy_model(tokenizer, strategy: str) -> NumeracyLMForCausalLM:
     config = NumeracyLMConfig(vocab_size=len(tokenizer), embedding_size=8, hidden_size=8, numeral_strategy=strategy,
                               numeral_vocab=tokenizer.numeral_vocab)
     model = NumeracyLMForCausalLM(config).eval()
-    if strategy in ("mog", "combination"):
-        mixture = model.lm_head.mixture if strategy == "mog" else model.lm_head.value_branch.mixture
-        mixture.initialize_from(torch.tensor([1990.0, 3.5, 12.0, 1200.0, 7.0, 2.25]))
+    if strategy in ("mog", "combination", "dexp"):
+        density = model.lm_head.value_branch.density if strategy == "combination" else model.lm_head.branch.density
+        density.initialize_from(torch.tensor([1990.0, 3.5, 12.0, 1200.0, 7.0, 2.25]))
     return model
 
 
@@ -78,10 +78,11 @@ def _record_rows(monkeypatch, head) -> list[int]:
         return wrapped
 
     monkeypatch.setattr(head, "log_probs", recording(head.log_probs))
-    mixture = getattr(head, "mixture", None)
-    if mixture is not None:
+    branch = getattr(head, "branch", getattr(head, "value_branch", None))
+    density = getattr(branch, "density", None)
+    if density is not None:
         for name in ("mean", "median", "mode", "quantile"):
-            monkeypatch.setattr(mixture, name, recording(getattr(mixture, name)))
+            monkeypatch.setattr(density, name, recording(getattr(density, name)))
     return rows
 
 

@@ -314,7 +314,7 @@ def test_every_module_of_the_heads_folder_is_imported_and_every_head_in_it_regis
     }
     assert {cls.head_name: cls for cls in defined} == {name: cls for name, cls in HEAD_REGISTRY.items()}
     assert sorted(HEAD_REGISTRY) == sorted(
-        ["softmax", "split", "tree", "softmax_digits", "hsoftmax", "drnn", "mog", "combination"]
+        ["softmax", "split", "tree", "softmax_digits", "hsoftmax", "drnn", "mog", "combination", "dexp"]
     )
 
 

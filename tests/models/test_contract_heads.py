@@ -276,7 +276,7 @@ def test_resize_token_embeddings_follows_or_refuses(name, head, mean_resizing, t
     torch.testing.assert_close(log_probs(model, ids), before)
 
 
-@pytest.mark.parametrize("strategy", ["softmax", "softmax_digits", "hsoftmax", "drnn", "mog", "combination"])
+@pytest.mark.parametrize("strategy", ["softmax", "softmax_digits", "hsoftmax", "drnn", "mog", "combination", "dexp"])
 def test_resize_never_cuts_a_numeral(strategy):
     model = tiny("numeracy_lm", strategy)
     with pytest.raises(ValueError, match=r"cut the numeral '-0.25' \(id 20\).*keep at least 21 tokens"):

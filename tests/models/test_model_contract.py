@@ -52,7 +52,7 @@ def tiny(model_type: str, head: str | None = None):
 CASES = [(name, None) for name in MODEL_TYPES] + [
     ("nplm", "split"), ("nplm", "tree"), ("awd_lstm", "tree"),
     ("numeracy_lm", "softmax_digits"), ("numeracy_lm", "hsoftmax"), ("numeracy_lm", "drnn"), ("numeracy_lm", "mog"),
-    ("numeracy_lm", "combination"), ("story_seq2seq", "tree"),
+    ("numeracy_lm", "combination"), ("numeracy_lm", "dexp"), ("story_seq2seq", "tree"),
 ]
 IDS = [f"{name}-{head or 'default'}" for name, head in CASES]
 

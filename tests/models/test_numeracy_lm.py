@@ -18,6 +18,11 @@ NUMERALS = {"<unk_num>": 2, "7": 4, "1,200": 6, "-3.25": 11, "2019": 15}
 WORD_IDS = [i for i in range(V) if i not in NUMERALS.values()]
 
 
+def density_of(head):
+    """The density over numbers of an open head: the mixture of ``mog`` / ``combination``, the exponent density of ``dexp``."""
+    return head.value_branch.density if hasattr(head, "value_branch") else head.branch.density
+
+
 def model(strategy: str, **kwargs) -> NumeracyLMForCausalLM:
     torch.manual_seed(0)
     config = NumeracyLMConfig(
@@ -278,7 +283,7 @@ def test_awkward_numerals_train_with_a_finite_loss(strategy):
 
 # ----------------------------------------------------------------------------- open numeral vocabularies ----------
 
-@pytest.mark.parametrize("strategy", ["drnn", "mog"])
+@pytest.mark.parametrize("strategy", ["drnn", "mog", "dexp"])
 def test_open_numeral_heads_are_distributions_with_unk_num_holding_the_rest(strategy):  # (combination: below)
     m = model(strategy)
     head = m.lm_head
@@ -294,7 +299,8 @@ def test_open_numeral_heads_are_distributions_with_unk_num_holding_the_rest(stra
     else:
         values = torch.tensor([7.0, 1200.0, -3.25, 2019.0], dtype=torch.float64)
         precisions = torch.tensor([0, 0, 2, 0])
-        expected = torch.stack([head.mixture.log_prob(h, values[k].expand(4), precisions[k].expand(4)) for k in range(4)], -1)
+        density = density_of(head)
+        expected = torch.stack([density.log_prob(h, values[k].expand(4), precisions[k].expand(4)) for k in range(4)], -1)
     torch.testing.assert_close(branch[:, 1:], expected)
     # ... and <unk_num> (row 0) everything else: one minus their sum.
     torch.testing.assert_close(branch[:, 0].exp(), 1 - expected.exp().sum(-1))
@@ -465,7 +471,7 @@ def test_mog_predictions_are_the_mixtures_and_metrics_have_baselines(numeracy_to
     assert report["mdape_median_baseline"] is not None and report["train_median"] == 12.0
 
 
-@pytest.mark.parametrize("strategy", ["drnn", "mog"])
+@pytest.mark.parametrize("strategy", ["drnn", "mog", "dexp"])
 def test_generated_unk_num_is_written_out_by_the_numeral_decoder(numeracy_tokenizer, strategy):
     from hf_nlm.evaluation import decode_generated
     from hf_nlm.evaluation.number_prediction import write_unknown_numerals
@@ -473,8 +479,8 @@ def test_generated_unk_num_is_written_out_by_the_numeral_decoder(numeracy_tokeni
 
     tok = numeracy_tokenizer
     m = tokenized_model(tok, strategy)
-    if strategy == "mog":
-        m.lm_head.mixture.initialize_from(torch.tensor([1990.0, 3.5, 12.0, 1200.0, 7.0]))
+    if strategy != "drnn":
+        density_of(m.lm_head).initialize_from(torch.tensor([1990.0, 3.5, 12.0, 1200.0, 7.0]))
     seq = torch.tensor([tok(["the deficit was"], add_special_tokens=False)["input_ids"][0] + [tok.unk_num_token_id]])
     written = write_unknown_numerals(m, seq)[0]
     assert list(written) == [3]
@@ -487,8 +493,9 @@ def test_generated_unk_num_is_written_out_by_the_numeral_decoder(numeracy_tokeni
         beams, _ = m.lm_head.digit_rnn.beam_search(h[None], num_beams=16, num_return_sequences=16)
         assert text == next(b for b in beams[0] if b and b not in tok.numeral_vocab)
     else:  # the median, written with the likeliest precision
-        r = int(m.lm_head.mixture.log_precision_probs(h).argmax())
-        assert numeral.value == pytest.approx(float(f"{float(m.lm_head.mixture.median(h[None])[0]):.{r}f}"))
+        density = density_of(m.lm_head)
+        r = int(density.log_precision_probs(h).argmax())
+        assert numeral.value == pytest.approx(float(f"{float(density.median(h[None])[0]):.{r}f}"))
     assert decode_generated(tok, seq[0], written).split() == ["the", "deficit", "was", text]
     # A closed strategy has nothing to write: <unk_num> stays.
     assert write_unknown_numerals(tokenized_model(tok, "hsoftmax"), seq) == [{}]
@@ -612,7 +619,7 @@ def test_strategy_weight_picture_reads_the_weights_that_predicted_each_token(num
 # ----------------------------------------------------------------------------- joint word + numeral search
 
 SMALL_NUMERALS = {"<unk_num>": 2, "7": 4, "12": 6}
-OPEN_STRATEGIES = ["drnn", "mog", "combination"]
+OPEN_STRATEGIES = ["drnn", "mog", "combination", "dexp"]
 
 
 def small_open_model(strategy: str) -> NumeracyLMForCausalLM:
@@ -624,7 +631,7 @@ def small_open_model(strategy: str) -> NumeracyLMForCausalLM:
                               mog_components=2)
     m = NumeracyLMForCausalLM(config).eval()
     if strategy != "drnn":
-        m.lm_head.mixture.initialize_from(torch.tensor([1990.0, 3.5, 12.0, 1200.0, 7.0, 250.0]))
+        density_of(m.lm_head).initialize_from(torch.tensor([1990.0, 3.5, 12.0, 1200.0, 7.0, 250.0]))
     with torch.no_grad():
         m.lm_head.class_bias.copy_(torch.tensor([0.0, 1.5]))
     return m
@@ -736,7 +743,7 @@ def test_story_cloze_scores_an_unseen_numeral_as_itself(numeracy_tokenizer, stra
                     expected += (log_numeral[t - 1] + head.digit_rnn.log_prob(hidden[t - 1:t], digits)[0]).item()
                 else:
                     value, precision = torch.tensor([numeral.value], dtype=torch.float64), torch.tensor([numeral.precision])
-                    expected += (log_numeral[t - 1] + head.mixture.log_prob(hidden[t - 1:t], value, precision)[0]).item()
+                    expected += (log_numeral[t - 1] + density_of(head).log_prob(hidden[t - 1:t], value, precision)[0]).item()
         m.float()
         assert score == pytest.approx(expected, rel=1e-4, abs=1e-4)
     # The two unseen numerals are told apart (as <unk_num> they would score the same up to "%").

@@ -16,8 +16,10 @@ paper's name of the strategy:
   value, each written numeral the mass of the interval it stands for (:mod:`.mixture`).
 * ``"combination"`` (:mod:`.combination`, sec. 3.5): the numeral branch mixes the h-softmax, the
   d-RNN and the mixture with weights predicted from h.
+* ``"dexp"`` (:mod:`.dexp`; Berg-Kirkpatrick & Spokoyny, EMNLP 2020): the numeral branch is a softmax over
+  signed powers of ten and a density for the mantissa within each (:mod:`.exponent`).
 
-The open heads (``drnn``, ``mog``, ``combination``) derive from :class:`OpenNumeralBranchHead`
+The open heads (``drnn``, ``mog``, ``combination``, ``dexp``) derive from :class:`OpenNumeralBranchHead`
 (:mod:`.open_branch`) and hold their branches as objects they call (:class:`DigitBranch`,
 :class:`ValueBranch`); :mod:`.common` has what all numeral heads share. Every head returns an exact
 full-vocabulary distribution, so ``generate()``, perplexity and the adjusted perplexity treat them like
@@ -30,6 +32,7 @@ from .hsoftmax import NumeralHierarchicalSoftmaxHead
 from .drnn import DigitBranch, DigitRNNHead
 from .mog import MixtureOfGaussiansHead, ValueBranch
 from .combination import CombinationHead
+from .dexp import DiscreteExponentHead
 from .common import check_numerals_kept, numeral_vocab_of, spread_over_rows
 from .open_branch import OpenNumeralBranchHead
 
@@ -38,6 +41,7 @@ __all__ = [
     "DigitBranch",
     "DigitRNNHead",
     "DigitSoftmaxHead",
+    "DiscreteExponentHead",
     "MixtureOfGaussiansHead",
     "NumeralHierarchicalSoftmaxHead",
     "OpenNumeralBranchHead",

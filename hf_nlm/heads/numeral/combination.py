@@ -13,6 +13,7 @@ from torch import nn
 from ...tokenization.numerals import decode_digits
 from ..base import register_head, upcast
 from .drnn import DigitBranch
+from .mixture import NumeralMixture
 from .mog import ValueBranch, mixture_options
 from .open_branch import OpenNumeralBranchHead
 
@@ -49,7 +50,8 @@ class CombinationHead(OpenNumeralBranchHead):
         self.strategy_weight = nn.Parameter(torch.empty(len(self.STRATEGIES), in_features))
         self.strategy_bias = nn.Parameter(torch.zeros(len(self.STRATEGIES)))
         self.digit_branch = DigitBranch.build(self, in_features, tokens)
-        self.value_branch = ValueBranch.build(self, in_features, tokens, num_components, transform)
+        self.value_branch = ValueBranch.build(
+            self, tokens, NumeralMixture(in_features, num_components, transform=transform))
         # The h-softmax row of each canonical numeral string, to read a target's share without |N| lookups.
         self._row_of = dict(zip(self.digit_branch.strings, self.digit_branch.rows, strict=True))
 

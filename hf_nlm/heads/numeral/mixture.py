@@ -518,6 +518,21 @@ class NumeralMixture(nn.Module):
         interval = self.log_interval_probability(hidden, value, r)
         return log_r.to(interval.dtype) + interval
 
+    def vocabulary_log_probs(self, hidden: torch.Tensor, values: torch.Tensor, precisions: torch.Tensor) -> torch.Tensor:
+        """log P(v, r | h) of each of the numerals ``values`` / ``precisions`` (S,) for every row of ``hidden``:
+        ``hidden.shape[:-1] + (S,)``, float64 (an S x K table of interval masses per row)."""
+        means, log_stds = self.components()
+        r = self.clip_precision(precisions)
+        interval = log_interval_probability(
+            values, r, self.log_weights(hidden).unsqueeze(-2), means, log_stds, self.transform
+        )
+        return self.log_precision_probs(hidden).index_select(-1, r).to(interval.dtype) + interval
+
+    @property
+    def terms_per_numeral(self) -> int:
+        """The interval masses computed per numeral and row: one per component."""
+        return self.num_components
+
     # --- point estimates and sampling (no gradients)
 
     @torch.no_grad()

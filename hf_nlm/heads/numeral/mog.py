@@ -16,7 +16,7 @@ from torch import nn
 from ...tokenization.numerals import UNK_NUM_TOKEN, parse_numeral
 from ..base import register_head, write_unless_loaded
 from .common import first_rows, spread_over_rows
-from .mixture import NumeralMixture, log_interval_probability
+from .mixture import NumeralMixture
 from .open_branch import OpenNumeralBranchHead
 
 
@@ -26,19 +26,22 @@ def mixture_options(config) -> dict:
 
 
 class ValueBranch:
-    """The mixture of Gaussians (sec. 3.4) as a numeral branch: its distribution over all numerals, laid
-    over the vocabulary's numeral rows, and the numerals it writes.
+    """A density over numbers as a numeral branch: the mixture of Gaussians (sec. 3.4,
+    :class:`~hf_nlm.heads.numeral.mixture.NumeralMixture`) or the discrete latent exponent
+    (:class:`~hf_nlm.heads.numeral.exponent.NumeralExponentDensity`). Its distribution over all numerals,
+    each written numeral the mass of the interval it stands for, laid over the vocabulary's numeral rows,
+    and the numerals it writes.
 
-    ``mixture`` is the :class:`NumeralMixture` the head registers as ``mixture`` (:meth:`build`), so its
-    parameters are the head's. A numeral row is scored by its value and precision (the first row of each,
-    ``rows``, their ``(value, precision)`` in ``known_numerals``; a second spelling of the same numeral
-    gets 0); ``<unk_num>`` (``unknown_row``) gets the rest, every numeral outside the vocabulary. The
-    head holds the scored rows' values and precisions as the buffers ``known_values`` /
-    ``known_precisions`` (saved with the weights), which :meth:`log_probs` is given.
+    ``density`` is the module the head registers under a name of its own (:meth:`build`: ``mixture`` for
+    ``mog`` and ``combination``), so its parameters are the head's. A numeral row is scored by its value and
+    precision (the first row of each, ``rows``, their ``(value, precision)`` in ``known_numerals``; a second
+    spelling of the same numeral gets 0); ``<unk_num>`` (``unknown_row``) gets the rest, every numeral
+    outside the vocabulary. The head holds the scored rows' values and precisions as the buffers
+    ``known_values`` / ``known_precisions`` (saved with the weights), which :meth:`log_probs` is given.
     """
 
-    def __init__(self, mixture: NumeralMixture, tokens: list[str]) -> None:
-        self.mixture = mixture
+    def __init__(self, density: nn.Module, tokens: list[str]) -> None:
+        self.density = density
         keys = [self.key(token) for token in tokens]
         self.rows = first_rows(keys)
         # (value, precision) of each scored row as Python numbers: what the buffers are written from again.
@@ -47,13 +50,11 @@ class ValueBranch:
         self.num_rows = len(tokens)
 
     @classmethod
-    def build(cls, head: nn.Module, in_features: int, tokens: list[str], num_components: int,
-              transform: str) -> ValueBranch:
-        """A mixture of ``num_components`` Gaussians reading vectors of size ``in_features``, registered on
-        ``head`` as ``mixture``, the branch over the numeral rows ``tokens``, and the head's buffers
-        ``known_values`` / ``known_precisions``."""
-        head.mixture = NumeralMixture(in_features, num_components, transform=transform)
-        branch = cls(head.mixture, tokens)
+    def build(cls, head: nn.Module, tokens: list[str], density: nn.Module, name: str = "mixture") -> ValueBranch:
+        """``density`` registered on ``head`` as ``name``, the branch over the numeral rows ``tokens``, and the
+        head's buffers ``known_values`` / ``known_precisions``."""
+        setattr(head, name, density)
+        branch = cls(density, tokens)
         values, precisions = branch.known_numeral_tensors()
         head.register_buffer("known_values", values)
         head.register_buffer("known_precisions", precisions)
@@ -72,47 +73,41 @@ class ValueBranch:
         return values, precisions
 
     def init_weights(self, init, known_values: torch.Tensor, known_precisions: torch.Tensor) -> None:
-        """The mixture as at construction (:meth:`NumeralMixture.init_weights`) and the head's buffers of the
-        scored rows, which follow from the numeral tokens; what was loaded from a checkpoint is kept."""
-        self.mixture.init_weights(init)
+        """The density as at construction (its ``init_weights``) and the head's buffers of the scored rows,
+        which follow from the numeral tokens; what was loaded from a checkpoint is kept."""
+        self.density.init_weights(init)
         values, precisions = self.known_numeral_tensors()
         write_unless_loaded(known_values, values)
         write_unless_loaded(known_precisions, precisions)
 
     def fit(self, stream: dict[str, torch.Tensor], head_name: str) -> None:
-        """EM on the training split's numerals: the components' means and deviations, the mixture and
-        precision biases (:meth:`NumeralMixture.initialize_from`)."""
+        """The density started from the training split's numerals (its ``initialize_from``: EM for the
+        mixture's components, the training frequencies for the biases)."""
         mask = stream.get("numeral_mask")
         if mask is None or not bool(mask.any()):
-            raise ValueError(f"the {head_name} head fits its Gaussians to the training numerals, but the "
+            raise ValueError(f"the {head_name} head fits its density to the training numerals, but the "
                              "training data has none (or no numeral fields: use a numeracy tokenizer)")
         mask = mask.bool()
-        self.mixture.initialize_from(stream["numeral_value"][mask], stream["numeral_precision"][mask])
+        self.density.initialize_from(stream["numeral_value"][mask], stream["numeral_precision"][mask])
 
     def log_probs(self, hidden: torch.Tensor, known_values: torch.Tensor, known_precisions: torch.Tensor) -> torch.Tensor:
-        """The mixture's open distribution over the numeral rows (..., |N|), float64: P(r | h) times the
+        """The density's open distribution over the numeral rows (..., |N|), float64: P(r | h) times the
         interval mass of each scored row (values ``known_values``, precisions ``known_precisions``)."""
-        mixture = self.mixture
-        means, log_stds = mixture.components()
-        r = mixture.clip_precision(known_precisions)
-        interval = log_interval_probability(
-            known_values, r, mixture.log_weights(hidden).unsqueeze(-2), means, log_stds, mixture.transform
-        )
-        known = mixture.log_precision_probs(hidden).index_select(-1, r).to(interval.dtype) + interval
+        known = self.density.vocabulary_log_probs(hidden, known_values, known_precisions)
         return spread_over_rows(known, self.rows, self.unknown_row, self.num_rows)
 
     def exact(self, hidden: torch.Tensor, fields: dict[str, torch.Tensor]) -> torch.Tensor | None:
         """log P(v, r | h) of each target's own ``numeral_value`` and ``numeral_precision``; None without them."""
         if not {"numeral_mask", "numeral_value", "numeral_precision"} <= fields.keys():
             return None
-        return self.mixture.log_prob(hidden, fields["numeral_value"].to(torch.float64), fields["numeral_precision"])
+        return self.density.log_prob(hidden, fields["numeral_value"].to(torch.float64), fields["numeral_precision"])
 
     def draw(self, hidden: torch.Tensor, do_sample: bool, generator: torch.Generator | None) -> list[str]:
         """One sample at ``hidden`` (D,), or the median written with the most likely precision."""
         if do_sample:
-            return self.mixture.sample(hidden[None], generator=generator)[2]
-        precision = int(self.mixture.log_precision_probs(hidden).argmax())
-        return [f"{float(self.mixture.median(hidden[None])[0]):.{precision}f}"]
+            return self.density.sample(hidden[None], generator=generator)[2]
+        precision = int(self.density.log_precision_probs(hidden).argmax())
+        return [f"{float(self.density.median(hidden[None])[0]):.{precision}f}"]
 
 
 @register_head("mog")
@@ -133,7 +128,7 @@ class MixtureOfGaussiansHead(OpenNumeralBranchHead):
 
     def build_open_branch(self, in_features: int, tokens: list[str], num_components: int = 10,
                           transform: str = "log") -> None:
-        self.branch = ValueBranch.build(self, in_features, tokens, num_components, transform)
+        self.branch = ValueBranch.build(self, tokens, NumeralMixture(in_features, num_components, transform=transform))
 
     def init_weights(self, initializer_range: float, init=nn.init) -> None:
         super().init_weights(initializer_range, init)

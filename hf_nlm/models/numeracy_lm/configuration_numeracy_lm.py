@@ -24,7 +24,9 @@ class NumeracyLMConfig(AWDLSTMConfig):
             p(class | h) p(token | class, h) with class in {word, numeral}), `"drnn"` (sec. 3.3: the h-softmax whose numeral
             branch is a digit-RNN spelling the numeral, an open vocabulary), `"mog"` (sec. 3.4: the numeral branch is a
             mixture of Gaussians over the value, with the precision's own distribution), `"combination"` (sec. 3.5: the
-            three numeral branches mixed by weights predicted from h), or any other head of `hf_nlm.heads`.
+            three numeral branches mixed by weights predicted from h), `"dexp"` (Berg-Kirkpatrick & Spokoyny, EMNLP
+            2020: a softmax over signed powers of ten, then a density for the mantissa within the chosen one), or any
+            other head of `hf_nlm.heads`.
         numeral_vocab (`dict[str, int]`, *optional*):
             The numerals of the vocabulary (`<unk_num>` included) and their ids: `tokenizer.numeral_vocab` of a
             tokenizer from `hf_nlm.tokenization.train_numeracy_tokenizer`. Needed by `"softmax_digits"` (which
