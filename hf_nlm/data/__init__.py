@@ -33,6 +33,7 @@ _MODULE_OF = {
     "first_lines": "corpora",
     "load_brown": "corpora",
     "load_csv_files": "corpora",
+    "load_drop_passages": "corpora",
     "load_ptb": "corpora",
     "load_sotu": "corpora",
     "load_text_files": "corpora",

