@@ -28,6 +28,25 @@ EXAMPLE = {"predictions": PREDICTIONS, "references": REFERENCES}
 TRAIN = [20.0, 2.0, 6.0, 4.0]
 
 
+# Berg-Kirkpatrick & Spokoyny's scores of the example: |log10 pred - log10 ref| = log10 of 50/45, 5/4, 1, 13/10;
+# every prediction has its reference's power of ten (45 and 50, 5 and 4, 200, 13 and 10).
+LOG_SCORES = {
+    "logmae": pytest.approx(math.log10(50 / 45 * 5 / 4 * 13 / 10) / 4, rel=1e-12),
+    "num_logmae_left_out": 0,
+    "exponent_accuracy": 1.0,
+}
+
+
+def test_magnitude_scores_count_signs_zeros_and_powers_of_ten():
+    result = number_prediction_report([0.0, -30.0, 99.0, 0.5, 7.0], [0.0, 30.0, 100.0, 0.09, 0.0])
+    # 0 matches 0; -30 is not 30; 99 (10^1) is not 100 (10^2); 0.5 and 0.09 are 10^-1 and 10^-2; 7 is not 0.
+    assert result["exponent_accuracy"] == pytest.approx(0.2)
+    # LogMAE over the positions with no 0: -30/30 (0), 99/100, 0.5/0.09.
+    assert result["num_logmae_left_out"] == 2
+    assert result["logmae"] == pytest.approx((0 + math.log10(100 / 99) + math.log10(0.5 / 0.09)) / 3, rel=1e-12)
+    assert number_prediction_report([1.0], [0.0])["logmae"] is None
+
+
 @pytest.fixture
 def offline(monkeypatch):
     for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE"):
@@ -47,6 +66,7 @@ def test_mape_and_mdape_equal_a_hand_computation():
         "mdape": pytest.approx(17.5, rel=1e-12),
         "num_numerals": 4,
         "num_zero_references": 0,
+        **LOG_SCORES,
     }
     # No baseline keys without training values.
     assert not any("baseline" in key or key.startswith("train") for key in result)
@@ -67,10 +87,17 @@ def test_baselines_equal_a_hand_computation():
         "mdape": pytest.approx(17.5, rel=1e-12),
         "num_numerals": 4,
         "num_zero_references": 0,
+        **LOG_SCORES,
         "mape_mean_baseline": pytest.approx(75.0, rel=1e-12),
         "mdape_mean_baseline": pytest.approx(90.0, rel=1e-12),
         "mape_median_baseline": pytest.approx(65.625, rel=1e-12),
         "mdape_median_baseline": pytest.approx(70.0, rel=1e-12),
+        # Always 8: log10 of 50/8, 8/4, 200/8, 10/8; only 4 shares 8's power of ten (10^0).
+        "logmae_mean_baseline": pytest.approx(math.log10(6.25 * 2 * 25 * 1.25) / 4, rel=1e-12),
+        "exponent_accuracy_mean_baseline": 0.25,
+        # Always 5: log10 of 10, 1.25, 40, 2, which add up to 3.
+        "logmae_median_baseline": pytest.approx(0.75, rel=1e-12),
+        "exponent_accuracy_median_baseline": 0.25,
         "train_mean": 8.0,
         "train_median": 5.0,
         "num_train_values": 4,
@@ -117,10 +144,17 @@ def test_all_zero_references_give_none_scores():
         "mdape": None,
         "num_numerals": 2,
         "num_zero_references": 2,
+        "logmae": None,  # no position without a 0
+        "num_logmae_left_out": 2,
+        "exponent_accuracy": 0.5,  # 0 predicted for 0
         "mape_mean_baseline": None,
         "mdape_mean_baseline": None,
         "mape_median_baseline": None,
         "mdape_median_baseline": None,
+        "logmae_mean_baseline": None,
+        "exponent_accuracy_mean_baseline": 0.0,
+        "logmae_median_baseline": None,
+        "exponent_accuracy_median_baseline": 0.0,
         "train_mean": 3.0,
         "train_median": 3.0,
         "num_train_values": 1,

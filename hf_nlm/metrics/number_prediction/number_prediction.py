@@ -15,11 +15,21 @@ the metric reports
     mdape = 100 * median(APE_i)      (median absolute percentage error; the mean of the two middle
                                       values for an even count)
 
+Two scores of Berg-Kirkpatrick & Spokoyny (2020), "An Empirical Investigation of Contextualized Number
+Prediction", which judge the order of magnitude rather than the ratio:
+
+    logmae            = mean |log10 |prediction_i| - log10 |reference_i||   (over positions where neither is 0;
+                                                                            the others are counted in
+                                                                            ``num_logmae_left_out``)
+    exponent_accuracy = share of positions whose prediction has the reference's sign and power of ten,
+                        floor(log10 |v|) (0 matches only 0)
+
 Given the training numerals (the ``train_values`` compute option), it also reports the paper's two
 baselines, a "model" that always predicts the training mean and one that always predicts the training
 median, scored on the same positions: ``mape_mean_baseline``, ``mdape_mean_baseline``,
-``mape_median_baseline``, ``mdape_median_baseline``, together with ``train_mean``, ``train_median``
-and ``num_train_values``. Without ``train_values`` these keys are absent.
+``mape_median_baseline``, ``mdape_median_baseline`` (and ``logmae_*_baseline``,
+``exponent_accuracy_*_baseline``), together with ``train_mean``, ``train_median`` and
+``num_train_values``. Without ``train_values`` these keys are absent.
 
 References equal to 0: the APE is undefined (a division by zero). Such positions are LEFT OUT of all
 the ratios (the model's and the baselines'), and counted in ``num_zero_references``; ``num_numerals``
@@ -52,7 +62,8 @@ import numpy as np
 
 _DESCRIPTION = """\
 Regression scores of point predictions of numerals: mean and median absolute percentage error
-(MAPE, MdAPE, in percent), with the baselines "always predict the training mean" and "always predict
+(MAPE, MdAPE, in percent), the mean absolute error of log10 magnitudes (LogMAE) and the share of
+predictions of the right sign and power of ten (exponent accuracy), with the baselines "always predict the training mean" and "always predict
 the training median" when the training values are given. Positions whose reference is 0 (APE
 undefined) are left out of the ratios and counted.
 """
@@ -64,6 +75,13 @@ _CITATION = """\
   booktitle={Proceedings of the 56th Annual Meeting of the Association for Computational Linguistics},
   pages={2104--2115},
   year={2018}
+}
+@inproceedings{berg-kirkpatrick2020empirical,
+  title={An Empirical Investigation of Contextualized Number Prediction},
+  author={Berg-Kirkpatrick, Taylor and Spokoyny, Daniel},
+  booktitle={Proceedings of the 2020 Conference on Empirical Methods in Natural Language Processing},
+  pages={4754--4764},
+  year={2020}
 }
 """
 
@@ -81,11 +99,18 @@ Returns:
     mdape (`float` or `None`): 100 * the median of the same ratios; `None` when every reference is 0.
     num_numerals (`int`): number of positions, zero references included.
     num_zero_references (`int`): positions whose reference is 0, left out of every ratio.
+    logmae (`float` or `None`): mean over positions where neither value is 0 of
+        |log10 |prediction| - log10 |reference||; `None` when there is no such position.
+    num_logmae_left_out (`int`): positions left out of `logmae` (a 0 on either side).
+    exponent_accuracy (`float`): share of positions whose prediction has the reference's sign and
+        power of ten (floor(log10 |v|); 0 matches only 0).
     Only with `train_values`:
     mape_mean_baseline, mdape_mean_baseline (`float` or `None`): the same scores of always predicting
         `train_mean`.
     mape_median_baseline, mdape_median_baseline (`float` or `None`): the same scores of always
         predicting `train_median`.
+    logmae_mean_baseline, exponent_accuracy_mean_baseline, logmae_median_baseline,
+        exponent_accuracy_median_baseline: the magnitude scores of the two baselines.
     train_mean, train_median (`float`): mean and median of `train_values`.
     num_train_values (`int`): number of `train_values`.
 Examples:
@@ -202,6 +227,20 @@ def _scores(predictions: np.ndarray, references: np.ndarray, scored_by: str) -> 
     return mape, mdape
 
 
+def _magnitude_scores(predictions: np.ndarray, references: np.ndarray) -> tuple[float | None, int, float]:
+    """(LogMAE, positions left out of it, exponent accuracy) of Berg-Kirkpatrick & Spokoyny (2020)."""
+    both = (predictions != 0) & (references != 0)
+    with np.errstate(divide="ignore"):
+        log_p, log_r = np.log10(np.abs(predictions)), np.log10(np.abs(references))
+    logmae = _mean(np.abs(log_p[both] - log_r[both])) if np.any(both) else None
+    # The class of a value: its sign and power of ten, or zero.
+    def magnitude(values: np.ndarray, logs: np.ndarray) -> np.ndarray:
+        return np.where(values == 0, 0, np.sign(values) * (np.floor(np.where(values == 0, 0, logs)) + 10_000))
+
+    same = magnitude(predictions, log_p) == magnitude(references, log_r)
+    return logmae, int(np.count_nonzero(~both)), float(np.mean(same))
+
+
 def number_prediction_report(predictions, references, train_values=None) -> dict:
     """MAPE and MdAPE of point predictions of numerals (see the module docstring).
 
@@ -223,11 +262,15 @@ def number_prediction_report(predictions, references, train_values=None) -> dict
     if len(predictions) == 0:
         raise ValueError("number prediction metrics are undefined over zero numerals: give at least one")
     mape, mdape = _scores(predictions, references, "the predictions")
+    logmae, left_out, exponent_accuracy = _magnitude_scores(predictions, references)
     result = {
         "mape": mape,
         "mdape": mdape,
         "num_numerals": len(references),
         "num_zero_references": int(np.count_nonzero(references == 0)),
+        "logmae": logmae,
+        "num_logmae_left_out": left_out,
+        "exponent_accuracy": exponent_accuracy,
     }
     if train_values is not None:
         train = _value_array("train_values", train_values, noun="index")
@@ -240,6 +283,8 @@ def number_prediction_report(predictions, references, train_values=None) -> dict
             result[f"mape_{name}_baseline"], result[f"mdape_{name}_baseline"] = _scores(
                 baseline, references, f"the training-{name} baseline"
             )
+            logmae, _, exponent_accuracy = _magnitude_scores(baseline, references)
+            result[f"logmae_{name}_baseline"], result[f"exponent_accuracy_{name}_baseline"] = logmae, exponent_accuracy
         result.update(train_mean=train_mean, train_median=train_median, num_train_values=len(train))
     return result
 
