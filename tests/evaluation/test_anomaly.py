@@ -100,6 +100,27 @@ def test_nothing_depends_on_the_chunk(tokenizer, strategy):
         {k: v for k, v in r.items() if k not in numbers} for r in whole]
 
 
+@pytest.mark.parametrize("strategy", ["hsoftmax", "drnn", "mog"])
+def test_no_call_scores_more_numerals_than_the_chunk(tokenizer, strategy, monkeypatch):
+    """Fails if a (numerals x candidates) table of the whole text is built."""
+    model = numeracy_model(tokenizer, strategy)
+    head, rows = model.lm_head, []
+
+    def recording(fn):
+        def wrapped(hidden, *args, **kwargs):
+            rows.append(hidden.reshape(-1, hidden.shape[-1]).shape[0])
+            return fn(hidden, *args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(head, "log_probs", recording(head.log_probs))
+    density = getattr(getattr(head, "branch", None), "density", None)
+    if density is not None:
+        monkeypatch.setattr(density, "median", recording(density.median))
+        monkeypatch.setattr(density, "quantile", recording(density.quantile))
+    assert len(find_unlikely_numbers(model, tokenizer, HELD_OUT, block_size=BLOCK, numeral_chunk_size=2)) == NUM_NUMERALS
+    assert rows and max(rows) <= 2, rows
+
+
 def test_top_returns_the_most_surprising_first(tokenizer):
     model = numeracy_model(tokenizer, "drnn")
     rows = find_unlikely_numbers(model, tokenizer, HELD_OUT, block_size=BLOCK)
@@ -172,7 +193,7 @@ def test_paired_auc_on_hand_made_scores():
     assert paired_auc([2.0, 3.0, 4.0], [1.0, 2.0, 3.0]) == 0.0
     assert paired_auc([1.0, 1.0], [1.0, 1.0]) == 0.5  # ties count 1/2
     assert paired_auc([1.0, 2.0, 3.0, 5.0], [2.0, 2.0, 1.0, 6.0]) == pytest.approx((1 + 0.5 + 0 + 1) / 4)
-    # Per pair, not Mann-Whitney over the two lists (which would give 9/16 here): each corrupted number
+    # Per pair, not Mann-Whitney over the two lists (which would give 3/4 here): each corrupted number
     # is compared with the true number of its own context.
     assert paired_auc([1.0, 10.0], [2.0, 11.0]) == 1.0
     assert paired_auc([], []) is None
