@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "build-tree": "HLBL with a data-built word tree (Mnih & Hinton 2008): train, build the tree, retrain",
     "evaluate": "perplexity of a saved model on a corpus split (JSON)",
     "predict-numbers": "predict every number of a split with a numeracy model (MAPE / MdAPE, JSON)",
+    "check-numbers": "the most surprising numbers of a text under a numeracy model (a table, or JSON)",
     "generate": "continue prompts with a saved model",
     "story": "title -> storyline -> story with saved models (Yao et al. 2019)",
     "plot-attention": "draw a seq2seq model's attention while it generates (PNG)",

@@ -1,4 +1,5 @@
-"""``hf-nlm evaluate`` (perplexity, optionally with a neural cache) and ``hf-nlm predict-numbers``."""
+"""``hf-nlm evaluate`` (perplexity, optionally with a neural cache), ``hf-nlm predict-numbers`` and
+``hf-nlm check-numbers``."""
 
 from __future__ import annotations
 
@@ -55,6 +56,34 @@ def add_predict_numbers_parser(sub: argparse._SubParsersAction, help_text: str) 
                               "digit strings): memory grows with N, not with the split; results do not depend on it "
                               f"(default: {DEFAULT_NUMERAL_CHUNK_SIZE})")
     return predict
+
+
+CHECK_NUMBERS_DESCRIPTION = (
+    "Every numeral of a text scored by a numeracy LM (Spithourakis & Riedel 2018), most surprising first: its "
+    "surprisal -log p(numeral | the text before it) in nats, its rank among the vocabulary's numerals there "
+    "(1: the model's favourite) and the model's expected value there (the median of its distribution). "
+    "Read the text from --text, --file (one text per line) or a corpus split (--corpus NAME --split SPLIT)."
+)
+
+
+def add_check_numbers_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
+    check = add_folder_command(sub, "check-numbers", help_text, "a saved model folder trained with the numeracy tokenizer",
+                               CHECK_NUMBERS_DESCRIPTION)
+    text = check.add_argument_group("the text (one of --text, --file, or a corpus split)")
+    text.add_argument("--text", action="append", default=None, metavar="TEXT",
+                      help="a text to check (repeat the flag for several; each is read as one line)")
+    text.add_argument("--file", default=None, metavar="PATH", help="a text file to check, one text per line")
+    add_data_arguments(check)
+    check.add_argument("--split", default="test", help="with a corpus: the split to check (default: test)")
+    check.add_argument("--top", type=int, default=None, metavar="N", help="show the N most surprising numerals only")
+    check.add_argument("--block-size", type=int, default=256, help="tokens per chunk (default: 256)")
+    check.add_argument("--numeral-chunk-size", type=int, default=DEFAULT_NUMERAL_CHUNK_SIZE, metavar="N",
+                       help="numerals scored at once against every numeral of the vocabulary: memory grows with N, "
+                            f"not with the text; results do not depend on it (default: {DEFAULT_NUMERAL_CHUNK_SIZE})")
+    check.add_argument("--json", action="store_true",
+                       help="one JSON line per numeral, most surprising first (index, text_index, start, end, numeral, "
+                            "context, value, in_vocabulary, surprisal, branch_surprisal, rank, expected)")
+    return check
 
 
 def _load_model_and_corpus(args: argparse.Namespace):
@@ -118,3 +147,77 @@ def cmd_predict_numbers(args: argparse.Namespace) -> int:
         fail(args.parser, str(err))
     print(json.dumps({"split": args.split, **report}))
     return 0
+
+
+def _texts_to_check(args: argparse.Namespace) -> list[str]:
+    """The texts ``check-numbers`` reads: ``--text``, ``--file`` or a corpus split, exactly one of them."""
+    corpus = args.corpus is not None or any((args.train_file, args.validation_file, args.test_file))
+    given = [name for name, present in (("--text", args.text), ("--file", args.file), ("--corpus", corpus)) if present]
+    if len(given) != 1:
+        fail(args.parser, "give the text to check with one of --text TEXT, --file PATH or --corpus NAME --split SPLIT"
+             + (f", not {' and '.join(given)}" if given else ""))
+    if args.text:
+        return list(args.text)
+    if args.file:
+        try:
+            lines = open(args.file, encoding="utf-8").read().splitlines()
+        except FileNotFoundError:
+            fail(args.parser, f"--file {args.file}: no such file")
+        except IsADirectoryError:
+            fail(args.parser, f"--file {args.file} is a folder, not a text file")
+        except UnicodeDecodeError as err:
+            fail(args.parser, f"--file {args.file} is not UTF-8 text ({err.reason} at byte {err.start})")
+        except OSError as err:
+            fail(args.parser, f"--file {args.file}: {err.strerror or err}")
+        texts = [line for line in lines if line.strip()]
+        if not texts:
+            fail(args.parser, f"--file {args.file} is empty: no text to check")
+        return texts
+    try:
+        datasets = load_corpus(args)
+    except (ValueError, FileNotFoundError) as err:
+        fail(args.parser, str(err))
+    if args.split not in datasets:
+        fail(args.parser, f"the corpus has no {args.split!r} split (it has {', '.join(datasets)})")
+    return datasets[args.split]
+
+
+def cmd_check_numbers(args: argparse.Namespace) -> int:
+    from ..evaluation.anomaly import check_numeracy_model, find_unlikely_numbers
+
+    texts = _texts_to_check(args)  # a missing text is reported before the model loads
+    model, tokenizer = load_saved_model(args.parser, args.model_dir)
+    try:
+        check_numeracy_model(model, tokenizer, "check-numbers")
+    except ValueError as err:
+        fail(args.parser, f"{args.model_dir}: {err}")
+    try:
+        rows = find_unlikely_numbers(model, tokenizer, texts, block_size=args.block_size,
+                                     numeral_chunk_size=args.numeral_chunk_size)
+    except ValueError as err:
+        fail(args.parser, str(err))
+    rows = sorted(rows, key=lambda row: -row["surprisal"])[: args.top]  # stable: ties keep the text's order
+    if args.json:
+        for row in rows:
+            print(json.dumps(row))
+        return 0
+    print(format_numeral_table(rows, open_head=getattr(model.lm_head, "open_numeral_vocabulary", False)))
+    return 0
+
+
+def format_numeral_table(rows: list[dict], open_head: bool = False, width: int = 40) -> str:
+    """:func:`find_unlikely_numbers`' rows as a table: surprisal (nats), rank, the numeral, the model's
+    expected value, and the context before the numeral (its last ``width`` characters). A numeral outside
+    the vocabulary is marked, with a note on what scored it (``open_head``: the numeral branch itself)."""
+    header = ("surprisal", "rank", "numeral", "expected", "context")
+    table = [header] + [(f"{r['surprisal']:.2f}", str(r["rank"]) + ("" if r["in_vocabulary"] else "*"), r["numeral"],
+                         f"{r['expected']:.6g}", ("..." + r["context"][-width:]) if len(r["context"]) > width
+                         else r["context"]) for r in rows]
+    sizes = [max(len(row[c]) for row in table) for c in range(4)]
+    lines = ["  ".join([row[0].rjust(sizes[0]), row[1].rjust(sizes[1]), row[2].rjust(sizes[2]), row[3].rjust(sizes[3]),
+                        row[4]]).rstrip() for row in table]
+    if any(not r["in_vocabulary"] for r in rows):
+        lines.append("* not one of the vocabulary's numerals: " + (
+            "scored by the open numeral branch, ranked among the vocabulary's numerals" if open_head else
+            "the model only knows it as <unk_num>, whose probability it gets"))
+    return "\n".join(lines)

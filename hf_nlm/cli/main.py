@@ -10,7 +10,14 @@ from hf_nlm_cli import COMMANDS, command_parsers
 
 from .arguments import fail
 from .download import add_download_parser, cmd_download
-from .evaluate import add_evaluate_parser, add_predict_numbers_parser, cmd_evaluate, cmd_predict_numbers
+from .evaluate import (
+    add_check_numbers_parser,
+    add_evaluate_parser,
+    add_predict_numbers_parser,
+    cmd_check_numbers,
+    cmd_evaluate,
+    cmd_predict_numbers,
+)
 from .generate import (
     add_generate_parser,
     add_plot_attention_parser,
@@ -31,6 +38,7 @@ COMMAND_FUNCTIONS = {
     "build-tree": (add_build_tree_parser, cmd_build_tree),
     "evaluate": (add_evaluate_parser, cmd_evaluate),
     "predict-numbers": (add_predict_numbers_parser, cmd_predict_numbers),
+    "check-numbers": (add_check_numbers_parser, cmd_check_numbers),
     "generate": (add_generate_parser, cmd_generate),
     "story": (add_story_parser, cmd_story),
     "plot-attention": (add_plot_attention_parser, cmd_plot_attention),
@@ -52,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
-    for name in ("max_new_tokens", "num_beams", "num_return_sequences", "block_size", "batch_size", "numeral_chunk_size"):
+    for name in ("max_new_tokens", "num_beams", "num_return_sequences", "block_size", "batch_size", "numeral_chunk_size",
+                 "top"):
         value = getattr(args, name, None)
         if isinstance(value, int) and value < 1:
             fail(args.parser, f"--{name.replace('_', '-')} must be >= 1, got {value}")

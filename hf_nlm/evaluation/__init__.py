@@ -6,6 +6,8 @@
 * :mod:`~hf_nlm.evaluation.numeracy`: adjusted perplexity and the numeral cost breakdown
   (Spithourakis & Riedel 2018);
 * :mod:`~hf_nlm.evaluation.number_prediction`: point predictions of numbers, MAPE / MdAPE;
+* :mod:`~hf_nlm.evaluation.anomaly`: the surprising numerals of a text and the anomaly-detection AUC
+  (Berg-Kirkpatrick & Spokoyny 2020);
 * :mod:`~hf_nlm.evaluation.neural_cache`: perplexity with a continuous cache (Grave et al. 2017);
 * :mod:`~hf_nlm.evaluation.seq2seq`: target perplexity and BLEU of an encoder-decoder model;
 * :mod:`~hf_nlm.evaluation.story_cloze`: zero-shot Story Cloze accuracy with a causal LM.
@@ -15,6 +17,7 @@ Every report is :func:`perplexity_report`'s format, extended where a task has mo
 
 from ..data.batching import split_texts
 from ..tokenization.decoding import decode_generated
+from .anomaly import anomaly_pairs, corrupt_numeral, find_unlikely_numbers, numeral_anomaly_auc, paired_auc
 from .lm import evaluate_lm, token_log_probs
 from .neural_cache import NeuralCache, evaluate_with_neural_cache
 from .number_prediction import evaluate_number_prediction, predict_numbers
@@ -26,6 +29,8 @@ from .story_cloze import story_cloze_accuracy
 
 __all__ = [
     "NeuralCache",
+    "anomaly_pairs",
+    "corrupt_numeral",
     "decode_generated",
     "eval_mode",
     "evaluate_bleu",
@@ -34,10 +39,13 @@ __all__ = [
     "evaluate_seq2seq",
     "evaluate_with_neural_cache",
     "example_log_probs",
+    "find_unlikely_numbers",
     "generate_targets",
     "is_numeracy_tokenizer",
+    "numeral_anomaly_auc",
     "numeral_cost_breakdown",
     "numeracy_report",
+    "paired_auc",
     "perplexity_report",
     "predict_numbers",
     "score_split",

@@ -55,9 +55,7 @@ def predict_numbers(model, tokenizer, texts, statistic: str = "median", interval
     mask = stream["numeral_mask"].bool()
     positions = torch.nonzero(mask).squeeze(-1)
     chunk = check_numeral_chunk_size(numeral_chunk_size, len(positions), model.lm_head, device)
-    branch = getattr(model.lm_head, "branch", None)
-    density = branch.density if isinstance(branch, ValueBranch) else None  # a head whose one branch is a density
-    numerals = None if density is not None else _vocabulary_numerals(tokenizer)
+    density, numerals = numeral_estimator(model.lm_head, tokenizer)
     # Exact either way: blocks carry their full context; a recurrent model reads one column regardless.
     # Only the numerals' hidden states are kept.
     _, hidden = split_log_probs(batching, model, stream, 32, device, with_hidden=True, hidden_mask=mask)
@@ -67,11 +65,7 @@ def predict_numbers(model, tokenizer, texts, statistic: str = "median", interval
     estimates = torch.zeros(hidden.shape[0], 3, dtype=torch.float64)
     with torch.no_grad():
         for rows in numeral_chunks(hidden.shape[0], chunk):
-            h = hidden[rows]
-            if density is not None:  # the density itself (a combination mixes more)
-                point, low, high = getattr(density, statistic)(h), density.quantile(h, low_q), density.quantile(h, high_q)
-            else:
-                point, low, high = _vocabulary_estimates(model.lm_head, numerals, h, statistic, low_q, high_q)
+            point, low, high = numeral_estimates(model.lm_head, density, numerals, hidden[rows], statistic, low_q, high_q)
             estimates[rows] = torch.stack([point, low, high], -1).cpu()
     point, low, high = estimates.unbind(-1)
     values = stream["numeral_value"][mask]
@@ -79,6 +73,26 @@ def predict_numbers(model, tokenizer, texts, statistic: str = "median", interval
         {"index": int(i), "value": float(v), "prediction": float(p), "low": float(lo), "high": float(hi)}
         for i, v, p, lo, hi in zip(positions, values, point, low, high, strict=True)
     ]
+
+
+def numeral_estimator(head, tokenizer):
+    """``(density, numerals)``: what :func:`numeral_estimates` summarises for ``head``, the density of a
+    head whose one numeral branch is a density (``mog``, ``dexp``; ``numerals`` None), else its
+    distribution over the vocabulary's numerals (``density`` None, ``numerals`` the
+    :func:`_vocabulary_numerals` list)."""
+    branch = getattr(head, "branch", None)
+    density = branch.density if isinstance(branch, ValueBranch) else None  # a combination mixes more
+    return density, (None if density is not None else _vocabulary_numerals(tokenizer))
+
+
+def numeral_estimates(head, density, numerals, hidden, statistic: str, low_q: float, high_q: float,
+                      log_probs: torch.Tensor | None = None):
+    """Point estimate and ``low_q`` / ``high_q`` quantiles of the next numeral for each row of ``hidden``,
+    from :func:`numeral_estimator`'s ``(density, numerals)``. ``log_probs``, the head's vocabulary-wide
+    ``log_probs(hidden)`` if the caller has it already, is not computed again."""
+    if density is not None:
+        return getattr(density, statistic)(hidden), density.quantile(hidden, low_q), density.quantile(hidden, high_q)
+    return _vocabulary_estimates(head, numerals, hidden, statistic, low_q, high_q, log_probs)
 
 
 def _vocabulary_numerals(tokenizer) -> list[tuple[float, int]]:
@@ -90,12 +104,15 @@ def _vocabulary_numerals(tokenizer) -> list[tuple[float, int]]:
     return numerals
 
 
-def _vocabulary_estimates(head, numerals, hidden, statistic: str, low_q: float, high_q: float):
+def _vocabulary_estimates(head, numerals, hidden, statistic: str, low_q: float, high_q: float,
+                          log_probs: torch.Tensor | None = None):
     """Point estimate and quantiles of the model's distribution over its vocabulary's ``numerals`` (a
-    :func:`_vocabulary_numerals` list) for each row of ``hidden``: one (rows x |V|) table."""
+    :func:`_vocabulary_numerals` list) for each row of ``hidden``: one (rows x |V|) table, ``log_probs``
+    (``head.log_probs(hidden)``) where the caller has it."""
     values = torch.tensor([v for v, _ in numerals], dtype=torch.float64, device=hidden.device)
     ids = torch.tensor([i for _, i in numerals], device=hidden.device)
-    probs = torch.softmax(head.log_probs(hidden)[:, ids].to(torch.float64), dim=-1)  # sorted by value
+    log_probs = head.log_probs(hidden) if log_probs is None else log_probs
+    probs = torch.softmax(log_probs[:, ids].to(torch.float64), dim=-1)  # sorted by value
     cdf = probs.cumsum(-1)
 
     def quantile(q: float) -> torch.Tensor:  # the smallest value whose CDF reaches q

@@ -5,6 +5,7 @@ hierarchical softmax, sec. 3.2)."""
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 
@@ -134,6 +135,62 @@ def stream_token_texts(texts, tokenizer) -> list[str]:
     return out
 
 
+class NumeralScores(NamedTuple):
+    """What :func:`score_numerals` computes for the numerals of a split."""
+
+    texts: list[str]  #: the split's texts
+    stream: dict[str, torch.Tensor]  #: their token stream (each text's tokens, then ``<eos>``)
+    mask: torch.Tensor  #: bool per target: is it a numeral
+    log_probs: torch.Tensor  #: log p(target | full left context) of every target, stream order
+    numeral_class: torch.Tensor  #: float64 log p(numeral | h) of every numeral target, stream order
+    report: dict  #: the ``adjusted_perplexity`` metric's report of the stream
+    extra: torch.Tensor | None  #: float64 (numerals, k): what ``per_chunk`` returned, stream order
+
+
+def score_numerals(model, tokenizer, texts, block_size: int = 256, device=None,
+                   numeral_chunk_size: int = DEFAULT_NUMERAL_CHUNK_SIZE, per_chunk=None,
+                   task: str = "scoring numerals", nothing: str = "nothing to score") -> NumeralScores:
+    """Every target of ``texts`` scored exactly from its full left context, and for every numeral target
+    the log-probability that a numeral comes at all, log p(numeral | h) = logsumexp over the tokenizer's
+    numerals N (``<unk_num>`` included) of log p(n | h): the class branch of Spithourakis & Riedel's
+    h-softmax (sec. 3.2), or the mass a one-softmax model puts on numerals.
+
+    The vocabulary-wide distribution ``head.log_probs`` is computed ``numeral_chunk_size`` numerals at a
+    time (a chunk that cannot fit is refused first, :func:`check_numeral_chunk_size`). ``per_chunk``, if
+    given, reads more from each chunk's distribution without a second table:
+    ``per_chunk(hidden, log_probs, target_ids, target_log_probs)`` gets the chunk's hidden states, that
+    distribution, the chunk's numeral target ids and their exact log-probabilities, and returns k figures
+    per numeral, (rows, k), gathered into ``extra`` in stream order. ``task`` and ``nothing`` word the
+    ``ValueError`` for a tokenizer without numerals and for a text without numerals."""
+    if not is_numeracy_tokenizer(tokenizer):
+        raise ValueError(f"{task} needs a numeracy tokenizer (hf_nlm.tokenization.train_numeracy_tokenizer)")
+    batching = batching_for(model, tokenizer, block_size)
+    texts = list(split_texts(texts))  # a datasets split's column: a list, which the tokenizer takes
+    stream, _ = batching.encode(texts)
+    mask = stream["numeral_mask"].bool()
+    if not bool(mask.any()):
+        raise ValueError(f"the text holds no numeral: {nothing}")
+    chunk = check_numeral_chunk_size(numeral_chunk_size, int(mask.sum()), model.lm_head, device)
+    log_probs, hidden, report = _adjusted_perplexity_of_stream(
+        batching, model, tokenizer, texts, stream, batching.exact_batch_size(32), device, with_hidden=True,
+        hidden_mask=mask)
+    numeral_ids = torch.tensor(sorted(tokenizer.numeral_vocab.values()), device=hidden.device)
+    numeral_class = torch.zeros(hidden.shape[0], dtype=torch.float64)  # allocated once: no heap fragments per chunk
+    extra = None
+    if per_chunk is not None:
+        target_ids, target_log_probs = stream["input_ids"][mask], log_probs[mask.to(log_probs.device)]
+    with torch.no_grad():
+        for rows in numeral_chunks(hidden.shape[0], chunk):
+            vocabulary = model.lm_head.log_probs(hidden[rows])
+            numeral_class[rows] = vocabulary[:, numeral_ids].double().logsumexp(-1).cpu()
+            if per_chunk is not None:
+                figures = per_chunk(hidden[rows], vocabulary, target_ids[rows], target_log_probs[rows]).double().cpu()
+                if extra is None:  # its width is the caller's: allocated at the first chunk, once
+                    extra = torch.zeros(hidden.shape[0], figures.shape[-1], dtype=torch.float64)
+                extra[rows] = figures
+    return NumeralScores(texts, stream, mask, log_probs, numeral_class, report, extra)
+
+
 def numeral_cost_breakdown(model, tokenizer, texts, block_size: int = 256, device=None,
                            numeral_chunk_size: int = DEFAULT_NUMERAL_CHUNK_SIZE) -> dict[str, float | int]:
     """Where a numeracy LM's numeral perplexity comes from: for every numeral target of ``texts``, its
@@ -160,25 +217,11 @@ def numeral_cost_breakdown(model, tokenizer, texts, block_size: int = 256, devic
     ``numeral_chunk_size`` numerals at a time, so memory follows the chunk, not the split (the figures do
     not depend on it; a chunk that cannot fit is refused first, :func:`check_numeral_chunk_size`).
     """
-    if not is_numeracy_tokenizer(tokenizer):
-        raise ValueError("a numeral cost breakdown needs a numeracy tokenizer (hf_nlm.tokenization.train_numeracy_tokenizer)")
-    batching = batching_for(model, tokenizer, block_size)
-    texts = split_texts(texts)
-    stream, _ = batching.encode(texts)
-    mask = stream["numeral_mask"].bool()
-    if not bool(mask.any()):
-        raise ValueError("the text holds no numeral: nothing to break down")
-    chunk = check_numeral_chunk_size(numeral_chunk_size, int(mask.sum()), model.lm_head, device)
-    log_probs, hidden, report = _adjusted_perplexity_of_stream(
-        batching, model, tokenizer, texts, stream, batching.exact_batch_size(32), device, with_hidden=True,
-        hidden_mask=mask)
-    numeral_ids = torch.tensor(sorted(tokenizer.numeral_vocab.values()), device=hidden.device)
-    numeral_class = torch.zeros(hidden.shape[0], dtype=torch.float64)  # allocated once: no heap fragments per chunk
-    with torch.no_grad():
-        for rows in numeral_chunks(hidden.shape[0], chunk):
-            numeral_class[rows] = model.lm_head.log_probs(hidden[rows])[:, numeral_ids].double().logsumexp(-1).cpu()
-    class_nll = -numeral_class
-    branch = -log_probs[mask.to(log_probs.device)].double().cpu() - class_nll
+    scored = score_numerals(model, tokenizer, texts, block_size, device, numeral_chunk_size,
+                            task="a numeral cost breakdown", nothing="nothing to break down")
+    stream, mask, report = scored.stream, scored.mask, scored.report
+    class_nll = -scored.numeral_class
+    branch = -scored.log_probs[mask.to(scored.log_probs.device)].double().cpu() - class_nll
     outside = stream["input_ids"][mask] == tokenizer.unk_num_token_id
 
     def mean(x: torch.Tensor) -> float | None:

@@ -34,7 +34,7 @@ def choices(parser: argparse.ArgumentParser, dest: str):
 
 def test_every_registered_corpus_is_offered_by_every_data_command():
     commands = subcommands(build_parser())
-    for name in ("train", "build-tree", "evaluate", "predict-numbers"):
+    for name in ("train", "build-tree", "evaluate", "predict-numbers", "check-numbers"):
         assert list(choices(commands[name], "corpus")) == list(CORPORA), name
     help_text = commands["train"].format_help()
     for name, entry in CORPORA.items():
