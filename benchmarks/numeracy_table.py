@@ -34,6 +34,7 @@ import argparse
 import json
 import math
 import time
+from pathlib import Path
 
 import torch
 from common import (
@@ -49,7 +50,7 @@ from datasets import DatasetDict, concatenate_datasets
 
 from hf_nlm.data import load_drop_passages, load_sotu, load_text_files
 from hf_nlm.data.batching import StreamBatching
-from hf_nlm.evaluation import evaluate_lm, numeral_cost_breakdown, stream_token_texts
+from hf_nlm.evaluation import evaluate_lm, numeral_anomaly_auc, numeral_cost_breakdown, stream_token_texts
 from hf_nlm.evaluation.number_prediction import predict_numbers
 from hf_nlm.heads.numeral.digit_rnn import DigitRNN
 from hf_nlm.heads.numeral.mixture import NumeralMixture
@@ -178,6 +179,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         parser.add_argument(f"--{split}-file", nargs="+", default=None, help=f"{split} text files instead of SOTU")
     # Rows are compared at equal epochs (early stopping may end one sooner), not equal time: on a
     # shared machine a time budget would give each strategy a different amount of training.
+    parser.add_argument("--saved-runs", action="store_true",
+                        help="evaluate the models an earlier run of this command saved under --output-dir, without training")
     add_training_arguments(parser, epochs=3, time_budget=0.0)
     args = parser.parse_args(argv)
     table_start = time.perf_counter()
@@ -214,15 +217,21 @@ def main(argv: list[str] | None = None) -> list[dict]:
             progress_bar=False, eval_test=False,
         )
         log(f"{strategy}: {model.num_parameters():,} parameters")
-        start = time.perf_counter()
-        results = train_lm(model, tokenizer, corpus, training, dataset_name=args.corpus)
-        train_s = time.perf_counter() - start
+        if args.saved_runs:  # what an earlier run of this command trained and saved there
+            model = NumeracyLMForCausalLM.from_pretrained(training.output_dir)
+            results = json.loads((Path(training.output_dir) / "results.json").read_text())
+            train_s = results["elapsed_s"]
+        else:
+            start = time.perf_counter()
+            results = train_lm(model, tokenizer, corpus, training, dataset_name=args.corpus)
+            train_s = time.perf_counter() - start
         test = evaluate_lm(model, corpus["test"], tokenizer, block_size=args.bptt, batch_size=1)
         cost = numeral_cost_breakdown(model, tokenizer, corpus["test"], block_size=args.bptt)
         predictions = predict_numbers(model, tokenizer, corpus["test"], statistic="median", block_size=args.bptt)
         numbers = number_prediction_report([p["prediction"] for p in predictions], [p["value"] for p in predictions],
                                            train_values=train_values)
         worst_share, worst = worst_predictions(predictions, token_texts)
+        anomaly = numeral_anomaly_auc(model, tokenizer, list(corpus["test"]["text"]), block_size=args.bptt)
         row = {
             "case": strategy, "value": round(test["adjusted_perplexity_numerals"], 2), "unit": "APP numerals",
             "better": "lower", **{key: round(test[key], 2) for key, _ in FIGURES if test[key] is not None},
@@ -231,6 +240,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
             **{key: round(numbers[key], 4) for key in NUMBER_FIGURES if numbers.get(key) is not None},
             **{key: round(cost[key], 3) for key, _ in COST_FIGURES if cost[key] is not None},
             "mape_share_of_worst_1pct": round(worst_share, 3), "worst_predictions": worst,
+            "anomaly_auc": round(anomaly["auc"], 4), "anomaly_pairs": anomaly["num_pairs"],
+            **{f"anomaly_auc_{name}": round(c["auc"], 4) for name, c in anomaly["corruptions"].items()
+               if c["auc"] is not None},
             "train_time_s": round(train_s, 1), "epochs": results["epochs_completed"],
             "stop_reason": results["stop_reason"], "num_parameters": model.num_parameters(), **common,
         }
@@ -303,9 +315,10 @@ def write_table(rows: list[dict], references: list[dict], checks: list[dict], pa
               f"{r['logmae']:.3f}" if r.get("logmae") is not None else "-",
               f"{r['exponent_accuracy']:.3f}" if r.get("exponent_accuracy") is not None else "-"]
              for r in rows]
-    cost_columns = ["strategy", *[f"{label} (nats)" for _, label in COST_FIGURES], "share of MAPE from the worst 1%",
-                    "worst prediction (context [true] -> predicted)"]
+    cost_columns = ["strategy", *[f"{label} (nats)" for _, label in COST_FIGURES], "anomaly AUC",
+                    "share of MAPE from the worst 1%", "worst prediction (context [true] -> predicted)"]
     cost_cells = [[r["case"], *[f"{r[key]:.3f}" if key in r else "-" for key, _ in COST_FIGURES],
+                   f"{r['anomaly_auc']:.3f}" if "anomaly_auc" in r else "-",
                    f"{r['mape_share_of_worst_1pct']:.0%}",
                    "; ".join(f"{w['context']} [{w['value']:g}] -> {w['prediction']:g}" for w in r["worst_predictions"][:1])]
                   for r in rows]
@@ -319,7 +332,9 @@ def write_table(rows: list[dict], references: list[dict], checks: list[dict], pa
            f"training median (MAPE {first['mape_median_baseline']:,.2f}, MdAPE {first['mdape_median_baseline']:,.2f})."]
           if "mape_mean_baseline" in first else []),
         "Second table: nats per test numeral; -log p(numeral | h) (class) plus the rest (which numeral; <unk_num> "
-        "charged log(OOV numeral types) as APP does) is log APP numerals. Context-free references: "
+        "charged log(OOV numeral types) as APP does) is log APP numerals. Anomaly AUC: one numeral per test line "
+        "replaced by x10, /10, a digit swap or a random magnitude, the share of pairs where the corrupted number is "
+        "more surprising (numeral_anomaly_auc; Berg-Kirkpatrick & Spokoyny 2020). Context-free references: "
         + ", ".join(f"{r['case'].removeprefix('reference_')} {r['value']:.3f}" for r in references) + " nats.",
         *[f"{c['case']}: {c['value']} (target {'>=' if c['better'] == 'higher' else '<='} {c['target']}: "
           f"{'met' if c['met'] else 'MISSED'})" for c in checks],
