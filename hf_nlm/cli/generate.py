@@ -79,6 +79,8 @@ def add_plot_numerals_parser(sub: argparse._SubParsersAction, help_text: str) ->
     plot.add_argument("--value", type=float, default=None, help="with --density-after: the true value, marked")
     plot.add_argument("--weights-along", default=None, metavar="TEXT",
                       help="instead: a combination model's strategy weights p(m | h) at every token of TEXT")
+    plot.add_argument("--surprisal-along", default=None, metavar="TEXT",
+                      help="instead: TEXT with each numeral coloured by its surprisal and the model's median above it")
     return plot
 
 
@@ -237,20 +239,32 @@ def _numeral_embeddings(plot, model, tokenizer, output: str, which: str):
 
 
 def cmd_plot_numerals(args: argparse.Namespace) -> int:
-    from ..plots.numerals import plot_numeral_density, plot_numeral_embeddings, plot_strategy_weights
+    from ..plots.numerals import (
+        plot_numeral_density,
+        plot_numeral_embeddings,
+        plot_numeral_surprisal,
+        plot_strategy_weights,
+    )
 
     model, tokenizer = load_saved_model(args.parser, args.model_dir)
     if getattr(tokenizer, "numeral_vocab", None) is None:
         fail(args.parser, f"{args.model_dir}: its tokenizer does not tell numerals from words (train the model with "
                            "--tokenizer numeracy)")
+    chosen = [flag for flag, value in (("--density-after", args.density_after), ("--weights-along", args.weights_along),
+                                       ("--surprisal-along", args.surprisal_along)) if value is not None]
+    if len(chosen) > 1:
+        fail(args.parser, f"{' and '.join(chosen)} draw different pictures: give one of them")
     name = ("numeral_density.png" if args.density_after is not None else
-            "strategy_weights.png" if args.weights_along is not None else "numeral_embeddings.png")
+            "strategy_weights.png" if args.weights_along is not None else
+            "numeral_surprisal.png" if args.surprisal_along is not None else "numeral_embeddings.png")
     output = args.output or str(Path(args.model_dir) / name)
     if args.density_after is not None:
         _draw(args.parser, output, lambda: plot_numeral_density(model, tokenizer, args.density_after, output,
                                                                 value=args.value))
     elif args.weights_along is not None:
         _draw(args.parser, output, lambda: plot_strategy_weights(model, tokenizer, args.weights_along, output))
+    elif args.surprisal_along is not None:
+        _draw(args.parser, output, lambda: plot_numeral_surprisal(model, tokenizer, args.surprisal_along, output))
     else:
         _draw(args.parser, output, lambda: _numeral_embeddings(plot_numeral_embeddings, model, tokenizer, output,
                                                                args.which))

@@ -21,8 +21,9 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: str | Path) -> None:
-    fig.tight_layout()
+def _save(fig, path: str | Path, tight: bool = True) -> None:
+    if tight:  # not for a figure of placed text, whose positions are already final
+        fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     _pyplot().close(fig)
@@ -192,4 +193,57 @@ def plot_strategy_weights(model, tokenizer, text: str, path: str | Path) -> tupl
     return tokens, weights
 
 
-__all__ = ["plot_strategy_weights", "strategy_weights", "density_figure", "numeral_density", "numeral_vectors", "plot_numeral_density", "plot_numeral_embeddings", "project_2d"]
+def plot_numeral_surprisal(model, tokenizer, text: str, path: str | Path) -> list[dict]:
+    """Save ``text`` as a PNG with every numeral coloured by its surprisal -log p(numeral | context) (nats) and
+    the model's expected value there (its median) written small above it; returns
+    :func:`~hf_nlm.evaluation.find_unlikely_numbers`'s rows. Words are laid out by their drawn widths and
+    wrapped at the colour bar."""
+    from matplotlib import colormaps
+    from matplotlib.colors import Normalize
+
+    from ..evaluation import find_unlikely_numbers
+
+    plt = _pyplot()
+    rows = find_unlikely_numbers(model, tokenizer, [text])
+    norm = Normalize(0, max([row["surprisal"] for row in rows] + [1.0]))
+    cmap = colormaps["viridis_r"]
+    words, position = [], 0
+    for word in text.split():
+        start = text.index(word, position)
+        position = start + len(word)
+        # The numeral a word holds, if any (a word may carry punctuation around it).
+        words.append((word, next((r for r in rows if start <= r["start"] and r["end"] <= position), None)))
+    fig = plt.figure(figsize=(12, 0.6 + 0.42 * max(1, len(text) // 130 + 1)))
+    renderer = fig.canvas.get_renderer()
+    width_px = fig.get_figwidth() * fig.dpi
+    space = fig.text(0, 0, "a a", fontsize=10)
+    space_width = space.get_window_extent(renderer).width
+    space.set_text("aa")
+    space_width = (space_width - space.get_window_extent(renderer).width) / width_px
+    space.remove()
+    placed, x, line = [], 0.01, 0
+    for word, row in words:
+        drawn = fig.text(0, 0, word, fontsize=10, weight="bold" if row else "normal")
+        advance = drawn.get_window_extent(renderer).width / width_px + space_width
+        if x + advance > 0.89 and x > 0.01:
+            x, line = 0.01, line + 1
+        placed.append((drawn, x, line, row))
+        x += advance
+    lines = line + 1
+    fig.set_figheight(0.6 + 0.42 * lines)
+    line_h = 0.42 / fig.get_figheight()
+    for drawn, x, line, row in placed:
+        y = 1 - (line + 1) * line_h - 0.1 / fig.get_figheight()
+        drawn.set_position((x, y))
+        if row is not None:
+            drawn.set_bbox({"facecolor": cmap(norm(row["surprisal"])), "edgecolor": "none", "alpha": 0.55, "pad": 1})
+            fig.text(x, y + 0.45 * line_h, f"{row['expected']:.4g}", fontsize=7, color="dimgray")
+    bar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=fig.add_axes([0.92, 0.15, 0.012, 0.75]))
+    bar.set_label("surprisal (nats)", fontsize=8)
+    fig.text(0.01, 0.02 / fig.get_figheight(), "numerals coloured by -log p(numeral | context); small grey: the "
+             "model's median there", fontsize=7, color="dimgray")
+    _save(fig, path, tight=False)
+    return rows
+
+
+__all__ = ["plot_numeral_surprisal", "plot_strategy_weights", "strategy_weights", "density_figure", "numeral_density", "numeral_vectors", "plot_numeral_density", "plot_numeral_embeddings", "project_2d"]

@@ -163,3 +163,32 @@ def test_plot_numerals_names_the_flag(tmp_path, capsys):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "use --which input" in err and "which='input'" not in err
+
+
+def test_plot_numerals_surprisal_along_a_text(tmp_path, capsys):
+    """``--surprisal-along`` draws the text with its numerals coloured by surprisal; the rows drawn are
+    find_unlikely_numbers' rows; two pictures asked at once are refused."""
+    from hf_nlm.evaluation import find_unlikely_numbers
+    from hf_nlm.models import NumeracyLMConfig, NumeracyLMForCausalLM
+    from hf_nlm.plots.numerals import plot_numeral_surprisal
+    from hf_nlm.tokenization import train_numeracy_tokenizer
+
+    texts = ["in 1990 the deficit was 3.5 billion dollars , up 12 % .", "we spent 3.5 billion on 7 programs ."] * 5
+    tokenizer = train_numeracy_tokenizer(texts, max_vocab_size=24)
+    torch.manual_seed(0)
+    model = NumeracyLMForCausalLM(NumeracyLMConfig(vocab_size=len(tokenizer), embedding_size=8, hidden_size=8,
+                                                   numeral_strategy="dexp", numeral_vocab=tokenizer.numeral_vocab))
+    model.save_pretrained(tmp_path / "dexp")
+    tokenizer.save_pretrained(tmp_path / "dexp")
+    text = "in 1991 the deficit was 4.25 billion dollars , up 13 % ."
+    rows = plot_numeral_surprisal(model, tokenizer, text, tmp_path / "s.png")
+    assert (tmp_path / "s.png").stat().st_size > 1000
+    assert rows == find_unlikely_numbers(model, tokenizer, [text])
+    assert [row["numeral"] for row in rows] == ["1991", "4.25", "13"]
+    assert main(["plot-numerals", str(tmp_path / "dexp"), "--surprisal-along", text]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "dexp" / "numeral_surprisal.png")
+    assert (tmp_path / "dexp" / "numeral_surprisal.png").stat().st_size > 1000
+    with pytest.raises(SystemExit) as exit_info:
+        main(["plot-numerals", str(tmp_path / "dexp"), "--surprisal-along", text, "--weights-along", text])
+    assert exit_info.value.code == 2
+    assert "--weights-along and --surprisal-along draw different pictures" in capsys.readouterr().err
