@@ -17,9 +17,11 @@ and, where both 10k and 100k ran, {"case": "predict_numbers_growth", ..., "value
     python benchmarks/numeracy_memory.py --threads 1                  # the full table: 1k, 10k, 100k (long)
     python benchmarks/numeracy_memory.py --threads 1 --quick          # 1k numerals only: a few minutes
     python benchmarks/numeracy_memory.py --threads 1 --sizes 1000,10000   # results/numeracy_memory_1k_10k.jsonl
+    python benchmarks/numeracy_memory.py --threads 1 --sizes 10000,100000 # results/numeracy_memory_10k_100k.jsonl
 
 The baseline of every process (torch, the tokenizer, the text, the model) is ``peak_before_scoring_mb``;
-what grows from 10k to 100k numerals besides the scoring is the encoded split (per-token fields).
+what grows from 10k to 100k numerals besides the scoring is the encoded split (about 50 bytes of tensors a
+token, encoded ``hf_nlm.data.lm.ENCODE_SLICE_LINES`` lines at a time) and what the functions return.
 """
 
 from __future__ import annotations

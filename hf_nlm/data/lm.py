@@ -60,38 +60,75 @@ def fill_rows(values: torch.Tensor, count: int, fill: Mapping[str, float | int] 
     return values.new_full((count, *values.shape[1:]), value)
 
 
-def tokenize_corpus(texts: Sequence[str], tokenizer, add_eos: bool = True) -> tuple[torch.LongTensor, int]:
+#: Lines encoded at a time. The fast tokenizer returns Python lists (ids, offsets) and the token features
+#: one small array per line: built for a whole split at once they take several times the memory of the
+#: stream's final tensors, so a split is encoded this many lines at a time and only the compact tensors
+#: of each slice are kept. The stream does not depend on it.
+ENCODE_SLICE_LINES = 4096
+
+
+def tokenize_corpus(
+    texts: Sequence[str], tokenizer, add_eos: bool = True, slice_lines: int = ENCODE_SLICE_LINES
+) -> tuple[torch.LongTensor, int]:
     """Encode ``texts`` (one sentence or line each) into one stream of ids, ``<eos>`` after each line.
 
     Returns ``(ids, num_words)`` where ``num_words`` counts whitespace-separated words plus one per
-    ``<eos>``: the denominator of per-word perplexity, independent of the tokenization.
+    ``<eos>``: the denominator of per-word perplexity, independent of the tokenization. The lines are
+    encoded ``slice_lines`` at a time (:data:`ENCODE_SLICE_LINES`).
     """
     texts = _check_texts(texts, tokenizer, add_eos)
-    encoded = tokenizer(texts, add_special_tokens=False)["input_ids"]
-    return _concatenate_lines(encoded, tokenizer.eos_token_id if add_eos else None), count_words(texts, add_eos)
+    eos = tokenizer.eos_token_id if add_eos else None
+    pieces = [
+        _concatenate_lines(tokenizer(part, add_special_tokens=False)["input_ids"], eos)
+        for part in line_slices(texts, slice_lines)
+    ]
+    return torch.cat(pieces), count_words(texts, add_eos)
 
 
 def tokenize_stream(
-    texts: Sequence[str], tokenizer, features: TokenFeatures | None = None, add_eos: bool = True
+    texts: Sequence[str],
+    tokenizer,
+    features: TokenFeatures | None = None,
+    add_eos: bool = True,
+    slice_lines: int = ENCODE_SLICE_LINES,
 ) -> tuple[dict[str, torch.Tensor], int]:
     """:func:`tokenize_corpus` as a token stream: ``{"input_ids": (N,), **extra fields}`` and ``num_words``.
 
     ``features`` (default: the tokenizer's ``token_features``, if it has one) computes the extra
     fields from each line's text and token offsets; each ``<eos>`` gets the field's fill value.
     Without features the stream is ``{"input_ids": ids}``, the ids of :func:`tokenize_corpus`.
+    The lines are encoded ``slice_lines`` at a time (:data:`ENCODE_SLICE_LINES`), so the memory of
+    encoding follows the stream's tensors, not the tokenizer's lists for the whole split.
     """
     features = resolve_features(tokenizer, features)
     if features is None:
-        ids, num_words = tokenize_corpus(texts, tokenizer, add_eos)
+        ids, num_words = tokenize_corpus(texts, tokenizer, add_eos, slice_lines)
         return {"input_ids": ids}, num_words
     texts = _check_texts(texts, tokenizer, add_eos)
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError("token features need the character offsets of every token: use a fast tokenizer")
-    encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
+    names = _feature_names(features)
     eos = tokenizer.eos_token_id if add_eos else None
-    stream = {"input_ids": _concatenate_lines(encoded["input_ids"], eos)}
-    stream.update(_feature_stream(texts, encoded["offset_mapping"], features, add_eos))
+    ids, lengths, rows = [], [], {name: [] for name in names}
+    for part in line_slices(texts, slice_lines):
+        encoded = tokenizer(part, add_special_tokens=False, return_offsets_mapping=True)
+        ids.append(_concatenate_lines(encoded["input_ids"], eos))
+        lengths.append(torch.tensor([len(line) for line in encoded["input_ids"]], dtype=torch.long))
+        for name, values in _token_rows(part, encoded["offset_mapping"], features, names).items():
+            rows[name].append(values)
+        del encoded  # the slice's lists go before the next slice's come
+    stream = {"input_ids": torch.cat(ids)}
+    stream.update(_feature_stream(rows, torch.cat(lengths), features.fill, add_eos))
     return stream, count_words(texts, add_eos)
+
+
+def line_slices(texts: Sequence[str], slice_lines: int = ENCODE_SLICE_LINES):
+    """``texts`` in consecutive slices of ``slice_lines`` lines (the last one shorter): how a split is
+    given to the tokenizer, so that its per-line lists exist for one slice at a time."""
+    if slice_lines < 1:
+        raise ValueError(f"slice_lines must be >= 1, got {slice_lines}")
+    for start in range(0, len(texts), slice_lines):
+        yield texts[start:start + slice_lines]
 
 
 def _check_texts(texts: Sequence[str], tokenizer, add_eos: bool) -> list[str]:
@@ -117,23 +154,47 @@ def count_words(texts: Sequence[str], add_eos: bool = True) -> int:
     return sum(len(t.split()) for t in texts) + (len(texts) if add_eos else 0)
 
 
-def _feature_stream(
-    texts: Sequence[str], offsets: list[list[tuple[int, int]]], features: TokenFeatures, add_eos: bool
-) -> dict[str, torch.Tensor]:
-    """Each extra field over the whole stream: every line's rows, then one fill row for its ``<eos>``."""
+def _feature_names(features: TokenFeatures) -> list[str]:
+    """The names of the extra fields (``features.fill``'s keys), none of them a reserved key."""
     names = list(features.fill)
     clash = [name for name in names if name in RESERVED_KEYS]
     if clash:
         raise ValueError(f"token feature names {clash} are reserved for ids and labels")
+    return names
+
+
+def _token_rows(
+    texts: Sequence[str], offsets: list[list[tuple[int, int]]], features: TokenFeatures, names: list[str]
+) -> dict[str, torch.Tensor]:
+    """Each field's rows for the tokens of ``texts``, line after line, no ``<eos>`` rows; a field is
+    missing when no line has a token."""
     lines = [_line_features(features, names, text, spans) for text, spans in zip(texts, offsets, strict=True)]
+    lines = [line for line in lines if line is not None]
+    return {name: torch.cat([line[name] for line in lines]) for name in names} if lines else {}
+
+
+def _feature_stream(
+    rows: Mapping[str, list[torch.Tensor]], lengths: torch.Tensor, fill: Mapping[str, float | int], add_eos: bool
+) -> dict[str, torch.Tensor]:
+    """Each extra field over the whole stream: every line's rows (``rows[name]``, the slices' token rows
+    in order; ``lengths`` tokens per line), then one fill row for its ``<eos>``."""
+    if add_eos:
+        # Where each line's <eos> sits in the stream: after the line's tokens and every earlier line's.
+        ends = torch.cumsum(lengths + 1, 0) - 1
+        is_token = torch.ones(int(lengths.sum()) + len(lengths), dtype=torch.bool)
+        is_token[ends] = False
     stream = {}
-    for name in names:
-        like = next((line[name] for line in lines if line), torch.zeros(1))  # a row's shape and dtype
-        eos_row = fill_rows(like, 1, features.fill, name)
-        pieces = []
-        for line in lines:
-            pieces += ([line[name]] if line else []) + ([eos_row] if add_eos else [])
-        stream[name] = torch.cat(pieces) if pieces else like[:0]
+    for name, pieces in rows.items():
+        if not pieces:  # no line has a token: the rows' shape and dtype are unknown, so (1,) float32
+            stream[name] = fill_rows(torch.zeros(1), len(lengths) if add_eos else 0, fill, name)
+            continue
+        tokens = torch.cat(pieces)
+        pieces.clear()  # the slices' copies go as soon as they are joined
+        if not add_eos:
+            stream[name] = tokens
+            continue
+        stream[name] = fill_rows(tokens, len(is_token), fill, name)
+        stream[name][is_token] = tokens
     return stream
 
 

@@ -67,11 +67,13 @@ def predict_numbers(model, tokenizer, texts, statistic: str = "median", interval
         for rows in numeral_chunks(hidden.shape[0], chunk):
             point, low, high = numeral_estimates(model.lm_head, density, numerals, hidden[rows], statistic, low_q, high_q)
             estimates[rows] = torch.stack([point, low, high], -1).cpu()
-    point, low, high = estimates.unbind(-1)
-    values = stream["numeral_value"][mask]
+    # Python numbers via tolist(): iterating a tensor would make one tensor object per element of all
+    # five at once (Tensor.__iter__ is unbind), several hundred bytes each, far more than the dicts.
+    point, low, high = estimates.T.tolist()
+    values = stream["numeral_value"][mask].tolist()
     return [
-        {"index": int(i), "value": float(v), "prediction": float(p), "low": float(lo), "high": float(hi)}
-        for i, v, p, lo, hi in zip(positions, values, point, low, high, strict=True)
+        {"index": i, "value": v, "prediction": p, "low": lo, "high": hi}
+        for i, v, p, lo, hi in zip(positions.tolist(), values, point, low, high, strict=True)
     ]
 
 

@@ -10,6 +10,7 @@ from typing import NamedTuple
 import torch
 
 from ..data.batching import batching_for, split_texts
+from ..data.lm import line_slices
 from ..heads.numeral import DigitBranch, ValueBranch
 from ..memory import available_memory
 from .report import perplexity_report
@@ -124,14 +125,22 @@ def _adjusted_perplexity_of_stream(batching, model, tokenizer, texts, stream, ba
 def stream_token_texts(texts, tokenizer) -> list[str]:
     """The text of every token of the stream ``tokenize_stream`` builds from ``texts`` (each line's tokens,
     then ``<eos>``), as the tokenizer's normalizer sees it: the strings whose distinct values are the
-    OOV types of the adjusted perplexity."""
-    encoded = tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True)
+    OOV types of the adjusted perplexity.
+
+    The lines go to the tokenizer a slice at a time (:func:`~hf_nlm.data.lm.line_slices`), and a token
+    text that repeats is one shared string: the list costs a pointer per token, not a string per token."""
     normalizer = tokenizer.backend_tokenizer.normalizer
+    normalized: dict[str, str] = {}  # each distinct piece once, normalised once
     out: list[str] = []
-    for text, spans in zip(texts, encoded["offset_mapping"], strict=True):
-        pieces = [text[a:b] for a, b in spans]
-        out += [normalizer.normalize_str(p) for p in pieces] if normalizer is not None else pieces
-        out.append(tokenizer.eos_token)
+    for part in line_slices(list(texts)):
+        encoded = tokenizer(part, add_special_tokens=False, return_offsets_mapping=True)
+        for text, spans in zip(part, encoded["offset_mapping"], strict=True):
+            for a, b in spans:
+                piece = text[a:b]
+                if piece not in normalized:
+                    normalized[piece] = normalizer.normalize_str(piece) if normalizer is not None else piece
+                out.append(normalized[piece])
+            out.append(tokenizer.eos_token)
     return out
 
 

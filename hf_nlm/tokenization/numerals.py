@@ -195,14 +195,17 @@ def numeral_features(text: str, spans: list[tuple[int, int]]) -> dict[str, np.nd
     ``numeral_mask`` (bool: a mask indexes, an int8 array would gather rows 0 and 1) is True for
     every numeral token, in the vocabulary or not (``<unk_num>`` keeps its value and digits here,
     which its id lost); ``numeral_value`` (float64) and ``numeral_precision`` (int64) are 0 for
-    words; ``digit_ids`` (int64, (n, DIGITS_WIDTH)) is :func:`encode_digits` of the canonical string,
-    all :data:`DIGIT_PAD` for words.
+    words; ``digit_ids`` (int8, (n, DIGITS_WIDTH)) is :func:`encode_digits` of the canonical string,
+    all :data:`DIGIT_PAD` for words. int8 because the row is the stream's widest field (25 values per
+    token, every word included) and its symbols are below :data:`NUM_DIGIT_SYMBOLS`; not uint8, which
+    would index as a mask: an int8 tensor used as an index is refused, and the digit models read the
+    rows through ``.long()``.
     """
     n = len(spans)
     mask = np.zeros(n, dtype=bool)
     value = np.zeros(n, dtype=np.float64)
     precision = np.zeros(n, dtype=np.int64)
-    digits = np.full((n, DIGITS_WIDTH), DIGIT_PAD, dtype=np.int64)
+    digits = np.full((n, DIGITS_WIDTH), DIGIT_PAD, dtype=np.int8)
     for i, (start, end) in enumerate(spans):
         numeral = parse_numeral(text[start:end])
         if numeral is not None:

@@ -104,6 +104,18 @@ def test_tokenize_stream_computes_fields_from_the_text_of_each_token(tokenizer):
     assert torch.equal(stream["input_ids"], ids) and num_words == words
 
 
+@pytest.mark.parametrize("slice_lines", [1, 2, 3])
+def test_tokenize_in_slices_of_lines_gives_the_same_stream(tokenizer, slice_lines):
+    """The lines are encoded a slice at a time (memory); the stream and its fields do not depend on it."""
+    texts = ["", *TEXTS, "", ""]
+    whole, words = tokenize_stream(texts, tokenizer, FEATURES, slice_lines=len(texts))
+    sliced, sliced_words = tokenize_stream(texts, tokenizer, FEATURES, slice_lines=slice_lines)
+    assert sliced_words == words and set(sliced) == set(whole)
+    for name, values in whole.items():
+        assert sliced[name].dtype == values.dtype and torch.equal(sliced[name], values), name
+    ids, _ = tokenize_corpus(texts, tokenizer, slice_lines=slice_lines)
+    assert torch.equal(ids, whole["input_ids"])
+
 def test_tokenizer_offers_its_own_features_and_bad_ones_are_refused(tokenizer):
     plain, _ = tokenize_stream(TEXTS, tokenizer)
     assert list(plain) == ["input_ids"]

@@ -314,7 +314,7 @@ def brute_force(tokenizer) -> dict[str, torch.Tensor]:
         for name, fill in NUMERAL_FILL.items():
             rows[name].append([fill] * DIGITS_WIDTH if name == "digit_ids" else fill)
     dtypes = {"input_ids": torch.long, "numeral_mask": torch.bool, "numeral_value": torch.float64,
-              "numeral_precision": torch.long, "digit_ids": torch.long}
+              "numeral_precision": torch.long, "digit_ids": torch.int8}
     return {name: torch.tensor(values, dtype=dtypes[name]) for name, values in rows.items()}
 
 
@@ -375,6 +375,50 @@ def test_fields_stay_aligned_through_stream_columns(data_tokenizer, num_columns)
     assert torch.equal(chunk["shift_labels"][keep], expected["input_ids"][targets])
     for name in NUMERAL_FILL:
         assert torch.equal(chunk[name][keep], expected[name][targets]), name
+
+
+#: Lines for encoding in slices: numerals and words, lines without a numeral, lines without a token.
+SLICED_TEXTS = ["", *TEXTS, "   ", "no numeral in this line", "", "", "1989 and 42", "words only"]
+
+
+@pytest.mark.parametrize("add_eos", [True, False])
+@pytest.mark.parametrize("slice_lines", [1, 2, 3, 4, 7])
+def test_stream_encoded_in_slices_equals_the_stream_encoded_at_once(data_tokenizer, slice_lines, add_eos):
+    """Slices of lines (what bounds the memory of encoding a long split) give the stream of one pass over
+    every line, value for value and dtype for dtype, wherever the slices start: on an empty line, a run of
+    empty lines (a slice without any token), a line without numerals; with and without the <eos> rows."""
+    whole, words = tokenize_stream(SLICED_TEXTS, data_tokenizer, add_eos=add_eos, slice_lines=len(SLICED_TEXTS))
+    sliced, sliced_words = tokenize_stream(SLICED_TEXTS, data_tokenizer, add_eos=add_eos, slice_lines=slice_lines)
+    assert sliced_words == words and set(sliced) == set(whole) == {"input_ids", *NUMERAL_FILL}
+    for name, values in whole.items():
+        assert sliced[name].dtype == values.dtype and torch.equal(sliced[name], values), name
+    if add_eos:  # the <eos> rows hold the fill values
+        eos = whole["input_ids"] == data_tokenizer.eos_token_id
+        assert int(eos.sum()) == len(SLICED_TEXTS)
+        assert (whole["digit_ids"][eos] == DIGIT_PAD).all() and not whole["numeral_mask"][eos].any()
+
+
+def test_stream_in_slices_matches_the_brute_force(data_tokenizer):
+    stream, _ = tokenize_stream(TEXTS, data_tokenizer, slice_lines=2)
+    for name, values in brute_force(data_tokenizer).items():
+        assert stream[name].dtype == values.dtype and torch.equal(stream[name], values), name
+
+
+@pytest.mark.parametrize("slice_lines", [1, 2, 5])
+def test_stream_without_any_token_is_the_same_in_slices(data_tokenizer, slice_lines):
+    """No line has a token: the fields' rows have no known shape, each is one fill value per <eos>."""
+    blank = ["", "   ", "", "\t"]
+    whole, _ = tokenize_stream(blank, data_tokenizer, slice_lines=len(blank))
+    sliced, _ = tokenize_stream(blank, data_tokenizer, slice_lines=slice_lines)
+    assert whole["input_ids"].tolist() == [data_tokenizer.eos_token_id] * len(blank)
+    for name, values in whole.items():
+        assert sliced[name].dtype == values.dtype and torch.equal(sliced[name], values), name
+    assert whole["digit_ids"].tolist() == [DIGIT_PAD] * len(blank)
+
+
+def test_slice_lines_must_be_positive(data_tokenizer):
+    with pytest.raises(ValueError, match="slice_lines"):
+        tokenize_stream(TEXTS, data_tokenizer, slice_lines=0)
 
 
 def test_two_process_shards_are_the_columns_of_one(data_tokenizer):
