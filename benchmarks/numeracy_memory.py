@@ -35,7 +35,7 @@ import sys
 import time
 
 BENCHMARK = "numeracy_memory"
-STRATEGIES = ("softmax", "softmax_digits", "hsoftmax", "drnn", "mog", "combination")
+STRATEGIES = ("softmax", "softmax_digits", "hsoftmax", "drnn", "mog", "combination", "dexp")
 FUNCTIONS = ("predict_numbers", "numeral_cost_breakdown")
 TARGET_MB = 2000
 TARGET_GROWTH = 1.5

@@ -207,37 +207,50 @@ def plot_numeral_surprisal(model, tokenizer, text: str, path: str | Path) -> lis
     rows = find_unlikely_numbers(model, tokenizer, [text])
     norm = Normalize(0, max([row["surprisal"] for row in rows] + [1.0]))
     cmap = colormaps["viridis_r"]
+    # Each word cut into pieces at its numerals ("27-17," is 27, "-", 17, ","): a numeral piece is highlighted.
     words, position = [], 0
     for word in text.split():
         start = text.index(word, position)
         position = start + len(word)
-        # The numeral a word holds, if any (a word may carry punctuation around it).
-        words.append((word, next((r for r in rows if start <= r["start"] and r["end"] <= position), None)))
-    fig = plt.figure(figsize=(12, 0.6 + 0.42 * max(1, len(text) // 130 + 1)))
+        inside = sorted((r for r in rows if start <= r["start"] and r["end"] <= position), key=lambda r: r["start"])
+        pieces, cursor = [], start
+        for row in inside:
+            pieces += [(text[cursor:row["start"]], None)] if row["start"] > cursor else []
+            pieces.append((text[row["start"]:row["end"]], row))
+            cursor = row["end"]
+        words.append(pieces + ([(text[cursor:position], None)] if cursor < position else []))
+    fig = plt.figure(figsize=(12, 1.0))
     renderer = fig.canvas.get_renderer()
     width_px = fig.get_figwidth() * fig.dpi
-    space = fig.text(0, 0, "a a", fontsize=10)
-    space_width = space.get_window_extent(renderer).width
-    space.set_text("aa")
-    space_width = (space_width - space.get_window_extent(renderer).width) / width_px
-    space.remove()
+
+    def width(drawn) -> float:
+        return drawn.get_window_extent(renderer).width / width_px
+
+    gap = fig.text(0, 0, "a a", fontsize=10)
+    space = width(gap)
+    gap.set_text("aa")
+    space -= width(gap)
+    gap.remove()
     placed, x, line = [], 0.01, 0
-    for word, row in words:
-        drawn = fig.text(0, 0, word, fontsize=10, weight="bold" if row else "normal")
-        advance = drawn.get_window_extent(renderer).width / width_px + space_width
+    for pieces in words:
+        drawn = [fig.text(0, 0, piece, fontsize=10, weight="bold" if row else "normal") for piece, row in pieces]
+        advance = sum(width(d) for d in drawn)
         if x + advance > 0.89 and x > 0.01:
             x, line = 0.01, line + 1
-        placed.append((drawn, x, line, row))
-        x += advance
-    lines = line + 1
-    fig.set_figheight(0.6 + 0.42 * lines)
+        for d, (_, row) in zip(drawn, pieces, strict=True):
+            placed.append((d, x, line, row))
+            x += width(d)
+        x += space
+    fig.set_figheight(0.6 + 0.42 * (line + 1))
     line_h = 0.42 / fig.get_figheight()
     for drawn, x, line, row in placed:
         y = 1 - (line + 1) * line_h - 0.1 / fig.get_figheight()
         drawn.set_position((x, y))
         if row is not None:
             drawn.set_bbox({"facecolor": cmap(norm(row["surprisal"])), "edgecolor": "none", "alpha": 0.55, "pad": 1})
-            fig.text(x, y + 0.45 * line_h, f"{row['expected']:.4g}", fontsize=7, color="dimgray")
+            value = row["expected"]
+            label = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"  # short: it sits above one numeral
+            fig.text(x, y + 0.45 * line_h, label, fontsize=7, color="dimgray")
     bar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=fig.add_axes([0.92, 0.15, 0.012, 0.75]))
     bar.set_label("surprisal (nats)", fontsize=8)
     fig.text(0.01, 0.02 / fig.get_figheight(), "numerals coloured by -log p(numeral | context); small grey: the "
