@@ -86,16 +86,21 @@ def add_check_numbers_parser(sub: argparse._SubParsersAction, help_text: str) ->
     return check
 
 
-def _load_model_and_corpus(args: argparse.Namespace):
-    """``(model, tokenizer, corpus)`` of a command that scores a saved model on ``--split`` of a corpus."""
-    model, tokenizer = load_saved_model(args.parser, args.model_dir)
+def _corpus_with_split(args: argparse.Namespace):
+    """The corpus the arguments name, which must have ``--split``; a usage error otherwise."""
     try:
         datasets = load_corpus(args)
     except (ValueError, FileNotFoundError) as err:
         fail(args.parser, str(err))
     if args.split not in datasets:
         fail(args.parser, f"the corpus has no {args.split!r} split (it has {', '.join(datasets)})")
-    return model, tokenizer, datasets
+    return datasets
+
+
+def _load_model_and_corpus(args: argparse.Namespace):
+    """``(model, tokenizer, corpus)`` of a command that scores a saved model on ``--split`` of a corpus."""
+    model, tokenizer = load_saved_model(args.parser, args.model_dir)
+    return model, tokenizer, _corpus_with_split(args)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -173,13 +178,7 @@ def _texts_to_check(args: argparse.Namespace) -> list[str]:
         if not texts:
             fail(args.parser, f"--file {args.file} is empty: no text to check")
         return texts
-    try:
-        datasets = load_corpus(args)
-    except (ValueError, FileNotFoundError) as err:
-        fail(args.parser, str(err))
-    if args.split not in datasets:
-        fail(args.parser, f"the corpus has no {args.split!r} split (it has {', '.join(datasets)})")
-    return datasets[args.split]
+    return _corpus_with_split(args)[args.split]
 
 
 def cmd_check_numbers(args: argparse.Namespace) -> int:

@@ -5,41 +5,18 @@ cannot fit is refused before anything is allocated."""
 from __future__ import annotations
 
 import pytest
-import torch
+from numeral_test_cases import ALL_AT_ONCE, STRATEGIES, TEXTS, numeracy_model, numeracy_tokenizer
 
-from hf_nlm.models import NumeracyLMConfig, NumeracyLMForCausalLM
-
-STRATEGIES = ["softmax", "softmax_digits", "hsoftmax", "drnn", "mog", "combination", "dexp"]
-TEXTS = [
-    "in 1990 the deficit was 3.5 billion dollars , up 12 % .",
-    "the budget grew 12 % to 1,200 million in 1990 .",
-    "we spent 3.5 billion on 7 programs .",
-    "in 1991 the deficit was 2.25 billion dollars .",
-] * 5
 HELD_OUT = ["in 1995 the surplus was 3.5 billion dollars , up 12 % .", "the budget fell 9 % to 1,250 million in 1990 .",
             "we spent 7 billion on 12 programs in 1991 ."]
 NUM_NUMERALS = 9  # in HELD_OUT
-ALL_AT_ONCE = 10**6
 #: The float32 model's matrix products may round the last bit differently for a different number of rows.
 FLOAT32 = 1e-6
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from hf_nlm.tokenization import train_numeracy_tokenizer
-
-    return train_numeracy_tokenizer(TEXTS, max_vocab_size=24)
-
-
-def numeracy_model(tokenizer, strategy: str) -> NumeracyLMForCausalLM:
-    torch.manual_seed(0)
-    config = NumeracyLMConfig(vocab_size=len(tokenizer), embedding_size=8, hidden_size=8, numeral_strategy=strategy,
-                              numeral_vocab=tokenizer.numeral_vocab)
-    model = NumeracyLMForCausalLM(config).eval()
-    if strategy in ("mog", "combination", "dexp"):
-        density = model.lm_head.value_branch.density if strategy == "combination" else model.lm_head.branch.density
-        density.initialize_from(torch.tensor([1990.0, 3.5, 12.0, 1200.0, 7.0, 2.25]))
-    return model
+    return numeracy_tokenizer()
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
