@@ -33,3 +33,22 @@ def numeracy_model(tokenizer, strategy: str) -> NumeracyLMForCausalLM:
         density = model.lm_head.value_branch.density if strategy == "combination" else model.lm_head.branch.density
         density.initialize_from(torch.tensor([1990.0, 3.5, 12.0, 1200.0, 7.0, 2.25]))
     return model
+
+
+def record_rows(monkeypatch, head) -> list[int]:
+    """Patch every function of ``head`` that scores numerals against all candidates to record its rows."""
+    rows: list[int] = []
+
+    def recording(fn):
+        def wrapped(hidden, *args, **kwargs):
+            rows.append(hidden.reshape(-1, hidden.shape[-1]).shape[0])
+            return fn(hidden, *args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(head, "log_probs", recording(head.log_probs))
+    branch = getattr(head, "branch", getattr(head, "value_branch", None))
+    density = getattr(branch, "density", None)
+    if density is not None:
+        for name in ("mean", "median", "mode", "quantile"):
+            monkeypatch.setattr(density, name, recording(getattr(density, name)))
+    return rows

@@ -9,7 +9,7 @@ import random
 
 import pytest
 import torch
-from numeral_test_cases import ALL_AT_ONCE, STRATEGIES, TEXTS, numeracy_model, numeracy_tokenizer
+from numeral_test_cases import ALL_AT_ONCE, STRATEGIES, TEXTS, numeracy_model, numeracy_tokenizer, record_rows
 
 from hf_nlm.evaluation import (
     anomaly_pairs,
@@ -83,19 +83,7 @@ def test_nothing_depends_on_the_chunk(tokenizer, strategy):
 def test_no_call_scores_more_numerals_than_the_chunk(tokenizer, strategy, monkeypatch):
     """Fails if a (numerals x candidates) table of the whole text is built."""
     model = numeracy_model(tokenizer, strategy)
-    head, rows = model.lm_head, []
-
-    def recording(fn):
-        def wrapped(hidden, *args, **kwargs):
-            rows.append(hidden.reshape(-1, hidden.shape[-1]).shape[0])
-            return fn(hidden, *args, **kwargs)
-        return wrapped
-
-    monkeypatch.setattr(head, "log_probs", recording(head.log_probs))
-    density = getattr(getattr(head, "branch", None), "density", None)
-    if density is not None:
-        monkeypatch.setattr(density, "median", recording(density.median))
-        monkeypatch.setattr(density, "quantile", recording(density.quantile))
+    rows = record_rows(monkeypatch, model.lm_head)
     assert len(find_unlikely_numbers(model, tokenizer, HELD_OUT, block_size=BLOCK, numeral_chunk_size=2)) == NUM_NUMERALS
     assert rows and max(rows) <= 2, rows
 

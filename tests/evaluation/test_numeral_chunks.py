@@ -5,7 +5,7 @@ cannot fit is refused before anything is allocated."""
 from __future__ import annotations
 
 import pytest
-from numeral_test_cases import ALL_AT_ONCE, STRATEGIES, TEXTS, numeracy_model, numeracy_tokenizer
+from numeral_test_cases import ALL_AT_ONCE, STRATEGIES, TEXTS, numeracy_model, numeracy_tokenizer, record_rows
 
 HELD_OUT = ["in 1995 the surplus was 3.5 billion dollars , up 12 % .", "the budget fell 9 % to 1,250 million in 1990 .",
             "we spent 7 billion on 12 programs in 1991 ."]
@@ -44,25 +44,6 @@ def test_predictions_and_cost_breakdown_do_not_depend_on_the_chunk(tokenizer, st
     assert report == pytest.approx(expected, rel=FLOAT32)
 
 
-def _record_rows(monkeypatch, head) -> list[int]:
-    """Patch every function of ``head`` that scores numerals against all candidates to record its rows."""
-    rows: list[int] = []
-
-    def recording(fn):
-        def wrapped(hidden, *args, **kwargs):
-            rows.append(hidden.reshape(-1, hidden.shape[-1]).shape[0])
-            return fn(hidden, *args, **kwargs)
-        return wrapped
-
-    monkeypatch.setattr(head, "log_probs", recording(head.log_probs))
-    branch = getattr(head, "branch", getattr(head, "value_branch", None))
-    density = getattr(branch, "density", None)
-    if density is not None:
-        for name in ("mean", "median", "mode", "quantile"):
-            monkeypatch.setattr(density, name, recording(getattr(density, name)))
-    return rows
-
-
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_no_call_scores_more_numerals_than_the_chunk(tokenizer, strategy, monkeypatch):
     """Fails if a (numerals x candidates) tensor of the whole split is built."""
@@ -70,7 +51,7 @@ def test_no_call_scores_more_numerals_than_the_chunk(tokenizer, strategy, monkey
     from hf_nlm.evaluation.number_prediction import predict_numbers
 
     model = numeracy_model(tokenizer, strategy)
-    rows = _record_rows(monkeypatch, model.lm_head)
+    rows = record_rows(monkeypatch, model.lm_head)
     predictions = predict_numbers(model, tokenizer, HELD_OUT, "median", block_size=5, numeral_chunk_size=3)
     assert len(predictions) == NUM_NUMERALS > 3
     assert rows and max(rows) <= 3, rows
