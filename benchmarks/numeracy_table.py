@@ -173,6 +173,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--vocab-size", type=int, default=5000, help="top-K tokens (paper: 1000 clinical, 5000 arXiv)")
     parser.add_argument("--hidden-size", type=int, default=50, help="LSTM units and embedding size (paper: 50)")
     parser.add_argument("--learning-rate", type=float, default=1e-3, help="Adam learning rate (paper: 1e-3)")
+    parser.add_argument("--numeral-loss-weight", type=float, default=1.0,
+                        help="weight of a numeral target's NLL in the training loss (a word's is 1)")
+    parser.add_argument("--mog-trainable", action="store_true",
+                        help="train the MoG's means and deviations after EM's start (mog, combination)")
     parser.add_argument("--batch-size", type=int, default=32, help="stream columns")
     parser.add_argument("--bptt", type=int, default=50, help="BPTT length")
     for split in ("train", "validation", "test"):
@@ -197,7 +201,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     common = {**run_context(args, vocab_size=len(tokenizer), hidden_size=args.hidden_size),
               "corpus": "files" if args.train_file else args.corpus,
               "split": None if args.train_file or args.corpus != "sotu" else args.split,
-              "cpu": machine(), "epochs_asked": args.epochs, "numerals_in_vocab": len(tokenizer.numeral_vocab) - 1}
+              "cpu": machine(), "epochs_asked": args.epochs, "numerals_in_vocab": len(tokenizer.numeral_vocab) - 1,
+              "learning_rate": args.learning_rate, "numeral_loss_weight": args.numeral_loss_weight,
+              "mog_trainable": args.mog_trainable}
     train_values = numerals_of(tokenizer, corpus["train"]["text"])[0].tolist()
     token_texts = stream_token_texts(list(corpus["test"]["text"]), tokenizer)
 
@@ -206,6 +212,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         config = NumeracyLMConfig(
             vocab_size=len(tokenizer), embedding_size=args.hidden_size, hidden_size=args.hidden_size,
             numeral_strategy=strategy, numeral_vocab=tokenizer.numeral_vocab,
+            numeral_loss_weight=args.numeral_loss_weight, mog_trainable=args.mog_trainable,
             bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.eos_token_id,
         )
         model = NumeracyLMForCausalLM(config)

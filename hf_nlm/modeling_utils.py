@@ -272,7 +272,8 @@ class NLMPreTrainedModel(PreTrainedModel):
         ``shift_labels`` in ``kwargs``; -100 ignored) through the head's ``nll``, so a tree head touches
         only the targets' paths; the per-target tensors the head names in ``target_fields`` are taken
         from ``kwargs`` and aligned the same way. ``regularization`` terms (AWD-LSTM's AR / TAR) are added
-        to ``loss`` and reported by name; ``nll`` stays the plain NLL. In training mode with targets the
+        to ``loss`` and reported by name, and in training mode :meth:`target_loss_weights` may weigh the
+        targets in it; ``nll`` stays the plain mean NLL. In training mode with targets the
         |V|-wide logits are not built (``logits=None``); otherwise only the positions ``logits_to_keep``
         names are scored (:func:`positions_to_score`: the last N, all for 0, or a 1-D tensor of positions;
         an empty one scores none, for a caller that reads only the loss). ``outputs`` are further fields of ``output_class`` (e.g.
@@ -285,9 +286,12 @@ class NLMPreTrainedModel(PreTrainedModel):
             h_sel, targets = align_targets(hidden, labels, shift_labels, fields)
             if targets.ids.numel() == 0:
                 raise ValueError("labels hold no target: every label after the shift is -100")
-            nll = self.lm_head.nll(h_sel, targets).mean()
+            token_nll = self.lm_head.nll(h_sel, targets)
+            nll = token_nll.mean()
+            weights = self.target_loss_weights(targets.ids) if self.training else None
+            objective = nll if weights is None else (weights * token_nll).sum() / weights.sum()
         regularization = {k: v for k, v in (regularization or {}).items() if v is not None}
-        loss = nll if nll is None or not regularization else nll + sum(regularization.values())
+        loss = nll if nll is None else objective + sum(regularization.values())
 
         logits = None
         if loss is None or not self.training:
@@ -295,6 +299,11 @@ class NLMPreTrainedModel(PreTrainedModel):
             logits = self.lm_head(positions_to_score(hidden, logits_to_keep))
         output = output_class(loss=loss, logits=logits, nll=nll, **regularization, **(outputs or {}))
         return self._output(output, return_dict)
+
+    def target_loss_weights(self, target_ids: torch.Tensor) -> torch.Tensor | None:
+        """Weights w_t of the targets ``target_ids`` in the training loss, sum_t w_t NLL_t / sum_t w_t, or None
+        for the plain mean (every model but one with a numeral loss weight, ``NumeracyLMConfig.numeral_loss_weight``)."""
+        return None
 
     def check_inputs(
         self, input_ids: torch.Tensor | None, labels: torch.Tensor | None = None, shift_labels: torch.Tensor | None = None

@@ -120,6 +120,35 @@ def test_bad_numeral_vocab_and_strategy_are_refused():
         NumeracyLMConfig(vocab_size=3, numeral_strategy="hsoftmax", numeral_vocab={"<unk_num>": 0, "1": 1, "2": 2})
 
 
+def test_bad_numeral_loss_weight_is_refused():
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="numeral_loss_weight must be a finite number > 0"):
+            NumeracyLMConfig(vocab_size=V, numeral_vocab=NUMERALS, numeral_loss_weight=bad)
+    with pytest.raises(ValueError, match="numeral_loss_weight=2.0 needs numeral_vocab"):
+        NumeracyLMConfig(vocab_size=V, numeral_loss_weight=2.0)
+
+
+@pytest.mark.parametrize("strategy", ["softmax", "hsoftmax", "drnn"])
+def test_numeral_loss_weight_weighs_numeral_targets_in_the_training_loss_only(strategy):
+    m = model(strategy, numeral_loss_weight=4.0, dropout=0.0, dropout_input=0.0)
+    torch.manual_seed(1)
+    ids = torch.randint(0, V, (2, 9))
+    targets = ids[:, 1:]
+    # Each target's NLL by hand, from the evaluation-mode distribution over the vocabulary (the d-RNN's
+    # numerals are spelled by their canonical strings, which the vocabulary rows give).
+    nll = -torch.log_softmax(m(ids).logits[:, :-1].double(), -1).gather(-1, targets[..., None]).squeeze(-1)
+    is_numeral = torch.isin(targets, torch.tensor(list(NUMERALS.values())))
+    assert is_numeral.any() and not is_numeral.all()
+    weights = 1 + 3 * is_numeral.double()
+    evaluated = m(ids, labels=ids)
+    torch.testing.assert_close(evaluated.loss.double(), nll.mean(), rtol=1e-5, atol=1e-6)
+    m.train()  # no dropout left: training mode differs only in the loss
+    trained = m(ids, labels=ids)
+    torch.testing.assert_close(trained.nll.double(), nll.mean(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(trained.loss.double(), (weights * nll).sum() / weights.sum(), rtol=1e-5, atol=1e-6)
+    assert abs(float(trained.loss - trained.nll)) > 1e-3  # the weighting is not the plain mean here
+
+
 @pytest.mark.parametrize("strategy", ["softmax", "softmax_digits", "hsoftmax"])
 def test_cached_generation_equals_uncached(strategy):
     m = model(strategy)
@@ -366,6 +395,38 @@ def test_mog_head_fits_its_gaussians_to_the_training_numerals_and_app_leaves_num
     assert report["num_unknown_numerals"] == 0 and report["num_oov_numeral_types"] == 0
     assert report["num_unknown_words"] > 0 and report["adjusted_perplexity_numerals"] == pytest.approx(
         report["perplexity_numerals"])
+
+
+@pytest.mark.parametrize("strategy", ["mog", "combination"])
+def test_mog_trainable_trains_the_gaussians_on_from_em_and_saves_them(numeracy_tokenizer, strategy, tmp_path):
+    from datasets import Dataset, DatasetDict
+
+    from hf_nlm.training import TrainingConfig, train_lm
+
+    tok = numeracy_tokenizer
+    data = DatasetDict({"train": Dataset.from_dict({"text": TEXTS}), "validation": Dataset.from_dict({"text": HELD_OUT})})
+    trained = {}
+    for trainable in (False, True):
+        torch.manual_seed(0)
+        config = NumeracyLMConfig(vocab_size=len(tok), embedding_size=D, hidden_size=D, numeral_strategy=strategy,
+                                  numeral_vocab=tok.numeral_vocab, mog_components=3, mog_trainable=trainable)
+        m = NumeracyLMForCausalLM(config)
+        mixture = density_of(m.lm_head)
+        assert any(p is mixture.means for p in m.parameters()) == trainable
+        out = tmp_path / f"run_{trainable}"
+        train_lm(m, tok, data, TrainingConfig(output_dir=str(out), num_epochs=2, block_size=6, batch_size=2,
+                                              optimizer="adam", learning_rate=0.05, progress_bar=False, eval_test=False))
+        trained[trainable] = (m, out)
+    frozen, learned = (density_of(trained[k][0].lm_head) for k in (False, True))
+    # Both started from the same EM fit; the frozen components are still there, the trainable ones moved,
+    # their deviations never under the floor EM set.
+    assert torch.equal(frozen.log_std_floor, learned.log_std_floor)
+    assert (learned.means - frozen.means).abs().max() > 1e-3
+    assert (learned.components()[1] >= learned.log_std_floor.double()).all()
+    reloaded = NumeracyLMForCausalLM.from_pretrained(trained[True][1])
+    assert reloaded.config.mog_trainable
+    torch.testing.assert_close(density_of(reloaded.lm_head).means, learned.means)
+    torch.testing.assert_close(density_of(reloaded.lm_head).log_stds, learned.log_stds)
 
 
 @pytest.mark.parametrize("strategy", ["softmax", "hsoftmax", "drnn"])

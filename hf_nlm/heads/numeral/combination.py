@@ -34,7 +34,7 @@ class CombinationHead(OpenNumeralBranchHead):
     where the open components are needed. Scoring a target then needs the d-RNN on that numeral's own
     digits only, never on every numeral of the vocabulary. Reads the targets' ``digit_ids``,
     ``numeral_value`` and ``numeral_precision``; the MoG's Gaussians are fitted by EM when training
-    starts, as for ``mog``. Two numerals are told apart by their canonical digit strings (the d-RNN's
+    starts (and trained on with ``config.mog_trainable``), as for ``mog``. Two numerals are told apart by their canonical digit strings (the d-RNN's
     key), and a generated ``<unk_num>`` is written by the open component the context weighs more."""
 
     target_fields = ("numeral_mask", "digit_ids", "numeral_value", "numeral_precision")
@@ -44,14 +44,14 @@ class CombinationHead(OpenNumeralBranchHead):
     branch_options = staticmethod(mixture_options)
 
     def build_open_branch(self, in_features: int, tokens: list[str], num_components: int = 10,
-                          transform: str = "log") -> None:
+                          transform: str = "log", trainable: bool = False) -> None:
         self.numeral_weight = nn.Parameter(torch.empty(len(tokens), in_features))
         self.numeral_bias = nn.Parameter(torch.zeros(len(tokens)))
         self.strategy_weight = nn.Parameter(torch.empty(len(self.STRATEGIES), in_features))
         self.strategy_bias = nn.Parameter(torch.zeros(len(self.STRATEGIES)))
         self.digit_branch = DigitBranch.build(self, in_features, tokens)
         self.value_branch = ValueBranch.build(
-            self, tokens, NumeralMixture(in_features, num_components, transform=transform))
+            self, tokens, NumeralMixture(in_features, num_components, transform=transform, trainable=trainable))
         # The h-softmax row of each canonical numeral string, to read a target's share without |N| lookups.
         self._row_of = dict(zip(self.digit_branch.strings, self.digit_branch.rows, strict=True))
 

@@ -21,8 +21,10 @@ from .open_branch import OpenNumeralBranchHead
 
 
 def mixture_options(config) -> dict:
-    """The mixture's construction options read from a config: K (``mog_components``) and ``mog_transform``."""
-    return {"num_components": config.mog_components, "transform": config.mog_transform}
+    """The mixture's construction options read from a config: K (``mog_components``), ``mog_transform`` and
+    whether EM's components go on training (``mog_trainable``)."""
+    return {"num_components": config.mog_components, "transform": config.mog_transform,
+            "trainable": config.mog_trainable}
 
 
 class ValueBranch:
@@ -117,9 +119,9 @@ class MixtureOfGaussiansHead(OpenNumeralBranchHead):
     Phi((v - 0.5 10^-r - mu_k) / sigma_k)] (:class:`~hf_nlm.heads.numeral.mixture.NumeralMixture`,
     ``mixture``; in log space, with the pdf x 10^-r fallback). ``branch`` is its :class:`ValueBranch`.
     The means and deviations are fitted by EM on the training numerals when training starts
-    (:meth:`prepare_training`) and then frozen (only pi(h) and P(r | h) are learned).
-    ``config.mog_components`` = K, ``config.mog_transform``: ``"log"`` (Gaussians over
-    sign(v) log(1 + |v|), for numbers spanning orders of magnitude) or ``"none"`` (over v).
+    (:meth:`prepare_training`) and then frozen (only pi(h) and P(r | h) are learned), or trained on from
+    there with ``config.mog_trainable``. ``config.mog_components`` = K, ``config.mog_transform``: ``"log"``
+    (Gaussians over sign(v) log(1 + |v|), for numbers spanning orders of magnitude) or ``"none"`` (over v).
     Reads the targets' ``numeral_value`` and ``numeral_precision``."""
 
     target_fields = ("numeral_mask", "numeral_value", "numeral_precision")
@@ -127,8 +129,9 @@ class MixtureOfGaussiansHead(OpenNumeralBranchHead):
     branch_options = staticmethod(mixture_options)
 
     def build_open_branch(self, in_features: int, tokens: list[str], num_components: int = 10,
-                          transform: str = "log") -> None:
-        self.branch = ValueBranch.build(self, tokens, NumeralMixture(in_features, num_components, transform=transform))
+                          transform: str = "log", trainable: bool = False) -> None:
+        self.branch = ValueBranch.build(
+            self, tokens, NumeralMixture(in_features, num_components, transform=transform, trainable=trainable))
 
     def init_weights(self, initializer_range: float, init=nn.init) -> None:
         super().init_weights(initializer_range, init)

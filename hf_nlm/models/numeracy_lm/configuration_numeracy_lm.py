@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from huggingface_hub.dataclasses import strict
 
 from ..awd_lstm.configuration_awd_lstm import AWDLSTMConfig
@@ -43,10 +45,18 @@ class NumeracyLMConfig(AWDLSTMConfig):
             Dropout on the embedded inputs.
         mog_components (`int`, defaults to 10):
             With `numeral_strategy="mog"` or `"combination"`: K, the number of Gaussians of the numeral density (fitted by EM on the
-            training numerals when training starts, then frozen).
+            training numerals when training starts, then frozen unless `mog_trainable`).
         mog_transform (`str`, defaults to `"log"`):
             With `numeral_strategy="mog"` or `"combination"`: the space of the Gaussians, `"log"` (sign(v) log(1 + |v|): numbers spanning
             orders of magnitude, negative ones mirrored) or `"none"` (v itself, the paper's basic model).
+        mog_trainable (`bool`, defaults to `False`):
+            With `numeral_strategy="mog"` or `"combination"`: the Gaussians' means and log-deviations are parameters,
+            trained by the loss from EM's start on (their deviations floored at the smallest one EM gave); `False` keeps
+            them where EM put them (buffers) and learns only the context's mixture weights and precision distribution.
+        numeral_loss_weight (`float`, defaults to 1.0):
+            The weight of a numeral target's NLL in the training loss, a word's being 1: `loss` is the weighted mean
+            sum_t w_t NLL_t / sum_t w_t in training mode (more of the gradient for numerals at a weight above 1).
+            `nll`, and `loss` in evaluation mode, stay the plain mean NLL, so perplexities are unchanged by it.
         tie_word_embeddings (`bool`, defaults to `False`):
             Use the input embedding matrix as the output word matrix (`"softmax"` / `"softmax_digits"` only).
     """
@@ -68,12 +78,21 @@ class NumeracyLMConfig(AWDLSTMConfig):
     numeral_vocab: dict[str, int] | None = None
     mog_components: int = 10
     mog_transform: str = "log"
+    mog_trainable: bool = False
+    numeral_loss_weight: float = 1.0
 
     def validate_mixture(self):
         name = type(self).__name__
         self.require_positive("mog_components")
         if self.mog_transform not in ("log", "none"):
             raise ValueError(f"{name}.mog_transform must be 'log' or 'none', got {self.mog_transform!r}")
+
+    def validate_numeral_loss_weight(self):
+        name, w = type(self).__name__, self.numeral_loss_weight
+        if not (isinstance(w, (int, float)) and math.isfinite(w) and w > 0):
+            raise ValueError(f"{name}.numeral_loss_weight must be a finite number > 0, got {w!r}")
+        if w != 1 and not self.numeral_vocab:
+            raise ValueError(f"{name}.numeral_loss_weight={w} needs numeral_vocab, which says which targets are numerals")
 
     def validate_numeral_vocab(self):
         if self.numeral_vocab is None:

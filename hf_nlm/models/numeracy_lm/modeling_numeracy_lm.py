@@ -55,7 +55,8 @@ class NumeracyLMModel(NumeracyLMPreTrainedModel, AWDLSTMModel):
 class NumeracyLMForCausalLM(NumeracyLMPreTrainedModel, AWDLSTMForCausalLM):
     """LSTM body + the numeral strategy's head (``config.numeral_strategy``).
 
-    ``forward(input_ids, labels=input_ids)`` returns the mean NLL of the shifted labels in ``loss``;
+    ``forward(input_ids, labels=input_ids)`` returns the mean NLL of the shifted labels in ``loss`` (in
+    training mode weighted by ``config.numeral_loss_weight`` for numeral targets; ``nll`` is always the plain mean);
     ``logits`` are the scores whose ``log_softmax`` is the exact next-token distribution over words
     and numerals (the h-softmax returns log-probabilities directly). Per-token numeral tensors of a
     batch (``numeral_value``, ``numeral_precision``, ``digit_ids``, ``numeral_mask``) may be passed
@@ -64,6 +65,15 @@ class NumeracyLMForCausalLM(NumeracyLMPreTrainedModel, AWDLSTMForCausalLM):
     """
 
     base_model_class = NumeracyLMModel
+
+    def target_loss_weights(self, target_ids: torch.Tensor) -> torch.Tensor | None:
+        """``config.numeral_loss_weight`` for the numeral targets (``<unk_num>`` included), 1 for the words;
+        None at weight 1, the plain mean NLL."""
+        weight = self.config.numeral_loss_weight
+        if weight == 1:
+            return None
+        numerals = torch.tensor(list(self.config.numeral_vocab.values()), device=target_ids.device)
+        return torch.isin(target_ids, numerals).to(torch.float32) * (weight - 1) + 1
 
     def generate(self, inputs: torch.Tensor | None = None, generation_config=None, **kwargs):
         """``GenerationMixin.generate``, with words and numerals searched jointly by an open numeral
