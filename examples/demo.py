@@ -8,8 +8,8 @@
 4. Validation and test perplexity beside a Kneser-Ney 5-gram on the same split and vocabulary and the
    mixture of the two (the weight fitted on validation), as Bengio et al. report them (Table 1).
 5. Three prompts continued by beam search and by sampling, the settings printed.
-6. The model folder (config, safetensors weights, tokenizer, generation config, model card, curves.png)
-   is reloaded with AutoModelForCausalLM and generates the same continuations again.
+6. The model folder (config, safetensors weights, tokenizer, generation config, model card, curves.png,
+   and the 5-gram in kneser-ney-5gram/, which `hf-nlm app` shows beside the NPLM) is reloaded with AutoModelForCausalLM and generates the same continuations again.
 
 Run `python examples/demo.py --help` for the knobs; `--epochs 1 --max-steps 50` is a smoke test.
 """
@@ -20,6 +20,7 @@ import argparse
 import json
 import math
 import time
+from pathlib import Path
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -56,11 +57,10 @@ def continuations(model, tokenizer, prompts: list[str], settings: dict, seed: in
     return out
 
 
-def comparison_table(model, tokenizer, corpus) -> dict[str, dict[str, float]]:
-    """Validation and test perplexity of the NPLM, a Kneser-Ney 5-gram fitted on the same training split
-    with the same tokenizer, and their mixture a P_nplm + (1 - a) P_kn, a fitted on validation: each
+def comparison_table(model, tokenizer, corpus, kn) -> dict[str, dict[str, float]]:
+    """Validation and test perplexity of the NPLM, the Kneser-Ney 5-gram ``kn`` fitted on the same training
+    split with the same tokenizer, and their mixture a P_nplm + (1 - a) P_kn, a fitted on validation: each
     model scores every token of a split once, the mixture combines the two scores token by token."""
-    kn = KneserNeyLM.from_texts(corpus["train"]["text"], tokenizer, 5)
     scores = {}
     for split in ("validation", "test"):
         ids, log_p_nplm, _ = token_log_probs(model, corpus[split], tokenizer)
@@ -117,7 +117,10 @@ def main(argv: list[str] | None = None) -> dict:
         r = results[split]
         print(f"{split:>10} perplexity {r['perplexity']:8.2f}  ({r['num_tokens']:,} tokens, {r['num_unk']:,} <unk>)")
     model.eval()
-    table = comparison_table(model, tokenizer, corpus)
+    kn = KneserNeyLM.from_texts(corpus["train"]["text"], tokenizer, 5)
+    # Beside the model, for `hf-nlm app`: its next-word tab shows the two side by side.
+    kn.save(Path(args.output_dir) / "kneser-ney-5gram")
+    table = comparison_table(model, tokenizer, corpus, kn)
     print(f"{'perplexity':<22}{'validation':>12}{'test':>10}")
     for name, row in table.items():
         print(f"{name:<22}{row['validation']:>12.2f}{row['test']:>10.2f}")

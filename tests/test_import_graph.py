@@ -25,6 +25,7 @@ DEFERRED_DEPENDENCIES = {
     "logging": "standard library, used once",
     "shlex": "standard library, used once",
     "psutil": "optional: the free memory where /proc/meminfo cannot be read",
+    "selenium": "a dev dependency: only the web demo's browser test and screenshots drive a browser",
 }
 
 
@@ -140,6 +141,7 @@ LAYERS = (
     "hf_nlm.tokenization", "hf_nlm.trees", "hf_nlm.heads", "hf_nlm.data.registry", "hf_nlm.hub", "hf_nlm.cache_utils",
     "hf_nlm.configuration_utils", "hf_nlm.modeling_utils", "hf_nlm.models", "hf_nlm", "hf_nlm.data", "hf_nlm.metrics",
     "hf_nlm.evaluation", "hf_nlm.ngram", "hf_nlm.training", "hf_nlm.story", "hf_nlm.plots", "hf_nlm.cli",
+    "hf_nlm.app",
 )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hf_nlm_cli import COMMANDS, command_parsers
+from hf_nlm_cli import COMMANDS, SEPARATE_COMMANDS, command_parsers
 
 from .arguments import fail
 from .download import add_download_parser, cmd_download
@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The full ``hf-nlm`` parser: every command of ``hf_nlm_cli.COMMANDS`` with its arguments."""
     parser, sub = command_parsers()
     for name, help_text in COMMANDS.items():
+        if name in SEPARATE_COMMANDS:  # the launcher hands them to their own module
+            continue
         add_parser, handler = COMMAND_FUNCTIONS[name]
         command = add_parser(sub, help_text)
         command.set_defaults(func=handler, parser=command)

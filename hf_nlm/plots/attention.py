@@ -11,11 +11,14 @@ import os
 
 import torch
 
+from ..data.pairs import encode_side
 from ..evaluation.scoring import eval_mode
+from ..tokenization.decoding import decode_generated
 
 
 def attention_weights(model, tokenizer, source_text: str, **generate_kwargs) -> tuple[str, list[str], list[str], torch.Tensor]:
-    """Generate from ``source_text`` and return ``(text, source_tokens, generated_tokens, weights)``.
+    """Generate from ``source_text`` (read as in training: its tokens, then ``<eos>``) and return ``(text,
+    source_tokens, generated_tokens, weights)``.
 
     ``generate_kwargs`` go to ``model.generate`` (greedy by default; ``num_beams=5`` for beam search, with
     ``num_return_sequences=1``). The weights (T_generated, T_source) are those of the returned sequence: a
@@ -28,10 +31,11 @@ def attention_weights(model, tokenizer, source_text: str, **generate_kwargs) -> 
     if generate_kwargs.get("num_return_sequences", 1) != 1:
         raise ValueError("attention_weights plots one output: num_return_sequences must be 1")
     device = next(model.parameters()).device
-    enc = tokenizer(source_text, return_tensors="pt", add_special_tokens=False)
-    if enc["input_ids"].shape[1] == 0:
+    if not tokenizer(source_text, add_special_tokens=False).input_ids:
         raise ValueError(f"source text {source_text!r} has no token to attend to")
-    enc = {k: v.to(device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+    # The source as training and generate_targets read it: its tokens, then <eos>.
+    (source_ids,), _, _ = encode_side([source_text], tokenizer)
+    enc = {"input_ids": source_ids[None].to(device), "attention_mask": torch.ones_like(source_ids)[None].to(device)}
     with eval_mode(model), torch.no_grad():
         sequence = model.generate(**enc, **generate_kwargs)[0]
         generated = sequence[1:].tolist()
@@ -46,7 +50,7 @@ def attention_weights(model, tokenizer, source_text: str, **generate_kwargs) -> 
     weights = out.cross_attentions[0][0, 0].float().cpu()  # layer 0, batch row 0, head 0: (T_generated, T_source)
     source_tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
     generated_tokens = tokenizer.convert_ids_to_tokens(generated)
-    text = tokenizer.decode(generated, skip_special_tokens=True).strip()
+    text = decode_generated(tokenizer, torch.tensor(generated)).strip()  # <unk> stays visible, as generate_targets keeps it
     return text, source_tokens, generated_tokens, weights
 
 

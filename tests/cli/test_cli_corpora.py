@@ -74,14 +74,22 @@ def test_registry_loads_no_data_library():
 
 
 def test_launcher_lists_the_commands_of_the_full_parser(capsys):
-    assert list(subcommands(build_parser())) == list(hf_nlm_cli.COMMANDS)
+    full = [name for name in hf_nlm_cli.COMMANDS if name not in hf_nlm_cli.SEPARATE_COMMANDS]
+    assert list(subcommands(build_parser())) == full
     with pytest.raises(SystemExit) as exit_info:
         hf_nlm_cli.main(["--help"])
     assert exit_info.value.code == 0
     launcher_help = capsys.readouterr().out
     for name in hf_nlm_cli.COMMANDS:
         assert name in launcher_help
-    assert launcher_help.split("positional arguments")[1] in build_parser().format_help()
+    assert listed_commands(launcher_help) == list(hf_nlm_cli.COMMANDS)
+    assert listed_commands(build_parser().format_help()) == full  # the separate commands have their own parsers
+
+
+def listed_commands(help_text: str) -> list[str]:
+    """The commands a help screen lists, in order (each command's first line: four spaces, then its name)."""
+    section = help_text.split("positional arguments")[1].split("options:")[0]
+    return [line.split()[0] for line in section.splitlines() if line.startswith("    ") and line[4:5].strip()]
 
 
 def test_launcher_help_does_not_import_hf_nlm():

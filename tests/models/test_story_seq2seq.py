@@ -345,11 +345,12 @@ def test_plot_attention_writes_the_heatmap_of_the_weights_used_while_generating(
     source = "the cat sat on the mat"
     text, weights = plot_attention(model, tokenizer, source, tmp_path / "attention.png", max_new_tokens=5)
     assert (tmp_path / "attention.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert weights.shape[1] == len(source.split())
+    assert weights.shape[1] == len(source.split()) + 1  # the source's words, then <eos>, as in training
     torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[0]))
-    # The same weights as generate() reports step by step for its greedy output.
-    enc = tokenizer(source, return_tensors="pt", add_special_tokens=False)
-    out = model.generate(**enc, max_new_tokens=5, output_attentions=True, return_dict_in_generate=True)
+    # The same weights as generate() reports step by step for its greedy output of the source and <eos>.
+    ids = torch.tensor([tokenizer(source, add_special_tokens=False).input_ids + [eos]])
+    out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=5, output_attentions=True,
+                         return_dict_in_generate=True)
     steps = torch.cat([step[0][0, 0] for step in out.cross_attentions])[: weights.shape[0]]
     torch.testing.assert_close(weights, steps)
     assert text == tokenizer.decode(out.sequences[0, 1 : 1 + weights.shape[0]], skip_special_tokens=True).strip()

@@ -1,0 +1,381 @@
+"""What the web demo shows, as plain functions of loaded run folders: no Gradio here, so that each answer
+can be computed (and tested) without a browser. :mod:`hf_nlm.app.page` lays them out as a page.
+
+A :class:`Run` is a saved model folder (``hf-nlm train --output-dir``, ``make demo``'s
+``demo-output/nplm-brown``) loaded once, with the n-gram model saved beside it if there is one. Every
+function takes the user's text as typed and raises ``ValueError`` with a message for the page when the
+text cannot be answered (empty, too long, nothing the model knows); anything else is our bug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from ..cli.generate import check_generation_arguments
+from ..cli.recipes import load_model_folder
+from ..data.lm import unknown_token_ids
+from ..evaluation import token_log_probs
+from ..evaluation.number_prediction import numeral_estimates, numeral_estimator
+from ..ngram import NgramLM
+from ..story.generation import MAX_STORY_TOKENS, generate_story, generate_storyline, story_source
+from ..tokenization.decoding import decode_generated
+
+#: The longest text the page reads, in tokens: a recurrent model reads 10,000 words in a second or two,
+#: but a page that hangs on a pasted book serves nobody else meanwhile.
+MAX_PROMPT_TOKENS = 2000
+#: The n-gram model's file inside a run folder (``NgramLM.save``): the demo writes its Kneser-Ney 5-gram there.
+NGRAM_FILE = "ngram.json"
+
+
+@dataclass
+class Run:
+    """A saved model folder, loaded once: ``name`` (the folder's name, how the page lists it), the model in
+    evaluation mode, its tokenizer, and the n-gram model found in a subfolder (``NgramLM.save``), if any."""
+
+    name: str
+    folder: Path
+    model: object
+    tokenizer: object
+    ngram: NgramLM | None = None
+    ngram_name: str | None = None
+    kind: set[str] = field(default_factory=set)
+
+
+def load_run(folder: str | Path) -> Run:
+    """Load the model, tokenizer and n-gram model of ``folder``; ``ValueError`` naming the folder if it is not
+    a saved model (the message of ``hf-nlm generate``)."""
+    folder = Path(folder)
+    try:
+        model, tokenizer = load_model_folder(folder)
+    except FileNotFoundError as err:
+        raise ValueError(str(err)) from None
+    model.eval()
+    run = Run(name=folder.resolve().name, folder=folder, model=model, tokenizer=tokenizer)
+    found = sorted(p.parent for p in folder.glob(f"*/{NGRAM_FILE}"))
+    if found:
+        run.ngram, run.ngram_name = NgramLM.load(found[0]), found[0].name
+    run.kind = capabilities(model)
+    return run
+
+
+def capabilities(model) -> set[str]:
+    """The tabs a model supports: ``"lm"`` (continue a prompt, next words, surprisal) for a causal LM,
+    ``"numeracy"`` for a numeracy LM, ``"seq2seq"`` for an encoder-decoder (a story stage), ``"tree"`` for a
+    tree-softmax head."""
+    kinds = set()
+    if getattr(model.config, "is_encoder_decoder", False):
+        kinds.add("seq2seq")
+    else:
+        kinds.add("lm")
+    if getattr(model.config, "numeral_vocab", None):
+        kinds.add("numeracy")
+    if hasattr(getattr(model, "lm_head", None), "tree_nodes"):
+        kinds.add("tree")
+    return kinds
+
+
+def load_runs(folders) -> tuple[list[Run], list[str]]:
+    """Every folder of ``folders`` that loads, and one message per folder that does not: the page shows those
+    and serves the rest."""
+    runs, problems = [], []
+    for folder in folders:
+        try:
+            runs.append(load_run(folder))
+        except ValueError as err:
+            problems.append(str(err))
+    return runs, problems
+
+
+# ----------------------------------------------------------------------------- reading the user's text
+
+def encode_prompt(run: Run, text: str, what: str = "prompt") -> tuple[torch.Tensor, str | None]:
+    """``(ids (1, T), warning)``: the text's token ids, and a note when half of them or more are unknown
+    words. ``ValueError`` for an empty text or one longer than :data:`MAX_PROMPT_TOKENS`."""
+    if text is None or not text.strip():
+        raise ValueError(f"Type a {what} first: the {what} is empty.")
+    ids = run.tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids
+    if ids.shape[1] == 0:
+        raise ValueError(f"The {what} holds no token this model reads.")
+    if ids.shape[1] > MAX_PROMPT_TOKENS:
+        raise ValueError(f"The {what} has {ids.shape[1]:,} tokens; this page reads at most {MAX_PROMPT_TOKENS:,}. "
+                         "Paste a shorter text.")
+    unknown = int(torch.isin(ids, torch.tensor(unknown_token_ids(run.tokenizer))).sum())
+    warning = None
+    if unknown and 2 * unknown >= ids.shape[1]:
+        warning = (f"{unknown} of the {ids.shape[1]} tokens of the {what} are not in the model's vocabulary (they read "
+                   f"as {run.tokenizer.unk_token}): the model has little to go on.")
+    return ids, warning
+
+
+def generation_settings(search: str, num_beams: int = 5, num_return_sequences: int = 3, temperature: float = 1.0,
+                        top_p: float = 1.0, max_new_tokens: int = 20, no_repeat_ngram_size: int | None = None) -> dict:
+    """``generate()`` keyword arguments for ``search`` in ``("greedy", "beam", "sample")``, checked with the
+    command line's rules and messages (:func:`hf_nlm.cli.generate.check_generation_arguments`)."""
+    if search not in ("greedy", "beam", "sample"):
+        raise ValueError(f"search must be greedy, beam or sample, got {search!r}")
+    sample = search == "sample"
+    beams = int(num_beams) if search == "beam" else 1
+    n = int(num_return_sequences) if search != "greedy" else 1
+    if beams < 1:
+        raise ValueError(f"--num-beams must be >= 1, got {beams}")
+    if not 1 <= int(max_new_tokens) <= 200:
+        raise ValueError(f"--max-new-tokens must be between 1 and 200 on this page, got {max_new_tokens}")
+    args = argparse.Namespace(
+        do_sample=sample, temperature=float(temperature) if sample else None, top_k=None,
+        top_p=float(top_p) if sample else None, no_repeat_ngram_size=no_repeat_ngram_size,
+        min_new_tokens=None, max_new_tokens=int(max_new_tokens), num_return_sequences=n, num_beams=beams,
+    )
+    check_generation_arguments(args)
+    settings = {"do_sample": sample, "num_beams": beams, "num_return_sequences": n, "max_new_tokens": int(max_new_tokens)}
+    if sample:
+        settings.update(temperature=float(temperature), top_p=float(top_p), top_k=0)
+    if no_repeat_ngram_size is not None:
+        settings["no_repeat_ngram_size"] = int(no_repeat_ngram_size)
+    return settings
+
+
+# ----------------------------------------------------------------------------- 1. continue a prompt
+
+@torch.no_grad()
+def continue_prompt(run: Run, prompt: str, search: str = "beam", seed: int | None = 0, **options) -> dict:
+    """Continue ``prompt`` by greedy search, beam search (the n best) or sampling.
+
+    Returns ``{"hypotheses": [{"text", "log_prob", "tokens": [(token, probability)]}], "warning", "seconds"}``:
+    each hypothesis's tokens with the probability the model gives each one after the prompt and the tokens
+    before it, and ``log_prob`` their sum (natural log), the model's own probability of the continuation. The
+    search may rank by more than that (a repetition rule, a length penalty), so the list keeps the search's
+    order."""
+    if "lm" not in run.kind:
+        raise ValueError(f"{run.name} is an encoder-decoder model: use the Story tab.")
+    settings = generation_settings(search, **options)
+    ids, warning = encode_prompt(run, prompt)
+    start = time.perf_counter()
+    if seed is not None:
+        torch.manual_seed(int(seed))
+    out = run.model.generate(ids, attention_mask=torch.ones_like(ids), pad_token_id=run.tokenizer.pad_token_id,
+                             return_dict_in_generate=True, **settings)
+    numerals = getattr(out, "numerals", None) or [{} for _ in out.sequences]
+    sequences = out.sequences
+    # The model's own probability of each generated token: one forward pass over prompt + continuation.
+    log_probs = torch.log_softmax(run.model(sequences, attention_mask=torch.ones_like(sequences)).logits.float(), -1)
+    P = ids.shape[1]
+    hypotheses = []
+    for b, seq in enumerate(sequences):
+        new = seq[P:]
+        picked = log_probs[b, P - 1:-1].gather(-1, new[:, None]).squeeze(-1)
+        keep = [t for t, i in enumerate(new.tolist()) if i != run.tokenizer.pad_token_id or t == 0]
+        written = {t: text for t, text in numerals[b].items() if t >= P}
+        tokens = run.tokenizer.convert_ids_to_tokens(new.tolist())
+        tokens = [written.get(P + t, token) for t, token in enumerate(tokens)]
+        hypotheses.append({
+            "text": decode_generated(run.tokenizer, new, {t - P: text for t, text in written.items()}),
+            "log_prob": float(picked[keep].sum()),
+            "tokens": [(tokens[t], float(picked[t].exp())) for t in keep],
+        })
+    return {"hypotheses": hypotheses, "warning": warning, "seconds": time.perf_counter() - start}
+
+
+# ----------------------------------------------------------------------------- 2. next words, surprisal
+
+@torch.no_grad()
+def next_words(run: Run, prompt: str, k: int = 10) -> dict:
+    """The ``k`` likeliest next tokens after ``prompt``: ``{"model": [(token, p)], "ngram": [(token, p)] or None,
+    "warning"}``, the n-gram model's from the last n - 1 tokens (the sentence start before a short prompt)."""
+    if "lm" not in run.kind:
+        raise ValueError(f"{run.name} is an encoder-decoder model: use the Story tab.")
+    if not 1 <= int(k) <= 100:
+        raise ValueError(f"k must be between 1 and 100, got {k}")
+    ids, warning = encode_prompt(run, prompt)
+    log_p = torch.log_softmax(run.model(ids, attention_mask=torch.ones_like(ids)).logits[0, -1].float(), -1)
+    result = {"model": top_tokens(run, log_p, int(k)), "ngram": None, "warning": warning}
+    if run.ngram is not None:
+        result["ngram"] = top_tokens(run, torch.from_numpy(ngram_next_log_probs(run.ngram, ids[0].tolist())), int(k))
+    return result
+
+
+def ngram_next_log_probs(ngram: NgramLM, ids: list[int]):
+    """The n-gram model's log-distribution of the next token after ``ids`` (the sentence start fills a short
+    context, as in training)."""
+    n = ngram.order - 1
+    context = ([ngram.bos_id] * n + ids)[-n:] if n else []
+    return ngram.log_probs([context])[0]
+
+
+def top_tokens(run: Run, log_p: torch.Tensor, k: int) -> list[tuple[str, float]]:
+    values, indices = log_p.double().topk(min(k, log_p.numel()))
+    return list(zip(run.tokenizer.convert_ids_to_tokens(indices.tolist()), values.exp().tolist(), strict=True))
+
+
+def text_surprisal(run: Run, text: str) -> dict:
+    """Every token of ``text`` with its surprisal -log2 p(token | what precedes it) in bits, read as the
+    evaluation reads a split (the text as one paragraph, its sentence boundary included):
+    ``{"tokens": [(token, bits)], "perplexity", "ngram_tokens", "ngram_perplexity", "warning"}``."""
+    if "lm" not in run.kind:
+        raise ValueError(f"{run.name} is an encoder-decoder model: use the Story tab.")
+    _, warning = encode_prompt(run, text, what="text")
+    ids, log_p, _ = token_log_probs(run.model, [text], run.tokenizer)
+    bits = (-log_p.double() / math.log(2)).tolist()
+    tokens = run.tokenizer.convert_ids_to_tokens(ids.tolist())
+    result = {"tokens": list(zip(tokens, bits, strict=True)), "perplexity": 2 ** (sum(bits) / len(bits)),
+              "ngram_tokens": None, "ngram_perplexity": None, "warning": warning}
+    if run.ngram is not None:
+        ngram_bits = (-run.ngram.stream_log_probs(ids.numpy()) / math.log(2)).tolist()
+        result["ngram_tokens"] = list(zip(tokens, ngram_bits, strict=True))
+        result["ngram_perplexity"] = 2 ** (sum(ngram_bits) / len(ngram_bits))
+    return result
+
+
+# ----------------------------------------------------------------------------- 3. numeracy
+
+@torch.no_grad()
+def next_numeral(run: Run, context: str, k: int = 10, interval: float = 0.8) -> dict:
+    """What a numeracy LM expects as the next numeral after ``context``: ``{"numerals": [(numeral, p(numeral |
+    context, a numeral comes))], "unseen": (text, p) or None, "p_numeral", "median", "low", "high", "warning"}``.
+    ``numerals`` are the vocabulary's likeliest (``<unk_num>`` standing for all the others); an open head (d-RNN,
+    MoG, DExp, combination) also writes the numeral outside the vocabulary its decoder would write there
+    (``unseen``; None when that one is in the vocabulary). The median and the central ``interval`` come
+    from the head's density (MoG, DExp) or its distribution over the vocabulary's numerals
+    (:func:`hf_nlm.evaluation.number_prediction.numeral_estimates`)."""
+    if "numeracy" not in run.kind:
+        raise ValueError(f"{run.name} is not a numeracy LM.")
+    ids, warning = encode_prompt(run, context, what="context")
+    model, head = run.model, run.model.lm_head
+    hidden = model(ids, attention_mask=torch.ones_like(ids), output_hidden_states=True).hidden_states[-1][0, -1:]
+    log_p = torch.log_softmax(head(hidden)[0].float(), -1)
+    vocab = model.config.numeral_vocab
+    ids_of = torch.tensor(list(vocab.values()))
+    p_numeral = float(log_p[ids_of].exp().sum())
+    names = list(vocab)
+    order = log_p[ids_of].argsort(descending=True)[:k].tolist()
+    numerals = [(names[i], float(log_p[ids_of[i]].exp()) / p_numeral) for i in order]
+    unseen = None
+    if getattr(head, "open_numeral_vocabulary", False):
+        texts, scores = head.best_unknown_numerals(hidden)
+        if math.isfinite(float(scores[0])):  # -inf: what the decoder writes here is a numeral of the vocabulary
+            unseen = (texts[0], math.exp(float(scores[0])) / p_numeral)
+    density, listed = numeral_estimator(head, run.tokenizer)
+    low_q, high_q = (1 - interval) / 2, (1 + interval) / 2
+    median, low, high = (float(x.reshape(-1)[0]) for x in numeral_estimates(head, density, listed, hidden, "median",
+                                                                              low_q, high_q))
+    return {"numerals": numerals, "unseen": unseen, "p_numeral": p_numeral, "median": median, "low": low,
+            "high": high, "interval": interval, "warning": warning}
+
+
+# ----------------------------------------------------------------------------- 4. story
+
+def tell_story(storyline_run: Run, story_run: Run, title: str, attention_png: str | Path | None = None,
+               num_beams: int = 5) -> dict:
+    """Title -> storyline -> story (Yao et al. 2019, Plan-and-Write) by beam search, each stage an
+    encoder-decoder run: ``{"title", "storyline": [phrases], "story"}``; with ``attention_png``, the story
+    stage's attention over its source (title and storyline) drawn there
+    (:func:`hf_nlm.plots.attention.plot_attention`)."""
+    from ..plots.attention import plot_attention
+
+    for run in (storyline_run, story_run):
+        if "seq2seq" not in run.kind:
+            raise ValueError(f"{run.name} is not an encoder-decoder model: a story stage is one.")
+    if title is None or not title.strip():
+        raise ValueError("Type a title first: the title is empty.")
+    keywords = generate_storyline(storyline_run.model, storyline_run.tokenizer, title, num_beams=num_beams)
+    story = generate_story(story_run.model, story_run.tokenizer, title, keywords, num_beams=num_beams)
+    if attention_png is not None:  # the same search as generate_story's: the picture shows the story shown
+        plot_attention(story_run.model, story_run.tokenizer, story_source(title, keywords), attention_png,
+                       num_beams=num_beams, max_new_tokens=MAX_STORY_TOKENS)
+    return {"title": title.strip(), "storyline": keywords, "story": story}
+
+
+# ----------------------------------------------------------------------------- 5. the tree
+
+@torch.no_grad()
+def tree_path(run: Run, context: str, word: str) -> dict:
+    """The path of ``word`` through a tree-softmax head's tree after ``context`` (Mnih & Hinton 2008, eq. 3):
+    for each code of the word, one row per internal node from the root, with the branch taken (0 left, 1
+    right), sigma(+-(h . q_i + b_i)) the probability of that branch, the product so far, and how many words
+    lie below the node. ``{"word", "codes": [[row]], "probability"}``: the word's probability is the sum
+    over its codes of each code's product."""
+    if "tree" not in run.kind:
+        raise ValueError(f"{run.name} has no tree-softmax head.")
+    ids, _ = encode_prompt(run, context, what="context")
+    word_ids = run.tokenizer(word or "", add_special_tokens=False).input_ids
+    if len(word_ids) != 1:
+        raise ValueError(f"Type one word of the vocabulary; {word!r} reads as {len(word_ids)} tokens.")
+    head = run.model.lm_head
+    hidden = run.model(ids, attention_mask=torch.ones_like(ids), output_hidden_states=True).hidden_states[-1][0, -1]
+    tree = head.tree()
+    below = words_below(tree)
+    codes, total = [], 0.0
+    for code in tree.codes(word_ids[0]):
+        rows, running = [], 1.0
+        for node, bit in code:
+            score = float(hidden.float() @ head.weight[node].float()) + (float(head.bias[node]) if head.bias is not None else 0.0)
+            p = 1 / (1 + math.exp(-score if bit else score))
+            running *= p
+            rows.append({"node": node, "bit": bit, "probability": p, "path_probability": running,
+                         "words_below": below[node]})
+        codes.append(rows)
+        total += running
+    token = run.tokenizer.convert_ids_to_tokens(word_ids)[0]
+    return {"word": token, "codes": codes, "probability": total}
+
+
+def words_below(tree) -> list[int]:
+    """How many leaves each internal node of ``tree`` has below it (a word with two codes counted twice)."""
+    children = [list(map(int, pair)) for pair in tree.children]
+    count = [0] * len(children)
+    for node in reversed(range(len(children))):  # breadth-first numbering: children after their parent
+        count[node] = sum(1 if child < 0 else count[child] for child in children[node])
+    return count
+
+
+# ----------------------------------------------------------------------------- HTML for the page
+
+def probability_colour(p: float) -> str:
+    """Background of a token of probability ``p``: from white (p = 0) to a strong green (p = 1), on a log scale
+    down to 1e-4 so that the usual probabilities of a language model differ visibly."""
+    level = 0.0 if p <= 0 else min(1.0, max(0.0, 1 + math.log10(max(p, 1e-4)) / 4))
+    return f"rgba(46, 160, 67, {0.08 + 0.8 * level:.2f})"
+
+
+def surprisal_colour(bits: float, top: float = 20.0) -> str:
+    """Background of a token of surprisal ``bits``: white at 0, red at ``top`` bits and above."""
+    return f"rgba(215, 58, 73, {0.05 + 0.85 * min(bits, top) / top:.2f})"
+
+
+def token_strip(pairs, colour, title) -> str:
+    """Tokens as coloured spans (a heat strip), each with its figure in the tooltip."""
+    return " ".join(f'<span class="tok" title="{title(x)}" style="background:{colour(x)};padding:1px 3px;'
+                    f'border-radius:3px">{html.escape(token)}</span>' for token, x in pairs)
+
+
+def hypotheses_html(result: dict) -> str:
+    """The n-best table: rank, the continuation, its log-probability and its tokens as a probability strip."""
+    rows = "".join(
+        f"<tr><td>{i}</td><td class='text'>{html.escape(h['text'])}</td><td>{h['log_prob']:.2f}</td>"
+        f"<td>{token_strip(h['tokens'], probability_colour, lambda p: f'p = {p:.3g}')}</td></tr>"
+        for i, h in enumerate(result["hypotheses"], 1))
+    return ("<table id='nbest'><thead><tr><th>#</th><th>continuation</th><th>log p</th>"
+            f"<th>p of each token (greener: likelier)</th></tr></thead><tbody>{rows}</tbody></table>")
+
+
+def surprisal_html(pairs, perplexity: float, name: str) -> str:
+    strip = token_strip(pairs, surprisal_colour, lambda bits: f"{bits:.2f} bits")
+    return f"<p><b>{html.escape(name)}</b>: perplexity {perplexity:,.2f} (redder: more surprising)</p><p>{strip}</p>"
+
+
+def table_html(rows, columns, element_id: str | None = None) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in row) + "</tr>" for row in rows)
+    ident = f" id='{element_id}'" if element_id else ""
+    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+__all__ = ["MAX_PROMPT_TOKENS", "Run", "capabilities", "continue_prompt", "encode_prompt", "generation_settings",
+           "hypotheses_html", "load_run", "load_runs", "next_numeral", "next_words", "surprisal_html", "table_html",
+           "tell_story", "text_surprisal", "tree_path"]

@@ -1,0 +1,108 @@
+"""The web demo's page (hf_nlm.app.page): its tabs follow the loaded runs, a bad input becomes a message in the
+page, and, where Chromium is installed, a real browser types a prompt and reads the answer back."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+gr = pytest.importorskip("gradio", reason="the web demo needs gradio (pip install 'hf-nlm[app]')")
+
+from hf_nlm.app import continue_prompt  # noqa: E402
+from hf_nlm.app.browser import headless_chromium, missing_browser, served, whole_page_screenshot  # noqa: E402
+from hf_nlm.app.page import answers, build_app, main, message, story_stages  # noqa: E402
+
+SPACE = Path(__file__).resolve().parents[2] / "examples" / "space"
+
+
+def tab_labels(app) -> list[str]:
+    return [block.label for block in app.blocks.values() if isinstance(block, gr.Tab)]
+
+
+def test_tabs_appear_only_where_a_run_supports_them(nplm_run):
+    assert tab_labels(build_app([nplm_run])) == ["Continue a prompt", "Next word"]
+
+
+def test_the_story_tab_starts_with_the_runs_named_for_each_stage():
+    assert story_stages(["story-story", "story-storyline"]) == ("story-storyline", "story-story")
+    assert story_stages(["a", "b"]) == ("a", "b")
+    assert story_stages(["only"]) == ("only", "only")
+
+
+def test_a_bad_input_is_a_message_in_the_page_and_the_server_goes_on():
+    @answers(3)
+    def handler(kind):
+        if kind == "value":
+            raise ValueError("Type a prompt first: the prompt is empty.")
+        if kind == "bug":
+            raise RuntimeError("index out of range")
+        return "text", "<table></table>", ""
+
+    assert handler("value") == (None, None, "**Error:** Type a prompt first: the prompt is empty.")
+    assert handler("bug") == (None, None, "**Error:** the model failed on this input (RuntimeError: index out of range)")
+    assert handler("fine") == ("text", "<table></table>", "")
+    assert message("2 of the 2 tokens read as <unk>") == "**Note:** 2 of the 2 tokens read as &lt;unk&gt;"
+
+
+def test_the_command_refuses_when_no_folder_loads(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main([str(tmp_path / "missing")])
+    assert stop.value.code == 2
+    assert "no run folder loaded" in capsys.readouterr().err
+
+
+def test_hf_nlm_app_is_a_command_of_the_launcher(tmp_path, capsys):
+    import hf_nlm_cli
+
+    with pytest.raises(SystemExit):
+        hf_nlm_cli.main(["--help"])
+    assert "explore saved models in a web page" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as stop:
+        hf_nlm_cli.main(["app", str(tmp_path / "missing")])
+    assert stop.value.code == 2 and "missing is not a saved model folder" in capsys.readouterr().err
+
+
+def test_the_space_serves_the_folders_it_is_given(nplm_run, monkeypatch):
+    spec = importlib.util.spec_from_file_location("space_app", SPACE / "app.py")
+    space = importlib.util.module_from_spec(spec)
+    monkeypatch.setattr(sys, "argv", ["app.py", str(nplm_run.folder)])
+    spec.loader.exec_module(space)  # as a Space starts it, without launching
+    assert space.names == [str(nplm_run.folder)]
+    assert tab_labels(space.build(space.names)) == ["Continue a prompt", "Next word"]
+    front = (SPACE / "README.md").read_text(encoding="utf-8").split("---")[1]
+    assert "sdk: gradio" in front and "app_file: app.py" in front
+    assert "sdk_version: 6." in front  # the gradio major version pyproject.toml asks for
+
+
+@pytest.mark.browser
+def test_a_browser_types_a_prompt_and_reads_the_continuation_and_the_n_best_table(nplm_run, tmp_path):
+    problem = missing_browser()
+    if problem is not None:
+        pytest.skip(problem)
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser = headless_chromium()
+    try:
+        with served(build_app([nplm_run], workdir=str(tmp_path))) as address:
+            browser.get(address)
+            wait = WebDriverWait(browser, 60)
+            box = wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "#prompt textarea"))
+            box.clear()
+            box.send_keys("the dog")
+            browser.find_element(By.ID, "continue").click()
+            shown = wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "#continuation textarea").get_attribute("value"))
+            rows = [row.text for row in wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#nbest tbody tr"))]
+            whole_page_screenshot(browser, tmp_path / "continue.png")
+    finally:
+        browser.quit()
+    # The page's defaults: beam search, 5 beams, 3 hypotheses, 15 new tokens.
+    expected = continue_prompt(nplm_run, "the dog", search="beam", num_beams=5, num_return_sequences=3, max_new_tokens=15)
+    assert shown == f"the dog {expected['hypotheses'][0]['text']}"
+    assert len(rows) == 3
+    for rank, (row, hypothesis) in enumerate(zip(rows, expected["hypotheses"], strict=True), 1):
+        assert row.startswith(f"{rank} {hypothesis['text']} {hypothesis['log_prob']:.2f}")
+    assert (tmp_path / "continue.png").read_bytes()[:4] == b"\x89PNG"
