@@ -144,14 +144,15 @@ def generation_settings(search: str, num_beams: int = 5, num_return_sequences: i
 # ----------------------------------------------------------------------------- 1. continue a prompt
 
 @torch.no_grad()
-def continue_prompt(run: Run, prompt: str, search: str = "beam", seed: int | None = 0, **options) -> dict:
-    """Continue ``prompt`` by greedy search, beam search (the n best) or sampling.
+def continue_prompt(run: Run, prompt: str, search: str = "beam", seed: int | None = None, **options) -> dict:
+    """Continue ``prompt`` by greedy search, beam search (the n best) or sampling (``seed`` fixes the draw).
 
     Returns ``{"hypotheses": [{"text", "log_prob", "tokens": [(token, probability)]}], "warning", "seconds"}``:
-    each hypothesis's tokens with the probability the model gives each one after the prompt and the tokens
-    before it, and ``log_prob`` their sum (natural log), the model's own probability of the continuation. The
-    search may rank by more than that (a repetition rule, a length penalty), so the list keeps the search's
-    order."""
+    each hypothesis's tokens, up to and including the end of text if it wrote one, with the probability the
+    model gives each one after the prompt and the tokens before it, and ``log_prob`` their sum (natural log),
+    the model's own probability of the continuation. The search may rank by more than that (a repetition rule,
+    a length penalty), so the list keeps the search's order. A numeral outside the vocabulary that an open
+    numeracy head wrote shows as itself, with the probability of ``<unk_num>`` (every unseen numeral)."""
     if "lm" not in run.kind:
         raise ValueError(f"{run.name} is an encoder-decoder model: use the Story tab.")
     settings = generation_settings(search, **options)
@@ -165,19 +166,21 @@ def continue_prompt(run: Run, prompt: str, search: str = "beam", seed: int | Non
     sequences = out.sequences
     # The model's own probability of each generated token: one forward pass over prompt + continuation.
     log_probs = torch.log_softmax(run.model(sequences, attention_mask=torch.ones_like(sequences)).logits.float(), -1)
-    P = ids.shape[1]
+    P, eos = ids.shape[1], run.model.generation_config.eos_token_id
+    stops = set([eos] if isinstance(eos, int) else eos or [])
     hypotheses = []
     for b, seq in enumerate(sequences):
-        new = seq[P:]
-        picked = log_probs[b, P - 1:-1].gather(-1, new[:, None]).squeeze(-1)
-        keep = [t for t, i in enumerate(new.tolist()) if i != run.tokenizer.pad_token_id or t == 0]
-        written = {t: text for t, text in numerals[b].items() if t >= P}
-        tokens = run.tokenizer.convert_ids_to_tokens(new.tolist())
-        tokens = [written.get(P + t, token) for t, token in enumerate(tokens)]
+        new = seq[P:].tolist()
+        # A hypothesis ends at its first end of text: what follows is the padding of a batch of unequal lengths.
+        end = next((t + 1 for t, i in enumerate(new) if i in stops), len(new))
+        new = seq[P:P + end]
+        picked = log_probs[b, P - 1:P - 1 + end].gather(-1, new[:, None]).squeeze(-1)
+        written = {t - P: text for t, text in numerals[b].items() if P <= t < P + end}
+        tokens = [written.get(t, token) for t, token in enumerate(run.tokenizer.convert_ids_to_tokens(new.tolist()))]
         hypotheses.append({
-            "text": decode_generated(run.tokenizer, new, {t - P: text for t, text in written.items()}),
-            "log_prob": float(picked[keep].sum()),
-            "tokens": [(tokens[t], float(picked[t].exp())) for t in keep],
+            "text": decode_generated(run.tokenizer, new, written),
+            "log_prob": float(picked.sum()),
+            "tokens": [(token, float(p)) for token, p in zip(tokens, picked.exp().tolist(), strict=True)],
         })
     return {"hypotheses": hypotheses, "warning": warning, "seconds": time.perf_counter() - start}
 

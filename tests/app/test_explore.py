@@ -3,6 +3,7 @@ position at a time, the n-gram model's table, the evaluation's perplexity, the t
 
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -53,7 +54,21 @@ def test_each_hypothesis_carries_the_models_probability_of_each_token(nplm_run, 
             total += float(log_p[i])
             ids.append(i)
         assert hypothesis["log_prob"] == pytest.approx(total, rel=1e-4)
-        assert hypothesis["text"] == run.tokenizer.decode(ids[2:]).strip()
+        assert hypothesis["text"] == run.tokenizer.decode([i for i in ids[2:] if i != run.tokenizer.eos_token_id]).strip()
+
+
+def test_a_hypothesis_ends_at_its_end_of_text(nplm_run):
+    run = copy.copy(nplm_run)
+    run.model = copy.deepcopy(nplm_run.model)
+    eos = run.tokenizer.eos_token_id
+    with torch.no_grad():  # the end of text likely after every word, so that beams end at different lengths
+        run.model.lm_head.bias[eos] += 3.0
+    result = continue_prompt(run, "the cat", search="beam", num_beams=4, num_return_sequences=4, max_new_tokens=6)
+    lengths = [len(h["tokens"]) for h in result["hypotheses"]]
+    assert min(lengths) < max(lengths)  # padding after the shorter ones' end of text is not shown
+    for h in result["hypotheses"]:
+        ids = [run.tokenizer.convert_tokens_to_ids(t) for t, _ in h["tokens"]]
+        assert eos not in ids[:-1] and (ids[-1] == eos or len(ids) == 6)
 
 
 def test_beam_search_keeps_the_best_hypothesis_first_when_nothing_else_ranks(nplm_run):
