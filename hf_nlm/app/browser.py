@@ -9,8 +9,10 @@ Chromium's own background traffic is switched off.
 from __future__ import annotations
 
 import base64
+import contextlib
 import shutil
 import socket
+import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -63,7 +65,8 @@ def served(app):
     try:
         yield f"http://127.0.0.1:{port}/"
     finally:
-        app.close()
+        with contextlib.redirect_stdout(sys.stderr):  # Gradio says it closes on stdout, which a benchmark's JSON owns
+            app.close()
 
 
 def whole_page_screenshot(browser, path: str | Path) -> None:
