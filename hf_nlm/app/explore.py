@@ -120,6 +120,11 @@ def generation_settings(search: str, num_beams: int = 5, num_return_sequences: i
     command line's rules and messages (:func:`hf_nlm.cli.generate.check_generation_arguments`)."""
     if search not in ("greedy", "beam", "sample"):
         raise ValueError(f"search must be greedy, beam or sample, got {search!r}")
+    given = {"beams": num_beams, "hypotheses": num_return_sequences, "temperature": temperature, "top-p": top_p,
+             "new tokens": max_new_tokens}
+    empty = [name for name, value in given.items() if value is None]
+    if empty:  # a number field the user cleared
+        raise ValueError(f"{', '.join(empty)}: give a number")
     sample = search == "sample"
     beams = int(num_beams) if search == "beam" else 1
     n = int(num_return_sequences) if search != "greedy" else 1

@@ -168,9 +168,9 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                     result = next_words(run_of(name), prompt_text, int(top))
                     rows = [(t, f"{p:.4f}") for t, p in result["model"]]
                     found = second_distribution(other, prompt_text, int(top))
-                    side = "" if found is None else (f"<b>{found[0]}</b>" + table_html(
+                    side = "" if found is None else (f"<b>{html.escape(found[0])}</b>" + table_html(
                         [(t, f"{p:.4f}") for t, p in found[1]], ("token", "p"), "next-second"))
-                    return (f"<b>{name}</b>" + table_html(rows, ("token", "p"), "next-first"), side,
+                    return (f"<b>{html.escape(name)}</b>" + table_html(rows, ("token", "p"), "next-first"), side,
                             message(result["warning"]))
 
                 ask.click(on_next, [first, second, context, k], [left, right, next_status], api_name="next_word")

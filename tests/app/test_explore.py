@@ -131,6 +131,8 @@ def test_generation_settings_are_checked_with_the_command_lines_messages():
         generation_settings("beam", num_beams=2, num_return_sequences=5)
     with pytest.raises(ValueError, match="search must be greedy, beam or sample"):
         generation_settings("best-first")
+    with pytest.raises(ValueError, match="temperature: give a number"):
+        generation_settings("sample", temperature=None)
     with pytest.raises(ValueError, match="--max-new-tokens must be between 1 and 200"):
         generation_settings("greedy", max_new_tokens=0)
     assert generation_settings("greedy", num_beams=7, num_return_sequences=4) == {
