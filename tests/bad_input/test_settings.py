@@ -71,7 +71,7 @@ def test_a_folder_as_train_file_is_named_with_its_files(tmp_path, capsys):
 def test_a_non_finite_loss_is_one_line_and_leaves_a_checkpoint(tmp_path, capsys):
     train = write_corpus(tmp_path / "train.txt")
     argv = [*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "run")]
-    argv[argv.index("--learning-rate") + 1] = "1e30"
+    argv[argv.index("--learning-rate") + 1] = "1e37"
     err = error_line(argv, capsys)
     assert err.startswith("hf-nlm train: error: non-finite training loss (")
     assert "lower --learning-rate" in err
