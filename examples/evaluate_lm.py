@@ -57,7 +57,7 @@ from pathlib import Path
 
 import torch
 
-from hf_nlm.cli import FILE_CORPORA, add_data_arguments, corpus_name, load_corpus
+from hf_nlm.training.arguments import FILE_CORPORA, add_data_arguments, data_spec_from_arguments
 
 # An id on the Hub: "name" or "owner/name".
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
@@ -68,7 +68,7 @@ DEFAULT_BLOCKS_PER_BATCH = 32
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("model", help="a saved model folder (save_pretrained) or a Hub id")
-    add_data_arguments(parser, require_train=False)
+    add_data_arguments(parser)
     parser.add_argument("--split", default="test", help="the split to score (default: test)")
     parser.add_argument("--block-size", type=int, default=256,
                         help="targets per block, or positions per chunk for a recurrent model (default: 256)")
@@ -201,8 +201,9 @@ def main(argv: list[str] | None = None) -> dict | None:
     args = parser.parse_args(argv)
     check_arguments(parser, args)
     try:
-        corpus = corpus_name(args)
-        datasets = load_corpus(args)
+        data = data_spec_from_arguments(args)
+        corpus = data.name
+        datasets = data.load()
     except (ValueError, OSError) as err:
         parser.error(str(err))
     if args.split not in datasets:
@@ -231,7 +232,7 @@ def main(argv: list[str] | None = None) -> dict | None:
 
     results = {args.split: scores, "model": args.model, "corpus": corpus}
     if corpus in FILE_CORPORA:
-        results["data_files"] = [str(p) for p in getattr(args, f"{args.split}_file", None) or []]
+        results["data_files"] = list(getattr(data, f"{args.split}_file") or [])
     results.update(split=args.split, num_processes=accelerator.num_processes, **settings)
     output = Path(args.output) if args.output else default_output(args.model, args.split)
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,6 @@ text cannot be answered (empty, too long, nothing the model knows); anything els
 
 from __future__ import annotations
 
-import argparse
 import html
 import math
 import time
@@ -18,14 +17,14 @@ from pathlib import Path
 
 import torch
 
-from ..cli.generate import check_generation_arguments
-from ..cli.recipes import load_model_folder
 from ..data.lm import unknown_token_ids
 from ..evaluation import token_log_probs
 from ..evaluation.number_prediction import numeral_estimates, numeral_estimator
+from ..generation import check_generation_settings
 from ..ngram import NgramLM
 from ..story.generation import MAX_STORY_TOKENS, generate_story, generate_storyline, story_source
 from ..tokenization.decoding import decode_generated
+from ..training.run import load_run as load_saved_run
 
 #: The longest text the page reads, in tokens: a recurrent model reads 10,000 words in a second or two,
 #: but a page that hangs on a pasted book serves nobody else meanwhile.
@@ -53,7 +52,7 @@ def load_run(folder: str | Path) -> Run:
     a saved model (the message of ``hf-nlm generate``)."""
     folder = Path(folder)
     try:
-        model, tokenizer = load_model_folder(folder)
+        model, tokenizer = load_saved_run(folder)
     except FileNotFoundError as err:
         raise ValueError(str(err)) from None
     model.eval()
@@ -117,7 +116,7 @@ def encode_prompt(run: Run, text: str, what: str = "prompt") -> tuple[torch.Tens
 def generation_settings(search: str, num_beams: int = 5, num_return_sequences: int = 3, temperature: float = 1.0,
                         top_p: float = 1.0, max_new_tokens: int = 20, no_repeat_ngram_size: int | None = None) -> dict:
     """``generate()`` keyword arguments for ``search`` in ``("greedy", "beam", "sample")``, checked with the
-    command line's rules and messages (:func:`hf_nlm.cli.generate.check_generation_arguments`)."""
+    command line's rules and messages (:func:`hf_nlm.generation.check_generation_settings`)."""
     if search not in ("greedy", "beam", "sample"):
         raise ValueError(f"search must be greedy, beam or sample, got {search!r}")
     given = {"beams": num_beams, "hypotheses": num_return_sequences, "temperature": temperature, "top-p": top_p,
@@ -132,12 +131,11 @@ def generation_settings(search: str, num_beams: int = 5, num_return_sequences: i
         raise ValueError(f"--num-beams must be >= 1, got {beams}")
     if not 1 <= int(max_new_tokens) <= 200:
         raise ValueError(f"--max-new-tokens must be between 1 and 200 on this page, got {max_new_tokens}")
-    args = argparse.Namespace(
-        do_sample=sample, temperature=float(temperature) if sample else None, top_k=None,
+    check_generation_settings(
+        do_sample=sample, temperature=float(temperature) if sample else None,
         top_p=float(top_p) if sample else None, no_repeat_ngram_size=no_repeat_ngram_size,
-        min_new_tokens=None, max_new_tokens=int(max_new_tokens), num_return_sequences=n, num_beams=beams,
+        max_new_tokens=int(max_new_tokens), num_return_sequences=n, num_beams=beams,
     )
-    check_generation_arguments(args)
     settings = {"do_sample": sample, "num_beams": beams, "num_return_sequences": n, "max_new_tokens": int(max_new_tokens)}
     if sample:
         settings.update(temperature=float(temperature), top_p=float(top_p), top_k=0)

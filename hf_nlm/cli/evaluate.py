@@ -7,8 +7,8 @@ import argparse
 import json
 import sys
 
-from .arguments import add_data_arguments, add_folder_command, fail
-from .recipes import load_corpus, load_saved_model
+from ..training.arguments import add_data_arguments, data_spec_from_arguments
+from .arguments import add_folder_command, fail, load_saved_run
 
 #: ``--numeral-chunk-size``'s default (hf_nlm.evaluation.numeracy.DEFAULT_NUMERAL_CHUNK_SIZE; the parser
 #: is built without importing torch).
@@ -89,7 +89,7 @@ def add_check_numbers_parser(sub: argparse._SubParsersAction, help_text: str) ->
 def _corpus_with_split(args: argparse.Namespace):
     """The corpus the arguments name, which must have ``--split``; a usage error otherwise."""
     try:
-        datasets = load_corpus(args)
+        datasets = data_spec_from_arguments(args).load()
     except (ValueError, FileNotFoundError) as err:
         fail(args.parser, str(err))
     if args.split not in datasets:
@@ -99,7 +99,7 @@ def _corpus_with_split(args: argparse.Namespace):
 
 def _load_model_and_corpus(args: argparse.Namespace):
     """``(model, tokenizer, corpus)`` of a command that scores a saved model on ``--split`` of a corpus."""
-    model, tokenizer = load_saved_model(args.parser, args.model_dir)
+    model, tokenizer = load_saved_run(args.parser, args.model_dir)
     return model, tokenizer, _corpus_with_split(args)
 
 
@@ -156,7 +156,7 @@ def cmd_predict_numbers(args: argparse.Namespace) -> int:
 
 def _texts_to_check(args: argparse.Namespace) -> list[str]:
     """The texts ``check-numbers`` reads: ``--text``, ``--file`` or a corpus split, exactly one of them."""
-    corpus = args.corpus is not None or any((args.train_file, args.validation_file, args.test_file))
+    corpus = any(hasattr(args, name) for name in ("corpus", "train_file", "validation_file", "test_file"))
     given = [name for name, present in (("--text", args.text), ("--file", args.file), ("--corpus", corpus)) if present]
     if len(given) != 1:
         fail(args.parser, "give the text to check with one of --text TEXT, --file PATH or --corpus NAME --split SPLIT"
@@ -185,7 +185,7 @@ def cmd_check_numbers(args: argparse.Namespace) -> int:
     from ..evaluation.anomaly import check_numeracy_model, find_unlikely_numbers
 
     texts = _texts_to_check(args)  # a missing text is reported before the model loads
-    model, tokenizer = load_saved_model(args.parser, args.model_dir)
+    model, tokenizer = load_saved_run(args.parser, args.model_dir)
     try:
         check_numeracy_model(model, tokenizer, "check-numbers")
     except ValueError as err:

@@ -7,11 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from .arguments import add_folder_command, add_generation_arguments, fail, option_flag
-from .recipes import load_saved_model
-
-#: ``generate()``'s sampling settings when sampling (``--do-sample``) and their flag is not given.
-SAMPLING_DEFAULTS = {"temperature": 1.0, "top_k": 0, "top_p": 1.0}
+from ..generation import SAMPLING_DEFAULTS, check_generation_settings
+from .arguments import add_folder_command, add_generation_arguments, fail, load_saved_run
 
 
 def add_generate_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
@@ -85,26 +82,12 @@ def add_plot_numerals_parser(sub: argparse._SubParsersAction, help_text: str) ->
 
 
 def check_generation_arguments(args: argparse.Namespace) -> None:
-    """Refuse generation settings that make no sense, before the model loads (``ValueError``)."""
-    if not args.do_sample:
-        given = [option_flag(name) for name in SAMPLING_DEFAULTS if getattr(args, name) is not None]
-        if given:
-            raise ValueError(f"{' / '.join(given)} need --do-sample (greedy and beam search do not sample)")
-    if args.temperature is not None and not args.temperature > 0:
-        raise ValueError(f"--temperature must be > 0, got {args.temperature} (for the most likely token, drop --do-sample)")
-    if args.top_k is not None and args.top_k < 0:
-        raise ValueError(f"--top-k must be >= 0 (0 = all tokens), got {args.top_k}")
-    if args.no_repeat_ngram_size is not None and args.no_repeat_ngram_size < 0:
-        raise ValueError(f"--no-repeat-ngram-size must be >= 0 (0 = allow repeats), got {args.no_repeat_ngram_size}")
-    if args.top_p is not None and not 0 < args.top_p <= 1:
-        raise ValueError(f"--top-p must be in (0, 1], got {args.top_p}")
-    minimum = getattr(args, "min_new_tokens", None)
-    if minimum is not None and not 0 <= minimum <= args.max_new_tokens:
-        raise ValueError(f"--min-new-tokens must be between 0 and --max-new-tokens ({args.max_new_tokens}), got {minimum}")
-    n = args.num_return_sequences
-    if n > 1 and not args.do_sample and n > args.num_beams:
-        raise ValueError(f"--num-return-sequences {n} needs --do-sample or --num-beams >= {n} "
-                         "(greedy search has one continuation)")
+    """Refuse generation flags that make no sense, before the model loads (``ValueError``)."""
+    check_generation_settings(
+        do_sample=args.do_sample, num_beams=args.num_beams, num_return_sequences=args.num_return_sequences,
+        max_new_tokens=getattr(args, "max_new_tokens", None), min_new_tokens=getattr(args, "min_new_tokens", None),
+        temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, no_repeat_ngram_size=args.no_repeat_ngram_size,
+    )
 
 
 def generation_settings(args: argparse.Namespace) -> dict:
@@ -131,7 +114,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from ..data.lm import unknown_token_ids
     from ..evaluation import decode_generated
 
-    model, tokenizer = load_saved_model(args.parser, args.model_dir)
+    model, tokenizer = load_saved_run(args.parser, args.model_dir)
     if args.seed is not None:
         torch.manual_seed(args.seed)
     model.eval()
@@ -183,8 +166,8 @@ def cmd_story(args: argparse.Namespace) -> int:
         fail(args.parser, "--model serves both stages: give it alone, or --storyline-model and --story-model")
     if args.storyline_model is not None and args.story_model is None:
         fail(args.parser, "--storyline-model needs --story-model")
-    first = load_saved_model(args.parser, args.model or args.storyline_model)
-    second = first if args.model else load_saved_model(args.parser, args.story_model)
+    first = load_saved_run(args.parser, args.model or args.storyline_model)
+    second = first if args.model else load_saved_run(args.parser, args.story_model)
     for model, _ in (first, second):
         model.eval()
     if args.seed is not None:
@@ -204,7 +187,7 @@ def cmd_story(args: argparse.Namespace) -> int:
 def cmd_plot_attention(args: argparse.Namespace) -> int:
     from ..plots.attention import plot_attention
 
-    model, tokenizer = load_saved_model(args.parser, args.model_dir)
+    model, tokenizer = load_saved_run(args.parser, args.model_dir)
     if not model.config.is_encoder_decoder:
         fail(args.parser, f"{args.model_dir} holds a {model.config.model_type} model; attention maps need an "
                            "encoder-decoder with attention (model_type story_seq2seq)")
@@ -246,7 +229,7 @@ def cmd_plot_numerals(args: argparse.Namespace) -> int:
         plot_strategy_weights,
     )
 
-    model, tokenizer = load_saved_model(args.parser, args.model_dir)
+    model, tokenizer = load_saved_run(args.parser, args.model_dir)
     if getattr(tokenizer, "numeral_vocab", None) is None:
         fail(args.parser, f"{args.model_dir}: its tokenizer does not tell numerals from words (train the model with "
                            "--tokenizer numeracy)")

@@ -40,7 +40,7 @@ def _f(default, help: str, **kwargs):
     return field(default=default, metadata={"help": help, **kwargs})
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainingConfig:
     """How :func:`hf_nlm.training.train_lm` trains a model.
 

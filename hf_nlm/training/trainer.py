@@ -148,9 +148,9 @@ class LMTrainer:
         config: the :class:`TrainingConfig`.
         accelerator: an ``accelerate.Accelerator`` to use; by default one is made from ``config``.
         dataset_name: shown in the model card.
-        run_settings: what else made the run, as a JSON-able dict (``hf-nlm train`` records its corpus, data
-            files and tokenizer settings): kept in every checkpoint's ``trainer_state.json`` and in
-            ``results.json``, so that a resumed run can be compared with it.
+        run_spec: the run's specification (:meth:`hf_nlm.training.RunSpec.to_dict`) when
+            :func:`hf_nlm.training.train` made the run: kept in every checkpoint's ``trainer_state.json`` and in
+            ``results.json``, so that :meth:`~hf_nlm.training.RunSpec.from_run_folder` reads it back.
     """
 
     def __init__(
@@ -161,10 +161,10 @@ class LMTrainer:
         config: TrainingConfig,
         accelerator: Accelerator | None = None,
         dataset_name: str | None = None,
-        run_settings: dict | None = None,
+        run_spec: dict | None = None,
     ) -> None:
         self.config = config
-        self.run_settings = run_settings
+        self.run_spec = run_spec
         self.tokenizer = tokenizer
         if getattr(model.config, "tokenizer_fingerprint", False) is None:
             model.config.tokenizer_fingerprint = tokenizer_fingerprint(tokenizer)  # saved with the model
@@ -274,8 +274,8 @@ class LMTrainer:
             steps_per_epoch=self.batches.steps(self.state.epoch),
             model_type=self.unwrapped_model.config.model_type,
         )
-        if self.run_settings is not None:
-            state["run_settings"] = self.run_settings
+        if self.run_spec is not None:
+            state["run_spec"] = self.run_spec
         return state
 
     def _say(self, line: str) -> None:
@@ -772,8 +772,8 @@ class LMTrainer:
             training.update(stop_reason=st.stop_reason, epochs_completed=st.epoch, global_step=st.global_step)
             # What `hf-nlm card RUN_DIR` needs to write the card again.
             results.update(dataset=self.dataset_name, training_config=training)
-            if self.run_settings is not None:
-                results["run_settings"] = self.run_settings
+            if self.run_spec is not None:
+                results["run_spec"] = self.run_spec
             write_model_card(
                 self.output_dir,
                 model.config,
@@ -816,7 +816,7 @@ def make_accelerator(config: TrainingConfig) -> Accelerator:
 
 
 def train_lm(model, tokenizer, datasets, config: TrainingConfig, accelerator: Accelerator | None = None,
-             dataset_name: str | None = None, run_settings: dict | None = None) -> dict:
+             dataset_name: str | None = None, run_spec: dict | None = None) -> dict:
     """Train a causal LM, or an encoder-decoder model on paired examples, with :class:`TrainingConfig` and
     return the results (also in ``results.json``).
 
@@ -825,5 +825,5 @@ def train_lm(model, tokenizer, datasets, config: TrainingConfig, accelerator: Ac
     ``results.json``, ``log.jsonl``, ``curves.png``, ``checkpoints/`` and ``best_model/``.
     ``model`` is trained in place and holds the best weights afterwards.
     """
-    return LMTrainer(model, tokenizer, datasets, config, accelerator, dataset_name, run_settings).train()
+    return LMTrainer(model, tokenizer, datasets, config, accelerator, dataset_name, run_spec).train()
 

@@ -112,8 +112,8 @@ def test_resume_refuses_changed_settings_and_keeps_the_runs(tmp_path, capsys):
     assert results["training_config"]["learning_rate"] == 0.003
     assert results["training_config"]["optimizer"] == "adam"
     assert results["global_step"] == 4
-    assert results["run_settings"]["train_file"] == [str(train.resolve())]
-    assert results["run_settings"]["min_frequency"] == 2
+    assert results["run_spec"]["data"]["train_file"] == [str(train.resolve())]
+    assert results["run_spec"]["tokenizer"]["min_frequency"] == 2
     assert json.loads((run / "config.json").read_text())["hidden_size"] == 4
     lrs = {json.loads(line).get("lr") for line in (run / "log.jsonl").read_text().splitlines()} - {None}
     assert max(lrs) <= 0.003

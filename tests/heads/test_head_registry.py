@@ -175,7 +175,8 @@ def test_return_dict_false_gives_tuples():
 
 
 def test_the_model_registry_drives_auto_classes_and_cli():
-    from hf_nlm.cli import build_parser, model_flags
+    from hf_nlm.cli import build_parser
+    from hf_nlm.training.spec import model_settings
 
     for name, model_type in MODEL_TYPES.items():
         assert AutoConfig.for_model(name).__class__ is model_type.config_class
@@ -183,8 +184,8 @@ def test_the_model_registry_drives_auto_classes_and_cli():
         assert auto._model_mapping[model_type.config_class] is model_type.lm_class
     parser = build_parser()
     train = next(a for a in parser._subparsers._group_actions[0].choices.values() if a.prog.endswith(" train"))
-    assert list(next(a for a in train._actions if a.dest == "model").choices) == list(MODEL_TYPES)
-    flags = model_flags(MODEL_TYPES)
+    assert list(next(a for a in train._actions if a.dest == "model_type").choices) == list(MODEL_TYPES)
+    flags = model_settings(MODEL_TYPES)
     # Each model's flags are exactly its config's own fields (the LBL's D under its attribute_map name).
     assert flags["embedding_size"] == {"nplm": "embedding_size", "lbl": "hidden_size", "hlbl": "hidden_size",
                                        "awd_lstm": "embedding_size", "numeracy_lm": "embedding_size",
@@ -201,13 +202,17 @@ def test_generated_model_flags_reach_the_config(tmp_path):
     """Every flag sets the config field it names; unset flags leave the config's defaults."""
     import argparse
 
-    from hf_nlm.cli import add_model_arguments, build_config
+    from hf_nlm.training.arguments import add_train_arguments, spec_from_arguments
+    from hf_nlm.training.run import build_config
 
-    parser = argparse.ArgumentParser()
-    add_model_arguments(parser)
+    parser = add_train_arguments(argparse.ArgumentParser())
     tokenizer = train_word_level_tokenizer(SENTENCES)
-    config = build_config(parser.parse_args(["--model", "awd_lstm", "--dropout", "0.2", "--num-hidden-layers", "2",
-                                             "--head", "tree"]), tokenizer)
+
+    def config_of(*argv):
+        args = parser.parse_args(["--output-dir", str(tmp_path), "--train-file", "t.txt", *argv])
+        return build_config(spec_from_arguments(args), tokenizer)
+
+    config = config_of("--model", "awd_lstm", "--dropout", "0.2", "--num-hidden-layers", "2", "--head", "tree")
     assert (config.dropout, config.num_hidden_layers, config.head) == (0.2, 2, "tree")
     assert config.tie_word_embeddings is False  # a tree head cannot be tied
     # an unset flag: the default recipe's value, else the config's default
@@ -216,7 +221,7 @@ def test_generated_model_flags_reach_the_config(tmp_path):
     recipe = MODEL_TYPES["awd_lstm"].recipes["default"].model
     assert config.dropout_input == recipe.get("dropout_input", AWDLSTMConfig().dropout_input)
     assert config.initializer_range == recipe.get("initializer_range", AWDLSTMConfig().initializer_range)
-    config = build_config(parser.parse_args(["--model", "nplm", "--no-direct"]), tokenizer)
+    config = config_of("--model", "nplm", "--no-direct")
     assert config.direct_connections is False and config.context_size == NPLMConfig().context_size
     assert math.isclose(config.initializer_range, NPLMConfig().initializer_range)
 

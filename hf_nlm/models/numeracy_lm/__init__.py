@@ -13,6 +13,6 @@ RECIPES = {
 }
 
 MODEL_TYPE = ModelType(NumeracyLMConfig, NumeracyLMModel, causal_lm_class=NumeracyLMForCausalLM,
-                        tokenizer_class=NumeracyTokenizerFast, recipes=RECIPES)
+                       tokenizer_class=NumeracyTokenizerFast, default_tokenizer="numeracy", recipes=RECIPES)
 
 __all__ = ["MODEL_TYPE", "NumeracyLMConfig", "NumeracyLMForCausalLM", "NumeracyLMModel", "NumeracyLMPreTrainedModel"]
