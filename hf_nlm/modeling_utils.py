@@ -402,7 +402,10 @@ class NLMPreTrainedModel(PreTrainedModel):
             head.warm_cache()  # e.g. a loaded tree's tables, so that torch.export can trace the model at once
         return (model, info) if partial else model
 
-    def save_pretrained(self, save_directory, *args, **kwargs):
+    def save_pretrained(self, save_directory, *args, model_card: bool = True, **kwargs):
+        """``transformers``' ``save_pretrained`` (same arguments), refusing a model that would not load back, and
+        writing a model card (``README.md`` with the Hub metadata) where the folder has none; ``model_card=False``
+        for a caller that writes its own (a training run's card, with its results)."""
         # Before anything is written: a config that would not load back, or that describes another head
         # than the model has, is refused with the field named.
         self.config.check_savable(save_directory)
@@ -420,7 +423,7 @@ class NLMPreTrainedModel(PreTrainedModel):
         _follow_umask(save_directory)
         # A model card (README.md) with the Hub metadata, unless the folder has one (a run's richer card).
         card = os.path.join(os.fspath(save_directory), "README.md")
-        if not os.path.exists(card) and (kwargs.get("is_main_process", True)):
+        if model_card and not os.path.exists(card) and kwargs.get("is_main_process", True):
             from .hub.model_card import write_model_card
 
             write_model_card(save_directory, self.config, num_parameters=self.num_parameters())

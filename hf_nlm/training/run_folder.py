@@ -1,5 +1,7 @@
 """The output folder of a training run: a writable folder, held by one run at a time.
 
+* :func:`prepare_output_dir`: the folder checked and claimed for a run (a fresh run refuses to replace another
+  run's checkpoints or saved model unless told to);
 * :func:`check_output_dir` creates the folder and makes sure files can be written in it;
 * :func:`acquire_lock` writes ``.hf-nlm-train.lock`` (the holder's pid and host) and refuses a folder
   that a live run holds; a lock left by a process that has ended is taken over, with a message;
@@ -18,9 +20,13 @@ import socket
 import uuid
 from pathlib import Path
 
+from .checkpoint import checkpoints_dir, list_checkpoints
+
 logger = logging.getLogger(__name__)
 
 LOCK_FILE = ".hf-nlm-train.lock"
+#: Where a run keeps the best weights so far (by validation perplexity) while it trains.
+BEST_MODEL_DIR = "best_model"
 _HELD: set[Path] = set()  # the locks this process holds
 _DISK_FULL_ERRNOS = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 # What a disk-full error says when a library wraps it (safetensors' Rust writer, torch's zip writer).
@@ -184,3 +190,35 @@ def release_lock(lock: Path) -> None:
     holder = _read_lock(lock)
     if holder is not None and holder["pid"] == os.getpid() and holder.get("host") == socket.gethostname():
         lock.unlink(missing_ok=True)
+
+
+def previous_run(output_dir: Path) -> str | None:
+    """What a fresh run in ``output_dir`` would overwrite: another run's checkpoints or a saved model (or None)."""
+    if list_checkpoints(output_dir):
+        return "checkpoints of a run"
+    saved = [name for name in ("config.json", "model.safetensors", "pytorch_model.bin", "results.json")
+             if (output_dir / name).exists()]
+    return f"a saved model ({', '.join(saved)})" if saved else None
+
+
+def prepare_output_dir(output_dir: str | os.PathLike, resuming: bool, overwrite: bool, main_process: bool = True,
+                       wait_for_everyone=lambda: None) -> None:
+    """Make ``output_dir`` ready for a run: a writable folder no live run holds. A fresh run (not ``resuming``)
+    refuses a folder holding another run's checkpoints or a saved model, unless ``overwrite``, which deletes
+    them. Several processes: each looks (``wait_for_everyone`` between) and the main one writes."""
+    output_dir = Path(output_dir)
+    if main_process:
+        check_output_dir(output_dir)
+        check_unlocked(output_dir)
+    held = previous_run(output_dir)
+    if resuming or not held:
+        return
+    if not overwrite:
+        raise ValueError(
+            f"{output_dir} already holds {held}: resume it (resume_from_checkpoint / --resume), "
+            "pick another output_dir, or set overwrite_output_dir (--overwrite-output-dir) to replace it"
+        )
+    wait_for_everyone()  # every process has looked before the main one deletes
+    if main_process:
+        shutil.rmtree(checkpoints_dir(output_dir), ignore_errors=True)
+        shutil.rmtree(output_dir / BEST_MODEL_DIR, ignore_errors=True)

@@ -24,10 +24,8 @@ budget, checkpoints, several processes) is shared.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -46,7 +44,6 @@ from ..data.batching import PairedBatching, batching_for
 from ..data.pairs import PairFormat
 from ..evaluation import evaluate_lm, evaluate_seq2seq, score_split
 from ..heads import OutputHead
-from ..hub.model_card import write_model_card
 from ..modeling_utils import check_checkpoint_model_type
 from ..tokenization import tokenizer_fingerprint
 from .averaging import WeightAverager, nt_asgd_triggered
@@ -56,7 +53,6 @@ from .checkpoint import (
     list_checkpoints,
     load_model_weights,
     load_training_tensors,
-    quiet_progress_bars,
     read_trainer_state,
     resolve_checkpoint,
     restore_rng_state,
@@ -66,17 +62,16 @@ from .checkpoint import (
 )
 from .config import RESUME_CHANGEABLE, TrainingConfig
 from .optim import build_lr_scheduler, build_optimizer
+from .results import save_final_model, write_results
 from .run_folder import (
+    BEST_MODEL_DIR,
     acquire_lock,
-    check_output_dir,
-    check_unlocked,
     is_disk_full,
     output_dir_error,
+    prepare_output_dir,
     release_lock,
 )
 from .run_log import append_jsonl, plot_curves, truncate_log
-
-BEST_MODEL_DIR = "best_model"
 
 
 @dataclass
@@ -178,21 +173,10 @@ class LMTrainer:
                 "each process would train alone. On a machine without GPUs pass Accelerator(cpu=True)."
             )
         self.output_dir = Path(config.output_dir)
-        if acc.is_main_process:
-            check_output_dir(self.output_dir)
-            check_unlocked(self.output_dir)
+        prepare_output_dir(self.output_dir, resuming=bool(config.resume_from_checkpoint),
+                           overwrite=config.overwrite_output_dir, main_process=acc.is_main_process,
+                           wait_for_everyone=acc.wait_for_everyone)
         self.log_path = self.output_dir / "log.jsonl"
-        held = previous_run(self.output_dir)
-        if not config.resume_from_checkpoint and held:
-            if not config.overwrite_output_dir:
-                raise ValueError(
-                    f"{self.output_dir} already holds {held}: resume it (resume_from_checkpoint / --resume), "
-                    "pick another output_dir, or set overwrite_output_dir (--overwrite-output-dir) to replace it"
-                )
-            acc.wait_for_everyone()  # every process has looked before the main one deletes
-            if acc.is_main_process:
-                shutil.rmtree(checkpoints_dir(self.output_dir), ignore_errors=True)
-                shutil.rmtree(self.output_dir / BEST_MODEL_DIR, ignore_errors=True)
 
         if "train" not in datasets:
             raise ValueError(f"datasets needs a 'train' split, got {list(datasets)}")
@@ -735,7 +719,8 @@ class LMTrainer:
                    "elapsed_s": self._elapsed()})
 
     def finish(self) -> dict:
-        """Load the best weights, save model + tokenizer into output_dir, evaluate, write the card and results."""
+        """Load the best weights, save model + tokenizer into output_dir, evaluate, write the card and results
+        (:mod:`.results`)."""
         config, st, acc = self.config, self.state, self.accelerator
         acc.wait_for_everyone()
         best_dir = self.output_dir / BEST_MODEL_DIR
@@ -746,9 +731,7 @@ class LMTrainer:
         results: dict = {}
         if acc.is_main_process:
             model = self.unwrapped_model
-            with quiet_progress_bars():
-                model.save_pretrained(self.output_dir, safe_serialization=True)
-            self.tokenizer.save_pretrained(self.output_dir)
+            save_final_model(self.output_dir, model, self.tokenizer)
             evaluations = {}
             for split in ("validation", "test"):
                 if split in self.datasets and (split != "test" or config.eval_test):
@@ -774,28 +757,10 @@ class LMTrainer:
             results.update(dataset=self.dataset_name, training_config=training)
             if self.run_spec is not None:
                 results["run_spec"] = self.run_spec
-            write_model_card(
-                self.output_dir,
-                model.config,
-                results=evaluations,
-                dataset=self.dataset_name,
-                training=training,
-                num_parameters=num_parameters,
-            )
-            with open(self.output_dir / "results.json", "w", encoding="utf-8") as f:
-                json.dump(results, f, indent=2, sort_keys=True)
-            plot_curves(self.log_path, self.output_dir / "curves.png", results=results)
+            write_results(self.output_dir, model.config, results, evaluations, self.dataset_name, training,
+                          num_parameters, self.log_path)
         acc.wait_for_everyone()
         return results
-
-
-def previous_run(output_dir: Path) -> str | None:
-    """What a fresh run in ``output_dir`` would overwrite: another run's checkpoints or a saved model (or None)."""
-    if list_checkpoints(output_dir):
-        return "checkpoints of a run"
-    saved = [name for name in ("config.json", "model.safetensors", "pytorch_model.bin", "results.json")
-             if (output_dir / name).exists()]
-    return f"a saved model ({', '.join(saved)})" if saved else None
 
 
 def pair_format(config: TrainingConfig) -> PairFormat:

@@ -188,3 +188,24 @@ def test_a_resumed_run_recognises_its_data_by_content(tmp_path):
         train(RunSpec.from_run_folder(out).resumed_with(max_steps=3))
     write_text(tmp_path / "t.txt")  # the run's text again
     assert train(RunSpec.from_run_folder(out).resumed_with(max_steps=3)).metrics["global_step"] == 3
+
+
+def test_a_finished_runs_card_is_written_once_with_its_results(tmp_path, monkeypatch):
+    import hf_nlm.hub.model_card as model_card
+    import hf_nlm.training.results as results
+
+    written = []
+
+    def spy(write):
+        def record(output_dir, *args, **kwargs):
+            written.append((str(output_dir), "results" in kwargs))
+            return write(output_dir, *args, **kwargs)
+        return record
+
+    monkeypatch.setattr(model_card, "write_model_card", spy(model_card.write_model_card))
+    monkeypatch.setattr(results, "write_model_card", spy(results.write_model_card))
+    text = write_text(tmp_path / "t.txt")
+    out = tmp_path / "run"
+    train(RunSpec.from_recipe("nplm", train_file=text, validation_file=text, output_dir=str(out), max_steps=2, **TINY))
+    assert [w for w in written if w[0] == str(out)] == [(str(out), True)]
+    assert "## Results" in (out / "README.md").read_text()
