@@ -2,8 +2,9 @@
 
 ``hf-nlm`` and ``hf-nlm --help`` print the list of commands from :data:`COMMANDS` without importing
 ``hf_nlm`` (whose import registers the models with transformers and loads torch: seconds). Every other
-command line goes to :func:`hf_nlm.cli.main.main`, whose parser takes the commands' one-line help from
-the same table, but ``hf-nlm app``, which goes to :func:`hf_nlm.app.main`.
+command line is parsed by :func:`build_parser` (each command's arguments from :mod:`hf_nlm.cli.main`, its
+one-line help from the same table) and run by :func:`hf_nlm.cli.main.run`, but ``hf-nlm app``, which goes to
+:func:`hf_nlm.app.main`. Nothing in ``hf_nlm`` imports this module: the imports point one way.
 """
 
 from __future__ import annotations
@@ -60,6 +61,15 @@ def top_level_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """The full ``hf-nlm`` parser: every command of :data:`COMMANDS` with its arguments (imports ``hf_nlm``)."""
+    from hf_nlm.cli.main import add_commands
+
+    parser, sub = command_parsers()
+    add_commands(sub, {name: text for name, text in COMMANDS.items() if name not in SEPARATE_COMMANDS})
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``hf-nlm`` with ``argv`` (default: the command line). Returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -69,9 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         from hf_nlm.app import main as serve
 
         return serve(argv[1:])
-    from hf_nlm.cli.main import main as run
+    from hf_nlm.cli.main import run
 
-    return run(argv)
+    return run(build_parser(), argv)
 
 
 if __name__ == "__main__":

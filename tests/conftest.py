@@ -76,7 +76,7 @@ def toy_texts() -> list[str]:
 def tiny_run(tmp_path_factory):
     """A training run folder written by `hf-nlm train` on small local text files (2 updates, NPLM).
     Shared: copy it before changing it."""
-    from hf_nlm.cli import main
+    from hf_nlm_cli import main
 
     root = tmp_path_factory.mktemp("tiny-run")
     text = "the cat sat on the mat\nthe dog sat on the log\na cat saw a dog\n" * 4

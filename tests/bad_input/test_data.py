@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from hf_nlm.cli import main
 from hf_nlm.training import checkpoint as checkpoint_module
 from hf_nlm.training.checkpoint import list_checkpoints, resolve_checkpoint
 from hf_nlm.training.run_folder import LOCK_FILE
+from hf_nlm_cli import main
 
 TRAIN = ["train", "--no-progress-bar", "--no-eval-test", "--max-steps", "2", "--optimizer", "adam",
          "--learning-rate", "1e-3", "--context-size", "2", "--embedding-size", "8", "--hidden-size", "8",

@@ -22,8 +22,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, pipeline
 
 import hf_nlm  # noqa: F401  (registers the model types with the Auto classes)
 from hf_nlm import AWDLSTMConfig, AWDLSTMForCausalLM, NPLMConfig, NPLMForCausalLM
-from hf_nlm.cli import main
 from hf_nlm.tokenization import train_word_level_tokenizer
+from hf_nlm_cli import main
 
 LOADERS = [NPLMForCausalLM.from_pretrained, AutoModelForCausalLM.from_pretrained]
 
@@ -239,7 +239,7 @@ def test_ctrl_c_prints_the_resume_command_and_exits_130(tmp_path):
     corpus.write_text("the cat sat on the mat\nthe dog sat on the log\na cat saw a dog\n" * 200)
     out = tmp_path / "run"
     argv = ["train", "--train-file", str(corpus), "--output-dir", str(out), *TINY_TRAIN]
-    err, checkpoint = interrupt_training([sys.executable, "-m", "hf_nlm.cli", *argv], out)
+    err, checkpoint = interrupt_training([sys.executable, "-m", "hf_nlm_cli", *argv], out)
     command = next(line for line in err.splitlines() if line.startswith("continue with: "))
     resume = shlex.split(command.removeprefix("continue with: "))
     assert resume[:2] == ["hf-nlm", "train"] and resume[-1] == "--resume"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from bad_input_helpers import cli_error
 
-from hf_nlm.cli import main
 from hf_nlm.data import load_text_files
+from hf_nlm_cli import main
 
 TRAIN = ["train", "--no-progress-bar", "--no-eval-test", "--max-steps", "2", "--optimizer", "adam",
          "--learning-rate", "1e-3", "--context-size", "2", "--embedding-size", "4", "--hidden-size", "4",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from hf_nlm.cli import main
+from hf_nlm_cli import main
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 import hf_nlm_cli
-from hf_nlm.cli import build_parser, main
 from hf_nlm.data import download
 from hf_nlm.data.registry import CORPORA, corpus_entry, resolve
 from hf_nlm.hub.model_card import corpus_for
+from hf_nlm_cli import build_parser, main
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,8 +13,8 @@ import sys
 import pytest
 import torch
 
-from hf_nlm.cli import main
 from hf_nlm.training.run_log import read_jsonl
+from hf_nlm_cli import main
 
 TINY = ["--context-size", "2", "--embedding-size", "8", "--hidden-size", "8", "--block-size", "8", "--batch-size", "4",
         "--learning-rate", "0.5", "--no-progress-bar", "--early-stopping-patience", "none"]
@@ -112,7 +112,7 @@ def test_an_error_names_the_help_not_the_usage(argv, message, capsys):
 
 
 def test_model_flag_help_keeps_abbreviations_whole():
-    from hf_nlm.cli.main import build_parser
+    from hf_nlm_cli import build_parser
 
     train = build_parser()._subparsers._group_actions[0].choices["train"]
     helps = {action.dest: action.help for action in train._actions}

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from hf_nlm.cli import main
 from hf_nlm.models import MODEL_TYPES
+from hf_nlm_cli import main
 
 
 def test_an_unknown_recipe_names_the_known_ones(tmp_path, capsys):

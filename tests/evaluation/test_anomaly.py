@@ -228,7 +228,7 @@ def run_dir(tokenizer, tmp_path_factory):
 
 
 def expect_usage_error(argv: list[str], capsys, message: str) -> None:
-    from hf_nlm.cli import main
+    from hf_nlm_cli import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
@@ -239,7 +239,7 @@ def expect_usage_error(argv: list[str], capsys, message: str) -> None:
 
 
 def test_check_numbers_prints_the_most_surprising_first(run_dir, tokenizer, tmp_path, capsys):
-    from hf_nlm.cli import main
+    from hf_nlm_cli import main
 
     capsys.readouterr()
     text = "we spent 7 billion on 12 programs in 1991 ."

@@ -9,7 +9,6 @@ import random
 import pytest
 import torch
 
-from hf_nlm.cli import main
 from hf_nlm.data.lm import tokenize_corpus
 from hf_nlm.evaluation import perplexity_report
 from hf_nlm.evaluation.neural_cache import (
@@ -22,6 +21,7 @@ from hf_nlm.evaluation.neural_cache import (
 from hf_nlm.models.awd_lstm import AWDLSTMConfig, AWDLSTMForCausalLM
 from hf_nlm.models.nplm import NPLMConfig, NPLMForCausalLM
 from hf_nlm.tokenization import train_word_level_tokenizer
+from hf_nlm_cli import main
 
 
 def corpus(num_lines: int = 9, seed: int = 0) -> list[str]:

@@ -124,9 +124,9 @@ def test_the_cli_flag_reaches_the_scoring_and_is_checked_first(tokenizer, tmp_pa
     import json
 
     from hf_nlm.cli import evaluate as cli_evaluate
-    from hf_nlm.cli.main import build_parser, main
     from hf_nlm.evaluation import number_prediction
     from hf_nlm.evaluation.numeracy import DEFAULT_NUMERAL_CHUNK_SIZE
+    from hf_nlm_cli import build_parser, main
 
     assert build_parser().parse_args(["predict-numbers", str(tmp_path)]).numeral_chunk_size == DEFAULT_NUMERAL_CHUNK_SIZE
     with pytest.raises(SystemExit):  # refused before the (missing) model is loaded

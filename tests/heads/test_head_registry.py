@@ -175,8 +175,8 @@ def test_return_dict_false_gives_tuples():
 
 
 def test_the_model_registry_drives_auto_classes_and_cli():
-    from hf_nlm.cli import build_parser
     from hf_nlm.training.spec import model_settings
+    from hf_nlm_cli import build_parser
 
     for name, model_type in MODEL_TYPES.items():
         assert AutoConfig.for_model(name).__class__ is model_type.config_class

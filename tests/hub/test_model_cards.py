@@ -16,8 +16,8 @@ from huggingface_hub import ModelCard
 from huggingface_hub.repocard_data import model_index_to_eval_results
 
 from hf_nlm import NPLMConfig, NPLMForCausalLM
-from hf_nlm.cli import main
 from hf_nlm.models import MODEL_TYPES
+from hf_nlm_cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 CARDS = ROOT / "model_cards"

@@ -24,9 +24,9 @@ from huggingface_hub import constants as hub_constants
 from huggingface_hub.repocard_data import model_index_to_eval_results
 
 from hf_nlm import NPLMConfig, NPLMForCausalLM
-from hf_nlm.cli import main
 from hf_nlm.hub.push import NO_TOKEN, HubError, push_run
 from hf_nlm.tokenization import train_word_level_tokenizer
+from hf_nlm_cli import main
 
 TOKEN = "hf_local_test_token"
 

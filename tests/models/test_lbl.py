@@ -431,7 +431,7 @@ TINY = ["--context-size", "2", "--embedding-size", "6", "--block-size", "8", "--
     ],
 )
 def test_cli_trains_every_model_and_head(tmp_path, flags, head):
-    from hf_nlm.cli import main
+    from hf_nlm_cli import main
 
     out = tmp_path / "run"
     assert main(["train", *write_corpus(tmp_path), "--output-dir", str(out), *TINY, *flags]) == 0
@@ -453,7 +453,7 @@ def test_cli_trains_every_model_and_head(tmp_path, flags, head):
     ],
 )
 def test_cli_bad_model_flags_exit_2(tmp_path, capsys, flags, message):
-    from hf_nlm.cli import main
+    from hf_nlm_cli import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["train", *write_corpus(tmp_path), "--output-dir", str(tmp_path / "run"), *TINY, *flags])
@@ -462,7 +462,7 @@ def test_cli_bad_model_flags_exit_2(tmp_path, capsys, flags, message):
 
 
 def test_build_tree_runs_the_papers_recipe(tmp_path, capsys):
-    from hf_nlm.cli import main
+    from hf_nlm_cli import main
 
     out = tmp_path / "hlbl"
     status = main(["build-tree", *write_corpus(tmp_path), "--output-dir", str(out), *TINY,
@@ -486,7 +486,7 @@ def test_build_tree_runs_the_papers_recipe(tmp_path, capsys):
 
 
 def test_build_tree_bad_eps_exits_2(tmp_path, capsys):
-    from hf_nlm.cli import main
+    from hf_nlm_cli import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["build-tree", *write_corpus(tmp_path), "--output-dir", str(tmp_path / "x"), *TINY, "--eps", "0.5"])

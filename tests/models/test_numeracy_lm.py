@@ -235,8 +235,8 @@ def test_evaluate_lm_reports_adjusted_perplexity_as_computed_by_hand(numeracy_to
 def test_train_evaluate_save_load_and_generate_through_the_cli(tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer, pipeline
 
-    from hf_nlm.cli import main
     from hf_nlm.tokenization import NumeracyTokenizerFast
+    from hf_nlm_cli import main
 
     for split, lines in (("train", TEXTS), ("valid", HELD_OUT), ("test", HELD_OUT)):
         (tmp_path / f"{split}.txt").write_text("\n".join(lines) + "\n")

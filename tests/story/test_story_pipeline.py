@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from hf_nlm.cli import main as cli_main
 from hf_nlm.data import load_rocstories
 from hf_nlm.data.pairs import PairFormat, collate_pairs, tokenize_pairs
 from hf_nlm.models import (
@@ -24,6 +23,7 @@ from hf_nlm.models import (
 from hf_nlm.story import story_pairs, story_source, storyline_pairs, write_story
 from hf_nlm.story.storylines import storyline, storyline_lm_dataset
 from hf_nlm.tokenization import train_word_level_tokenizer
+from hf_nlm_cli import main as cli_main
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "rocstories"
 

@@ -280,7 +280,7 @@ def test_two_process_bptt_equals_one_process_on_all_columns(tmp_path, monkeypatc
 
 
 def test_cli_trains_fine_tunes_evaluates_and_generates_an_awd_lstm(tmp_path, capsys):
-    from hf_nlm.cli import main
+    from hf_nlm_cli import main
 
     files = {}
     for split, n, seed in [("train", 60, 0), ("valid", 10, 1), ("test", 10, 2)]:

@@ -138,7 +138,7 @@ def write_text(path, lines: int = 40, shift: int = 0) -> str:
 
 def test_train_from_a_spec_matches_the_command_line(tmp_path, capsys):
     """The same settings through ``train(spec)`` and ``hf-nlm train`` give the same weights and tokenizer."""
-    from hf_nlm.cli import main
+    from hf_nlm_cli import main
 
     text = write_text(tmp_path / "t.txt")
     spec = RunSpec.from_recipe("nplm", train_file=text, validation_file=text, output_dir=str(tmp_path / "py"),
