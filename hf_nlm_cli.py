@@ -61,12 +61,14 @@ def top_level_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full ``hf-nlm`` parser: every command of :data:`COMMANDS` with its arguments (imports ``hf_nlm``)."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The full ``hf-nlm`` parser (imports ``hf_nlm``): ``command`` with its arguments, or every command of
+    :data:`COMMANDS` when None (a command line parses with its own command's parser alone, which builds faster)."""
     from hf_nlm.cli.main import add_commands
 
     parser, sub = command_parsers()
-    add_commands(sub, {name: text for name, text in COMMANDS.items() if name not in SEPARATE_COMMANDS})
+    names = [command] if command in COMMANDS else list(COMMANDS)
+    add_commands(sub, {name: COMMANDS[name] for name in names if name not in SEPARATE_COMMANDS})
     return parser
 
 
@@ -81,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         return serve(argv[1:])
     from hf_nlm.cli.main import run
 
-    return run(build_parser(), argv)
+    return run(build_parser(argv[0]), argv)
 
 
 if __name__ == "__main__":

@@ -65,7 +65,7 @@ class ModelType:
     seq2seq_lm_class: type | None = None
     #: A tokenizer class of this package the type needs (``AutoTokenizer`` maps the type to it).
     tokenizer_class: type | None = None
-    #: The tokenizer a run trains for this type unless told otherwise (a kind of ``hf_nlm.tokenization.spec``).
+    #: The tokenizer a run trains for this type unless told otherwise (``TokenizerSpec.kind``).
     default_tokenizer: str = "word"
     #: Named training recipes; :data:`DEFAULT_RECIPE` is the one used when none is named.
     recipes: Mapping[str, TrainingRecipe] = field(default_factory=dict)

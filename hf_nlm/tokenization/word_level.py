@@ -148,3 +148,41 @@ def word_decoder() -> decoders.Decoder:
     prompt's text) then stays separated from the prompt, as GPT-2's space-marked tokens are.
     """
     return decoders.Sequence([decoders.Replace(Regex("^"), " "), decoders.Fuse()])
+
+
+#: A word-level or numeracy vocabulary leaving more than this share of the training tokens unknown is refused,
+#: with settings that leave at most :data:`SUGGESTED_UNKNOWN_SHARE`.
+MAX_UNKNOWN_SHARE = 0.5
+SUGGESTED_UNKNOWN_SHARE = 0.1
+
+
+def check_vocabulary_coverage(tokenizer, counts: dict[str, int], min_frequency: int, vocab_size: int | None,
+                              specials: tuple[str, ...] = ("<unk>", "<eos>")) -> None:
+    """Refuse a vocabulary under which more than :data:`MAX_UNKNOWN_SHARE` of the training tokens (``counts``,
+    token -> count as the tokenizer splits the text) are unknown, naming the setting that cut it and a value
+    that keeps :data:`SUGGESTED_UNKNOWN_SHARE` or less unknown. ``specials``: the tokenizer's special tokens,
+    those starting with ``<unk`` being its unknowns."""
+    vocab = tokenizer.get_vocab()
+    unknown_tokens = {t for t in specials if t.startswith("<unk")}
+    total = sum(counts.values())
+    unknown = sum(c for t, c in counts.items() if t not in vocab or t in unknown_tokens)
+    if not total or unknown <= MAX_UNKNOWN_SHARE * total:
+        return
+    words = len(vocab) - len(specials)
+    ranked = sorted((c for t, c in counts.items() if t not in specials), reverse=True)
+    # The share left unknown keeping the `kept` most frequent words (an <unk> written in the text stays unknown).
+    left = total - sum(c for t, c in counts.items() if t in specials and t not in unknown_tokens)
+    kept = 0
+    while kept < len(ranked) and left > SUGGESTED_UNKNOWN_SHARE * total:
+        left -= ranked[kept]
+        kept += 1
+    cut_by_size = vocab_size is not None and sum(1 for c in ranked if c >= min_frequency) > words
+    if cut_by_size:
+        flag, fix = f"--vocab-size {vocab_size}", f"--vocab-size {kept + len(specials)}"
+    else:
+        flag, fix = f"--min-frequency {min_frequency}", f"--min-frequency {ranked[kept - 1] if kept else 1}"
+    raise ValueError(
+        f"{flag} keeps {words:,} of the {len(ranked):,} distinct training words: {unknown:,} of the {total:,} "
+        f"training tokens ({unknown / total:.1%}) would be unknown, more than {MAX_UNKNOWN_SHARE:.0%}; "
+        f"{fix} leaves at most {SUGGESTED_UNKNOWN_SHARE:.0%} unknown"
+    )

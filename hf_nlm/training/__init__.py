@@ -2,14 +2,12 @@
 Accelerate-based loop underneath (:func:`train_lm`, :class:`LMTrainer`) for every LM of the package."""
 
 from ..data.sampler import BlockBatchSampler
-from ..data.spec import DataSpec
-from ..tokenization.spec import TokenizerSpec
 from . import tree_recipe
 from .checkpoint import list_checkpoints, resolve_checkpoint, save_checkpoint
 from .config import LR_SCHEDULERS, OPTIMIZERS, TrainingConfig
 from .optim import bengio_lr, build_lr_scheduler, build_optimizer, lr_factor, param_groups
 from .run import SavedRun, TrainResult, load_run, train, train_data_tree
-from .spec import RunSpec
+from .spec import DataSpec, RunSpec, TokenizerSpec
 from .trainer import LMTrainer, TrainerState, train_lm
 from .tree_recipe import *  # noqa: F403  (Mnih & Hinton's data-built tree recipe, tree_recipe.__all__)
 

@@ -21,9 +21,17 @@ from collections.abc import Callable
 from ..data.registry import CORPORA, OPTION_FLAGS
 from ..models import MODEL_TYPES
 from ..models.registry import DEFAULT_RECIPE
-from ..tokenization.spec import TOKENIZERS
 from .config import TrainingConfig
-from .spec import DEFAULT_MODEL, TREE_CHOICES, RunSpec, model_settings, option_flag
+from .spec import (
+    DEFAULT_MODEL,
+    TOKENIZERS,
+    TREE_CHOICES,
+    DataSpec,
+    RunSpec,
+    data_spec_fields,
+    model_settings,
+    option_flag,
+)
 
 #: Corpora read from local split files (``--train-file`` ...), and those a loader finds by path.
 FILE_CORPORA = tuple(name for name, entry in CORPORA.items() if entry.split_files)
@@ -49,7 +57,7 @@ def _taking(option: str) -> str:
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """``--corpus`` (every corpus of :data:`hf_nlm.data.registry.CORPORA`), ``--corpus-path``, the split files
     and the loader options (:data:`hf_nlm.data.registry.OPTION_FLAGS`): the fields of
-    :class:`~hf_nlm.data.spec.DataSpec`."""
+    :class:`~hf_nlm.training.spec.DataSpec`."""
     fetched = [name for name in NAMED_CORPORA if CORPORA[name].fetcher]
     local = [name for name in NAMED_CORPORA if not CORPORA[name].fetcher]
     group = parser.add_argument_group("data")
@@ -75,7 +83,7 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_tokenizer_arguments(parser: argparse.ArgumentParser) -> None:
-    """The fields of :class:`~hf_nlm.tokenization.spec.TokenizerSpec` (``--tokenizer`` is its ``kind``)."""
+    """The fields of :class:`~hf_nlm.training.spec.TokenizerSpec` (``--tokenizer`` is its ``kind``)."""
     group = parser.add_argument_group("tokenizer")
     group.add_argument("--tokenizer", choices=TOKENIZERS, default=UNSET,
                        help="word: whitespace words with a frequency cut-off (the papers' setting); numeracy: words "
@@ -249,9 +257,7 @@ def spec_from_arguments(args: argparse.Namespace, default_model: str = DEFAULT_M
 
 
 def data_spec_from_arguments(args: argparse.Namespace):
-    """The :class:`~hf_nlm.data.spec.DataSpec` of the data flags given (``hf-nlm evaluate`` and friends)."""
-    from ..data.spec import DataSpec, data_spec_fields
-
+    """The :class:`~hf_nlm.training.spec.DataSpec` of the data flags given (``hf-nlm evaluate`` and friends)."""
     return DataSpec(**{name: getattr(args, name) for name in data_spec_fields() if hasattr(args, name)})
 
 

@@ -24,11 +24,10 @@ from typing import NamedTuple
 
 import torch
 
-from ..data.spec import split_fingerprints
 from ..generation import set_generation_defaults
 from ..models import MODEL_TYPES
 from .memory import check_training_memory
-from .spec import RunSpec
+from .spec import RunSpec, split_fingerprints
 from .trainer import LMTrainer
 
 

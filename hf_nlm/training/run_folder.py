@@ -6,7 +6,10 @@
 * :func:`acquire_lock` writes ``.hf-nlm-train.lock`` (the holder's pid and host) and refuses a folder
   that a live run holds; a lock left by a process that has ended is taken over, with a message;
 * :func:`output_dir_error` turns an ``OSError`` writing the folder (disk full, read-only, a file
-  where a folder should be) into one :class:`RunFolderError` naming the folder and what to do.
+  where a folder should be) into one :class:`RunFolderError` naming the folder and what to do;
+* :func:`save_final_model` and :func:`write_results`: what a finished run leaves besides its checkpoints and log,
+  the model with its tokenizer and generation config, the model card (``README.md``, written once, with the
+  results), ``results.json`` and ``curves.png``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ import socket
 import uuid
 from pathlib import Path
 
-from .checkpoint import checkpoints_dir, list_checkpoints
+from ..hub.model_card import RESULTS_NAME, write_model_card
+from .checkpoint import checkpoints_dir, list_checkpoints, quiet_progress_bars
+from .run_log import plot_curves
 
 logger = logging.getLogger(__name__)
 
@@ -222,3 +227,24 @@ def prepare_output_dir(output_dir: str | os.PathLike, resuming: bool, overwrite:
     if main_process:
         shutil.rmtree(checkpoints_dir(output_dir), ignore_errors=True)
         shutil.rmtree(output_dir / BEST_MODEL_DIR, ignore_errors=True)
+
+
+def save_final_model(output_dir: str | os.PathLike, model, tokenizer) -> None:
+    """The trained model, its tokenizer and generation config in ``output_dir``; the card comes with the results
+    (:func:`write_results`), so that a run that dies while evaluating still leaves its model."""
+    with quiet_progress_bars():
+        model.save_pretrained(output_dir, safe_serialization=True, model_card=False)
+    tokenizer.save_pretrained(output_dir)
+
+
+def write_results(output_dir: str | os.PathLike, config, results: dict, evaluations: dict, dataset: str | None,
+                  training: dict, num_parameters: int, log_path: str | os.PathLike) -> None:
+    """The model card (``config``'s model type, the ``evaluations``, the corpus and training settings),
+    ``results.json`` (``results``: what ``hf-nlm card`` needs to write the card again) and ``curves.png`` (from
+    the run's ``log_path``)."""
+    output_dir = Path(output_dir)
+    write_model_card(output_dir, config, results=evaluations, dataset=dataset, training=training,
+                     num_parameters=num_parameters)
+    with open(output_dir / RESULTS_NAME, "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=2, sort_keys=True)
+    plot_curves(log_path, output_dir / "curves.png", results=results)

@@ -1,9 +1,9 @@
-"""What a training run is, as one frozen value: :class:`RunSpec`.
+"""What a training run is, as one frozen value: :class:`RunSpec`, with its data (:class:`DataSpec`) and tokenizer
+(:class:`TokenizerSpec`).
 
-A spec holds everything that decides a run: the data (:class:`~hf_nlm.data.spec.DataSpec`), the tokenizer
-settings (:class:`~hf_nlm.tokenization.spec.TokenizerSpec`), the model type and its config fields, the word tree
-of a tree head, the training recipe (resolved once, when the spec is made) and the
-:class:`~hf_nlm.training.config.TrainingConfig`. :func:`hf_nlm.training.train` runs one; ``hf-nlm train``,
+A spec holds everything that decides a run: the data (a corpus and its splits), the tokenizer settings, the model
+type and its config fields, the word tree of a tree head, the training recipe (resolved once, when the spec is made)
+and the :class:`~hf_nlm.training.config.TrainingConfig`. :func:`hf_nlm.training.train` runs one; ``hf-nlm train``,
 ``examples/`` and the benchmarks all make one and call it.
 
     spec = RunSpec.from_recipe("nplm", train_file="train.txt", validation_file="valid.txt", output_dir="runs/x")
@@ -17,19 +17,239 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
 import json
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..data.spec import DataSpec, data_spec_fields
+from ..data.registry import CORPORA, OPTION_FLAGS
 from ..models import MODEL_TYPES
 from ..models.registry import DEFAULT_RECIPE
-from ..tokenization.spec import TokenizerSpec
 from .config import RESUME_CHANGEABLE, TrainingConfig, recipe_training_values
+
+#: The loader options a spec may set, by field, and the loader keyword each one is passed as.
+LOADER_OPTIONS = {"text_column": "text_column", "split_fractions": "split_fractions", "split_seed": "seed"}
+SPLITS = ("train", "validation", "test")
+
+
+def _files(value) -> tuple[str, ...] | None:
+    """A split's files as a tuple of absolute paths (a single path may be given as such)."""
+    if value is None:
+        return None
+    paths = [value] if isinstance(value, str | os.PathLike) else list(value)
+    return tuple(os.path.abspath(os.fspath(p)) for p in paths)
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """The corpus of a run and its splits.
+
+    Args:
+        corpus: a corpus of :data:`hf_nlm.data.registry.CORPORA`; None: ``"text"``, or ``"csv"`` when every split
+            file ends in ``.csv``.
+        corpus_path: the file or folder a registered corpus is read from (default: its folder in ``$HF_NLM_DATA``).
+        train_file, validation_file, test_file: the split files of a ``text`` or ``csv`` corpus (a path or several;
+            kept as absolute paths).
+        text_column: a CSV corpus's text column (default: ``text``).
+        split_fractions: the corpora split by a hash of a record id: the train / validation / test fractions.
+        split_seed: the seed of that hash.
+    """
+
+    corpus: str | None = None
+    corpus_path: str | None = None
+    train_file: tuple[str, ...] | None = None
+    validation_file: tuple[str, ...] | None = None
+    test_file: tuple[str, ...] | None = None
+    text_column: str | None = None
+    split_fractions: tuple[float, float, float] | None = None
+    split_seed: int | None = None
+
+    def __post_init__(self) -> None:
+        for split in SPLITS:
+            object.__setattr__(self, f"{split}_file", _files(getattr(self, f"{split}_file")))
+        if self.corpus_path is not None:
+            object.__setattr__(self, "corpus_path", os.path.abspath(os.fspath(self.corpus_path)))
+        if self.split_fractions is not None:
+            object.__setattr__(self, "split_fractions", tuple(self.split_fractions))
+        if self.corpus is not None and self.corpus not in CORPORA:
+            raise ValueError(f"--corpus {self.corpus}: unknown corpus; choose from {', '.join(CORPORA)}")
+        given = self.split_files()
+        if self.corpus is not None and not CORPORA[self.corpus].split_files and given:
+            raise ValueError(f"--corpus {self.corpus} reads its own files; drop --train-file/--validation-file/"
+                             "--test-file")
+        if self.corpus is None and not given:
+            named = [name for name, entry in CORPORA.items() if not entry.split_files]
+            raise ValueError(f"give --corpus ({', '.join(named)}) or --train-file FILE [--validation-file ...] "
+                             "[--test-file ...]")
+        name = self.name
+        for setting, keyword in LOADER_OPTIONS.items():
+            if getattr(self, setting) is not None and keyword not in CORPORA[name].options:
+                takes = [other for other, entry in CORPORA.items() if keyword in entry.options]
+                raise ValueError(f"{OPTION_FLAGS[keyword]} applies to --corpus {' / '.join(takes)} only, not {name}")
+
+    def split_files(self) -> dict[str, tuple[str, ...]]:
+        """The split files given, by split."""
+        return {split: files for split in SPLITS if (files := getattr(self, f"{split}_file"))}
+
+    @property
+    def name(self) -> str:
+        """The registered corpus this spec reads: ``corpus``, else ``text`` / ``csv`` from the split files."""
+        if self.corpus is not None:
+            return self.corpus
+        given = [path for files in self.split_files().values() for path in files]
+        return "csv" if all(path.lower().endswith(".csv") for path in given) else "text"
+
+    def load(self):
+        """The corpus as a ``DatasetDict``, from its loader (given ``corpus_path`` or the split files, and the
+        loader options set). A split file that is a folder or missing is refused, naming its flag."""
+        entry = CORPORA[self.name]
+        options = {keyword: getattr(self, setting) for setting, keyword in LOADER_OPTIONS.items()
+                   if getattr(self, setting) is not None}
+        if not entry.split_files:
+            return entry.load(path=self.corpus_path, **options)
+        for split, paths in self.split_files().items():
+            for path in paths:
+                check_split_file(f"--{split}-file", path)
+        return entry.load(**{split: getattr(self, f"{split}_file") and list(getattr(self, f"{split}_file"))
+                             for split in SPLITS}, **options)
+
+    def describe(self, split: str) -> str:
+        """How a message names ``split`` of this corpus: its files, or the corpus."""
+        files = getattr(self, f"{split}_file")
+        return f"--{split}-file {' '.join(files)}" if files else f"the {split} split of --corpus {self.name}"
+
+    def to_dict(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+
+def check_split_file(flag: str, path: str | os.PathLike) -> None:
+    """``path``, given to ``flag``, is a file; a folder is refused with the text and CSV files it holds."""
+    path = Path(path)
+    if path.is_dir():
+        found = sorted(p.name for p in path.iterdir() if p.is_file() and p.suffix.lower() in (".txt", ".csv"))
+        inside = f"the text files in it: {' '.join(found[:10])}{' ...' if len(found) > 10 else ''}" if found else \
+            "it holds no .txt or .csv file"
+        raise FileNotFoundError(f"{flag} {path} is a folder, not a file: give files ({inside})")
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+
+
+def split_fingerprints(datasets) -> dict[str, str]:
+    """A SHA-256 of each split's texts, in order: what a resumed run compares to know that its data is the run's
+    by content, whatever the path."""
+    prints = {}
+    for split, rows in datasets.items():
+        digest = hashlib.sha256()
+        for column in sorted(rows.column_names):
+            digest.update(column.encode("utf-8") + b"\0")
+            for value in rows[column]:
+                digest.update(str(value).encode("utf-8", "surrogatepass") + b"\n")
+        prints[split] = digest.hexdigest()
+    return prints
+
+
+def data_spec_fields() -> tuple[str, ...]:
+    """The settings of a run's data (:class:`DataSpec`'s fields)."""
+    return tuple(f.name for f in dataclasses.fields(DataSpec))
+
+
+#: The tokenizers a run can train: ``word`` (whitespace words with a frequency cut-off: the papers' setting),
+#: ``numeracy`` (words and numerals, Spithourakis & Riedel 2018), ``bpe`` / ``wordpiece`` (subwords).
+TOKENIZERS = ("word", "numeracy", "bpe", "wordpiece")
+
+
+@dataclass(frozen=True)
+class TokenizerSpec:
+    """The tokenizer of a run, trained on its training texts.
+
+    Args:
+        kind: ``word``, ``numeracy``, ``bpe`` or ``wordpiece`` (the ``--tokenizer`` flag).
+        min_frequency: keep words (word, numeracy) or merges (bpe, wordpiece) seen at least this often.
+        vocab_size: the largest vocabulary (required for bpe and wordpiece); None: no cap.
+        lowercase: lowercase the text before tokenizing.
+        split_punctuation: word and numeracy tokenizers: cut punctuation off words; None: decided from the
+            training text (:meth:`resolve`).
+    """
+
+    kind: str = "word"
+    min_frequency: int = 1
+    vocab_size: int | None = None
+    lowercase: bool = False
+    split_punctuation: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in TOKENIZERS:
+            raise ValueError(f"--tokenizer {self.kind}: choose from {', '.join(TOKENIZERS)}")
+        if self.min_frequency < 1:
+            raise ValueError(f"--min-frequency must be >= 1, got {self.min_frequency}")
+        if self.vocab_size is not None and self.vocab_size < 1:
+            raise ValueError(f"--vocab-size must be >= 1, got {self.vocab_size}")
+        if self.kind in ("bpe", "wordpiece") and self.vocab_size is None:
+            raise ValueError(f"--tokenizer {self.kind} needs --vocab-size")
+
+    @property
+    def word_level(self) -> bool:
+        return self.kind in ("word", "numeracy")
+
+    def resolve(self, train_texts: Sequence[str]) -> TokenizerSpec:
+        """This spec with ``split_punctuation`` decided where it is None: cut when the training text carries
+        punctuation on its words (:data:`hf_nlm.tokenization.word_level.ATTACHED_PUNCTUATION_SHARE`), which raw
+        text does and tokenized text (Penn Treebank) does not. The choice is said on stderr."""
+        if not self.word_level or self.split_punctuation is not None:
+            return self
+        from ..tokenization.word_level import ATTACHED_PUNCTUATION_SHARE, attached_punctuation_share
+
+        share = attached_punctuation_share(train_texts)
+        split = share >= ATTACHED_PUNCTUATION_SHARE
+        if int(os.environ.get("RANK", "0")) == 0:
+            said = ("cut off the words (--no-split-punctuation keeps it on them)" if split else
+                    "left as it is (--split-punctuation cuts it off the words)")
+            print(f"punctuation: {share:.1%} of the training words carry some at their end; {said}", file=sys.stderr)
+        return dataclasses.replace(self, split_punctuation=split)
+
+    def train(self, train_texts: Sequence[str]):
+        """The tokenizer this spec describes, trained on ``train_texts`` (``split_punctuation`` resolved first).
+        A word-level vocabulary leaving most training tokens unknown raises ``ValueError``
+        (:func:`hf_nlm.tokenization.word_level.check_vocabulary_coverage`)."""
+        spec = self.resolve(train_texts)
+        if spec.kind in ("bpe", "wordpiece"):
+            try:
+                from ..tokenization import subword
+            except ImportError as err:
+                raise ValueError(f"--tokenizer {spec.kind} is not available in this install ({err})") from err
+            train = subword.train_bpe_tokenizer if spec.kind == "bpe" else subword.train_wordpiece_tokenizer
+            return train(train_texts, vocab_size=spec.vocab_size, min_frequency=spec.min_frequency,
+                         lowercase=spec.lowercase)
+        from ..tokenization.numerals import (
+            NUMERACY_SPECIAL_TOKENS,
+            numeracy_token_counts,
+            train_numeracy_tokenizer,
+        )
+        from ..tokenization.word_level import (
+            SPECIAL_TOKENS,
+            check_vocabulary_coverage,
+            train_word_level_tokenizer,
+            word_counts,
+        )
+
+        numeracy = spec.kind == "numeracy"
+        train, count = ((train_numeracy_tokenizer, numeracy_token_counts) if numeracy
+                        else (train_word_level_tokenizer, word_counts))
+        tokenizer = train(train_texts, min_frequency=spec.min_frequency, lowercase=spec.lowercase,
+                          max_vocab_size=spec.vocab_size, split_punctuation=spec.split_punctuation)
+        check_vocabulary_coverage(tokenizer, count(train_texts, spec.lowercase, spec.split_punctuation),
+                                  spec.min_frequency, spec.vocab_size,
+                                  NUMERACY_SPECIAL_TOKENS if numeracy else SPECIAL_TOKENS)
+        return tokenizer
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
 
 #: What ``hf-nlm train`` trains without ``--model``: Bengio et al.'s NPLM, the first neural LM.
 DEFAULT_MODEL = "nplm"
@@ -105,7 +325,7 @@ class RunSpec:
         tree, tree_file, tree_seed: a tree head's word tree (see :data:`TREE_SETTINGS`).
         init_from: a saved model folder to start from (its weights and tokenizer).
         recipe_values: the settings (flat names) whose value came from the recipe.
-        data_sha256: each split's content as the run recorded it (:func:`hf_nlm.data.spec.split_fingerprints`);
+        data_sha256: each split's content as the run recorded it (:func:`split_fingerprints`);
             set on a spec read back from a run folder, and checked against the data when it trains.
         resume_changes: what a resumed run changes of the recorded run's settings (:meth:`resumed_with`), as the
             run says it when it starts.
@@ -377,5 +597,5 @@ def _group(model_type: str, settings: Mapping) -> dict[str, dict]:
     return groups
 
 
-__all__ = ["DEFAULT_MODEL", "DERIVED_FIELDS", "RESUME_STOPPING", "RunSpec", "TREE_CHOICES", "model_settings",
-           "option_flag"]
+__all__ = ["DEFAULT_MODEL", "DERIVED_FIELDS", "DataSpec", "RESUME_STOPPING", "RunSpec", "TOKENIZERS", "TREE_CHOICES",
+           "TokenizerSpec", "check_split_file", "data_spec_fields", "model_settings", "option_flag", "split_fingerprints"]

@@ -40,7 +40,7 @@ from accelerate import Accelerator
 from accelerate.utils import gather_object
 from tqdm.auto import tqdm
 
-from ..data.batching import PairedBatching, batching_for
+from ..data.batching import PairedBatching, batching_for, is_encoder_decoder
 from ..data.pairs import PairFormat
 from ..evaluation import evaluate_lm, evaluate_seq2seq, score_split
 from ..heads import OutputHead
@@ -62,7 +62,6 @@ from .checkpoint import (
 )
 from .config import RESUME_CHANGEABLE, TrainingConfig
 from .optim import build_lr_scheduler, build_optimizer
-from .results import save_final_model, write_results
 from .run_folder import (
     BEST_MODEL_DIR,
     acquire_lock,
@@ -70,6 +69,8 @@ from .run_folder import (
     output_dir_error,
     prepare_output_dir,
     release_lock,
+    save_final_model,
+    write_results,
 )
 from .run_log import append_jsonl, plot_curves, truncate_log
 
@@ -186,7 +187,7 @@ class LMTrainer:
         # Feed-forward models train on shuffled blocks; recurrent ones on columns of the stream with
         # the state carried from batch to batch (truncated BPTT); encoder-decoder models on shuffled
         # (source, target) examples. The batching decides which.
-        self.batching = batching_for(model, tokenizer, config.block_size, pairs=pair_format(config))
+        self.batching = batching_for(model, tokenizer, config.block_size, pairs=pair_format(config) if is_encoder_decoder(model) else None)
         train_stream, self.train_stats = self.batching.encode_split(datasets["train"], "train")
         self.batches = self.batching.training_batches(
             train_stream, config.batch_size, acc.num_processes, acc.process_index, seed=config.seed,
@@ -720,7 +721,7 @@ class LMTrainer:
 
     def finish(self) -> dict:
         """Load the best weights, save model + tokenizer into output_dir, evaluate, write the card and results
-        (:mod:`.results`)."""
+        (:mod:`.run_folder`)."""
         config, st, acc = self.config, self.state, self.accelerator
         acc.wait_for_everyone()
         best_dir = self.output_dir / BEST_MODEL_DIR

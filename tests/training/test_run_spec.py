@@ -192,7 +192,7 @@ def test_a_resumed_run_recognises_its_data_by_content(tmp_path):
 
 def test_a_finished_runs_card_is_written_once_with_its_results(tmp_path, monkeypatch):
     import hf_nlm.hub.model_card as model_card
-    import hf_nlm.training.results as results
+    import hf_nlm.training.run_folder as run_folder
 
     written = []
 
@@ -203,7 +203,7 @@ def test_a_finished_runs_card_is_written_once_with_its_results(tmp_path, monkeyp
         return record
 
     monkeypatch.setattr(model_card, "write_model_card", spy(model_card.write_model_card))
-    monkeypatch.setattr(results, "write_model_card", spy(results.write_model_card))
+    monkeypatch.setattr(run_folder, "write_model_card", spy(run_folder.write_model_card))
     text = write_text(tmp_path / "t.txt")
     out = tmp_path / "run"
     train(RunSpec.from_recipe("nplm", train_file=text, validation_file=text, output_dir=str(out), max_steps=2, **TINY))
