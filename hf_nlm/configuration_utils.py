@@ -17,6 +17,7 @@ import os
 import re
 import sys
 import typing
+from typing import ClassVar
 
 from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
@@ -24,6 +25,7 @@ from transformers import PreTrainedConfig
 from .heads import HEAD_REGISTRY, check_head_config
 from .heads.split import SplitSoftmaxOptions
 from .heads.tree import TreeSoftmaxOptions
+from .hub.model_card import CardText
 
 
 @functools.cache
@@ -79,6 +81,10 @@ class NLMConfig(PreTrainedConfig, SplitSoftmaxOptions, TreeSoftmaxOptions):
             loads, refuses a tokenizer with another; without it, only the vocabulary size and special ids are
             compared. `resize_token_embeddings` clears it.
     """
+
+    #: What the model cards of this model type say about it (title, summary, paper, tags): declared in the model
+    #: type's folder (``card.py``); every card writer reads it from the config it holds (:mod:`hf_nlm.hub.model_card`).
+    card_text: ClassVar[CardText | None] = None
 
     vocab_size: int = 10000
     initializer_range: float = 0.1

@@ -8,6 +8,7 @@ from huggingface_hub.dataclasses import strict
 
 from ...heads.numeral.mog import MixtureOfGaussiansOptions
 from ..awd_lstm.configuration_awd_lstm import AWDLSTMConfig
+from .card import CARD_TEXT
 
 
 @strict
@@ -56,6 +57,7 @@ class NumeracyLMConfig(AWDLSTMConfig, MixtureOfGaussiansOptions):
     """
 
     model_type = "numeracy_lm"
+    card_text = CARD_TEXT
     attribute_map = {"numeral_strategy": "head"}
 
     embedding_size: int = 50
