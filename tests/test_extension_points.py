@@ -25,9 +25,9 @@ from huggingface_hub import ModelCard
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 import hf_nlm.models
-from hf_nlm.cli import main
 from hf_nlm.configuration_utils import config_field_docs
 from hf_nlm.heads import HEAD_REGISTRY
+from hf_nlm_cli import main  # the hf-nlm console script
 
 HEAD_FILE = '''
 """A head that ignores h: p(w) = (1 - floor) softmax(b)_w + floor / |V|."""
