@@ -52,8 +52,8 @@ from hf_nlm.data import load_drop_passages, load_sotu, load_text_files
 from hf_nlm.data.batching import StreamBatching
 from hf_nlm.evaluation import evaluate_lm, numeral_anomaly_auc, numeral_cost_breakdown, stream_token_texts
 from hf_nlm.evaluation.number_prediction import predict_numbers
-from hf_nlm.heads.numeral.digit_rnn import DigitRNN
-from hf_nlm.heads.numeral.mixture import NumeralMixture
+from hf_nlm.heads.numeral.densities.digit_rnn import DigitRNN
+from hf_nlm.heads.numeral.densities.gaussian_mixture import NumeralMixture
 from hf_nlm.metrics import number_prediction_report
 from hf_nlm.models import NumeracyLMConfig, NumeracyLMForCausalLM
 from hf_nlm.tokenization import train_numeracy_tokenizer

@@ -30,7 +30,7 @@ from hf_nlm.data import load_brown, load_ptb
 from hf_nlm.evaluation import token_log_probs
 from hf_nlm.hub.model_card import write_model_card
 from hf_nlm.ngram import KneserNeyLM
-from hf_nlm.ngram.mixture import fit_mixture_weight, mix_log_probs
+from hf_nlm.ngram.neural_interpolation import fit_mixture_weight, mix_log_probs
 from hf_nlm.tokenization import train_word_level_tokenizer
 from hf_nlm.training import TrainingConfig, train_lm
 

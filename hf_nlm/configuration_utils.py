@@ -17,28 +17,42 @@ import os
 import re
 import sys
 import typing
+from typing import ClassVar
 
 from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
 
 from .heads import HEAD_REGISTRY, check_head_config
+from .heads.split import SplitSoftmaxOptions
+from .heads.tree import TreeSoftmaxOptions
+from .hub.model_card import CardText
 
 
 @functools.cache
 def _own_field_types(config_class: type) -> tuple[tuple[dataclasses.Field, object], ...]:
     """The fields a config class adds to ``PreTrainedConfig``, each with its annotation resolved to a type
-    (``"int | None"`` -> ``int | None``) in the namespace of the module that declares it."""
+    (``"int | None"`` -> ``int | None``) in the namespace of the module of the class that declares it (a head's
+    options class declares its fields in the head's file)."""
     inherited = {f.name for f in dataclasses.fields(PreTrainedConfig)}
     own = [f for f in dataclasses.fields(config_class) if f.name not in inherited]
-    holder = type("Annotations", (), {"__annotations__": {f.name: f.type for f in own}})
-    hints = typing.get_type_hints(holder, globalns=vars(sys.modules[config_class.__module__]))
-    return tuple((f, hints[f.name]) for f in own)
+    declared_in = {}
+    for klass in reversed(config_class.__mro__):  # the last declaration of a field wins, as in dataclasses
+        declared_in.update(dict.fromkeys(vars(klass).get("__annotations__", {}), klass.__module__))
+    types = []
+    for f in own:
+        holder = type("Annotations", (), {"__annotations__": {f.name: f.type}})
+        hints = typing.get_type_hints(holder, globalns=vars(sys.modules[declared_in[f.name]]))
+        types.append((f, hints[f.name]))
+    return tuple(types)
 
 
 @strict
-class NLMConfig(PreTrainedConfig):
+class NLMConfig(PreTrainedConfig, SplitSoftmaxOptions, TreeSoftmaxOptions):
     r"""
-    Base class of the hf_nlm model configurations: the fields every body shares.
+    Base class of the hf_nlm model configurations: the fields every body shares. The settings of the split and
+    tree heads, which every body can take (`cutoffs`; `tree_num_nodes`, `tree_max_codes`, `tree_max_depth`), are
+    declared and documented with those heads, in [`~hf_nlm.heads.split.SplitSoftmaxOptions`] and
+    [`~hf_nlm.heads.tree.TreeSoftmaxOptions`], which this class lists among its bases.
 
     Args:
         vocab_size (`int`, defaults to 10000):
@@ -50,12 +64,6 @@ class NLMConfig(PreTrainedConfig):
             (split softmax with tombstones over a frequency-sorted vocabulary, needs `cutoffs`) or `"tree"` (binary
             tree softmax: Morin & Bengio 2005, Mnih & Hinton 2008), or any head registered with
             `hf_nlm.heads.register_head`.
-        cutoffs (`list[int]`, *optional*):
-            With `head="split"`: the cluster boundaries [s_1, ..., s_(m-1)], strictly increasing inside (0, |V|).
-        tree_num_nodes, tree_max_codes, tree_max_depth (`int`, *optional*):
-            With `head="tree"`: the word tree's shape (`hf_nlm.heads.tree_config_fields(tree)`), so that
-            `from_pretrained` can rebuild the head before loading the tree saved with the weights. Leave them unset
-            when building a fresh model with `XForCausalLM(config, tree=tree)`, which fills them.
         tie_word_embeddings (`bool`, *optional*, defaults to `False`):
             Use the input embedding matrix as the output head's word matrix (softmax and split heads only).
             `None` ties exactly where the head can (its weight is a word matrix): the default of the bodies whose
@@ -74,15 +82,15 @@ class NLMConfig(PreTrainedConfig):
             compared. `resize_token_embeddings` clears it.
     """
 
+    #: What the model cards of this model type say about it (title, summary, paper, tags): declared in the model
+    #: type's folder (``card.py``); every card writer reads it from the config it holds (:mod:`hf_nlm.hub.model_card`).
+    card_text: ClassVar[CardText | None] = None
+
     vocab_size: int = 10000
     initializer_range: float = 0.1
     # A `str` checked against the head registry rather than a Literal: registering a head (one class and
     # one line) must make it usable here without editing this file.
     head: str = "softmax"
-    cutoffs: list[int] | None = None
-    tree_num_nodes: int | None = None
-    tree_max_codes: int | None = None
-    tree_max_depth: int | None = None
     tie_word_embeddings: bool | None = False
     use_cache: bool = False
     bos_token_id: int | None = 1

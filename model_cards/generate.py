@@ -1,13 +1,15 @@
-"""Write the model cards of this folder: the card template of each model type and the cards of the
+"""Write the model cards of the repository: the card template of each model type and the cards of the
 reference models this repository trains, generated from the benchmark results.
 
     python model_cards/generate.py            # rewrite every card
     python model_cards/generate.py --check    # exit 1 if a committed card differs from what this writes
 
-* ``templates/<model_type>.md``: the card every model of that type starts from (what ``save_pretrained``
-  writes, with the type's default configuration; a trained run's card adds results and training settings);
-* ``<name>/README.md``: one card per reference model, from its row of ``benchmarks/results/*.json``. The
-  numbers are copied from those files; what was measured, and under which budget, is said in each card.
+* ``hf_nlm/models/<model_type>/card.md``: the card every model of that type starts from (what
+  ``save_pretrained`` writes, with the type's default configuration; a trained run's card adds results and
+  training settings), in the model type's folder beside the card text it is written from (``card.py``);
+  ``hf_nlm/ngram/cards/<model_type>.md`` likewise for the n-gram baselines;
+* ``model_cards/<name>/README.md``: one card per reference model, from its row of ``benchmarks/results/*.json``.
+  The numbers are copied from those files; what was measured, and under which budget, is said in each card.
 
 The weights of these runs are not published with the repository: each card says how to train the model.
 """
@@ -15,6 +17,7 @@ The weights of these runs are not published with the repository: each card says 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import sys
 from dataclasses import dataclass
@@ -25,7 +28,26 @@ ROOT = HERE.parent
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT))
 
-from hf_nlm.hub.model_card import CORPORA, MODEL_DOCS, NGRAM_TYPES, render_card, render_model_card  # noqa: E402
+from hf_nlm.hub.model_card import CORPORA, CardText, render_card, render_model_card  # noqa: E402
+from hf_nlm.models import MODEL_TYPES  # noqa: E402
+from hf_nlm.ngram import cards as ngram_cards  # noqa: E402
+
+#: The n-gram model types (their card texts are declared with the n-gram package).
+NGRAM_TYPES = tuple(ngram_cards.CARD_TEXTS)
+
+
+def card_text(model_type: str) -> CardText:
+    """What the cards say about ``model_type``: its config's ``card_text``, or an n-gram baseline's."""
+    if model_type in NGRAM_TYPES:
+        return ngram_cards.CARD_TEXTS[model_type]
+    return MODEL_TYPES[model_type].config_class.card_text
+
+
+def template_path(model_type: str) -> Path:
+    """Where the card template of ``model_type`` lives: beside the declaration of its card text."""
+    if model_type in NGRAM_TYPES:
+        return Path(ngram_cards.__file__).parent / f"{model_type}.md"
+    return Path(inspect.getfile(MODEL_TYPES[model_type].config_class)).parent / "card.md"
 
 
 @dataclass(frozen=True)
@@ -159,40 +181,37 @@ def render_reference(ref: Reference) -> str:
             if ref.model_type in NGRAM_TYPES else
             "Its weights are not published with the repository; train it with the command under *Training "
             "procedure* and load the run folder as shown below.")
-    about = [f"A reference model of hf-nlm: {MODEL_DOCS[ref.model_type].title}, from the benchmark table in "
+    about = [f"A reference model of hf-nlm: {card_text(ref.model_type).title}, from the benchmark table in "
              f"`{source}`. {made}"]
     if ref.note:
         about += ["", ref.note]
     library = "hf-nlm" if ref.model_type in NGRAM_TYPES else "transformers"
     return render_card(
-        model_type=ref.model_type, model_name=ref.name, title=ref.title, perplexities=perplexities, corpus=corpus,
+        model_type=ref.model_type, card_text=card_text(ref.model_type), model_name=ref.name, title=ref.title, perplexities=perplexities, corpus=corpus,
         about=about, results=results, training=training, load_from="path/to/run_folder", library_name=library,
     )
 
 
 def render_template(model_type: str) -> str:
     """The card a model of ``model_type`` starts from: ``save_pretrained``'s with the default configuration."""
-    from hf_nlm.models import MODEL_TYPES
-
     if model_type in MODEL_TYPES:
         return render_model_card(MODEL_TYPES[model_type].config_class())
-    return render_card(model_type=model_type, model_name=model_type, title=f"{MODEL_DOCS[model_type].title} language model",
+    text = card_text(model_type)
+    return render_card(model_type=model_type, card_text=text, model_name=model_type, title=f"{text.title} language model",
                        library_name="hf-nlm")
 
 
 def cards() -> dict[str, str]:
-    """Every card of this folder: path relative to it -> text."""
-    from hf_nlm.models import MODEL_TYPES
-
-    out = {f"templates/{t}.md": render_template(t) for t in (*MODEL_TYPES, *NGRAM_TYPES)}
-    out.update({f"{ref.name}/README.md": render_reference(ref) for ref in REFERENCES})
+    """Every card this script writes: path relative to the repository -> text."""
+    out = {str(template_path(t).relative_to(ROOT)): render_template(t) for t in (*MODEL_TYPES, *NGRAM_TYPES)}
+    out.update({f"{HERE.name}/{ref.name}/README.md": render_reference(ref) for ref in REFERENCES})
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="compare with the committed cards instead of writing")
-    parser.add_argument("--output-dir", default=str(HERE), help="where to write (default: this folder)")
+    parser.add_argument("--output-dir", default=str(ROOT), help="the repository to write into (default: this one)")
     args = parser.parse_args(argv)
     out, stale = Path(args.output_dir), []
     for rel, text in cards().items():

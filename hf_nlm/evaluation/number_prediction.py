@@ -6,7 +6,7 @@ For every numeral of the text the model reads what precedes it and predicts the 
 
 * ``mog`` (mixture of Gaussians) and ``dexp`` (discrete latent exponent): the density's mean, median or
   mode, and a central probability interval from its quantiles
-  (:class:`~hf_nlm.heads.numeral.mixture.NumeralMixture`, :class:`~hf_nlm.heads.numeral.exponent.NumeralExponentDensity`);
+  (:class:`~hf_nlm.heads.numeral.densities.gaussian_mixture.NumeralMixture`, :class:`~hf_nlm.heads.numeral.densities.discrete_exponent.NumeralExponentDensity`);
 * every other head (``softmax``, ``softmax_digits``, ``hsoftmax``, ``drnn``, ``combination``): the model's distribution
   over the numerals of its vocabulary (``<unk_num>`` left out; the d-RNN's probabilities of those
   numerals), renormalised: its mean, weighted median or mode, and the interval between its quantiles.

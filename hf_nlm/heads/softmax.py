@@ -51,7 +51,7 @@ def resize_word_rows(head: nn.Module, vocab_size: int, mean_init: bool = True) -
     head.vocab_size = vocab_size
 
 
-@register_head("softmax")
+@register_head("softmax", place=0)  # first: the papers' own head, every config's default
 class SoftmaxHead(OutputHead):
     """Affine map to ``vocab_size`` scores followed by a softmax.
 

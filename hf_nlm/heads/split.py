@@ -26,9 +26,23 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .base import OutputHead, Targets, refuse_arguments, register_head, upcast
+from .base import OutputHead, Targets, head_options, refuse_arguments, register_head, upcast
 from .fused import split_softmax_nll
 from .softmax import init_output_weights, resize_word_rows
+
+
+@head_options
+class SplitSoftmaxOptions:
+    r"""
+    The setting of the split head: a field of every model's config (:class:`~hf_nlm.configuration_utils.NLMConfig`
+    lists this class among its bases), since every body can take the split head.
+
+    Args:
+        cutoffs (`list[int]`, *optional*):
+            With `head="split"`: the cluster boundaries [s_1, ..., s_(m-1)], strictly increasing inside (0, |V|).
+    """
+
+    cutoffs: list[int] | None = None
 
 
 def check_cutoffs(cutoffs: Sequence[int], vocab_size: int, owner: str = "cutoffs") -> None:
@@ -74,7 +88,7 @@ def check_frequency_order(
         )
 
 
-@register_head("split")
+@register_head("split", place=7)  # the heads that factorise the vocabulary come last
 class SplitSoftmaxHead(OutputHead):
     """Frequency-split softmax: a head softmax over the s_1 most frequent words and m-1 tombstones.
 

@@ -20,6 +20,7 @@ softmax.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
@@ -28,12 +29,40 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from ..trees import WordTree
-from .base import OutputHead, Targets, refuse_arguments, register_head, upcast, write_unless_loaded
+from .base import (
+    OutputHead,
+    Targets,
+    head_options,
+    refuse_arguments,
+    register_head,
+    upcast,
+    write_unless_loaded,
+)
 from .softmax import init_output_weights
 
-# The config fields that record a tree head's shape, so that from_pretrained can build an empty head
-# of the right size before the saved tree (in the head's buffers) is loaded into it.
-TREE_FIELDS = ("tree_num_nodes", "tree_max_codes", "tree_max_depth")
+
+@head_options
+class TreeSoftmaxOptions:
+    r"""
+    The settings of the tree head: fields of every model's config (:class:`~hf_nlm.configuration_utils.NLMConfig`
+    lists this class among its bases), since every body can take the tree head. They record the tree's shape, so
+    that `from_pretrained` can build an empty head of the right size before the saved tree (in the head's
+    buffers) is loaded into it.
+
+    Args:
+        tree_num_nodes, tree_max_codes, tree_max_depth (`int`, *optional*):
+            With `head="tree"`: the word tree's shape (`hf_nlm.heads.tree_config_fields(tree)`), so that
+            `from_pretrained` can rebuild the head before loading the tree saved with the weights. Leave them unset
+            when building a fresh model with `XForCausalLM(config, tree=tree)`, which fills them.
+    """
+
+    tree_num_nodes: int | None = None
+    tree_max_codes: int | None = None
+    tree_max_depth: int | None = None
+
+
+#: The config fields that record a tree head's shape (:class:`TreeSoftmaxOptions`).
+TREE_FIELDS = tuple(f.name for f in dataclasses.fields(TreeSoftmaxOptions))
 
 
 def tree_config_fields(tree: WordTree) -> dict[str, int]:
@@ -50,7 +79,7 @@ def has_tree_shape(config) -> bool:
     return all(getattr(config, name, None) is not None for name in TREE_FIELDS)
 
 
-@register_head("tree")
+@register_head("tree", place=8)
 class TreeSoftmaxHead(OutputHead):
     """Binary tree softmax over a :class:`~hf_nlm.trees.WordTree`.
 

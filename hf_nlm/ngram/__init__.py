@@ -25,7 +25,12 @@ from .base import BackoffLM, NgramLM
 from .counts import NgramCounts, count_ngrams
 from .interpolated import InterpolatedLM
 from .kneser_ney import KneserNeyLM, modified_kn_discounts
-from .mixture import NgramMixtureLogitsProcessor, evaluate_mixture, fit_mixture_weight, mix_log_probs
+from .neural_interpolation import (
+    NgramMixtureLogitsProcessor,
+    evaluate_mixture,
+    fit_mixture_weight,
+    mix_log_probs,
+)
 
 __all__ = [
     "ArpaLM",

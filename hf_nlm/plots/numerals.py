@@ -99,7 +99,7 @@ def numeral_density(model, tokenizer, context: str, points: int = 2000) -> tuple
     ``mog_transform="log"``), sum_k pi_k(h) N(u; mu_k, sigma_k), on a grid of v between the mixture's
     0.001 and 0.999 quantiles, evenly spaced in u; it integrates to 0.998 over u where the grid resolves
     the components (a component narrower than the grid's step shows as a spike of the wrong height)."""
-    from ..heads.numeral.mixture import forward_transform, inverse_transform
+    from ..heads.numeral.densities.gaussian_mixture import forward_transform, inverse_transform
 
     mixture = getattr(model.lm_head, "mixture", None)
     if mixture is None:

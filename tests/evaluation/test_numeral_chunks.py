@@ -65,7 +65,7 @@ def test_the_adjusted_perplexity_scores_numerals_batch_by_batch(tokenizer, strat
     """evaluate_lm (APP) scores each numeral by its own digits or value, a batch at a time: the d-RNN's
     full-vocabulary scoring (its trie over every digit string) never runs on the split at once."""
     from hf_nlm.evaluation import evaluate_lm
-    from hf_nlm.heads.numeral.digit_rnn import DigitRNN
+    from hf_nlm.heads.numeral.densities.digit_rnn import DigitRNN
 
     model = numeracy_model(tokenizer, strategy)
     all_strings: list[int] = []

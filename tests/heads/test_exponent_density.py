@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from hf_nlm.heads.numeral.exponent import NumeralExponentDensity
+from hf_nlm.heads.numeral.densities.discrete_exponent import NumeralExponentDensity
 
 
 def density(**kwargs) -> NumeralExponentDensity:

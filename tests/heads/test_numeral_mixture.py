@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from hf_nlm.heads.numeral.mixture import (
+from hf_nlm.heads.numeral.densities.gaussian_mixture import (
     NumeralMixture,
     _log_mass_exact,
     _log_mass_small_width,

@@ -50,12 +50,18 @@ def _metadata(card: ModelCard) -> tuple[dict, dict[str, float]]:
     return meta, {e.dataset_split: e.metric_value for e in evals}
 
 
+def committed_templates() -> set[Path]:
+    """The card templates in the repository: one beside each model type's code, one per n-gram baseline."""
+    return {*(ROOT / "hf_nlm" / "models").glob("*/card.md"), *(ROOT / "hf_nlm" / "ngram" / "cards").glob("*.md")}
+
+
 def test_committed_cards_are_what_generate_writes(generate, tmp_path):
     assert generate.main(["--check"]) == 0
     expected = set(generate.cards())
-    committed = {str(p.relative_to(CARDS)) for p in CARDS.rglob("*.md")}
+    committed = {str(p.relative_to(ROOT)) for p in [*CARDS.rglob("*.md"), *committed_templates()]}
     assert committed == expected
-    assert {f"templates/{t}.md" for t in MODEL_TYPES} <= expected
+    assert {f"hf_nlm/models/{t}/card.md" for t in MODEL_TYPES} <= expected
+    assert {"hf_nlm/ngram/cards/kneser_ney.md", "hf_nlm/ngram/cards/interpolated.md"} <= expected
 
 
 def test_reference_cards_load_and_report_the_results_files(generate):
@@ -83,9 +89,12 @@ def test_reference_cards_load_and_report_the_results_files(generate):
 
 
 def test_templates_load(generate):
-    for path in (CARDS / "templates").glob("*.md"):
+    templates = committed_templates()
+    assert len(templates) == len(MODEL_TYPES) + len(generate.NGRAM_TYPES)
+    for path in templates:
         card = ModelCard.load(path)
-        assert card.data.license == "apache-2.0" and path.stem in card.data.tags
+        model_type = path.parent.name if path.name == "card.md" else path.stem
+        assert card.data.license == "apache-2.0" and model_type in card.data.tags
         assert "## Citation" in card.content and "model-index" not in card.data.to_dict()
 
 

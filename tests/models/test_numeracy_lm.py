@@ -565,7 +565,7 @@ def test_generated_unk_num_is_written_out_by_the_numeral_decoder(numeracy_tokeni
 def test_mog_density_picture_integrates_to_one_and_marks_the_median(numeracy_tokenizer, tmp_path):
     import numpy as np
 
-    from hf_nlm.heads.numeral.mixture import forward_transform
+    from hf_nlm.heads.numeral.densities.gaussian_mixture import forward_transform
     from hf_nlm.plots.numerals import plot_numeral_density
 
     tok = numeracy_tokenizer
@@ -633,7 +633,7 @@ def test_scoring_targets_never_runs_the_digit_rnn_over_the_vocabulary(strategy, 
     numeral). Recorded by patching the vocabulary-wide scorer; the vocabulary-wide logits, which do need
     it, are asked for with ``logits_to_keep`` and run it once."""
     from hf_nlm.evaluation.scoring import NO_LOGITS
-    from hf_nlm.heads.numeral.digit_rnn import DigitRNN
+    from hf_nlm.heads.numeral.densities.digit_rnn import DigitRNN
     from hf_nlm.tokenization.numerals import DIGIT_PAD, DIGITS_WIDTH, encode_digits
 
     calls = []

@@ -1,7 +1,7 @@
 """``"combination"``: the combination of strategies of Spithourakis & Riedel ("Numeracy for Language
 Models: Evaluating and Improving their Ability to Predict Numbers", ACL 2018, sec. 3.5), a numeral branch
-that mixes the h-softmax (sec. 3.2), the d-RNN (sec. 3.3, :class:`~.drnn.DigitBranch`) and the mixture of
-Gaussians (sec. 3.4, :class:`~.mog.ValueBranch`) with weights predicted from h.
+that mixes the h-softmax (sec. 3.2), the d-RNN (sec. 3.3, :class:`~.open_branch.DigitBranch`) and the mixture of
+Gaussians (sec. 3.4, :class:`~.open_branch.ValueBranch`) with weights predicted from h.
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ from torch import nn
 
 from ...tokenization.numerals import decode_digits
 from ..base import register_head, upcast
-from .drnn import DigitBranch
-from .mixture import NumeralMixture
-from .mog import ValueBranch, mixture_options
-from .open_branch import OpenNumeralBranchHead
+from .densities.gaussian_mixture import NumeralMixture
+from .mog import mixture_options
+from .open_branch import DigitBranch, OpenNumeralBranchHead, ValueBranch
 
 
-@register_head("combination")
+@register_head("combination", place=5)  # sec. 3.5
 class CombinationHead(OpenNumeralBranchHead):
     """The combination of strategies (sec. 3.5): p(s | numeral, h) = sum_m p(m | h) p_m(s | h) over
     m in {h-softmax, d-RNN, MoG}, the strategy weights p(m | h) a softmax of h (``strategy_weight``).

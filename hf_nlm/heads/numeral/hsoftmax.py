@@ -21,7 +21,7 @@ from ..softmax import resized_rows
 from .common import check_numerals_kept, numeral_vocab_of, sorted_numerals
 
 
-@register_head("hsoftmax")
+@register_head("hsoftmax", place=2)  # sec. 3.2
 class NumeralHierarchicalSoftmaxHead(OutputHead):
     """p(s | h) = p(c | h) p(s | c, h), c in {word, numeral} (sec. 3.2); no parameter is shared.
 

@@ -24,7 +24,7 @@ from ..softmax import SoftmaxHead
 from .common import check_numerals_kept, numeral_vocab_of, sorted_numerals
 
 
-@register_head("softmax_digits")
+@register_head("softmax_digits", place=1)  # the numeral heads in the paper's order: sec. 3.1
 class DigitSoftmaxHead(SoftmaxHead):
     """Softmax whose numeral rows add a character-RNN encoding of the numeral's digits (sec. 3.1).
 

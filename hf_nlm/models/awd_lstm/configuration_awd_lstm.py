@@ -5,6 +5,7 @@ from __future__ import annotations
 from huggingface_hub.dataclasses import strict
 
 from ...configuration_utils import NLMConfig
+from .card import CARD_TEXT
 
 DROPOUT_FIELDS = ("dropout", "dropout_hidden", "dropout_input", "dropout_embedding", "weight_drop")
 
@@ -59,6 +60,7 @@ class AWDLSTMConfig(NLMConfig):
     """
 
     model_type = "awd_lstm"
+    card_text = CARD_TEXT
 
     embedding_size: int = 400
     hidden_size: int = 1150

@@ -5,6 +5,7 @@ from __future__ import annotations
 from huggingface_hub.dataclasses import strict
 
 from ..lbl.configuration_lbl import LBLConfig
+from .card import CARD_TEXT
 
 
 @strict
@@ -26,6 +27,7 @@ class HLBLConfig(LBLConfig):
     """
 
     model_type = "hlbl"
+    card_text = CARD_TEXT
 
     head: str = "tree"
     tie_word_embeddings: bool = False

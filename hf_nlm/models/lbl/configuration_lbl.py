@@ -5,6 +5,7 @@ from __future__ import annotations
 from huggingface_hub.dataclasses import strict
 
 from ...configuration_utils import NLMConfig
+from .card import CARD_TEXT
 
 
 @strict
@@ -40,6 +41,7 @@ class LBLConfig(NLMConfig):
     """
 
     model_type = "lbl"
+    card_text = CARD_TEXT
     # D is at once the embedding and the hidden size; as the embedding size it has the NPLM's name.
     attribute_map = {"embedding_size": "hidden_size"}
 

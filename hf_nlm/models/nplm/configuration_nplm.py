@@ -5,6 +5,7 @@ from __future__ import annotations
 from huggingface_hub.dataclasses import strict
 
 from ...configuration_utils import NLMConfig
+from .card import CARD_TEXT
 
 
 @strict
@@ -42,6 +43,7 @@ class NPLMConfig(NLMConfig):
     """
 
     model_type = "nplm"
+    card_text = CARD_TEXT
 
     vocab_size: int = 16383
     context_size: int = 4

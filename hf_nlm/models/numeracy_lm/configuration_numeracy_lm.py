@@ -6,17 +6,22 @@ import math
 
 from huggingface_hub.dataclasses import strict
 
+from ...heads.numeral.mog import MixtureOfGaussiansOptions
 from ..awd_lstm.configuration_awd_lstm import AWDLSTMConfig
+from .card import CARD_TEXT
 
 
 @strict
-class NumeracyLMConfig(AWDLSTMConfig):
+class NumeracyLMConfig(AWDLSTMConfig, MixtureOfGaussiansOptions):
     r"""
     Configuration for [`NumeracyLMForCausalLM`], the language model of G. Spithourakis, S. Riedel, "Numeracy for
     Language Models: Evaluating and Improving their Ability to Predict Numbers", ACL 2018: an LSTM over tokens that
     are words or numerals, with an output layer chosen by `numeral_strategy`. The body is the AWD-LSTM's
     ([`AWDLSTMConfig`], whose fields all apply); the defaults are the paper's model: one LSTM layer of 50 units,
-    50-dimensional embeddings, dropout 0.1, none of AWD-LSTM's other regularisers.
+    50-dimensional embeddings, dropout 0.1, none of AWD-LSTM's other regularisers. The settings of the mixture of
+    Gaussians (`mog_components`, `mog_transform`, `mog_trainable`, for `numeral_strategy="mog"` or `"combination"`)
+    are declared and documented with those heads, in [`~hf_nlm.heads.numeral.mog.MixtureOfGaussiansOptions`], which
+    this class lists among its bases.
 
     Args:
         numeral_strategy (`str`, defaults to `"softmax"`):
@@ -43,16 +48,6 @@ class NumeracyLMConfig(AWDLSTMConfig):
             Dropout on the LSTM's outputs before the head (the paper's 0.1).
         dropout_input (`float`, defaults to 0.1):
             Dropout on the embedded inputs.
-        mog_components (`int`, defaults to 10):
-            With `numeral_strategy="mog"` or `"combination"`: K, the number of Gaussians of the numeral density (fitted by EM on the
-            training numerals when training starts, then frozen unless `mog_trainable`).
-        mog_transform (`str`, defaults to `"log"`):
-            With `numeral_strategy="mog"` or `"combination"`: the space of the Gaussians, `"log"` (sign(v) log(1 + |v|): numbers spanning
-            orders of magnitude, negative ones mirrored) or `"none"` (v itself, the paper's basic model).
-        mog_trainable (`bool`, defaults to `False`):
-            With `numeral_strategy="mog"` or `"combination"`: the Gaussians' means and log-deviations are parameters,
-            trained by the loss from EM's start on (their deviations floored at the smallest one EM gave); `False` keeps
-            them where EM put them (buffers) and learns only the context's mixture weights and precision distribution.
         numeral_loss_weight (`float`, defaults to 1.0):
             The weight of a numeral target's NLL in the training loss, a word's being 1: `loss` is the weighted mean
             sum_t w_t NLL_t / sum_t w_t in training mode (more of the gradient for numerals at a weight above 1).
@@ -62,6 +57,7 @@ class NumeracyLMConfig(AWDLSTMConfig):
     """
 
     model_type = "numeracy_lm"
+    card_text = CARD_TEXT
     attribute_map = {"numeral_strategy": "head"}
 
     embedding_size: int = 50
@@ -76,16 +72,7 @@ class NumeracyLMConfig(AWDLSTMConfig):
     beta: float = 0.0
     tie_word_embeddings: bool = False
     numeral_vocab: dict[str, int] | None = None
-    mog_components: int = 10
-    mog_transform: str = "log"
-    mog_trainable: bool = False
     numeral_loss_weight: float = 1.0
-
-    def validate_mixture(self):
-        name = type(self).__name__
-        self.require_positive("mog_components")
-        if self.mog_transform not in ("log", "none"):
-            raise ValueError(f"{name}.mog_transform must be 'log' or 'none', got {self.mog_transform!r}")
 
     def validate_numeral_loss_weight(self):
         name, w = type(self).__name__, self.numeral_loss_weight

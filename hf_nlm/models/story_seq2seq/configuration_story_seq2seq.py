@@ -5,6 +5,7 @@ from __future__ import annotations
 from huggingface_hub.dataclasses import strict
 
 from ...configuration_utils import NLMConfig
+from .card import CARD_TEXT
 
 ATTENTION_TYPES = ("dot", "general", "additive", "concat", "none")
 
@@ -63,6 +64,7 @@ class StorySeq2SeqConfig(NLMConfig):
     """
 
     model_type = "story_seq2seq"
+    card_text = CARD_TEXT
 
     embedding_size: int = 256
     hidden_size: int = 256

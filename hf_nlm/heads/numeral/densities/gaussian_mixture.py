@@ -69,8 +69,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...tokenization.numerals import MAX_NUMERAL_LENGTH
-from ..base import write_unless_loaded
+from ....tokenization.numerals import MAX_NUMERAL_LENGTH
+from ...base import write_unless_loaded
 
 #: The options of ``transform``: the space in which the Gaussians live.
 TRANSFORMS = ("none", "log")

@@ -54,7 +54,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from ...tokenization.numerals import (
+from ....tokenization.numerals import (
     DIGIT_END,
     DIGIT_PAD,
     DIGIT_SYMBOLS,
@@ -65,7 +65,7 @@ from ...tokenization.numerals import (
     encode_digits,
     parse_numeral,
 )
-from ..base import upcast
+from ...base import upcast
 
 #: Number of symbols the digit-RNN predicts: the 12 of DIGIT_SYMBOLS and the end marker.
 NUM_OUTPUT_SYMBOLS = DIGIT_END + 1

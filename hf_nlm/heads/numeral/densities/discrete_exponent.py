@@ -10,14 +10,14 @@ and deviation also read from h; the zero class is uniform on (-10^e_min, 10^e_mi
     p(x | h) = p(zero | h) U(x) + sum_{s, e} p(s, e | h) TN(log10|x| - e; mu_{s,e}(h), sigma_{s,e}(h)) / (|x| ln 10)
 
 The classes tile the real line between -10^(e_max+1) and 10^(e_max+1). As for the mixture of Gaussians
-(:mod:`.mixture`), a numeral v written with r decimals is given the probability of the interval it
+(:mod:`.gaussian_mixture`), a numeral v written with r decimals is given the probability of the interval it
 stands for, times a precision distribution::
 
     P(v, r | h) = P(r | h) * integral of p(x | h) over [v - 0.5 10^-r, v + 0.5 10^-r]
 
 so the numerals of one precision partition the line and their probabilities sum to P(r | h). The
 interval is cut at the class boundaries it crosses; each piece's mass is a difference of normal CDFs in
-u, computed in log space by :func:`~.mixture.log_normal_interval_mass` (the midpoint and the log of the
+u, computed in log space by :func:`~.gaussian_mixture.log_normal_interval_mass` (the midpoint and the log of the
 width, so a width of 10^-20 in u is no cancellation). The defaults cover every numeral the numeracy
 tokenizer keeps: at most :data:`~hf_nlm.tokenization.numerals.MAX_NUMERAL_LENGTH` symbols, so
 |v| < 10^24 and a nonzero |v| >= 10^-22.
@@ -38,8 +38,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...tokenization.numerals import MAX_NUMERAL_LENGTH
-from .mixture import DEFAULT_MAX_PRECISION, log_normal_interval_mass
+from ....tokenization.numerals import MAX_NUMERAL_LENGTH
+from .gaussian_mixture import DEFAULT_MAX_PRECISION, log_normal_interval_mass
 
 #: The lowest and highest power of ten of the default classes: every numeral of at most
 #: MAX_NUMERAL_LENGTH symbols is below 10^24 and, unless 0, at least 10^-22.
@@ -58,7 +58,7 @@ class NumeralExponentDensity(nn.Module):
     E = e_max - e_min + 1. Parameters: ``class_logits`` (Linear D -> num_classes), ``mantissa_mean`` and
     ``mantissa_log_std`` (Linear D -> 2E each: the log-mantissa's mean and log deviation for each signed
     power of ten) and
-    ``precision_logits`` (Linear D -> max_precision + 1), as in :class:`~.mixture.NumeralMixture`. A
+    ``precision_logits`` (Linear D -> max_precision + 1), as in :class:`~.gaussian_mixture.NumeralMixture`. A
     numeral with more decimals than ``max_precision`` is scored as if written with ``max_precision``.
 
     Computed in float64 inside; log-probabilities come back in float32 or wider.
@@ -331,7 +331,7 @@ class NumeralExponentDensity(nn.Module):
     def sample(self, hidden: torch.Tensor, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
         """Draw numerals: r ~ P(r | h), a class, then the log-mantissa from its truncated normal (by the
         inverse CDF); the text is v written with r decimals. Returns (value, precision, text) as
-        :meth:`~.mixture.NumeralMixture.sample` does."""
+        :meth:`~.gaussian_mixture.NumeralMixture.sample` does."""
         probs, mu, sigma, alpha, beta = self._classes(hidden)
         shape = probs.shape[:-1]
         flat = probs.reshape(-1, self.num_classes)
@@ -376,7 +376,7 @@ def _class_tables(min_exponent: int, max_exponent: int, device: torch.device) ->
 
 
 def _log_normal_mass(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """log(Phi(b) - Phi(a)) for a <= b, accurate in either tail (:func:`~.mixture.log_normal_interval_mass`
+    """log(Phi(b) - Phi(a)) for a <= b, accurate in either tail (:func:`~.gaussian_mixture.log_normal_interval_mass`
     on the midpoint and the width); -inf where a == b."""
     width = b - a
     mass = log_normal_interval_mass((a + b) / 2, torch.log(width.clamp_min(1e-300)))
