@@ -114,9 +114,14 @@ def _first_sentence(doc: str) -> str:
     return _SENTENCE_END.split(doc.replace("`", ""), maxsplit=1)[0].rstrip(".")
 
 
+def _annotation(kind) -> str:
+    """A field's type as written (``"int | None"``), whether its module postpones annotations or not."""
+    return kind if isinstance(kind, str) else re.sub(r"<class '([\w.]+)'>", r"\1", str(kind))
+
+
 def _field_argument(config_class, field: str) -> dict:
     """argparse settings for a config field, from its type (the annotation as written)."""
-    kind = str(next(f.type for f in dataclasses.fields(config_class) if f.name == field))
+    kind = _annotation(next(f.type for f in dataclasses.fields(config_class) if f.name == field))
     if kind.startswith("bool"):
         return {"action": argparse.BooleanOptionalAction}
     if kind.startswith("list[int]"):
@@ -181,7 +186,7 @@ def add_training_arguments(parser: argparse.ArgumentParser, resume: bool = True)
             continue
         flag = option_flag(f.name)
         help_text = f.metadata.get("help", "")
-        kind = str(f.type)
+        kind = _annotation(f.type)
         if f.name == "output_dir":
             group.add_argument(flag, required=True, help=help_text)
         elif kind == "bool":
