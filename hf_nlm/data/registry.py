@@ -4,11 +4,10 @@ An entry names the corpus (the ``--corpus`` value), its loader (a function retur
 ``datasets.DatasetDict`` with a string column ``text``), what its ``path`` argument reads, the
 loader options the command line may set, its fetcher for ``hf-nlm download`` (where the corpus can
 be fetched) and what model cards say about it. ``hf-nlm train/evaluate --corpus``, ``hf-nlm
-download`` and the model cards (:mod:`hf_nlm.hub.model_card`) all read this table.
+download`` and the training run's model card (:func:`corpus_card`) all read this table.
 
 Loaders and fetchers are referenced as ``"module:function"`` and imported when called, so this
-module loads neither ``datasets`` nor ``pandas`` nor ``pyarrow`` (``save_pretrained`` writes a card
-from it). Adding a corpus: write its loader (a function ``load_x(path=None, ...) -> DatasetDict``),
+module loads neither ``datasets`` nor ``pandas`` nor ``pyarrow``. Adding a corpus: write its loader (a function ``load_x(path=None, ...) -> DatasetDict``),
 then add its entry below.
 """
 
@@ -18,22 +17,13 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
 
-__all__ = ["CORPORA", "CorpusCard", "CorpusEntry", "corpus_entry", "downloadable", "resolve"]
+from ..hub.model_card import CorpusCard, named_corpus
+
+__all__ = ["CORPORA", "CorpusCard", "CorpusEntry", "corpus_card", "corpus_entry", "downloadable", "resolve"]
 
 #: Loader options the command line can set, by loader keyword: ``hf-nlm train --split-fractions``
 #: and ``--split-seed`` (the corpora split by a hash of a record id) and ``--text-column`` (CSV).
 OPTION_FLAGS = {"split_fractions": "--split-fractions", "seed": "--split-seed", "text_column": "--text-column"}
-
-
-@dataclass(frozen=True)
-class CorpusCard:
-    """A corpus as model cards name it: ``hub_id`` goes into ``datasets`` and is the model-index dataset type
-    (None: no Hub dataset holds this exact corpus, so ``datasets`` lists none and the type is ``key``)."""
-
-    key: str
-    name: str
-    description: str
-    hub_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -178,6 +168,15 @@ def corpus_entry(name: str) -> CorpusEntry:
     if name not in CORPORA:
         raise ValueError(f"unknown corpus {name!r}; choose from {', '.join(CORPORA)}")
     return CORPORA[name]
+
+
+def corpus_card(name: str | None) -> CorpusCard | None:
+    """What a model card says about the corpus ``name``: its entry's card, or for a name that is not
+    registered a plain one naming no Hub dataset (:func:`~hf_nlm.hub.model_card.named_corpus`). None for no
+    name."""
+    if not name:
+        return None
+    return CORPORA[name].card if name in CORPORA else named_corpus(name)
 
 
 def downloadable(default_only: bool = False) -> tuple[str, ...]:

@@ -44,6 +44,7 @@ from tqdm.auto import tqdm
 
 from ..data.batching import PairedBatching, batching_for
 from ..data.pairs import PairFormat
+from ..data.registry import corpus_card
 from ..evaluation import evaluate_lm, evaluate_seq2seq, score_split
 from ..heads import OutputHead
 from ..hub.model_card import write_model_card
@@ -778,7 +779,7 @@ class LMTrainer:
                 self.output_dir,
                 model.config,
                 results=evaluations,
-                dataset=self.dataset_name,
+                dataset=corpus_card(self.dataset_name),
                 training=training,
                 num_parameters=num_parameters,
             )

@@ -14,8 +14,7 @@ import pytest
 import hf_nlm_cli
 from hf_nlm.cli import build_parser, main
 from hf_nlm.data import download
-from hf_nlm.data.registry import CORPORA, corpus_entry, resolve
-from hf_nlm.hub.model_card import corpus_for
+from hf_nlm.data.registry import CORPORA, corpus_card, corpus_entry, resolve
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,9 +43,10 @@ def test_every_registered_corpus_is_offered_by_every_data_command():
 
 def test_every_registered_corpus_has_its_card_text():
     for name, entry in CORPORA.items():
-        card = corpus_for(name)
+        card = corpus_card(name)
         assert card is entry.card and card.name and card.description
-    assert corpus_for("text").key == "local-files" and corpus_for("my-notes").description == "the corpus `my-notes`."
+    assert corpus_card("text").key == "local-files" and corpus_card("my-notes").description == "the corpus `my-notes`."
+    assert corpus_card(None) is None
 
 
 def test_download_fetches_the_registered_corpora_with_a_fetcher():
