@@ -18,10 +18,10 @@ DEFERRED_DEPENDENCIES = {
     "matplotlib": "only the plots draw; seconds to import",
     "evaluate": "the metrics are evaluate modules; loading evaluate pulls datasets, pandas and pyarrow",
     "datasets": "only the corpus loaders and dataset builders need it; import hf_nlm stays without it",
+    "pyarrow": "only the corpus loaders' tables need it; the corpus registry (the hf-nlm parser) loads without it",
     "huggingface_hub": "only the Hub upload and the card metadata need its model-card classes",
     "transformers": "the command line and the Auto-class registration import it when they run",
     "torch": "the command line builds its parser without torch",
-    "hf_nlm_cli": "the console script's parser class, for the download command's short errors; it imports nothing of hf_nlm",
     "logging": "standard library, used once",
     "shlex": "standard library, used once",
     "psutil": "optional: the free memory where /proc/meminfo cannot be read",
@@ -135,11 +135,14 @@ def test_function_level_imports_read_the_source():
     assert "hf_nlm.hub.model_card" in graph["hf_nlm.modeling_utils"]
 
 
-#: The layers, first to last; a module may import its own layer and those before it. The model cards of ``hub``
-#: receive a corpus's card from their caller: they import no corpus.
+#: The layers, first to last; a module may import its own layer and those before it. Within ``data``: what the
+#: corpora share (``data.reading``, ``data.splits``, ``data.fetching``, ``data.corpus``, ...), then the corpus
+#: modules (``data.corpora``), then the registry that collects them and the downloader that reads the registry.
+#: The model cards of ``hub`` receive a corpus's card from their caller: they import no corpus.
 LAYERS = (
-    "hf_nlm.tokenization", "hf_nlm.trees", "hf_nlm.heads", "hf_nlm.hub", "hf_nlm.data.registry", "hf_nlm.cache_utils",
-    "hf_nlm.configuration_utils", "hf_nlm.modeling_utils", "hf_nlm.models", "hf_nlm", "hf_nlm.data", "hf_nlm.metrics",
+    "hf_nlm.tokenization", "hf_nlm.trees", "hf_nlm.heads", "hf_nlm.hub", "hf_nlm.cache_utils",
+    "hf_nlm.configuration_utils", "hf_nlm.modeling_utils", "hf_nlm.models", "hf_nlm", "hf_nlm.data",
+    "hf_nlm.data.corpora", "hf_nlm.data.registry", "hf_nlm.data.download", "hf_nlm.metrics",
     "hf_nlm.evaluation", "hf_nlm.ngram", "hf_nlm.training", "hf_nlm.story", "hf_nlm.plots", "hf_nlm.cli",
     "hf_nlm.app",
 )
@@ -171,5 +174,6 @@ def test_deferred_imports_are_listed():
 
 
 def test_layer_of_takes_the_longest_name():
-    assert layer_of("hf_nlm.hub.model_card") < layer_of("hf_nlm.data.registry") < layer_of("hf_nlm.data.lm")
+    assert layer_of("hf_nlm.hub.model_card") < layer_of("hf_nlm.data.reading") < layer_of("hf_nlm.data.corpora.brown")
+    assert layer_of("hf_nlm.data.corpora.brown") < layer_of("hf_nlm.data.registry") < layer_of("hf_nlm.data.download")
     assert layer_of("hf_nlm.models.nplm.modeling_nplm") < layer_of("hf_nlm") < layer_of("hf_nlm.cli.recipes")
