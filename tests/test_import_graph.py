@@ -136,15 +136,17 @@ def test_function_level_imports_read_the_source():
 
 
 #: The layers, first to last; a module may import its own layer and those before it. Within ``data``: what the
-#: corpora share (``data.reading``, ``data.splits``, ``data.fetching``, ``data.corpus``, ...), then the corpus
-#: modules (``data.corpora``), then the registry that collects them and the downloader that reads the registry.
-#: The model cards of ``hub`` receive a corpus's card from their caller: they import no corpus.
+#: corpora share, then the corpus modules (``data.corpora``), the registry that collects them and the downloader
+#: that reads it, then the rest of ``data`` (token streams, batching), which may read the registry. The model cards
+#: of ``hub`` receive a corpus's card from their caller: they import no corpus.
 LAYERS = (
     "hf_nlm.tokenization", "hf_nlm.trees", "hf_nlm.heads", "hf_nlm.hub", "hf_nlm.cache_utils",
-    "hf_nlm.configuration_utils", "hf_nlm.modeling_utils", "hf_nlm.models", "hf_nlm", "hf_nlm.data",
-    "hf_nlm.data.corpora", "hf_nlm.data.registry", "hf_nlm.data.download", "hf_nlm.metrics",
-    "hf_nlm.evaluation", "hf_nlm.ngram", "hf_nlm.training", "hf_nlm.story", "hf_nlm.plots", "hf_nlm.cli",
-    "hf_nlm.app",
+    "hf_nlm.configuration_utils", "hf_nlm.modeling_utils", "hf_nlm.models", "hf_nlm",
+    "hf_nlm.data.reading", "hf_nlm.data.splits", "hf_nlm.data.file_stream", "hf_nlm.data.fetching",
+    "hf_nlm.data.corpus", "hf_nlm.data.storylines", "hf_nlm.data.stories", "hf_nlm.data.corpora",
+    "hf_nlm.data.registry", "hf_nlm.data.download", "hf_nlm.data",
+    "hf_nlm.metrics", "hf_nlm.evaluation", "hf_nlm.ngram", "hf_nlm.training", "hf_nlm.story", "hf_nlm.plots",
+    "hf_nlm.cli", "hf_nlm.app",
 )
 
 
@@ -175,5 +177,5 @@ def test_deferred_imports_are_listed():
 
 def test_layer_of_takes_the_longest_name():
     assert layer_of("hf_nlm.hub.model_card") < layer_of("hf_nlm.data.reading") < layer_of("hf_nlm.data.corpora.brown")
-    assert layer_of("hf_nlm.data.corpora.brown") < layer_of("hf_nlm.data.registry") < layer_of("hf_nlm.data.download")
+    assert layer_of("hf_nlm.data.corpora.brown") < layer_of("hf_nlm.data.registry") < layer_of("hf_nlm.data.lm")
     assert layer_of("hf_nlm.models.nplm.modeling_nplm") < layer_of("hf_nlm") < layer_of("hf_nlm.cli.recipes")

