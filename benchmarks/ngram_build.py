@@ -39,7 +39,7 @@ import time
 import numpy as np
 from common import log
 
-from hf_nlm.data.corpora import load_brown, load_ptb
+from hf_nlm.data import load_brown, load_ptb
 from hf_nlm.data.lm import tokenize_corpus
 from hf_nlm.ngram import ArpaLM, InterpolatedLM, KneserNeyLM
 from hf_nlm.tokenization import train_word_level_tokenizer

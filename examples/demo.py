@@ -27,6 +27,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import hf_nlm
 from hf_nlm.data import load_brown, load_ptb
+from hf_nlm.data.registry import corpus_card
 from hf_nlm.evaluation import token_log_probs
 from hf_nlm.hub.model_card import write_model_card
 from hf_nlm.ngram import KneserNeyLM
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> dict:
     for prompt, text in sampled.items():
         print(f"  {prompt} -> {text}")
     write_model_card(
-        args.output_dir, model.config, dataset=args.corpus, num_parameters=model.num_parameters(),
+        args.output_dir, model.config, dataset=corpus_card(args.corpus), num_parameters=model.num_parameters(),
         results={k: results[k] for k in ("validation", "test")}, training=training.to_dict(), samples=samples,
     )
 

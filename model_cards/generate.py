@@ -28,7 +28,8 @@ ROOT = HERE.parent
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT))
 
-from hf_nlm.hub.model_card import CORPORA, CardText, render_card, render_model_card  # noqa: E402
+from hf_nlm.data.registry import CORPORA  # noqa: E402
+from hf_nlm.hub.model_card import CardText, render_card, render_model_card  # noqa: E402
 from hf_nlm.models import MODEL_TYPES  # noqa: E402
 from hf_nlm.ngram import cards as ngram_cards  # noqa: E402
 
@@ -155,7 +156,7 @@ def _budget_note(ref: Reference, row: dict) -> str:
 
 def render_reference(ref: Reference) -> str:
     row = find_row(ref)
-    corpus = CORPORA[ref.benchmark.corpus]
+    corpus = CORPORA[ref.benchmark.corpus].card
     perplexities = {"validation": row["valid_ppl"], "test": row["value"]}
     source = f"benchmarks/results/{ref.benchmark.results}"
     results = ["| split | perplexity |" + (" paper's test perplexity |" if "paper_test_ppl" in row else ""),

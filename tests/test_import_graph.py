@@ -26,6 +26,7 @@ DEFERRED_DEPENDENCIES = {
     "matplotlib": "only the plots draw; seconds to import",
     "evaluate": "the metrics are evaluate modules; loading evaluate pulls datasets, pandas and pyarrow",
     "datasets": "only the corpus loaders and dataset builders need it; import hf_nlm stays without it",
+    "pyarrow": "only the corpus loaders' tables need it; the corpus registry (the hf-nlm parser) loads without it",
     "huggingface_hub": "only the Hub upload and the card metadata need its model-card classes",
     "transformers": "the command line and the Auto-class registration import it when they run",
     "torch": "the command line builds its parser without torch",
@@ -165,14 +166,19 @@ def test_function_level_imports_read_the_source():
     assert "hf_nlm.hub.model_card" in graph["hf_nlm.modeling_utils"]
 
 
-#: The layers, first to last; a module may import its own layer and those before it. The corpus table
-#: (``data.registry``) imports nothing of the package, so the model cards of ``hub`` can read it. Above the package:
-#: the console script, then the scripts that use the package (examples, benchmarks, the cards' generator, tests).
+#: The layers, first to last; a module may import its own layer and those before it. Within ``data``: what the
+#: corpora share, then the corpus modules (``data.corpora``), the registry that collects them and the downloader
+#: that reads it, then the rest of ``data`` (token streams, batching), which may read the registry. The model cards
+#: of ``hub`` receive a corpus's card from their caller: they import no corpus. Above the package: the console
+#: script, then the scripts that use the package (examples, benchmarks, the cards' generator, tests).
 LAYERS = (
-    "hf_nlm.tokenization", "hf_nlm.trees", "hf_nlm.heads", "hf_nlm.data.registry", "hf_nlm.hub", "hf_nlm.cache_utils",
+    "hf_nlm.tokenization", "hf_nlm.trees", "hf_nlm.heads", "hf_nlm.hub", "hf_nlm.cache_utils",
     "hf_nlm.configuration_utils", "hf_nlm.modeling_utils", "hf_nlm.generation", "hf_nlm.models", "hf_nlm",
-    "hf_nlm.data", "hf_nlm.metrics", "hf_nlm.evaluation", "hf_nlm.ngram", "hf_nlm.training", "hf_nlm.story",
-    "hf_nlm.plots", "hf_nlm.app", "hf_nlm.cli", CONSOLE_SCRIPT, "examples", "benchmarks", "model_cards", "tests",
+    "hf_nlm.data.reading", "hf_nlm.data.splits", "hf_nlm.data.file_stream", "hf_nlm.data.fetching",
+    "hf_nlm.data.corpus", "hf_nlm.data.storylines", "hf_nlm.data.stories", "hf_nlm.data.corpora",
+    "hf_nlm.data.registry", "hf_nlm.data.download", "hf_nlm.data",
+    "hf_nlm.metrics", "hf_nlm.evaluation", "hf_nlm.ngram", "hf_nlm.training", "hf_nlm.story", "hf_nlm.plots",
+    "hf_nlm.app", "hf_nlm.cli", CONSOLE_SCRIPT, "examples", "benchmarks", "model_cards", "tests",
 )
 
 
@@ -223,5 +229,6 @@ def test_deferred_imports_are_listed():
 
 
 def test_layer_of_takes_the_longest_name():
-    assert layer_of("hf_nlm.data.registry") < layer_of("hf_nlm.hub.model_card") < layer_of("hf_nlm.data.lm")
+    assert layer_of("hf_nlm.hub.model_card") < layer_of("hf_nlm.data.reading") < layer_of("hf_nlm.data.corpora.brown")
+    assert layer_of("hf_nlm.data.corpora.brown") < layer_of("hf_nlm.data.registry") < layer_of("hf_nlm.data.lm")
     assert layer_of("hf_nlm.models.nplm.modeling_nplm") < layer_of("hf_nlm") < layer_of("hf_nlm.cli.recipes")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..data.registry import CORPORA
+from ..data.registry import CORPORA, corpus_card
 from .arguments import add_folder_command, fail
 
 CARD_DESCRIPTION = (
@@ -43,7 +43,7 @@ def cmd_card(args: argparse.Namespace) -> int:
     from ..hub.model_card import write_run_card
 
     try:
-        path = write_run_card(args.run_dir, dataset=args.dataset, model_name=args.model_name)
+        path = write_run_card(args.run_dir, dataset=args.dataset, model_name=args.model_name, corpus_card=corpus_card)
     except (ValueError, FileNotFoundError, OSError) as err:
         fail(args.parser, str(err))
     print(path)
@@ -55,7 +55,7 @@ def cmd_push(args: argparse.Namespace) -> int:
 
     try:
         info = push_run(args.run_dir, args.repo_id, private=args.private, revision=args.revision,
-                        commit_message=args.commit_message)
+                        commit_message=args.commit_message, corpus_card=corpus_card)
     except (HubError, FileNotFoundError, ValueError) as err:
         fail(args.parser, str(err))
     print(json.dumps({"repo_id": args.repo_id, "commit_url": info.commit_url, "oid": info.oid}))

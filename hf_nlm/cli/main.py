@@ -31,8 +31,7 @@ from .generate import (
 from .hub import add_card_parser, add_push_parser, cmd_card, cmd_push
 from .train import add_build_tree_parser, add_train_parser, cmd_build_tree, cmd_train
 
-#: Each command's ``add_*_parser(subparsers, help_text)`` (returning its parser) and handler ``cmd_*(args)``
-#: (None: :func:`main` hands the arguments to the command's own parser).
+#: Each command's ``add_*_parser(subparsers, help_text)`` (returning its parser) and handler ``cmd_*(args)``.
 COMMAND_FUNCTIONS = {
     "train": (add_train_parser, cmd_train),
     "build-tree": (add_build_tree_parser, cmd_build_tree),
@@ -45,7 +44,7 @@ COMMAND_FUNCTIONS = {
     "card": (add_card_parser, cmd_card),
     "plot-numerals": (add_plot_numerals_parser, cmd_plot_numerals),
     "push": (add_push_parser, cmd_push),
-    "download": (add_download_parser, None),
+    "download": (add_download_parser, cmd_download),
 }
 
 
@@ -68,8 +67,6 @@ def _check_numbers(args: argparse.Namespace) -> None:
 
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     """Run the command line ``argv`` with ``parser`` (from :func:`add_commands`). Returns the exit status."""
-    if argv and argv[0] == "download":
-        return cmd_download(argv[1:])
     args = parser.parse_args(argv)
     args.argv = argv[1:]  # the command's own arguments, e.g. to print the --resume command
     _check_numbers(args)

@@ -49,9 +49,8 @@ import numpy as np
 from datasets import Dataset, DatasetDict, Features, Value
 from datasets import Sequence as SequenceFeature
 
-from .corpora import CorpusFormatError
-from .download import data_home
-from .file_stream import PathLike, csv_column_index, csv_syntax_error
+from .file_stream import csv_column_index, csv_syntax_error
+from .reading import CorpusFormatError, PathLike, data_home
 from .splits import assemble, attach_counts, check_fractions, hash_unit, split_index
 
 __all__ = [
@@ -220,7 +219,7 @@ def load_rocstories(
 
     * ``storyid`` (str), ``title`` (the ``storytitle`` field);
     * ``sentences``: the five sentences as a list, so that a storyline (one keyword phrase per
-      sentence, :func:`hf_nlm.story.storylines.storyline`) and per-sentence generation read them directly;
+      sentence, :func:`hf_nlm.data.storylines.storyline`) and per-sentence generation read them directly;
     * ``story``: the five sentences joined by single spaces.
 
     Splits are by a stable hash of the story id (BLAKE2b of ``"<seed>:<storyid>"``, as for the

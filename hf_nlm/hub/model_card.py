@@ -13,8 +13,9 @@ it, its configuration and the paper's BibTeX.
   (``model_cards/generate.py``);
 * :class:`CardText`: what a card says about a model type, declared with the model type (its folder's
   ``card.py``, read from ``config.card_text``; the n-gram baselines' in :mod:`hf_nlm.ngram.cards`), so this
-  module knows no model type; :data:`CORPORA`: the text per corpus, declared with the corpus in
-  :mod:`hf_nlm.data.registry`.
+  module knows no model type; :class:`CorpusCard`: what a card says about the training corpus. The caller, who
+  knows the corpus, passes its card: each corpus declares one with its entry (:mod:`hf_nlm.data.corpora`), and
+  :func:`hf_nlm.data.registry.corpus_card` finds it by name.
 """
 
 from __future__ import annotations
@@ -22,12 +23,9 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from ..data.registry import CORPORA as _REGISTRY
-from ..data.registry import CorpusCard as Corpus
 
 LICENSE = "apache-2.0"  # the license of this package's code, which the saved models run on
 LANGUAGE = "en"
@@ -35,6 +33,22 @@ LIBRARY_NAME = "transformers"
 TASK = {"type": "text-generation", "name": "Language modelling"}
 RESULTS_NAME = "results.json"
 CARD_NAME = "README.md"
+
+
+@dataclass(frozen=True)
+class CorpusCard:
+    """A corpus as model cards name it: ``hub_id`` goes into ``datasets`` and is the model-index dataset type
+    (None: no Hub dataset holds this exact corpus, so ``datasets`` lists none and the type is ``key``)."""
+
+    key: str
+    name: str
+    description: str
+    hub_id: str | None = None
+
+
+def named_corpus(name: str) -> CorpusCard:
+    """The card of a corpus known only by its name: a plain description, no Hub dataset."""
+    return CorpusCard(name, name, f"the corpus `{name}`.")
 
 
 @dataclass(frozen=True)
@@ -71,19 +85,6 @@ class CardText:
     how_to_load: str = CAUSAL_LM_LOADING
 
 
-#: What cards say about each corpus of :data:`hf_nlm.data.registry.CORPORA` (where corpora are declared).
-CORPORA: dict[str, Corpus] = {name: entry.card for name, entry in _REGISTRY.items()}
-
-
-def corpus_for(name: str | None) -> Corpus | None:
-    """The card text of a registered corpus name (local ``text`` / ``csv`` files name no Hub dataset), or a
-    plain description naming no Hub dataset for any other name. None for no name."""
-    if not name:
-        return None
-    if name in CORPORA:
-        return CORPORA[name]
-    return Corpus(name, name, f"the corpus `{name}`.")
-
 
 def _fmt(value) -> str:
     if isinstance(value, float):
@@ -97,7 +98,7 @@ def card_metadata(
     model_type: str,
     model_name: str,
     perplexities: Mapping[str, float] | None = None,
-    corpus: Corpus | None = None,
+    corpus: CorpusCard | None = None,
     library_name: str = LIBRARY_NAME,
     tags: Sequence[str] = (),
     card_text: CardText | None = None,
@@ -155,7 +156,7 @@ def render_card(
     model_name: str,
     title: str,
     perplexities: Mapping[str, float] | None = None,
-    corpus: Corpus | None = None,
+    corpus: CorpusCard | None = None,
     about: Sequence[str] = (),
     results: Sequence[str] = (),
     training: Sequence[str] = (),
@@ -203,7 +204,7 @@ def results_table(results: Mapping[str, Mapping]) -> list[str]:
 def render_model_card(
     config,
     results: Mapping[str, Mapping[str, float | int]] | None = None,
-    dataset: str | None = None,
+    dataset: CorpusCard | None = None,
     training: Mapping[str, object] | None = None,
     num_parameters: int | None = None,
     samples: Mapping[str, str] | None = None,
@@ -211,13 +212,15 @@ def render_model_card(
     load_from: str = "path/to/this/folder",
 ) -> str:
     """The card of a model with ``config``: ``results`` maps a split name to ``evaluate_lm``'s output
-    (written as the results table and the model-index), ``dataset`` the corpus name (a name of
-    :data:`hf_nlm.data.registry.CORPORA`), ``training`` the training settings. With none of them, the basic card
-    that ``save_pretrained`` writes. What the card says about the model type is ``config.card_text``, declared
-    with the model type (:class:`CardText`)."""
+    (written as the results table and the model-index), ``dataset`` what the card says about the training
+    corpus (a :class:`CorpusCard`: :func:`hf_nlm.data.registry.corpus_card` gives a corpus's by name),
+    ``training`` the training settings. With none of them, the basic card that ``save_pretrained`` writes. What
+    the card says about the model type is ``config.card_text``, declared with the model type (:class:`CardText`)."""
+    if dataset is not None and not isinstance(dataset, CorpusCard):
+        raise TypeError(f"dataset= takes a CorpusCard (hf_nlm.data.registry.corpus_card(name)), got {dataset!r}")
     model_type = config.model_type
     doc = getattr(config, "card_text", None)
-    corpus = corpus_for(dataset)
+    corpus = dataset
     name = model_name or (f"{model_type}-{corpus.key}" if corpus else model_type)
     title = f"{doc.title if doc else model_type.upper()} language model" + (f" trained on the {corpus.name}" if corpus else "")
     results = dict(results or {})
@@ -257,10 +260,13 @@ def write_model_card(output_dir: str | os.PathLike, config, **kwargs) -> str:
 
 
 def write_run_card(run_dir: str | os.PathLike, dataset: str | None = None, model_name: str | None = None,
-                   load_from: str | None = None) -> str:
+                   load_from: str | None = None,
+                   corpus_card: Callable[[str], CorpusCard | None] = named_corpus) -> str:
     """(Re)write the card of a training run's folder from its ``config.json`` and ``results.json``
     (``hf-nlm card RUN_DIR``); returns its path. ``dataset`` overrides the corpus name ``results.json``
-    records. Raises FileNotFoundError / ValueError for a folder that is not a run."""
+    records; ``corpus_card`` turns that name into what the card says about the corpus (the caller's
+    table of corpora, e.g. :func:`hf_nlm.data.registry.corpus_card`; by default a plain description).
+    Raises FileNotFoundError / ValueError for a folder that is not a run."""
     # AutoConfig knows our model types: importing this module imported hf_nlm, which registers them.
     from transformers import AutoConfig
 
@@ -275,8 +281,9 @@ def write_run_card(run_dir: str | os.PathLike, dataset: str | None = None, model
         except json.JSONDecodeError as err:
             raise ValueError(f"{folder / RESULTS_NAME}: not JSON ({err})") from err
     evaluations = {s: saved[s] for s in ("validation", "test") if isinstance(saved.get(s), Mapping)}
+    name = dataset or saved.get("dataset")
     return write_model_card(
-        folder, config, results=evaluations, dataset=dataset or saved.get("dataset"),
+        folder, config, results=evaluations, dataset=corpus_card(name) if name else None,
         training=saved.get("training_config"), num_parameters=saved.get("num_parameters"),
         model_name=model_name, load_from=load_from or "path/to/this/folder",
     )

@@ -15,10 +15,10 @@ import fnmatch
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .model_card import CARD_NAME, RESULTS_NAME, write_run_card
+from .model_card import CARD_NAME, RESULTS_NAME, CorpusCard, named_corpus, write_run_card
 
 # The files of a run folder that are uploaded (top level only): the model, tokenizer, generation config,
 # card, results, curves and a build-tree run's word tree. Checkpoints, best_model/ and log.jsonl stay local.
@@ -123,16 +123,17 @@ def push_run(
     commit_message: str | None = None,
     token: str | None = None,
     endpoint: str | None = None,
+    corpus_card: Callable[[str], CorpusCard | None] = named_corpus,
 ):
     """Upload a training run's folder (:data:`RUN_FILE_PATTERNS`) to ``repo_id``; a folder without a card
-    gets one first (:func:`hf_nlm.hub.model_card.write_run_card`). Returns the ``CommitInfo``.
+    gets one first (:func:`hf_nlm.hub.model_card.write_run_card`, with ``corpus_card``). Returns the ``CommitInfo``.
     Raises FileNotFoundError for a folder that is not a saved model, :class:`HubError` on Hub failures."""
     folder = Path(run_dir)
     if not (folder / "config.json").is_file():
         raise FileNotFoundError(f"{folder} is not a saved model folder (no config.json)")
     _token(token)  # fail before writing anything when there is no token
     if not (folder / CARD_NAME).is_file():
-        write_run_card(folder)
+        write_run_card(folder, corpus_card=corpus_card)
     return upload_files(run_files(folder), repo_id, private=private, revision=revision,
                         commit_message=commit_message, token=token, endpoint=endpoint)
 

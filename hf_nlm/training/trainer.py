@@ -42,6 +42,7 @@ from tqdm.auto import tqdm
 
 from ..data.batching import PairedBatching, batching_for, is_encoder_decoder
 from ..data.pairs import PairFormat
+from ..data.registry import corpus_card
 from ..evaluation import evaluate_lm, evaluate_seq2seq, score_split
 from ..heads import OutputHead
 from ..modeling_utils import check_checkpoint_model_type
@@ -758,7 +759,7 @@ class LMTrainer:
             results.update(dataset=self.dataset_name, training_config=training)
             if self.run_spec is not None:
                 results["run_spec"] = self.run_spec
-            write_results(self.output_dir, model.config, results, evaluations, self.dataset_name, training,
+            write_results(self.output_dir, model.config, results, evaluations, corpus_card(self.dataset_name), training,
                           num_parameters, self.log_path)
         acc.wait_for_everyone()
         return results

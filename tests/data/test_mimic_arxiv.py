@@ -80,7 +80,7 @@ def many_notes(n_subjects: int, notes_each: int) -> list[list]:
 
 
 def test_mimic_iii_rows_columns_and_counts(cache: Path, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="hf_nlm.data.mimic"):
+    with caplog.at_level(logging.INFO, logger="hf_nlm.data.corpora.mimic"):
         corpus = load_mimic_iii_notes(MIMIC_III, split_fractions=(0.6, 0.2, 0.2), seed=4, cache_dir=cache)
     assert list(corpus) == ["train", "validation", "test"]
     assert corpus["train"].column_names == [

@@ -848,7 +848,7 @@ def test_brown_kn3_perplexity_is_sane():
     On NLTK's copy (lowercased, |V| = 13,190, sentence ends predicted) interpolated modified KN3 gives
     151.5; the same code gives Mikolov's PTB KN5 figure (141.2) to within 0.2, see the PTB test.
     """
-    from hf_nlm.data.corpora import load_brown
+    from hf_nlm.data import load_brown
     from hf_nlm.data.lm import tokenize_corpus
     from hf_nlm.tokenization import train_word_level_tokenizer
 
@@ -862,7 +862,7 @@ def test_brown_kn3_perplexity_is_sane():
 
 
 def test_ptb_kn5_matches_mikolov():
-    from hf_nlm.data.corpora import load_ptb
+    from hf_nlm.data import load_ptb
     from hf_nlm.data.lm import tokenize_corpus
     from hf_nlm.tokenization import train_word_level_tokenizer
 

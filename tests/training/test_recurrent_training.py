@@ -244,7 +244,7 @@ DDP_SCRIPT = textwrap.dedent(
     import os, sys
     import torch
     from hf_nlm import AWDLSTMConfig, AWDLSTMForCausalLM
-    from hf_nlm.data.corpora import load_text_files
+    from hf_nlm.data import load_text_files
     from hf_nlm.tokenization import train_word_level_tokenizer
     from hf_nlm.training import TrainingConfig, train_lm
 
