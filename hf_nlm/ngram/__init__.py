@@ -1,4 +1,5 @@
-"""Count-based n-gram language models over token-id streams: the baselines the neural LMs are measured against.
+"""Count-based n-gram language models over token-id streams: the baselines the neural LMs are measured
+against.
 
 - :class:`KneserNeyLM`: interpolated modified Kneser-Ney (Chen & Goodman 1998), any order.
 - :class:`InterpolatedLM`: deleted interpolation / Jelinek-Mercer (Bengio et al.'s "interpolated trigram").

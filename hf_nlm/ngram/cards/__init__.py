@@ -34,8 +34,9 @@ CHEN_GOODMAN_1998 = Paper(
 KNESER_NEY = CardText(
     title="Kneser-Ney n-gram",
     summary=(
-        "An interpolated modified Kneser-Ney n-gram model (Chen & Goodman's variant: three discounts per order "
-        "from the count-of-counts, continuation counts for the lower orders), `hf_nlm.ngram.KneserNeyLM`."
+        "An interpolated modified Kneser-Ney n-gram model (Chen & Goodman's variant: three discounts per "
+        "order from the count-of-counts, continuation counts for the lower orders), "
+        "`hf_nlm.ngram.KneserNeyLM`."
     ),
     paper=CHEN_GOODMAN_1998,
     extra_tags=("n-gram", "kneser-ney"),
@@ -56,8 +57,9 @@ JELINEK_MERCER_1980 = Paper(
 INTERPOLATED = CardText(
     title="Interpolated (deleted-interpolation) n-gram",
     summary=(
-        "A Jelinek-Mercer interpolated n-gram model whose weights, bucketed by context count, are fitted by EM "
-        "on the validation split: Bengio et al.'s \"interpolated trigram\" baseline, `hf_nlm.ngram.InterpolatedLM`."
+        "A Jelinek-Mercer interpolated n-gram model whose weights, bucketed by context count, are fitted "
+        "by EM on the validation split: Bengio et al.'s \"interpolated trigram\" baseline, "
+        "`hf_nlm.ngram.InterpolatedLM`."
     ),
     paper=JELINEK_MERCER_1980,
     extra_tags=("n-gram", "deleted-interpolation"),
