@@ -31,8 +31,8 @@ from .hub.model_card import CardText
 @functools.cache
 def _own_field_types(config_class: type) -> tuple[tuple[dataclasses.Field, object], ...]:
     """The fields a config class adds to ``PreTrainedConfig``, each with its annotation resolved to a type
-    (``"int | None"`` -> ``int | None``) in the namespace of the module of the class that declares it (a head's
-    options class declares its fields in the head's file)."""
+    (``"int | None"`` -> ``int | None``) in the namespace of the module of the class that declares it (a
+    head's options class declares its fields in the head's file)."""
     inherited = {f.name for f in dataclasses.fields(PreTrainedConfig)}
     own = [f for f in dataclasses.fields(config_class) if f.name not in inherited]
     declared_in = {}
@@ -50,8 +50,8 @@ def _own_field_types(config_class: type) -> tuple[tuple[dataclasses.Field, objec
 class NLMConfig(PreTrainedConfig, SplitSoftmaxOptions, TreeSoftmaxOptions):
     r"""
     Base class of the hf_nlm model configurations: the fields every body shares. The settings of the split and
-    tree heads, which every body can take (`cutoffs`; `tree_num_nodes`, `tree_max_codes`, `tree_max_depth`), are
-    declared and documented with those heads, in [`~hf_nlm.heads.split.SplitSoftmaxOptions`] and
+    tree heads, which every body can take (`cutoffs`; `tree_num_nodes`, `tree_max_codes`, `tree_max_depth`),
+    are declared and documented with those heads, in [`~hf_nlm.heads.split.SplitSoftmaxOptions`] and
     [`~hf_nlm.heads.tree.TreeSoftmaxOptions`], which this class lists among its bases.
 
     Args:
@@ -60,14 +60,14 @@ class NLMConfig(PreTrainedConfig, SplitSoftmaxOptions, TreeSoftmaxOptions):
         initializer_range (`float`, defaults to 0.1):
             Half-width of the uniform initialisation of the weights (biases start at 0).
         head (`str`, defaults to `"softmax"`):
-            The output layer, by its name in `hf_nlm.heads.HEAD_REGISTRY`: `"softmax"` (full softmax), `"split"`
-            (split softmax with tombstones over a frequency-sorted vocabulary, needs `cutoffs`) or `"tree"` (binary
-            tree softmax: Morin & Bengio 2005, Mnih & Hinton 2008), or any head registered with
-            `hf_nlm.heads.register_head`.
+            The output layer, by its name in `hf_nlm.heads.HEAD_REGISTRY`: `"softmax"` (full softmax),
+            `"split"` (split softmax with tombstones over a frequency-sorted vocabulary, needs `cutoffs`) or
+            `"tree"` (binary tree softmax: Morin & Bengio 2005, Mnih & Hinton 2008), or any head registered
+            with `hf_nlm.heads.register_head`.
         tie_word_embeddings (`bool`, *optional*, defaults to `False`):
             Use the input embedding matrix as the output head's word matrix (softmax and split heads only).
-            `None` ties exactly where the head can (its weight is a word matrix): the default of the bodies whose
-            papers tie, so that a config built from the defaults is valid with every head.
+            `None` ties exactly where the head can (its weight is a word matrix): the default of the bodies
+            whose papers tie, so that a config built from the defaults is valid with every head.
         use_cache (`bool`, defaults to `False`):
             Whether `generate()` carries a recurrent state between steps (feed-forward models have none).
         bos_token_id, eos_token_id, pad_token_id (`int`, *optional*, default to 1):
@@ -77,13 +77,14 @@ class NLMConfig(PreTrainedConfig, SplitSoftmaxOptions, TreeSoftmaxOptions):
         tokenizer_fingerprint (`str`, *optional*):
             The sha256 of the vocabulary of the tokenizer the model was trained with
             (`hf_nlm.tokenization.tokenizer_fingerprint`), written by `hf-nlm train` and the trainer.
-            `hf_nlm.tokenization.check_tokenizer(model, tokenizer)`, which `hf-nlm` runs on every model folder it
-            loads, refuses a tokenizer with another; without it, only the vocabulary size and special ids are
-            compared. `resize_token_embeddings` clears it.
+            `hf_nlm.tokenization.check_tokenizer(model, tokenizer)`, which `hf-nlm` runs on every model folder
+            it loads, refuses a tokenizer with another; without it, only the vocabulary size and special ids
+            are compared. `resize_token_embeddings` clears it.
     """
 
-    #: What the model cards of this model type say about it (title, summary, paper, tags): declared in the model
-    #: type's folder (``card.py``); every card writer reads it from the config it holds (:mod:`hf_nlm.hub.model_card`).
+    #: What the model cards of this model type say about it (title, summary, paper, tags): declared in the
+    #: model type's folder (``card.py``); every card writer reads it from the config it holds
+    #: (:mod:`hf_nlm.hub.model_card`).
     card_text: ClassVar[CardText | None] = None
 
     vocab_size: int = 10000
@@ -134,7 +135,8 @@ class NLMConfig(PreTrainedConfig, SplitSoftmaxOptions, TreeSoftmaxOptions):
             raise ValueError(f"{type(self).__name__}: {wrong}")
         names: dict[str, None] = {}
         for klass in reversed(type(self).__mro__):
-            names.update((n, None) for n in vars(klass) if n.startswith("validate_") and callable(vars(klass)[n]))
+            names.update((n, None) for n in vars(klass)
+                         if n.startswith("validate_") and callable(vars(klass)[n]))
         for name in names:
             getattr(self, name)()
 
@@ -143,20 +145,24 @@ class NLMConfig(PreTrainedConfig, SplitSoftmaxOptions, TreeSoftmaxOptions):
         try:
             self.check()
         except ValueError as err:
-            raise ValueError(f"not saving {type(self).__name__} to {save_directory}: it would not load back. {err}") from None
+            raise ValueError(
+                f"not saving {type(self).__name__} to {save_directory}: it would not load back. {err}"
+            ) from None
 
     def save_pretrained(self, save_directory: str | os.PathLike, push_to_hub: bool = False, **kwargs):
         self.check_savable(save_directory)
         return super().save_pretrained(save_directory, push_to_hub=push_to_hub, **kwargs)
 
-    # ------------------------------------------------------------------ checks (run at construction and at save)
+    # --------------------------------------------------------------- checks (run at construction and at save)
     def validate_vocab_size(self):
         if self.vocab_size < 2:
             raise ValueError(f"{type(self).__name__}.vocab_size must be >= 2, got {self.vocab_size}")
 
     def validate_initializer_range(self):
         if not self.initializer_range >= 0:
-            raise ValueError(f"{type(self).__name__}.initializer_range must be >= 0, got {self.initializer_range}")
+            raise ValueError(
+                f"{type(self).__name__}.initializer_range must be >= 0, got {self.initializer_range}"
+            )
 
     def validate_head(self):
         check_head_config(self, type(self).__name__)
@@ -176,7 +182,9 @@ class NLMConfig(PreTrainedConfig, SplitSoftmaxOptions, TreeSoftmaxOptions):
             p = getattr(self, name)
             # p = 1 would drop everything and the 1 / (1 - p) rescaling would divide by zero.
             if not 0.0 <= p < 1.0:
-                raise ValueError(f"{type(self).__name__}.{name} is a dropout probability and must be in [0, 1), got {p}")
+                raise ValueError(
+                    f"{type(self).__name__}.{name} is a dropout probability and must be in [0, 1), got {p}"
+                )
 
 
 _ARG_LINE = re.compile(r"^(?P<names>\w+(?:, \w+)*) \((?P<kind>[^)]*)\):$")
@@ -192,7 +200,8 @@ def config_field_docs(config_class: type) -> dict[str, str]:
             continue
         names, lines = None, []
         for line in doc.split("Args:", 1)[1].splitlines() + [""]:
-            match = _ARG_LINE.match(line.strip()) if line.startswith("    ") and not line.startswith("     ") else None
+            match = (_ARG_LINE.match(line.strip())
+                     if line.startswith("    ") and not line.startswith("     ") else None)
             if match or not line.strip():
                 for name in names or []:
                     docs.setdefault(name, " ".join(lines))

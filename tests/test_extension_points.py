@@ -2,13 +2,14 @@
 
 * a model type as one folder (config, model, card text), registered with ``register_model_package`` exactly as
   ``hf_nlm.models`` registers its own folders;
-* a head as one file, its setting (``unigram_floor``) declared beside it and offered by the new model's config;
+* a head as one file, its setting (``unigram_floor``) declared beside it and offered by the new model's
+config;
 * a metric as one folder, found by ``discover_metrics`` and loaded by ``evaluate.load`` from its path.
 
-The model trains through ``hf-nlm train`` (the generated flags include the head's setting), is evaluated through
-``hf-nlm evaluate`` and scored by the metric, and its run folder's card carries the new model type's text. The head
-ignores its input, so every perplexity here has a closed form to check against: exp of the mean -log p(w) of the
-split's targets under p = (1 - floor) softmax(b) + floor / |V|."""
+The model trains through ``hf-nlm train`` (the generated flags include the head's setting), is evaluated
+through ``hf-nlm evaluate`` and scored by the metric, and its run folder's card carries the new model type's
+text. The head ignores its input, so every perplexity here has a closed form to check against: exp of the
+mean -log p(w) of the split's targets under p = (1 - floor) softmax(b) + floor / |V|."""
 
 from __future__ import annotations
 
@@ -53,7 +54,9 @@ class FlooredUnigramOptions:
 
     def validate_unigram_floor(self):
         if not 0.0 <= self.unigram_floor < 1.0:
-            raise ValueError(f"{type(self).__name__}.unigram_floor must be in [0, 1), got {self.unigram_floor}")
+            raise ValueError(
+                f"{type(self).__name__}.unigram_floor must be in [0, 1), got {self.unigram_floor}"
+            )
 
 
 @register_head("floored_unigram")
@@ -148,7 +151,8 @@ class BagLMModel(WindowModelMixin, BagLMPreTrainedModel):
 
     def forward(self, input_ids, attention_mask=None, return_dict=None, output_hidden_states=None, **kwargs):
         _, windows = self.context_vectors(input_ids, attention_mask)
-        h = windows.mean(dim=2)  # the vector the head reads: last of the hidden states, as the scoring expects
+        # the vector the head reads: last of the hidden states, as the scoring expects
+        h = windows.mean(dim=2)
         hidden_states = (h,) if self._hidden_states(output_hidden_states) else None
         return self._output(BaseModelOutput(last_hidden_state=h, hidden_states=hidden_states), return_dict)
 
@@ -167,7 +171,8 @@ from hf_nlm.models.registry import ADAM_DEFAULT, ModelType
 from .configuration_bag_lm import BagLMConfig
 from .modeling_bag_lm import BagLMForCausalLM, BagLMModel
 
-MODEL_TYPE = ModelType(BagLMConfig, BagLMModel, causal_lm_class=BagLMForCausalLM, recipes={"default": ADAM_DEFAULT})
+MODEL_TYPE = ModelType(BagLMConfig, BagLMModel, causal_lm_class=BagLMForCausalLM,
+                       recipes={"default": ADAM_DEFAULT})
 '''
 
 METRIC_FILE = '''
@@ -201,7 +206,8 @@ def extension(tmp_path, monkeypatch):
     (tmp_path / f"{head_module}.py").write_text(HEAD_FILE)
     folder = tmp_path / package / "bag_lm"
     folder.mkdir(parents=True)
-    files = {"__init__.py": INIT_FILE, "card.py": CARD_FILE, "configuration_bag_lm.py": CONFIG_FILE.format(head_module=head_module),
+    files = {"__init__.py": INIT_FILE, "card.py": CARD_FILE,
+             "configuration_bag_lm.py": CONFIG_FILE.format(head_module=head_module),
              "modeling_bag_lm.py": MODELING_FILE}
     for name, text in files.items():
         (folder / name).write_text(textwrap.dedent(text))
@@ -228,18 +234,20 @@ def unigram_perplexity(model, tokenizer, lines: list[str]) -> float:
     ignores the context, so this is the model's perplexity, computed without running the model."""
     head = model.lm_head
     p = (1 - head.floor) * torch.softmax(head.bias.detach().double(), -1) + head.floor / head.vocab_size
-    targets = [i for line in lines for i in [*tokenizer(line, add_special_tokens=False).input_ids, tokenizer.eos_token_id]]
+    targets = [i for line in lines
+               for i in [*tokenizer(line, add_special_tokens=False).input_ids, tokenizer.eos_token_id]]
     return math.exp(-sum(math.log(p[i]) for i in targets) / len(targets))
 
 
-def test_a_model_folder_a_head_file_and_a_metric_folder_added_at_run_time(extension, capsys, offline_evaluate):
+def test_a_model_folder_a_head_file_and_a_metric_folder_added_at_run_time(extension, capsys,
+                                                                          offline_evaluate):
     root, found = extension
     assert list(found) == ["bag_lm"] and "bag_lm" in hf_nlm.models.MODEL_TYPES
     files = [f"--train-file={root / 'train.txt'}", f"--validation-file={root / 'valid.txt'}",
              f"--test-file={root / 'test.txt'}"]
-    train = ["train", "--model", "bag_lm", "--head", "floored_unigram", "--context-size", "2", "--embedding-size", "4",
-             *files, "--num-epochs", "1", "--max-steps", "3", "--batch-size", "2", "--block-size", "8",
-             "--learning-rate", "0.1", "--no-progress-bar"]
+    train = ["train", "--model", "bag_lm", "--head", "floored_unigram", "--context-size", "2",
+             "--embedding-size", "4", *files, "--num-epochs", "1", "--max-steps", "3", "--batch-size", "2",
+             "--block-size", "8", "--learning-rate", "0.1", "--no-progress-bar"]
 
     # The head's setting is a generated flag with its documentation, and the config checks it.
     with pytest.raises(SystemExit):
@@ -268,14 +276,16 @@ def test_a_model_folder_a_head_file_and_a_metric_folder_added_at_run_time(extens
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["perplexity"] == pytest.approx(expected, rel=1e-5)
 
-    # The metric folder: found like the package's own, loaded by path, fed the model's per-token log-probabilities.
+    # The metric folder: found like the package's own, loaded by path, fed the model's per-token
+    # log-probabilities.
     import evaluate
 
     from hf_nlm.evaluation import token_log_probs
     from hf_nlm.metrics import discover_metrics
 
     assert discover_metrics(root / "metrics") == ("mean_surprisal",)
-    metric = evaluate.load(str(root / "metrics" / "mean_surprisal" / "mean_surprisal.py"), keep_in_memory=True)
+    metric = evaluate.load(str(root / "metrics" / "mean_surprisal" / "mean_surprisal.py"),
+                           keep_in_memory=True)
     _, log_probs, _ = token_log_probs(model, LINES, tokenizer)
     scores = metric.compute(log_probs=log_probs.double().tolist())
     assert scores["perplexity"] == pytest.approx(expected, rel=1e-5)
@@ -316,8 +326,8 @@ def test_a_model_package_cannot_take_a_registered_name(tmp_path, monkeypatch):
 
 
 def test_every_config_field_of_every_model_type_is_documented():
-    """Each field a flag is generated from has a description, wherever it is declared (the config, its bases, or
-    the options class of a head the config offers)."""
+    """Each field a flag is generated from has a description, wherever it is declared (the config, its bases,
+    or the options class of a head the config offers)."""
     from dataclasses import fields
 
     from transformers import PreTrainedConfig
@@ -325,7 +335,8 @@ def test_every_config_field_of_every_model_type_is_documented():
     inherited = {f.name for f in fields(PreTrainedConfig)}
     for name, model_type in hf_nlm.models.MODEL_TYPES.items():
         docs = config_field_docs(model_type.config_class)
-        missing = [f.name for f in fields(model_type.config_class) if f.name not in inherited and not docs.get(f.name)]
+        missing = [f.name for f in fields(model_type.config_class)
+                   if f.name not in inherited and not docs.get(f.name)]
         assert not missing, f"{name}: undocumented config fields {missing}"
 
 

@@ -78,11 +78,14 @@ def register_head(name: str, place: float = math.inf):
             raise TypeError(f"register_head({name!r}) decorates OutputHead subclasses, got {cls!r}")
         taken = HEAD_REGISTRY.get(name)
         if taken is not None and taken.__qualname__ != cls.__qualname__:
-            raise ValueError(f"head name {name!r} is already registered by {taken.__module__}.{taken.__qualname__}")
+            raise ValueError(
+                f"head name {name!r} is already registered by {taken.__module__}.{taken.__qualname__}"
+            )
         cls.head_name = name
         cls.registry_place = place  # set on every registered class: a subclass does not take its base's
         HEAD_REGISTRY[name] = cls
-        ordered = sorted(HEAD_REGISTRY.items(), key=lambda item: item[1].registry_place)  # stable: ties keep their order
+        # stable: ties keep their order
+        ordered = sorted(HEAD_REGISTRY.items(), key=lambda item: item[1].registry_place)
         HEAD_REGISTRY.clear()
         HEAD_REGISTRY.update(ordered)
         return cls
@@ -91,14 +94,15 @@ def register_head(name: str, place: float = math.inf):
 
 
 def head_options(cls: type) -> type:
-    """Class decorator: ``cls`` declares the config fields a head reads (``mog_components: int = 10``), with their
-    documentation in an ``Args:`` section (transformers' style) and ``validate_*`` checks that raise
+    """Class decorator: ``cls`` declares the config fields a head reads (``mog_components: int = 10``), with
+    their documentation in an ``Args:`` section (transformers' style) and ``validate_*`` checks that raise
     ``ValueError`` naming the field.
 
     It is a dataclass that only declares fields: the config of a model that offers the head lists it among its
-    bases (``class NumeracyLMConfig(AWDLSTMConfig, MixtureOfGaussiansOptions)``), so the fields are that config's
-    own. ``config.json`` keeps them flat, ``@strict`` checks their types, the config runs the checks when it is
-    built and saved, and ``hf-nlm train`` generates a flag per field with the field's documentation."""
+    bases (``class NumeracyLMConfig(AWDLSTMConfig, MixtureOfGaussiansOptions)``), so the fields are that
+    config's own. ``config.json`` keeps them flat, ``@strict`` checks their types, the config runs the checks
+    when it is built and saved, and ``hf-nlm train`` generates a flag per field with the field's
+    documentation."""
     return dataclass(kw_only=True, init=False, repr=False, eq=False)(cls)
 
 
@@ -214,14 +218,17 @@ class OutputHead(nn.Module):
         to ``vocab_size`` tokens; called before anything is resized."""
         if not self.resizable:
             raise ValueError(
-                f"{type(self).__name__} cannot follow a resized vocabulary: build a new model over the new vocabulary"
+                f"{type(self).__name__} cannot follow a resized vocabulary: build a new model over the new "
+                "vocabulary"
             )
 
     def resize(self, vocab_size: int, mean_init: bool = True) -> None:
         """Follow a resized vocabulary (``resize_token_embeddings``): new tokens are words added at the end
         of the vocabulary, a smaller vocabulary cuts the last ids. Heads that can implement it."""
         self.check_resize(vocab_size)
-        raise NotImplementedError(f"{type(self).__name__} says it is resizable but does not implement resize()")
+        raise NotImplementedError(
+            f"{type(self).__name__} says it is resizable but does not implement resize()"
+        )
 
 
 def write_unless_loaded(tensor: torch.Tensor, value: torch.Tensor) -> None:
@@ -249,10 +256,14 @@ def check_head_config(config, owner: str) -> None:
     for other in HEAD_REGISTRY.values():
         if other is cls:
             continue
-        given = [name for name in other.config_fields if name not in cls.config_fields and getattr(config, name, None) is not None]
+        given = [name for name in other.config_fields
+                 if name not in cls.config_fields and getattr(config, name, None) is not None]
         if given:
             verb = "applies" if len(given) == 1 else "apply"
-            raise ValueError(f"{owner}: {', '.join(given)} {verb} to head={other.head_name!r} only, but head={config.head!r}")
+            raise ValueError(
+                f"{owner}: {', '.join(given)} {verb} to head={other.head_name!r} only, but "
+                f"head={config.head!r}"
+            )
     if getattr(config, "tie_word_embeddings", False) and not cls.tieable:
         can_tie = ", ".join(name for name, c in HEAD_REGISTRY.items() if c.tieable)
         raise ValueError(

@@ -1,9 +1,9 @@
-"""One folder per architecture, transformers-style (``configuration_x.py`` + ``modeling_x.py``, the card text in
-``card.py``), each declaring its :class:`ModelType` as ``MODEL_TYPE`` in its ``__init__.py``. :data:`MODEL_TYPES`
-collects them from the folders: ``import hf_nlm`` registers each with the Auto classes
-(:func:`register_auto_classes`) and the ``hf-nlm`` command builds its ``--model`` choices and model flags from it,
-so a new architecture is a folder and nothing else. Folders outside this package (a package of your own laid out
-the same way) join with :func:`register_model_package`."""
+"""One folder per architecture, transformers-style (``configuration_x.py`` + ``modeling_x.py``, the card text
+in ``card.py``), each declaring its :class:`ModelType` as ``MODEL_TYPE`` in its ``__init__.py``.
+:data:`MODEL_TYPES` collects them from the folders: ``import hf_nlm`` registers each with the Auto classes
+(:func:`register_auto_classes`) and the ``hf-nlm`` command builds its ``--model`` choices and model flags from
+it, so a new architecture is a folder and nothing else. Folders outside this package (a package of your own
+laid out the same way) join with :func:`register_model_package`."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from .registry import register_auto_classes as _register
 
 
 def _architectures(package: ModuleType | None = None) -> dict[str, ModelType]:
-    """``MODEL_TYPE`` of every subpackage (an architecture folder) of ``package`` (default: this one), by model
-    type, in folder order."""
+    """``MODEL_TYPE`` of every subpackage (an architecture folder) of ``package`` (default: this one), by
+    model type, in folder order."""
     path, prefix = (__path__, __name__) if package is None else (package.__path__, package.__name__)
     found: dict[str, ModelType] = {}
     for info in sorted(pkgutil.iter_modules(path), key=lambda m: m.name):
@@ -44,9 +44,10 @@ def register_auto_classes() -> None:
 
 
 def register_model_package(package: str) -> dict[str, ModelType]:
-    """Register the architecture folders of ``package``, an importable package laid out like this one: each of its
-    subpackages declares ``MODEL_TYPE`` in its ``__init__.py``. They join :data:`MODEL_TYPES` (``hf-nlm train
-    --model`` and its flags, the model cards) and the Auto classes, as this package's own folders do; returns them.
+    """Register the architecture folders of ``package``, an importable package laid out like this one: each of
+    its subpackages declares ``MODEL_TYPE`` in its ``__init__.py``. They join :data:`MODEL_TYPES`
+    (``hf-nlm train --model`` and its flags, the model cards) and the Auto classes, as this package's own
+    folders do; returns them.
 
     Raises ``ValueError`` if a model type name is already registered by another config class."""
     found = _architectures(importlib.import_module(package))
@@ -60,4 +61,5 @@ def register_model_package(package: str) -> dict[str, ModelType]:
     return found
 
 
-__all__ = ["MODEL_TYPES", "ModelType", "register_auto_classes", "register_model_package", *sorted(c.__name__ for t in MODEL_TYPES.values() for c in t.classes)]
+__all__ = ["MODEL_TYPES", "ModelType", "register_auto_classes", "register_model_package",
+           *sorted(c.__name__ for t in MODEL_TYPES.values() for c in t.classes)]

@@ -17,8 +17,8 @@ from .open_branch import DigitBranch, OpenNumeralBranchHead
 
 @register_head("drnn", place=3)  # sec. 3.3
 class DigitRNNHead(OpenNumeralBranchHead):
-    """Hierarchical softmax whose numeral branch is a digit-level RNN (sec. 3.3, "d-RNN"): started from
-    h_t, it spells the numeral over {0-9, ., -, end} (:class:`~hf_nlm.heads.numeral.densities.digit_rnn.DigitRNN`,
+    """Hierarchical softmax whose numeral branch is a digit-level RNN (sec. 3.3, "d-RNN"): started from h_t,
+    it spells the numeral over {0-9, ., -, end} (:class:`~hf_nlm.heads.numeral.densities.digit_rnn.DigitRNN`,
     ``digit_rnn``), an open vocabulary with no ``<unk_num>`` of its own. ``branch`` is its
     :class:`~hf_nlm.heads.numeral.open_branch.DigitBranch`. Reads the targets' ``digit_ids``."""
 

@@ -56,21 +56,23 @@ class OpenNumeralBranchHead(NumeralHierarchicalSoftmaxHead):
     def numeral_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.branch_log_probs(hidden).to(torch.promote_types(hidden.dtype, torch.float32))
 
-    def exact_numeral_log_probs(self, hidden: torch.Tensor, fields: dict[str, torch.Tensor]) -> torch.Tensor | None:
+    def exact_numeral_log_probs(self, hidden: torch.Tensor,
+                                fields: dict[str, torch.Tensor]) -> torch.Tensor | None:
         return self.branch.exact(hidden, fields)
 
     def numeral_key(self, text: str):
         """What tells two numerals apart for this branch (its canonical string, or value and precision)."""
         return self.branch.key(text)
 
-    def draw_numeral(self, hidden: torch.Tensor, do_sample: bool, generator: torch.Generator | None) -> list[str]:
+    def draw_numeral(self, hidden: torch.Tensor, do_sample: bool,
+                     generator: torch.Generator | None) -> list[str]:
         """Candidate numerals at ``hidden`` (D,), best first: one sample, or the branch's best guesses."""
         return self.branch.draw(hidden, do_sample, generator)
 
     # ------------------------------------------------------------------ writing out <unk_num>
     @torch.no_grad()
-    def write_numeral(self, hidden: torch.Tensor, do_sample: bool = False, generator: torch.Generator | None = None,
-                      tries: int = 20) -> str:
+    def write_numeral(self, hidden: torch.Tensor, do_sample: bool = False,
+                      generator: torch.Generator | None = None, tries: int = 20) -> str:
         """A numeral for a generated ``<unk_num>`` at ``hidden`` (D,): drawn from the numeral branch (or its
         best guess) among the numerals *outside* the vocabulary, which is what ``<unk_num>`` stands for
         here (sampling: up to ``tries`` draws; the last one is kept if all were in the vocabulary)."""
@@ -101,7 +103,8 @@ class OpenNumeralBranchHead(NumeralHierarchicalSoftmaxHead):
                   for name in features[0]} if features else {}
         ids = self.numeral_ids[self.unknown_row].expand(len(texts))
         scores = -self.nll(hidden, Targets(ids, fields))
-        return texts, scores.masked_fill(~torch.tensor(unseen, dtype=torch.bool, device=hidden.device), float("-inf"))
+        return texts, scores.masked_fill(~torch.tensor(unseen, dtype=torch.bool, device=hidden.device),
+                                         float("-inf"))
 
 
 class DigitBranch:
@@ -163,9 +166,9 @@ class DigitBranch:
 class ValueBranch:
     """A density over numbers as a numeral branch: the mixture of Gaussians (sec. 3.4,
     :class:`~hf_nlm.heads.numeral.densities.gaussian_mixture.NumeralMixture`) or the discrete latent exponent
-    (:class:`~hf_nlm.heads.numeral.densities.discrete_exponent.NumeralExponentDensity`). Its distribution over all numerals,
-    each written numeral the mass of the interval it stands for, laid over the vocabulary's numeral rows,
-    and the numerals it writes.
+    (:class:`~hf_nlm.heads.numeral.densities.discrete_exponent.NumeralExponentDensity`). Its distribution over
+    all numerals, each written numeral the mass of the interval it stands for, laid over the vocabulary's
+    numeral rows, and the numerals it writes.
 
     ``density`` is the module the head registers under a name of its own (:meth:`build`: ``mixture`` for
     ``mog`` and ``combination``), so its parameters are the head's. A numeral row is scored by its value and
@@ -185,9 +188,10 @@ class ValueBranch:
         self.num_rows = len(tokens)
 
     @classmethod
-    def build(cls, head: nn.Module, tokens: list[str], density: nn.Module, name: str = "mixture") -> ValueBranch:
-        """``density`` registered on ``head`` as ``name``, the branch over the numeral rows ``tokens``, and the
-        head's buffers ``known_values`` / ``known_precisions``."""
+    def build(cls, head: nn.Module, tokens: list[str], density: nn.Module,
+              name: str = "mixture") -> ValueBranch:
+        """``density`` registered on ``head`` as ``name``, the branch over the numeral rows ``tokens``, and
+        the head's buffers ``known_values`` / ``known_precisions``."""
         setattr(head, name, density)
         branch = cls(density, tokens)
         values, precisions = branch.known_numeral_tensors()
@@ -225,17 +229,20 @@ class ValueBranch:
         mask = mask.bool()
         self.density.initialize_from(stream["numeral_value"][mask], stream["numeral_precision"][mask])
 
-    def log_probs(self, hidden: torch.Tensor, known_values: torch.Tensor, known_precisions: torch.Tensor) -> torch.Tensor:
+    def log_probs(self, hidden: torch.Tensor, known_values: torch.Tensor,
+                  known_precisions: torch.Tensor) -> torch.Tensor:
         """The density's open distribution over the numeral rows (..., |N|), float64: P(r | h) times the
         interval mass of each scored row (values ``known_values``, precisions ``known_precisions``)."""
         known = self.density.vocabulary_log_probs(hidden, known_values, known_precisions)
         return spread_over_rows(known, self.rows, self.unknown_row, self.num_rows)
 
     def exact(self, hidden: torch.Tensor, fields: dict[str, torch.Tensor]) -> torch.Tensor | None:
-        """log P(v, r | h) of each target's own ``numeral_value`` and ``numeral_precision``; None without them."""
+        """log P(v, r | h) of each target's own ``numeral_value`` and ``numeral_precision``; None without
+        them."""
         if not {"numeral_mask", "numeral_value", "numeral_precision"} <= fields.keys():
             return None
-        return self.density.log_prob(hidden, fields["numeral_value"].to(torch.float64), fields["numeral_precision"])
+        return self.density.log_prob(hidden, fields["numeral_value"].to(torch.float64),
+                                     fields["numeral_precision"])
 
     def draw(self, hidden: torch.Tensor, do_sample: bool, generator: torch.Generator | None) -> list[str]:
         """One sample at ``hidden`` (D,), or the median written with the most likely precision."""

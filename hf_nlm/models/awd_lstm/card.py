@@ -18,8 +18,9 @@ CARD_TEXT = CardText(
     title="AWD-LSTM",
     summary=(
         "Merity et al.'s ASGD weight-dropped LSTM: a multi-layer LSTM language model with DropConnect on the "
-        "hidden-to-hidden weights, variational (locked) dropout, embedding dropout, activation regularisation "
-        "(AR / TAR), tied input and output embeddings, and non-monotonically triggered averaged SGD (NT-ASGD)."
+        "hidden-to-hidden weights, variational (locked) dropout, embedding dropout, activation "
+        "regularisation (AR / TAR), tied input and output embeddings, and non-monotonically triggered "
+        "averaged SGD (NT-ASGD)."
     ),
     paper=MERITY_2018,
     extra_tags=("lstm",),

@@ -18,9 +18,9 @@ MNIH_HINTON_2008 = Paper(
 CARD_TEXT = CardText(
     title="HLBL (hierarchical log-bilinear)",
     summary=(
-        "Mnih & Hinton's hierarchical log-bilinear model: the LBL's predicted vector, with the softmax replaced "
-        "by a binary tree over the vocabulary (a word's probability is the product of the logistic decisions "
-        "on its path), so a training step costs O(log |V|) instead of O(|V|)."
+        "Mnih & Hinton's hierarchical log-bilinear model: the LBL's predicted vector, with the softmax "
+        "replaced by a binary tree over the vocabulary (a word's probability is the product of the logistic "
+        "decisions on its path), so a training step costs O(log |V|) instead of O(|V|)."
     ),
     paper=MNIH_HINTON_2008,
     extra_tags=("log-bilinear", "hierarchical-softmax"),

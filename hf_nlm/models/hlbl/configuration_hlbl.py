@@ -35,8 +35,8 @@ class HLBLConfig(LBLConfig):
     def validate_head(self):
         if self.head != "tree":
             raise ValueError(
-                f"HLBLConfig.head must be 'tree' (the HLBL always has a tree head: the LBL with a tree softmax), "
-                f"got {self.head!r}; for a softmax or split head use LBLConfig"
+                "HLBLConfig.head must be 'tree' (the HLBL always has a tree head: the LBL with a tree "
+                f"softmax), got {self.head!r}; for a softmax or split head use LBLConfig"
             )
         super().validate_head()
 

@@ -21,8 +21,8 @@ CARD_TEXT = CardText(
         "Spithourakis & Riedel's numeracy language model: an LSTM over tokens that are words or numerals (a "
         "numeral keeps its value and precision), with an output strategy for numerals chosen by "
         "`numeral_strategy`: one softmax, a softmax whose numeral rows add a character-RNN encoding of their "
-        "digits, or a hierarchical softmax p(class | h) p(token | class, h) over the classes word and numeral. "
-        "Evaluated by perplexity and adjusted perplexity over words and numerals."
+        "digits, or a hierarchical softmax p(class | h) p(token | class, h) over the classes word and "
+        "numeral. Evaluated by perplexity and adjusted perplexity over words and numerals."
     ),
     paper=SPITHOURAKIS_RIEDEL_2018,
     extra_tags=("lstm", "numeracy"),

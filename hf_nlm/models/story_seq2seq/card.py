@@ -18,9 +18,10 @@ CARD_TEXT = CardText(
     title="Attention seq2seq",
     summary=(
         "An LSTM encoder (optionally bidirectional) and an LSTM decoder with global attention (dot, general, "
-        "additive or concat scores, or none), the attention context joined with the decoder state before the output "
-        "head, optional input feeding (Luong et al. 2015; Bahdanau et al. 2015): the storyline-to-story stage of a "
-        "Plan-and-Write story generator (Yao et al. 2019). Loaded with `AutoModelForSeq2SeqLM`."
+        "additive or concat scores, or none), the attention context joined with the decoder state before the "
+        "output head, optional input feeding (Luong et al. 2015; Bahdanau et al. 2015): the "
+        "storyline-to-story stage of a Plan-and-Write story generator (Yao et al. 2019). Loaded with "
+        "`AutoModelForSeq2SeqLM`."
     ),
     paper=LUONG_2015,
     extra_tags=("seq2seq", "attention", "lstm"),

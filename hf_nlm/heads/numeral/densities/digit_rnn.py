@@ -281,7 +281,8 @@ class DigitRNN(nn.Module):
         return out.index_put((rows,), picked.to(out.dtype)).reshape(lead)
 
     def log_prob_of_strings(self, hidden: torch.Tensor, strings: list[str]) -> torch.Tensor:
-        """log p(s | h) of every string of ``strings`` for every row of ``hidden``: ``hidden.shape[:-1] + (S,)``.
+        """log p(s | h) of every string of ``strings`` for every row of ``hidden``:
+        ``hidden.shape[:-1] + (S,)``.
 
         ``strings`` must be canonical numerals (``parse_numeral(s).canonical == s``, else
         ValueError); those longer than ``max_length`` get -inf. The strings' common prefixes are
@@ -301,7 +302,8 @@ class DigitRNN(nn.Module):
         n = flat.shape[0]
         if not strings or n == 0:
             return upcast(flat.new_zeros(n, len(strings))).reshape(*lead, len(strings))
-        # The trie: every prefix of every string (the empty one and the strings themselves included), by depth.
+        # The trie: every prefix of every string (the empty one and the strings themselves included), by
+        # depth.
         depth_of = max(len(s) for s in strings)
         levels: list[dict[str, int]] = [{} for _ in range(depth_of + 1)]
         for s in strings:
