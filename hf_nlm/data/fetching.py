@@ -133,7 +133,8 @@ def download_checked(filename: str, sha256: str, scratch: Path, name: str, by_ha
         raise RuntimeError(f"Could not download the {name} corpus from {url}: {err}. {by_hand}.") from err
     if digest.hexdigest() != sha256:
         raise RuntimeError(
-            f"{url} has SHA-256 {digest.hexdigest()}, expected {sha256}: not the published {filename}. {by_hand}."
+            f"{url} has SHA-256 {digest.hexdigest()}, expected {sha256}: not the published {filename}. "
+            f"{by_hand}."
         )
     return target
 

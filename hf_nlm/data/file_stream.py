@@ -155,7 +155,8 @@ def parse_int(value: str, path: Path, line: int, field: str, optional: bool = Fa
         return int(value)
     except ValueError:
         expected = "an integer or empty" if optional else "an integer"
-        raise CorpusFormatError(f"{path}, line {line}, field {field}: expected {expected}, got {value!r}.") from None
+        raise CorpusFormatError(f"{path}, line {line}, field {field}: expected {expected}, "
+                                f"got {value!r}.") from None
 
 
 def file_fingerprint(kind: str, files: Sequence[Path], options: dict[str, Any]) -> str:
@@ -224,8 +225,9 @@ def filter_values(
     unknown = sorted(asked - {s.lower() for s in seen})
     if unknown:
         raise ValueError(
-            f"{argument}={sorted(wanted)!r}: {', '.join(repr(u) for u in unknown)} never occur in {path_text}. "
-            f"The values seen there (case does not matter) are: {', '.join(repr(s) for s in seen)}."
+            f"{argument}={sorted(wanted)!r}: {', '.join(repr(u) for u in unknown)} never occur in "
+            f"{path_text}. The values seen there (case does not matter) are: "
+            f"{', '.join(repr(s) for s in seen)}."
         )
     lowered = pc.utf8_lower(table.column(column))
     mask = pc.is_in(lowered, value_set=pa.array(sorted(asked)))

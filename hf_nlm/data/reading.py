@@ -112,7 +112,8 @@ def read_csv(path: Path, text_column: str, columns: Sequence[str]) -> dict[str, 
 
     Raises:
         CorpusFormatError: no header, a column missing (the message lists the file's columns), a record with
-            the wrong number of fields or broken CSV syntax (file and line named); see also :func:`read_text_file`.
+            the wrong number of fields or broken CSV syntax (file and line named); see also
+            :func:`read_text_file`.
     """
     text = read_text_file(path)
     wanted = [text_column, *columns]

@@ -47,12 +47,13 @@ def collect_corpora(package: ModuleType = corpora) -> dict[str, CorpusEntry]:
         entries = [value for value in vars(module).values() if isinstance(value, CorpusEntry)]
         if not entries:
             raise TypeError(
-                f"{module.__file__} declares no CorpusEntry: each module of {package.__name__} holds a corpus "
-                "(name a module of helpers with a leading '_')"
+                f"{module.__file__} declares no CorpusEntry: each module of {package.__name__} holds a "
+                "corpus (name a module of helpers with a leading '_')"
             )
         for entry in entries:
             if entry.name in found and found[entry.name][0] is not entry:
-                raise ValueError(f"two corpora are named {entry.name!r}: in {found[entry.name][1]} and {module.__name__}")
+                raise ValueError(f"two corpora are named {entry.name!r}: in {found[entry.name][1]} "
+                                 f"and {module.__name__}")
             found[entry.name] = (entry, module.__name__)
     ordered = sorted((entry for entry, _ in found.values()), key=lambda entry: (entry.order, entry.name))
     return {entry.name: entry for entry in ordered}

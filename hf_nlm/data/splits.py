@@ -43,9 +43,11 @@ def check_fractions(fractions: Sequence[float], name: str = "split_fractions") -
     try:
         values = tuple(float(f) for f in fractions)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be three numbers (train, validation, test), got {fractions!r}.") from None
+        raise ValueError(f"{name} must be three numbers (train, validation, test), "
+                         f"got {fractions!r}.") from None
     if len(values) != 3:
-        raise ValueError(f"{name} must be three numbers (train, validation, test), got {len(values)}: {fractions!r}.")
+        raise ValueError(f"{name} must be three numbers (train, validation, test), "
+                         f"got {len(values)}: {fractions!r}.")
     if any(not math.isfinite(v) or v < 0 for v in values):
         raise ValueError(f"{name} must be finite and non-negative, got {fractions!r}.")
     if abs(sum(values) - 1.0) > 1e-6:
@@ -126,7 +128,8 @@ def describe(loader: str, counts: dict[str, Any]) -> str:
 
 
 def attach_counts(dataset: Dataset, summary: str, counts: dict[str, Any]) -> None:
-    """Store what a loader read and left out (``summary``, ``counts``) where :func:`loader_counts` finds it."""
+    """Store what a loader read and left out (``summary``, ``counts``) where :func:`loader_counts` finds
+    it."""
     dataset.info.description = summary + _COUNTS_MARK + json.dumps(counts)
 
 

@@ -170,8 +170,8 @@ def storyline(sentences: Sequence[str], max_words: int | None = 3) -> list[str]:
 def storyline_text(
     title: str, keywords: Sequence[str], story: str | None = None, sep: str = SEP
 ) -> str:
-    """The LM approach's training text ``"title <sep> k1 # k2 # ... <sep> story"``; without ``story``, the prompt
-    ``"title <sep> k1 # k2 # ... <sep>"`` from which an LM generates the story.
+    """The LM approach's training text ``"title <sep> k1 # k2 # ... <sep> story"``; without ``story``, the
+    prompt ``"title <sep> k1 # k2 # ... <sep>"`` from which an LM generates the story.
 
     Spaces around the separators make them separate words for a whitespace tokenizer. Text that would
     make the format ambiguous is an error: ``sep`` or a newline anywhere (the LM reads one story per

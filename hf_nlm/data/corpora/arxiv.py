@@ -49,7 +49,8 @@ ARXIV_HINT = (
 )
 _REQUIRED = ("id", "abstract", "categories", "update_date")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_FEATURES = {"text": "string", "id": "string", "categories": "string", "update_date": "string", STATUS: "string"}
+_FEATURES = {"text": "string", "id": "string", "categories": "string", "update_date": "string",
+             STATUS: "string"}
 
 
 def _arxiv_rows(file: str) -> Iterator[dict[str, Any]]:

@@ -85,7 +85,8 @@ def _find_brown(path: PathLike | None) -> list[Path]:
         if files:
             return files
     looked = "\n  ".join(str(c) for c in candidates)
-    raise FileNotFoundError(f"The Brown corpus was not found. Looked in:\n  {looked}\n" + download_hint("brown"))
+    raise FileNotFoundError(f"The Brown corpus was not found. Looked in:\n  {looked}\n"
+                            + download_hint("brown"))
 
 
 def _read_brown_file(path: Path, lowercase: bool) -> list[list[str]]:

