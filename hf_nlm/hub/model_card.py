@@ -113,8 +113,8 @@ def card_metadata(
         eval_results = [
             EvalResult(
                 task_type=TASK["type"], task_name=TASK["name"], dataset_type=corpus.hub_id or corpus.key,
-                dataset_name=corpus.name, dataset_split=split, metric_type="perplexity", metric_name="Perplexity",
-                metric_value=float(value),
+                dataset_name=corpus.name, dataset_split=split, metric_type="perplexity",
+                metric_name="Perplexity", metric_value=float(value),
             )
             for split, value in perplexities.items()
         ]
@@ -138,8 +138,8 @@ def load_snippet(card_text: CardText | None, where: str) -> list[str]:
 
 
 INTENDED_USE = [
-    "Research and teaching: reproducing and comparing classic language models, as baselines, and for perplexity "
-    "measurements on the corpus it was trained on (scored with the same tokenizer).",
+    "Research and teaching: reproducing and comparing classic language models, as baselines, and for "
+    "perplexity measurements on the corpus it was trained on (scored with the same tokenizer).",
     "",
     "Limitations: a small model trained on a small corpus. Its vocabulary is closed (words outside it are "
     "`<unk>`), it knows only the language, period and topics of its training text and repeats their biases, "
@@ -167,8 +167,9 @@ def render_card(
     extra_sections: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """A card: metadata, then ``# title``, what the model type is (``card_text``), ``about`` lines, then the
-    sections Results (``results``: markdown lines), Training data, Training procedure (``training``), Intended use
-    and limitations, How to load, ``extra_sections``, Configuration (``config`` as JSON) and Citation."""
+    sections Results (``results``: markdown lines), Training data, Training procedure (``training``),
+    Intended use and limitations, How to load, ``extra_sections``, Configuration (``config`` as JSON) and
+    Citation."""
     metadata = card_metadata(model_type, model_name, perplexities, corpus, library_name, tags, card_text)
     lines = ["---", metadata.rstrip("\n"), "---", "", f"# {title}", ""]
     if card_text is not None:
@@ -178,7 +179,8 @@ def render_card(
         lines += [*about, ""]
     if results:
         lines += ["## Results", "", *results, ""]
-    lines += ["## Training data", "", f"Trained on {corpus.description}" if corpus else "Not recorded in this card.", ""]
+    lines += ["## Training data", "",
+              f"Trained on {corpus.description}" if corpus else "Not recorded in this card.", ""]
     if training:
         lines += ["## Training procedure and hyperparameters", "", *training, ""]
     lines += ["## Intended use and limitations", "", *INTENDED_USE, ""]
@@ -186,7 +188,8 @@ def render_card(
     for heading, body in (extra_sections or {}).items():
         lines += [f"## {heading}", "", *body, ""]
     if config:
-        lines += ["## Configuration", "", "```json", json.dumps(dict(config), indent=2, sort_keys=True), "```", ""]
+        lines += ["## Configuration", "", "```json", json.dumps(dict(config), indent=2, sort_keys=True),
+                  "```", ""]
     if card_text is not None:
         lines += ["## Citation", "", "```bibtex", card_text.paper.bibtex, "```", ""]
     return "\n".join(lines)
@@ -194,7 +197,8 @@ def render_card(
 
 def results_table(results: Mapping[str, Mapping]) -> list[str]:
     """Markdown lines: one row per split of ``evaluate_lm`` outputs."""
-    lines = ["| split | perplexity | per-word perplexity | tokens | `<unk>` targets |", "|---|---|---|---|---|"]
+    lines = ["| split | perplexity | per-word perplexity | tokens | `<unk>` targets |",
+             "|---|---|---|---|---|"]
     for split, r in results.items():
         lines.append(f"| {split} | {_fmt(r['perplexity'])} | {_fmt(r.get('word_perplexity'))} | "
                      f"{_fmt(r.get('num_tokens'))} | {_fmt(r.get('num_unk'))} |")
@@ -214,15 +218,18 @@ def render_model_card(
     """The card of a model with ``config``: ``results`` maps a split name to ``evaluate_lm``'s output
     (written as the results table and the model-index), ``dataset`` what the card says about the training
     corpus (a :class:`CorpusCard`: :func:`hf_nlm.data.registry.corpus_card` gives a corpus's by name),
-    ``training`` the training settings. With none of them, the basic card that ``save_pretrained`` writes. What
-    the card says about the model type is ``config.card_text``, declared with the model type (:class:`CardText`)."""
+    ``training`` the training settings. With none of them, the basic card that ``save_pretrained`` writes.
+    What the card says about the model type is ``config.card_text``, declared with the model type
+    (:class:`CardText`)."""
     if dataset is not None and not isinstance(dataset, CorpusCard):
-        raise TypeError(f"dataset= takes a CorpusCard (hf_nlm.data.registry.corpus_card(name)), got {dataset!r}")
+        raise TypeError("dataset= takes a CorpusCard (hf_nlm.data.registry.corpus_card(name)), "
+                        f"got {dataset!r}")
     model_type = config.model_type
     doc = getattr(config, "card_text", None)
     corpus = dataset
     name = model_name or (f"{model_type}-{corpus.key}" if corpus else model_type)
-    title = f"{doc.title if doc else model_type.upper()} language model" + (f" trained on the {corpus.name}" if corpus else "")
+    title = (f"{doc.title if doc else model_type.upper()} language model"
+             + (f" trained on the {corpus.name}" if corpus else ""))
     results = dict(results or {})
     perplexities = {split: r["perplexity"] for split, r in results.items() if r.get("perplexity") is not None}
     about = []
@@ -232,10 +239,11 @@ def render_model_card(
         about.append("This card was written when the model was saved: it has no evaluation results yet.")
     table = results_table(results) if results else []
     if table and training and training.get("stop_reason"):
-        table += ["", f"Training stopped by `{training['stop_reason']}` after {training.get('epochs_completed', '?')} "
-                      f"epoch(s), {training.get('global_step', '?')} updates; the perplexities are those of the saved "
-                      "weights (the best by validation perplexity when there is a validation split), every token "
-                      "scored, `<eos>` and `<unk>` included."]
+        table += ["", f"Training stopped by `{training['stop_reason']}` after "
+                      f"{training.get('epochs_completed', '?')} epoch(s), {training.get('global_step', '?')} "
+                      "updates; the perplexities are those of the saved weights (the best by validation "
+                      "perplexity when there is a validation split), every token scored, `<eos>` and `<unk>` "
+                      "included."]
     train_lines = []
     if training:
         train_lines = ["Trained with `hf_nlm.training.train_lm` (`hf-nlm train`), these settings "
@@ -244,10 +252,12 @@ def render_model_card(
     extra = {}
     if samples:
         extra["Samples (beam search)"] = [f"- *{prompt}* -> {text}" for prompt, text in samples.items()]
-    cfg = {k: v for k, v in config.to_diff_dict().items() if k not in ("transformers_version", "architectures")}
+    cfg = {k: v for k, v in config.to_diff_dict().items()
+           if k not in ("transformers_version", "architectures")}
     return render_card(
-        model_type=model_type, card_text=doc, model_name=name, title=title, perplexities=perplexities, corpus=corpus,
-        about=about, results=table, training=train_lines, load_from=load_from, config=cfg, extra_sections=extra,
+        model_type=model_type, card_text=doc, model_name=name, title=title, perplexities=perplexities,
+        corpus=corpus, about=about, results=table, training=train_lines, load_from=load_from, config=cfg,
+        extra_sections=extra,
     )
 
 

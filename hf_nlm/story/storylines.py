@@ -44,7 +44,8 @@ __all__ = [
 ]
 
 
-def add_storylines(example: Mapping[str, Any], max_words: int | None = 3, column: str = "sentences") -> dict[str, list[str]]:
+def add_storylines(example: Mapping[str, Any], max_words: int | None = 3,
+                   column: str = "sentences") -> dict[str, list[str]]:
     """``datasets.map`` function adding a ``storyline`` column (one phrase per sentence of ``column``):
     ``ds.map(add_storylines)`` or ``ds.map(add_storylines, fn_kwargs={"max_words": 2})``."""
     if column not in example:
@@ -53,7 +54,8 @@ def add_storylines(example: Mapping[str, Any], max_words: int | None = 3, column
 
 
 def keyword_sentence_pairs(
-    dataset_split, text_column: str = "text", top_k: int = 1, max_words: int | None = 3, sep: str = KEYWORD_SEP
+    dataset_split, text_column: str = "text", top_k: int = 1, max_words: int | None = 3,
+    sep: str = KEYWORD_SEP
 ):
     """(keywords -> sentence) pairs: a ``datasets.Dataset`` with ``source`` (the sentence's ``top_k``
     RAKE phrases in sentence order, joined by ``" # "``) and ``target`` (the sentence).
@@ -66,7 +68,8 @@ def keyword_sentence_pairs(
     from datasets import Dataset
 
     if text_column not in dataset_split.column_names:
-        raise KeyError(f"keyword_sentence_pairs: no column {text_column!r} (columns: {dataset_split.column_names})")
+        raise KeyError(f"keyword_sentence_pairs: no column {text_column!r} "
+                       f"(columns: {dataset_split.column_names})")
     sources, targets = [], []
     for text in dataset_split[text_column]:
         phrases = extract_keyphrases(text, top_k=top_k, max_words=max_words)
