@@ -38,8 +38,9 @@ SEPARATE_COMMANDS = ("app",)
 
 
 class Parser(argparse.ArgumentParser):
-    """The parser of ``hf-nlm`` and of each command (its subparsers are of this class too): a usage error
-    prints where to find the options and ``PROG: error: MESSAGE``, not the whole usage block; exit status 2."""
+    """The parser of ``hf-nlm`` and of each command (its subparsers are of this class too): a usage
+    error prints where to find the options and ``PROG: error: MESSAGE``, not the whole usage block; exit
+    status 2."""
 
     def error(self, message: str):
         # Where argparse puts the usage block: the error stays the last line (scripts read it there).
@@ -63,7 +64,8 @@ def top_level_parser() -> argparse.ArgumentParser:
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The full ``hf-nlm`` parser (imports ``hf_nlm``): ``command`` with its arguments, or every command of
-    :data:`COMMANDS` when None (a command line parses with its own command's parser alone, which builds faster)."""
+    :data:`COMMANDS` when None (a command line parses with its own command's parser alone, which builds
+    faster)."""
     from hf_nlm.cli.main import add_commands
 
     parser, sub = command_parsers()
