@@ -54,11 +54,13 @@ def main() -> None:
     if args.first_stage_epochs is not None:
         stage1 = dataclasses.replace(stage1, num_epochs=args.first_stage_epochs)
     first = train_lm(model, tokenizer, datasets, stage1, dataset_name=name)
-    print(f"random tree: test perplexity {first['test']['perplexity']:.2f}" if "test" in first else "random tree done")
+    print(f"random tree: test perplexity {first['test']['perplexity']:.2f}" if "test" in first
+          else "random tree done")
 
     # 2-3. Each word's average predicted vector r_hat, then the recursive EM tree over those vectors.
     tree = build_data_tree(model, datasets["train"]["text"], tokenizer, mode=args.tree_mode, eps=args.eps,
-                           block_size=training.block_size, batch_size=training.eval_batch_size, seed=spec.tree_seed)
+                           block_size=training.block_size, batch_size=training.eval_batch_size,
+                           seed=spec.tree_seed)
     os.makedirs(out, exist_ok=True)
     tree.save(os.path.join(out, "word_tree.json"))
     print(f"{args.tree_mode} tree (eps {args.eps}): {tree_summary(tree)}")

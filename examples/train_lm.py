@@ -25,15 +25,16 @@ from hf_nlm.training.run import report_interrupt, resume_command
 
 
 def main() -> None:
-    # The flags of `hf-nlm train`: corpus, tokenizer, model and TrainingConfig; those given win over the recipe.
+    # The flags of `hf-nlm train`: corpus, tokenizer, model and TrainingConfig; those given win over the
+    # recipe.
     parser = add_train_arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
     args = parser.parse_args()
     main_process = int(os.environ.get("RANK", "0")) == 0
     try:
         # The corpus, tokenizer and model settings, the recipe resolved (or the run's, with --resume).
         spec = spec_from_arguments(args)
-        # Corpus -> tokenizer trained on train -> a fresh model sized for it -> the loop; checkpoints, log.jsonl,
-        # curves.png, the best model, README.md and results.json in the output folder.
+        # Corpus -> tokenizer trained on train -> a fresh model sized for it -> the loop; checkpoints,
+        # log.jsonl, curves.png, the best model, README.md and results.json in the output folder.
         result = train(spec)
     except KeyboardInterrupt:  # Ctrl-C / SIGTERM: the checkpoint and the command that goes on, exit 130
         resume = resume_command(sys.argv[1:], program=("python", sys.argv[0]))
@@ -42,7 +43,8 @@ def main() -> None:
         parser.error(str(err))
     if main_process:
         model, tokenizer = result.model, result.tokenizer
-        print(f"{result.spec.data.name}: vocabulary {len(tokenizer):,}; {model.num_parameters():,} parameters")
+        print(f"{result.spec.data.name}: vocabulary {len(tokenizer):,}; "
+              f"{model.num_parameters():,} parameters")
         for split in ("validation", "test"):
             if split in result.metrics:
                 print(f"{split} perplexity {result.metrics[split]['perplexity']:.2f}")

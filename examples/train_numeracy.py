@@ -6,7 +6,8 @@ numeracy tokenizer's top 5,000 tokens, a 1 x 50 LSTM with dropout 0.1, Adam 1e-3
 `hf-nlm train` works (`--help`). Runs as a plain script or under `accelerate launch` / torchrun:
 
     python examples/train_numeracy.py --numeral-strategy hsoftmax --output-dir runs/numeracy-h
-    accelerate launch examples/train_numeracy.py --numeral-strategy softmax_digits --output-dir runs/numeracy-d
+    accelerate launch examples/train_numeracy.py --numeral-strategy softmax_digits \
+        --output-dir runs/numeracy-d
     python examples/train_numeracy.py --corpus text --train-file notes_train.txt \
         --validation-file notes_valid.txt --test-file notes_test.txt --vocab-size 1000 --output-dir runs/notes
 
@@ -52,8 +53,10 @@ def main() -> None:
             r = results[split]
             print(f"{split}: " + "; ".join(
                 f"{name.replace('_', ' ')} all {r[name]:.2f}, words {r[name + '_words']:.2f}, "
-                f"numerals {r[name + '_numerals']:.2f}" for name in FIGURES if r.get(name + "_numerals") is not None))
-    print(f"{result.spec.data.name}: vocabulary {len(tokenizer):,} ({len(tokenizer.numeral_vocab) - 1:,} numerals); "
+                f"numerals {r[name + '_numerals']:.2f}"
+                for name in FIGURES if r.get(name + "_numerals") is not None))
+    print(f"{result.spec.data.name}: vocabulary {len(tokenizer):,} "
+          f"({len(tokenizer.numeral_vocab) - 1:,} numerals); "
           f"numeral strategy {model.config.numeral_strategy}; {model.num_parameters():,} parameters")
     picture = result.output_dir / "numeral_embeddings.png"
     plot_numeral_embeddings(model, tokenizer, picture)
