@@ -1,9 +1,9 @@
 """The repository's import graph points one way: no Python file of the repository (the package, the console
-script ``hf_nlm_cli.py``, the examples, the benchmarks, the reference cards' generator, the tests) imports, directly
-or through others, a module that imports it back, and each module of the package imports only its own layer and
-those below. Imports inside functions count as much as those at the top of a file (they are how circles hide), and
-so does a module path written as a string (``"hf_nlm.data.corpora:load_brown"``, a registry entry imported when
-used), so the graph is read from the source with ``ast``, not from ``sys.modules``.
+script ``hf_nlm_cli.py``, the examples, the benchmarks, the reference cards' generator, the tests) imports,
+directly or through others, a module that imports it back, and each module of the package imports only its own
+layer and those below. Imports inside functions count as much as those at the top of a file (they are how
+circles hide), and so does a module path written as a string (``"hf_nlm.data.corpora:load_brown"``, a registry
+entry imported when used), so the graph is read from the source with ``ast``, not from ``sys.modules``.
 
 Imports of other packages inside functions are allowed only for the optional or heavy dependencies of
 :data:`DEFERRED_DEPENDENCIES`, each with the reason it is deferred."""
@@ -26,7 +26,8 @@ DEFERRED_DEPENDENCIES = {
     "matplotlib": "only the plots draw; seconds to import",
     "evaluate": "the metrics are evaluate modules; loading evaluate pulls datasets, pandas and pyarrow",
     "datasets": "only the corpus loaders and dataset builders need it; import hf_nlm stays without it",
-    "pyarrow": "only the corpus loaders' tables need it; the corpus registry (the hf-nlm parser) loads without it",
+    "pyarrow": "only the corpus loaders' tables need it; the corpus registry (the hf-nlm parser) loads "
+               "without it",
     "huggingface_hub": "only the Hub upload and the card metadata need its model-card classes",
     "transformers": "the command line and the Auto-class registration import it when they run",
     "torch": "the command line builds its parser without torch",
@@ -61,20 +62,24 @@ def in_package(module: str) -> bool:
 
 
 def imported_names(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
-    """The absolute names an import statement of ``module`` reaches (``from pkg import sub`` reaches ``pkg.sub``
-    when that is a module; a script's ``import common`` reaches its neighbour ``benchmarks.common``)."""
+    """The absolute names an import statement of ``module`` reaches (``from pkg import sub`` reaches
+    ``pkg.sub`` when that is a module; a script's ``import common`` reaches its neighbour
+    ``benchmarks.common``)."""
     if isinstance(node, ast.Import):
         names = [alias.name for alias in node.names]
     elif node.level:
         package = module.split(".") if MODULES[module].name == "__init__.py" else module.split(".")[:-1]
         base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
-        return [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names]
+        return [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+                for alias in node.names]
     else:
         base = node.module or ""
-        names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names]
+        names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+                 for alias in node.names]
     if not in_package(module) and module != CONSOLE_SCRIPT:
         folder = module.rpartition(".")[0]
-        names = [f"{folder}.{name}" if f"{folder}.{name.split('.')[0]}" in MODULES else name for name in names]
+        names = [f"{folder}.{name}" if f"{folder}.{name.split('.')[0]}" in MODULES else name
+                 for name in names]
     return names
 
 
@@ -104,7 +109,8 @@ def import_graph() -> tuple[dict[str, set[str]], list[tuple[str, str]]]:
                 target = nearest_module(name)
                 if target and target != module and (target in MODULES):
                     graph[module].add(target)
-                elif in_package(module) and id(node) not in top_level and name and name.split(".")[0] != "hf_nlm":
+                elif (in_package(module) and id(node) not in top_level and name
+                      and name.split(".")[0] != "hf_nlm"):
                     deferred.append((module, name.split(".")[0]))
     return graph, deferred
 
@@ -159,18 +165,19 @@ def test_the_cycle_finder_finds_a_cycle():
 
 
 def test_function_level_imports_read_the_source():
-    # A function-level relative import is an edge: evaluation's scorer imports the models' base class at the top,
-    # and hub's card writing is imported inside save_pretrained.
+    # A function-level relative import is an edge: evaluation's scorer imports the models' base class at the
+    # top, and hub's card writing is imported inside save_pretrained.
     graph, _ = import_graph()
     assert "hf_nlm.modeling_utils" in graph["hf_nlm.evaluation.scoring"]
     assert "hf_nlm.hub.model_card" in graph["hf_nlm.modeling_utils"]
 
 
 #: The layers, first to last; a module may import its own layer and those before it. Within ``data``: what the
-#: corpora share, then the corpus modules (``data.corpora``), the registry that collects them and the downloader
-#: that reads it, then the rest of ``data`` (token streams, batching), which may read the registry. The model cards
-#: of ``hub`` receive a corpus's card from their caller: they import no corpus. Above the package: the console
-#: script, then the scripts that use the package (examples, benchmarks, the cards' generator, tests).
+#: corpora share, then the corpus modules (``data.corpora``), the registry that collects them and the
+#: downloader that reads it, then the rest of ``data`` (token streams, batching), which may read the registry.
+#: The model cards of ``hub`` receive a corpus's card from their caller: they import no corpus. Above the
+#: package: the console script, then the scripts that use the package (examples, benchmarks, the cards'
+#: generator, tests).
 LAYERS = (
     "hf_nlm.tokenization", "hf_nlm.trees", "hf_nlm.heads", "hf_nlm.hub", "hf_nlm.cache_utils",
     "hf_nlm.configuration_utils", "hf_nlm.modeling_utils", "hf_nlm.generation", "hf_nlm.models", "hf_nlm",
@@ -190,9 +197,9 @@ def layer_of(module: str) -> int:
 
 
 def test_layers_import_only_downwards():
-    """tokenization -> trees -> heads -> hub -> modeling_utils -> models -> data -> evaluation -> training ->
-    (story, plots, app, cli) -> the console script -> the scripts: no module imports a module of a later layer,
-    and the scripts do not import one another across folders."""
+    """tokenization -> trees -> heads -> hub -> modeling_utils -> models -> data -> evaluation -> training
+    -> (story, plots, app, cli) -> the console script -> the scripts: no module imports a module of a later
+    layer, and the scripts do not import one another across folders."""
     graph, _ = import_graph()
     wrong = sorted((m, t) for m, targets in graph.items() for t in targets
                    if layer_of(t) > layer_of(m) or (layer_of(t) == layer_of(m) >= layer_of("examples")
@@ -201,8 +208,8 @@ def test_layers_import_only_downwards():
 
 
 def test_only_the_console_script_and_the_tests_import_the_command_line():
-    """The library, the web demo, the examples and the benchmarks call the library; ``hf_nlm.cli`` only translates
-    arguments for the console script."""
+    """The library, the web demo, the examples and the benchmarks call the library; ``hf_nlm.cli`` only
+    translates arguments for the console script."""
     graph, _ = import_graph()
     cli = {m for m in MODULES if m == "hf_nlm.cli" or m.startswith("hf_nlm.cli.")}
     wrong = sorted((m, t) for m, targets in graph.items() for t in targets & cli
@@ -213,7 +220,8 @@ def test_only_the_console_script_and_the_tests_import_the_command_line():
 def test_strings_naming_modules_are_edges():
     graph, _ = import_graph()
     assert "hf_nlm.cli.main" in graph[CONSOLE_SCRIPT]  # an import inside a function
-    names = [MODULE_STRING.match(text) for text in ("hf_nlm.training.spec:DataSpec", "hf_nlm.training", "hf_nlm_x", "x")]
+    names = [MODULE_STRING.match(text)
+             for text in ("hf_nlm.training.spec:DataSpec", "hf_nlm.training", "hf_nlm_x", "x")]
     assert [m and m.group(1) for m in names] == ["hf_nlm.training.spec", "hf_nlm.training", None, None]
 
 
@@ -229,6 +237,8 @@ def test_deferred_imports_are_listed():
 
 
 def test_layer_of_takes_the_longest_name():
-    assert layer_of("hf_nlm.hub.model_card") < layer_of("hf_nlm.data.reading") < layer_of("hf_nlm.data.corpora.brown")
-    assert layer_of("hf_nlm.data.corpora.brown") < layer_of("hf_nlm.data.registry") < layer_of("hf_nlm.data.lm")
+    assert (layer_of("hf_nlm.hub.model_card") < layer_of("hf_nlm.data.reading")
+            < layer_of("hf_nlm.data.corpora.brown"))
+    assert (layer_of("hf_nlm.data.corpora.brown") < layer_of("hf_nlm.data.registry")
+            < layer_of("hf_nlm.data.lm"))
     assert layer_of("hf_nlm.models.nplm.modeling_nplm") < layer_of("hf_nlm") < layer_of("hf_nlm.cli.recipes")
