@@ -51,8 +51,10 @@ def _metadata(card: ModelCard) -> tuple[dict, dict[str, float]]:
 
 
 def committed_templates() -> set[Path]:
-    """The card templates in the repository: one beside each model type's code, one per n-gram baseline."""
-    return {*(ROOT / "hf_nlm" / "models").glob("*/card.md"), *(ROOT / "hf_nlm" / "ngram" / "cards").glob("*.md")}
+    """The card templates in the repository: one beside each model type's code, one per n-gram
+    baseline."""
+    return {*(ROOT / "hf_nlm" / "models").glob("*/card.md"),
+            *(ROOT / "hf_nlm" / "ngram" / "cards").glob("*.md")}
 
 
 def test_committed_cards_are_what_generate_writes(generate, tmp_path):
@@ -67,7 +69,8 @@ def test_committed_cards_are_what_generate_writes(generate, tmp_path):
 def test_reference_cards_load_and_report_the_results_files(generate):
     folders = sorted(p.parent.name for p in CARDS.glob("*/README.md"))
     assert folders == sorted(ref.name for ref in generate.REFERENCES)
-    assert {"nplm-brown-mlp1", "kneser-ney-5gram-brown", "hlbl-brown-adaptive", "awd-lstm-ptb"} <= set(folders)
+    assert {"nplm-brown-mlp1", "kneser-ney-5gram-brown", "hlbl-brown-adaptive",
+            "awd-lstm-ptb"} <= set(folders)
     for ref in generate.REFERENCES:
         card = ModelCard.load(CARDS / ref.name / "README.md")
         meta, perplexities = _metadata(card)
@@ -76,7 +79,8 @@ def test_reference_cards_load_and_report_the_results_files(generate):
         assert meta["model-index"][0]["name"] == ref.name
         assert meta["license"] == "apache-2.0" and meta["language"] == "en"
         assert meta["pipeline_tag"] == "text-generation" and "hf-nlm" in meta["tags"]
-        assert meta["library_name"] == ("hf-nlm" if ref.model_type in ("kneser_ney", "interpolated") else "transformers")
+        assert meta["library_name"] == ("hf-nlm" if ref.model_type in ("kneser_ney", "interpolated")
+                                        else "transformers")
         if ref.benchmark.corpus == "ptb":
             assert meta["datasets"] == ["ptb_text_only"]
         else:  # Brown: no Hub dataset holds Bengio et al.'s split
