@@ -32,7 +32,7 @@ paragraph per line) and the 2000-2009 speeches (validation), written as plain te
 
 takes about 50 minutes on 2 cores (8 runs of 5 minutes, plus tokenizing, 5-grams and generation). ``--quick``
 trains the NPLM and the AWD-LSTM for 10 seconds each on the first 40,000 training words of State of the Union
-(the validation file cut to 20,000 words), about two minutes in all.
+(the validation file cut to 20,000 words), one to two minutes in all.
 """
 
 from __future__ import annotations
@@ -136,23 +136,29 @@ def continuations(run: Path) -> list[str]:
             for prompt in PROMPTS]
 
 
-def held_out_prompts(valid: Path, n: int = NUM_HELD_OUT_PROMPTS) -> list[str]:
-    """The first 3 to 6 words (in turn) of every k-th line of 10 words or more of the validation file, ``n`` of them."""
-    lines = [line for line in valid.read_text(encoding="utf-8").splitlines() if len(line.split()) >= 10]
+def held_out_prompts(lines: list[str], n: int = NUM_HELD_OUT_PROMPTS) -> list[str]:
+    """The first 3 to 6 words (in turn) of every k-th line of 10 words or more of held-out ``lines``, ``n`` of them."""
+    lines = [line for line in lines if len(line.split()) >= 10]
     step = max(len(lines) // n, 1)
     return [" ".join(line.split()[: 3 + i % 4]) for i, line in enumerate(lines[::step][:n])]
 
 
-def punctuation_only_share(run: Path, prompts: list[str], **generate_kwargs) -> tuple[float, list[str]]:
-    """The share of ``prompts`` whose continuation by ``model.generate(ids, **generate_kwargs)`` is punctuation
-    and the end of the text alone, or nothing; and each continuation's text."""
-    import torch
+def load_run(run: Path):
+    """The (model, tokenizer) a run saved, the model in evaluation mode."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return AutoModelForCausalLM.from_pretrained(run).eval(), AutoTokenizer.from_pretrained(run)
+
+
+def punctuation_only_share(model, tokenizer, prompts: list[str], **generate_kwargs) -> tuple[float, list[str]]:
+    """The share of ``prompts`` whose continuation by ``model.generate(ids, **generate_kwargs)`` is punctuation
+    (:func:`hf_nlm.generation.punctuation_token_ids`) and the end of the text alone, or nothing; and each
+    continuation's text."""
+    import torch
 
     from hf_nlm.generation import punctuation_token_ids
     from hf_nlm.tokenization.decoding import decode_generated
 
-    model, tokenizer = AutoModelForCausalLM.from_pretrained(run).eval(), AutoTokenizer.from_pretrained(run)
     punctuation, eos = set(punctuation_token_ids(tokenizer)), tokenizer.eos_token_id
     bad, texts = 0, []
     for prompt in prompts:
@@ -184,7 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     log(f"defaults on {machine()}, {os.cpu_count()} CPUs")
     for corpus in args.corpora:
         train, valid = corpus_files(corpus, out / "data", QUICK_WORDS if args.quick else None)
-        prompts = held_out_prompts(valid)
+        prompts = held_out_prompts(valid.read_text(encoding="utf-8").splitlines())
         for model in args.models:
             run = out / f"{corpus}-{model}"
             start = time.perf_counter()
@@ -218,9 +224,10 @@ def main(argv: list[str] | None = None) -> None:
                 "train_command_wall_s": wall, "max_time_s": float(args.max_time_s), "quick": args.quick,
                 "cpu": machine(), "cpus": os.cpu_count(),
             })
-            share, texts = punctuation_only_share(run, prompts)
-            beam, _ = punctuation_only_share(run, prompts, num_beams=5)
-            unsuppressed, _ = punctuation_only_share(run, prompts, num_beams=5, begin_suppress_tokens=None)
+            lm = load_run(run)
+            share, texts = punctuation_only_share(*lm, prompts)
+            beam, _ = punctuation_only_share(*lm, prompts, num_beams=5)
+            unsuppressed, _ = punctuation_only_share(*lm, prompts, num_beams=5, begin_suppress_tokens=None)
             emit_json("defaults", {
                 "case": "punctuation_only_continuations", "corpus": corpus, "model": model, "value": round(share, 3),
                 "unit": "share of prompts", "better": "lower", "target": 0, "met": share == 0,

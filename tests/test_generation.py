@@ -16,10 +16,15 @@ from transformers import (
     pipeline,
 )
 
-from hf_nlm.cli import main
-from hf_nlm.generation import is_punctuation, punctuation_token_ids, set_generation_defaults
+from hf_nlm.generation import (
+    first_step_suppressed_ids,
+    is_punctuation,
+    punctuation_token_ids,
+    set_generation_defaults,
+)
 from hf_nlm.tokenization import train_bpe_tokenizer, train_word_level_tokenizer
 from hf_nlm.tokenization.decoding import decode_generated
+from hf_nlm_cli import main
 
 LINES = [
     "the president said that the budget was 35 billion dollars .",
@@ -140,7 +145,7 @@ def test_a_trained_model_is_saved_with_the_defaults_and_generate_arguments_overr
     assert main(["train", *corpus, "--output-dir", str(out), *TINY, *MODELS["nplm"]]) == 0
     tokenizer = AutoTokenizer.from_pretrained(out)
     saved = json.loads((out / "generation_config.json").read_text())
-    punctuation = sorted(tokenizer.convert_tokens_to_ids([".", ",", "%", "``", "''"]))  # the marks of LINES
+    punctuation = sorted(tokenizer.convert_tokens_to_ids([".", "%", "``", "''"]))  # the marks of LINES but the comma
     assert {k: saved[k] for k in ("do_sample", "max_new_tokens", "min_new_tokens", "no_repeat_ngram_size",
                                   "suppress_tokens", "begin_suppress_tokens")} == {
         "do_sample": False, "max_new_tokens": 20, "min_new_tokens": 1, "no_repeat_ngram_size": 3,
@@ -211,6 +216,8 @@ def test_a_model_saved_without_the_defaults_still_generates(tiny_run, tmp_path, 
 def test_punctuation_tokens_are_read_through_the_tokenizer():
     word = train_word_level_tokenizer(["he said , `` it 's $ 5 -- or 5.5 ! '' U.S. ..."])
     assert sorted(word.convert_ids_to_tokens(punctuation_token_ids(word))) == sorted([",", "``", "--", "!", "''", "..."])
+    # a continuation may start with a comma, which goes on with the sentence, and with no other mark
+    assert sorted(word.convert_ids_to_tokens(first_step_suppressed_ids(word))) == sorted(["``", "--", "!", "''", "..."])
     assert "<eos>" in word.get_vocab() and not is_punctuation("<eos>") and not is_punctuation("")
     # a BPE token carries its space as "▁": read through decoding, "▁," is a comma
     bpe = train_bpe_tokenizer(["he said , it is . she said , no . they said , yes ."] * 20, vocab_size=300, show_progress=False)
