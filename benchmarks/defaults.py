@@ -73,7 +73,8 @@ def corpus_files(name: str, folder: Path, words: tuple[int, int] | None = None) 
             load_ptb()  # says where to get it
         if words is None:
             return ptb / "ptb.train.txt", ptb / "ptb.valid.txt"
-        lines = [(ptb / f"ptb.{split}.txt").read_text(encoding="utf-8").splitlines() for split in ("train", "valid")]
+        lines = [(ptb / f"ptb.{split}.txt").read_text(encoding="utf-8").splitlines()
+                 for split in ("train", "valid")]
     else:
         sotu = load_sotu()
         train, count = [], 0
@@ -137,7 +138,8 @@ def continuations(run: Path) -> list[str]:
 
 
 def held_out_prompts(lines: list[str], n: int = NUM_HELD_OUT_PROMPTS) -> list[str]:
-    """The first 3 to 6 words (in turn) of every k-th line of 10 words or more of held-out ``lines``, ``n`` of them."""
+    """The first 3 to 6 words (in turn) of every k-th line of 10 words or more of held-out ``lines``, ``n`` of
+    them."""
     lines = [line for line in lines if len(line.split()) >= 10]
     step = max(len(lines) // n, 1)
     return [" ".join(line.split()[: 3 + i % 4]) for i, line in enumerate(lines[::step][:n])]
@@ -150,10 +152,11 @@ def load_run(run: Path):
     return AutoModelForCausalLM.from_pretrained(run).eval(), AutoTokenizer.from_pretrained(run)
 
 
-def punctuation_only_share(model, tokenizer, prompts: list[str], **generate_kwargs) -> tuple[float, list[str]]:
-    """The share of ``prompts`` whose continuation by ``model.generate(ids, **generate_kwargs)`` is punctuation
-    (:func:`hf_nlm.generation.punctuation_token_ids`) and the end of the text alone, or nothing; and each
-    continuation's text."""
+def punctuation_only_share(model, tokenizer, prompts: list[str],
+                           **generate_kwargs) -> tuple[float, list[str]]:
+    """The share of ``prompts`` whose continuation by ``model.generate(ids, **generate_kwargs)`` is
+    punctuation (:func:`hf_nlm.generation.punctuation_token_ids`) and the end of the text alone, or nothing;
+    and each continuation's text."""
     import torch
 
     from hf_nlm.generation import punctuation_token_ids
@@ -173,9 +176,11 @@ def punctuation_only_share(model, tokenizer, prompts: list[str], **generate_kwar
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--corpora", nargs="+", choices=("ptb", "sotu"), default=None, help="(default: ptb sotu)")
+    parser.add_argument("--corpora", nargs="+", choices=("ptb", "sotu"), default=None,
+                        help="(default: ptb sotu)")
     parser.add_argument("--models", nargs="+", choices=MODELS, default=None, help="(default: all four)")
-    parser.add_argument("--max-time-s", default=None, help="the training budget given to hf-nlm train (default: 300)")
+    parser.add_argument("--max-time-s", default=None,
+                        help="the training budget given to hf-nlm train (default: 300)")
     parser.add_argument("--quick", action="store_true",
                         help=f"{' and '.join(QUICK_RUNS['models'])} on {QUICK_WORDS[0]:,} words of "
                              f"{' and '.join(QUICK_RUNS['corpora'])}, {QUICK_RUNS['max_time_s']} s each")
@@ -211,8 +216,8 @@ def main(argv: list[str] | None = None) -> None:
             last_eval = [row for row in log_rows if "val_ppl" in row][-1]  # after an epoch, or where the budget ran out
             training = [row for row in log_rows if row.get("type") == "step"]
             emit_json("defaults", {
-                "case": "valid_ppl_vs_kn5", "corpus": corpus, "model": model, "value": round(valid_ppl / kn5, 3),
-                "unit": "x KN5 valid ppl",
+                "case": "valid_ppl_vs_kn5", "corpus": corpus, "model": model,
+                "value": round(valid_ppl / kn5, 3), "unit": "x KN5 valid ppl",
                 "better": "lower", "target": TARGET_RATIO, "met": valid_ppl / kn5 <= TARGET_RATIO and texts_ok,
                 "valid_ppl": round(valid_ppl, 2), "kn5_valid_ppl": round(kn5, 2),
                 "prompts": list(PROMPTS), "continuations": texts, "distinct_continuations": len(set(texts)),
@@ -229,11 +234,14 @@ def main(argv: list[str] | None = None) -> None:
             beam, _ = punctuation_only_share(*lm, prompts, num_beams=5)
             unsuppressed, _ = punctuation_only_share(*lm, prompts, num_beams=5, begin_suppress_tokens=None)
             emit_json("defaults", {
-                "case": "punctuation_only_continuations", "corpus": corpus, "model": model, "value": round(share, 3),
-                "unit": "share of prompts", "better": "lower", "target": 0, "met": share == 0,
+                "case": "punctuation_only_continuations", "corpus": corpus, "model": model,
+                "value": round(share, 3), "unit": "share of prompts", "better": "lower", "target": 0,
+                "met": share == 0,
                 "beam5": round(beam, 3), "beam5_without_begin_suppress": round(unsuppressed, 3),
-                "num_prompts": len(prompts), "examples": [f"{p} | {t}" for p, t in zip(prompts[:5], texts, strict=False)],
-                "max_time_s": float(args.max_time_s), "quick": args.quick, "cpu": machine(), "cpus": os.cpu_count(),
+                "num_prompts": len(prompts),
+                "examples": [f"{p} | {t}" for p, t in zip(prompts[:5], texts, strict=False)],
+                "max_time_s": float(args.max_time_s), "quick": args.quick, "cpu": machine(),
+                "cpus": os.cpu_count(),
             })
 
 

@@ -1,7 +1,8 @@
-"""Which saved generation setting keeps a small model from answering a prompt with punctuation and the end of the
-text? For each trained run and each candidate setting, the share of held-out prompts whose continuation by
-``model.generate`` is punctuation and the end of the text alone, or nothing (target 0), greedy and with 5 beams.
-The candidates chose the settings :func:`hf_nlm.generation.set_generation_defaults` saves (docs/generation.md)::
+"""Which saved generation setting keeps a small model from answering a prompt with punctuation and the end
+of the text? For each trained run and each candidate setting, the share of held-out prompts whose continuation
+by ``model.generate`` is punctuation and the end of the text alone, or nothing (target 0), greedy and with 5
+beams. The candidates chose what :func:`hf_nlm.generation.set_generation_defaults` saves
+(docs/generation.md)::
 
     hf-nlm train --corpus brown --max-time-s 90 --output-dir runs/brown-nplm
     hf-nlm train --corpus brown --model awd_lstm --max-time-s 90 --output-dir runs/brown-awd_lstm
@@ -9,16 +10,17 @@ The candidates chose the settings :func:`hf_nlm.generation.set_generation_defaul
 
 One JSON line per (run, search, candidate)::
 
-    {"benchmark": "generation_defaults", "case": "min_new_tokens=3", "run": "runs/brown-nplm", "search": "beam5",
-     "value": 0.075, "unit": "share of prompts", "better": "lower", "target": 0, "mean_new_tokens": 6.3, ...}
+    {"benchmark": "generation_defaults", "case": "min_new_tokens=3", "run": "runs/brown-nplm",
+     "search": "beam5", "value": 0.075, "unit": "share of prompts", "better": "lower", "target": 0,
+     "mean_new_tokens": 6.3, "differ_from_min_new_tokens_1": 18, ...}
 
-Every candidate generates at most 20 new tokens, without sampling, with no repeated 3-gram and no ``<unk>``, and
-adds its own setting: ``min_new_tokens`` of 1 (``<eos>`` refused at the first step), 3, 5 or 10; a repetition penalty
-of 1.2; a length penalty of 2 (beam search only); or ``min_new_tokens=1`` with ``begin_suppress_tokens``, the
-punctuation tokens refused at the first step, all of them or all but the comma (the saved setting).
-``differ_from_min_new_tokens_1`` counts the continuations a candidate changes: the cost of a setting. The prompts are the first 3 to 6 words of every k-th line of 10 words
-or more of the corpus's test split, which the run neither trained nor validated on. ``--quick``: 20 prompts, greedy
-search only.
+Every candidate generates at most 20 new tokens, without sampling, with no repeated 3-gram and no ``<unk>``,
+and adds its own setting: ``min_new_tokens`` of 1 (``<eos>`` refused at the first step), 3, 5 or 10; a
+repetition penalty of 1.2; a length penalty of 2 (beam search only); or ``min_new_tokens=1`` with
+``begin_suppress_tokens``, the punctuation tokens refused at the first step, all of them or all but the comma
+(the saved setting). ``differ_from_min_new_tokens_1`` counts the continuations a candidate changes: its cost.
+The prompts are the first 3 to 6 words of every k-th line of 10 words or more of the corpus's test split,
+which the run neither trained nor validated on. ``--quick``: 20 prompts, greedy search only.
 """
 
 from __future__ import annotations
@@ -74,7 +76,8 @@ def main(argv: list[str] | None = None) -> None:
                 if "length_penalty" in settings and search_settings["num_beams"] == 1:
                     continue  # a beam-search setting
                 start = time.perf_counter()
-                share, texts = punctuation_only_share(model, tokenizer, prompts, **settings, **search_settings)
+                share, texts = punctuation_only_share(model, tokenizer, prompts, **settings,
+                                                      **search_settings)
                 baseline = baseline or texts  # the first candidate's: min_new_tokens=1 alone
                 lengths = [len(tokenizer(text).input_ids) for text in texts]
                 emit_json("generation_defaults", {
@@ -82,7 +85,8 @@ def main(argv: list[str] | None = None) -> None:
                     "search": search, "value": round(share, 3), "unit": "share of prompts", "better": "lower",
                     "target": 0, "mean_new_tokens": round(sum(lengths) / len(lengths), 1),
                     "differ_from_min_new_tokens_1": sum(a != b for a, b in zip(texts, baseline, strict=True)),
-                    "num_prompts": len(prompts), "examples": [f"{p} | {t}" for p, t in zip(prompts[:6], texts, strict=False)],
+                    "num_prompts": len(prompts),
+                    "examples": [f"{p} | {t}" for p, t in zip(prompts[:6], texts, strict=False)],
                     "seconds": round(time.perf_counter() - start, 1), "quick": args.quick, "cpu": machine(),
                     "cpus": os.cpu_count(),
                 })

@@ -11,16 +11,17 @@ Why each one (the measurements: docs/generation.md, ``benchmarks/generation_defa
 
 * ``do_sample=False``: greedy or beam search. ``pipeline`` samples (temperature 0.7) for every model whose
   generation config leaves ``do_sample`` unset, so it is written out.
-* ``max_new_tokens=20``: a continuation of 20 tokens at most (left unset, ``generate()`` warns and takes 20 of its
-  own, ``pipeline`` 256).
+* ``max_new_tokens=20``: a continuation of 20 tokens at most (left unset, ``generate()`` warns and takes 20 of
+  its own, ``pipeline`` 256).
 * ``min_new_tokens=1``: never an empty continuation (``<eos>`` is refused at the first step).
-* ``begin_suppress_tokens``: the punctuation tokens but the comma (:func:`first_step_suppressed_ids`), refused at
-  the first step, so that a continuation starts with a word or goes on with a comma. A prompt that reads as a whole
-  sentence ("in the last year") otherwise gets "." and the end of the text from beam search: 40% of held-out Brown
-  prompts from a 90-second NPLM, 0% with it. The comma stays: it cannot end a sentence, and it is how a prompt
-  cut mid-sentence most often goes on (refusing it too changes two to six times as many greedy continuations, for the same 0%).
-* ``no_repeat_ngram_size=3``: no 3-gram twice (as BART's summarisation checkpoints): beam search from a small LM
-  otherwise settles into a loop.
+* ``begin_suppress_tokens``: the punctuation tokens but the comma (:func:`first_step_suppressed_ids`), refused
+  at the first step, so that a continuation starts with a word or goes on with a comma. A prompt that reads as
+  a whole sentence ("in the last year") otherwise gets "." and the end of the text from beam search: 40% of
+  held-out Brown prompts from a 90-second NPLM, 0% with it. The comma stays: it cannot end a sentence, and it
+  is how a prompt cut mid-sentence most often goes on (refusing it too changes two to six times as many greedy
+  continuations, for the same 0%).
+* ``no_repeat_ngram_size=3``: no 3-gram twice (as BART's summarisation checkpoints): beam search from a small
+  LM otherwise settles into a loop.
 * ``suppress_tokens=[unk]``: the unknown-word token stands for every word outside the vocabulary at once, so
   after many contexts it is the likeliest "word", and it reads as nothing. A numeracy tokenizer's
   ``<unk_num>`` stays: an open-vocabulary numeral strategy writes an unseen numeral there.
@@ -40,17 +41,18 @@ MIN_NEW_TOKENS = 1
 #: A trained model never writes the same n-gram of this length twice.
 NO_REPEAT_NGRAM_SIZE = 3
 
-#: ``generate()``'s sampling settings when sampling and not given: the model's own distribution. They are not saved:
-#: transformers refuses to save a generation config that sets them while it does not sample.
+#: ``generate()``'s sampling settings when sampling and not given: the model's own distribution. They are not
+#: saved: transformers refuses to save a generation config that sets them while it does not sample.
 SAMPLING_DEFAULTS = {"temperature": 1.0, "top_k": 0, "top_p": 1.0}
 
 
 def is_punctuation(text: str) -> bool:
     """Whether ``text`` (a token's text, spaces around it ignored) is made of punctuation marks only: Unicode
-    categories P* (``.``, ``,``, ``''``, ``--``, ``"``) and Sk, the modifier symbols, which hold the backquote of
-    the opening quotes ```` `` ```` of Brown and Penn Treebank."""
+    categories P* (``.``, ``,``, ``''``, ``--``, ``"``) and Sk, the modifier symbols, which hold the backquote
+    of the opening quotes ```` `` ```` of Brown and Penn Treebank."""
     text = text.strip()
-    return bool(text) and all(unicodedata.category(c)[0] == "P" or unicodedata.category(c) == "Sk" for c in text)
+    categories = [unicodedata.category(c) for c in text]
+    return bool(text) and all(c[0] == "P" or c == "Sk" for c in categories)
 
 
 def punctuation_token_ids(tokenizer) -> list[int]:
@@ -88,23 +90,26 @@ def set_generation_defaults(model, tokenizer) -> None:
         config.suppress_tokens = [tokenizer.unk_token_id]
 
 
-def check_generation_settings(do_sample: bool = False, num_beams: int | None = 1, num_return_sequences: int = 1,
+def check_generation_settings(do_sample: bool = False, num_beams: int | None = 1,
+                              num_return_sequences: int = 1,
                               max_new_tokens: int | None = None, min_new_tokens: int | None = None,
-                              temperature: float | None = None, top_k: int | None = None, top_p: float | None = None,
-                              no_repeat_ngram_size: int | None = None) -> None:
-    """Refuse search and sampling settings that make no sense, before a model generates (``ValueError`` naming the
-    setting by its flag). None: not given, so not checked (the model's generation config decides it)."""
+                              temperature: float | None = None, top_k: int | None = None,
+                              top_p: float | None = None, no_repeat_ngram_size: int | None = None) -> None:
+    """Refuse search and sampling settings that make no sense, before a model generates (``ValueError`` naming
+    the setting by its flag). None: not given, so not checked (the model's generation config decides it)."""
     if not do_sample:
         given = [f"--{name.replace('_', '-')}" for name, value in
                  (("temperature", temperature), ("top_k", top_k), ("top_p", top_p)) if value is not None]
         if given:
             raise ValueError(f"{' / '.join(given)} need --do-sample (greedy and beam search do not sample)")
     if temperature is not None and not temperature > 0:
-        raise ValueError(f"--temperature must be > 0, got {temperature} (for the most likely token, drop --do-sample)")
+        raise ValueError(f"--temperature must be > 0, got {temperature} "
+                         "(for the most likely token, drop --do-sample)")
     if top_k is not None and top_k < 0:
         raise ValueError(f"--top-k must be >= 0 (0 = all tokens), got {top_k}")
     if no_repeat_ngram_size is not None and no_repeat_ngram_size < 0:
-        raise ValueError(f"--no-repeat-ngram-size must be >= 0 (0 = allow repeats), got {no_repeat_ngram_size}")
+        raise ValueError(f"--no-repeat-ngram-size must be >= 0 (0 = allow repeats), "
+                         f"got {no_repeat_ngram_size}")
     if top_p is not None and not 0 < top_p <= 1:
         raise ValueError(f"--top-p must be in (0, 1], got {top_p}")
     if min_new_tokens is not None and min_new_tokens < 0:
@@ -112,11 +117,12 @@ def check_generation_settings(do_sample: bool = False, num_beams: int | None = 1
     if min_new_tokens is not None and max_new_tokens is not None and min_new_tokens > max_new_tokens:
         raise ValueError(f"--min-new-tokens must be between 0 and --max-new-tokens ({max_new_tokens}), "
                          f"got {min_new_tokens}")
-    if num_return_sequences > 1 and not do_sample and num_beams is not None and num_return_sequences > num_beams:
+    n = num_return_sequences
+    if n > 1 and not do_sample and num_beams is not None and n > num_beams:
         raise ValueError(f"--num-return-sequences {num_return_sequences} needs --do-sample or --num-beams >= "
                          f"{num_return_sequences} (greedy search has one continuation)")
 
 
-__all__ = ["CONTINUING_PUNCTUATION", "MAX_NEW_TOKENS", "MIN_NEW_TOKENS", "NO_REPEAT_NGRAM_SIZE", "SAMPLING_DEFAULTS",
-           "check_generation_settings", "first_step_suppressed_ids", "is_punctuation", "punctuation_token_ids",
-           "set_generation_defaults"]
+__all__ = ["CONTINUING_PUNCTUATION", "MAX_NEW_TOKENS", "MIN_NEW_TOKENS", "NO_REPEAT_NGRAM_SIZE",
+           "SAMPLING_DEFAULTS", "check_generation_settings", "first_step_suppressed_ids", "is_punctuation",
+           "punctuation_token_ids", "set_generation_defaults"]

@@ -1,6 +1,7 @@
 """The generation settings a trained model is saved with (:mod:`hf_nlm.generation`), and the doors to a
-continuation: ``model.generate(ids)`` + decoding, ``pipeline("text-generation")`` and ``hf-nlm generate``. They
-read the same saved settings, so the same prompt gives the same text through each, for every model type."""
+continuation: ``model.generate(ids)`` + decoding, ``pipeline("text-generation")`` and ``hf-nlm generate``.
+They read the same saved settings, so the same prompt gives the same text through each, for every model
+type."""
 
 from __future__ import annotations
 
@@ -83,11 +84,12 @@ def test_every_door_gives_the_same_continuation(run, search, capsys):
     new = out[0, ids.shape[1]:]
     assert len(new) > 1  # a continuation that can differ
     by_generate = decode_generated(tokenizer, new)
-    by_pipeline = pipeline("text-generation", model=model, tokenizer=tokenizer)(PROMPT, **kwargs)[0]["generated_text"]
+    generator = pipeline("text-generation", model=model, tokenizer=tokenizer)
+    by_pipeline = generator(PROMPT, **kwargs)[0]["generated_text"]
     by_cli = cli_continuation(capsys, run, PROMPT, *flags)
     assert by_pipeline == f"{PROMPT} {by_generate}"
-    # An open-vocabulary numeral strategy writes out each <unk_num> it generates; the ids carry <unk_num> only,
-    # so model.generate's ids and pipeline show <unk_num>, and hf-nlm generate the numeral the model wrote there.
+    # An open-vocabulary numeral strategy writes out each <unk_num> it generates; the ids carry <unk_num>
+    # only, so model.generate's ids and pipeline show <unk_num>, and hf-nlm generate the numeral written.
     with torch.no_grad():
         written = model.generate(ids, **kwargs, return_dict_in_generate=True)
     assert torch.equal(written.sequences, out)
@@ -118,7 +120,8 @@ def test_an_open_numeral_strategy_writes_the_numeral_it_scored(corpus, tmp_path,
 
 
 def test_the_story_seq2seq_gives_the_same_continuation_through_generate_and_the_cli(tmp_path, capsys):
-    """transformers 5 has no text2text-generation pipeline: the seq2seq's doors are generate() and hf-nlm generate.
+    """transformers 5 has no text2text-generation pipeline: the seq2seq's doors are generate() and hf-nlm
+    generate.
     A source reads as in training: its tokens, then <eos>."""
     from hf_nlm.models import StorySeq2SeqConfig, StorySeq2SeqForConditionalGeneration
 
@@ -145,7 +148,8 @@ def test_a_trained_model_is_saved_with_the_defaults_and_generate_arguments_overr
     assert main(["train", *corpus, "--output-dir", str(out), *TINY, *MODELS["nplm"]]) == 0
     tokenizer = AutoTokenizer.from_pretrained(out)
     saved = json.loads((out / "generation_config.json").read_text())
-    punctuation = sorted(tokenizer.convert_tokens_to_ids([".", "%", "``", "''"]))  # the marks of LINES but the comma
+    # the marks of LINES but the comma
+    punctuation = sorted(tokenizer.convert_tokens_to_ids([".", "%", "``", "''"]))
     assert {k: saved[k] for k in ("do_sample", "max_new_tokens", "min_new_tokens", "no_repeat_ngram_size",
                                   "suppress_tokens", "begin_suppress_tokens")} == {
         "do_sample": False, "max_new_tokens": 20, "min_new_tokens": 1, "no_repeat_ngram_size": 3,
@@ -160,7 +164,8 @@ def test_a_trained_model_is_saved_with_the_defaults_and_generate_arguments_overr
         assert new[0] not in punctuation + [eos] and new[1:] == [eos]  # a word, then the end
         lifted = model.generate(ids, begin_suppress_tokens=None)[0, ids.shape[1]:].tolist()
         assert lifted == [full_stop, eos]  # what the saved settings keep out: "." and the end of the text
-        assert model.generate(ids, begin_suppress_tokens=None, min_new_tokens=0)[0, ids.shape[1]:].tolist() == [eos]
+        ended = model.generate(ids, begin_suppress_tokens=None, min_new_tokens=0)
+        assert ended[0, ids.shape[1]:].tolist() == [eos]
         model.lm_head.bias[eos] -= 100.0
         assert len(model.generate(ids)[0]) == ids.shape[1] + 20  # max_new_tokens
         assert len(model.generate(ids, max_new_tokens=4)[0]) == ids.shape[1] + 4
@@ -185,7 +190,8 @@ def test_the_cli_reads_the_saved_defaults_and_its_flags_override_them(tiny_run, 
     config.max_new_tokens, config.num_beams = 7, 3
     config.save_pretrained(run)
     assert len(cli_continuation(capsys, run, "the cat").split()) == 7
-    assert main(["generate", str(run), "the cat", "--num-return-sequences", "3", "--json"]) == 0  # 3 saved beams
+    # 3 beams, as saved
+    assert main(["generate", str(run), "the cat", "--num-return-sequences", "3", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["generations"]) == 3
     with pytest.raises(SystemExit):  # checked against the saved maximum
         main(["generate", str(run), "the cat", "--min-new-tokens", "8"])
@@ -193,8 +199,8 @@ def test_the_cli_reads_the_saved_defaults_and_its_flags_override_them(tiny_run, 
 
 
 def test_a_model_saved_without_the_defaults_still_generates(tiny_run, tmp_path, capsys):
-    """A generation config with none of the fields: generate() keeps transformers' defaults (20 new tokens, with a
-    warning that it chose them); hf-nlm generate adds the library's 20 new tokens, at least 1."""
+    """A generation config with none of the fields: generate() keeps transformers' defaults (20 new tokens,
+    with a warning that it chose them); hf-nlm generate adds the library's 20 new tokens, at least 1."""
     import shutil
 
     run = tmp_path / "run"
@@ -204,7 +210,8 @@ def test_a_model_saved_without_the_defaults_still_generates(tiny_run, tmp_path, 
                                                        "begin_suppress_tokens")}
     (run / "generation_config.json").write_text(json.dumps(old))
     model, tokenizer = AutoModelForCausalLM.from_pretrained(run).eval(), AutoTokenizer.from_pretrained(run)
-    assert model.generation_config.max_new_tokens is None and model.generation_config.begin_suppress_tokens is None
+    config = model.generation_config
+    assert config.max_new_tokens is None and config.begin_suppress_tokens is None
     ids = tokenizer("the cat", return_tensors="pt").input_ids
     with torch.no_grad():
         expected = model.generate(ids, max_new_tokens=20, min_new_tokens=1)[0, ids.shape[1]:]
@@ -215,12 +222,14 @@ def test_a_model_saved_without_the_defaults_still_generates(tiny_run, tmp_path, 
 
 def test_punctuation_tokens_are_read_through_the_tokenizer():
     word = train_word_level_tokenizer(["he said , `` it 's $ 5 -- or 5.5 ! '' U.S. ..."])
-    assert sorted(word.convert_ids_to_tokens(punctuation_token_ids(word))) == sorted([",", "``", "--", "!", "''", "..."])
+    marks = [",", "``", "--", "!", "''", "..."]
+    assert sorted(word.convert_ids_to_tokens(punctuation_token_ids(word))) == sorted(marks)
     # a continuation may start with a comma, which goes on with the sentence, and with no other mark
-    assert sorted(word.convert_ids_to_tokens(first_step_suppressed_ids(word))) == sorted(["``", "--", "!", "''", "..."])
+    assert sorted(word.convert_ids_to_tokens(first_step_suppressed_ids(word))) == sorted(marks[1:])
     assert "<eos>" in word.get_vocab() and not is_punctuation("<eos>") and not is_punctuation("")
     # a BPE token carries its space as "▁": read through decoding, "▁," is a comma
-    bpe = train_bpe_tokenizer(["he said , it is . she said , no . they said , yes ."] * 20, vocab_size=300, show_progress=False)
+    lines = ["he said , it is . she said , no . they said , yes ."] * 20
+    bpe = train_bpe_tokenizer(lines, vocab_size=300, show_progress=False)
     marks = {bpe.decode([i]).strip() for i in punctuation_token_ids(bpe)}
     assert marks == {",", "."} and any(bpe.convert_ids_to_tokens(i) != bpe.decode([i]).strip()
                                        for i in punctuation_token_ids(bpe))

@@ -10,24 +10,26 @@ from pathlib import Path
 from ..generation import MAX_NEW_TOKENS, MIN_NEW_TOKENS, SAMPLING_DEFAULTS, check_generation_settings
 from .arguments import add_folder_command, add_generation_arguments, fail, load_saved_run
 
-#: The flags that default to the model's generation config: given, they go to ``generate()``; left out, the model's
-#: generation config decides, as it does for ``model.generate(ids)`` and ``pipeline("text-generation")``.
+#: The flags that default to the model's generation config: given, they go to ``generate()``; left out, the
+#: model's generation config decides, as it does for ``model.generate(ids)`` and ``pipeline``.
 GIVEN_SETTINGS = ("num_beams", "max_new_tokens", "min_new_tokens", "no_repeat_ngram_size")
 
 #: The lengths ``hf-nlm generate`` gives a model whose generation config names none (neither the number of new
-#: tokens nor a total length): the library's defaults, those :func:`hf_nlm.generation.set_generation_defaults` saves.
-LENGTH_FALLBACKS = {"max_new_tokens": ("max_length", MAX_NEW_TOKENS), "min_new_tokens": ("min_length", MIN_NEW_TOKENS)}
+#: tokens nor a total length): the library's defaults, which :func:`hf_nlm.generation.set_generation_defaults`
+#: saves. Each: (the total-length field that also names one, the length).
+LENGTH_FALLBACKS = {"max_new_tokens": ("max_length", MAX_NEW_TOKENS),
+                    "min_new_tokens": ("min_length", MIN_NEW_TOKENS)}
 
 
 def add_generate_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
     generate = add_folder_command(sub, "generate", help_text, "a saved model folder")
     generate.add_argument("prompts", nargs="+", metavar="PROMPT", help="text to continue")
     generate.add_argument("--max-new-tokens", type=int, default=None,
-                          help="tokens to add at most (default: the model's generation config: 20 for a model hf-nlm "
-                               "train made)")
+                          help="tokens to add at most (default: the model's generation config: 20 for a "
+                               "model hf-nlm train made)")
     generate.add_argument("--min-new-tokens", type=int, default=None,
-                          help="tokens to add at least, before the text may end; 0 = none (default: the model's "
-                               "generation config: 1 for a model hf-nlm train made)")
+                          help="tokens to add at least, before the text may end; 0 = none (default: the "
+                               "model's generation config: 1 for a model hf-nlm train made)")
     add_generation_arguments(generate)
     generate.add_argument("--num-return-sequences", type=int, default=1, help="continuations per prompt (default: 1)")
     generate.add_argument("--json", action="store_true", help="print one JSON object per prompt")
@@ -91,8 +93,8 @@ def add_plot_numerals_parser(sub: argparse._SubParsersAction, help_text: str) ->
 
 
 def check_generation_arguments(args: argparse.Namespace) -> None:
-    """Refuse generation flags that make no sense (``ValueError``): before the model loads, the flags given; a flag
-    left out (None) is checked by :func:`with_saved_defaults` once the saved value is known."""
+    """Refuse generation flags that make no sense (``ValueError``): before the model loads, the flags given; a
+    flag left out (None) is checked by :func:`with_saved_defaults` once the saved value is known."""
     check_generation_settings(
         do_sample=args.do_sample, num_beams=args.num_beams, num_return_sequences=args.num_return_sequences,
         max_new_tokens=getattr(args, "max_new_tokens", None), min_new_tokens=getattr(args, "min_new_tokens", None),
@@ -102,14 +104,15 @@ def check_generation_arguments(args: argparse.Namespace) -> None:
 
 def generation_settings(args: argparse.Namespace) -> dict:
     """``generate()`` keyword arguments from the flags of :func:`add_generation_arguments` (checked by
-    :func:`check_generation_arguments`; a bad setting ends the command with a usage error): the flags given, and
-    when sampling, the sampling settings with :data:`SAMPLING_DEFAULTS` for those not given. Every setting left
-    out comes from the model's generation config, as for ``model.generate(ids)``."""
+    :func:`check_generation_arguments`; a bad setting ends the command with a usage error): the flags given,
+    and when sampling, the sampling settings with :data:`SAMPLING_DEFAULTS` for those not given. Every setting
+    left out comes from the model's generation config, as for ``model.generate(ids)``."""
     try:
         check_generation_arguments(args)
     except ValueError as err:
         fail(args.parser, str(err))
-    settings = {name: getattr(args, name) for name in GIVEN_SETTINGS if getattr(args, name, None) is not None}
+    settings = {name: getattr(args, name) for name in GIVEN_SETTINGS
+                if getattr(args, name, None) is not None}
     if args.do_sample:
         settings["do_sample"] = True
         settings.update({k: default if getattr(args, k) is None else getattr(args, k)
@@ -122,15 +125,18 @@ def generation_settings(args: argparse.Namespace) -> dict:
 def with_saved_defaults(args: argparse.Namespace, settings: dict, generation_config) -> dict:
     """``settings`` for a model with ``generation_config``: the lengths of :data:`LENGTH_FALLBACKS` where
     neither the flags nor the config name one (a model saved without
-    :func:`hf_nlm.generation.set_generation_defaults`), checked against the values the config gives the settings
-    left out (``--min-new-tokens 30`` over a saved ``max_new_tokens`` of 20 ends the command with a usage error)."""
+    :func:`hf_nlm.generation.set_generation_defaults`), checked against the values the config gives the
+    settings left out (``--min-new-tokens 30`` over a saved ``max_new_tokens`` of 20 ends the command with a
+    usage error)."""
     settings = dict(settings)
     for name, (total, fallback) in LENGTH_FALLBACKS.items():
-        if name not in settings and getattr(generation_config, name) is None and getattr(generation_config, total) is None:
+        named = getattr(generation_config, name) is not None or getattr(generation_config, total) is not None
+        if name not in settings and not named:
             settings[name] = fallback
     saved = {name: settings.get(name, getattr(generation_config, name))
              for name in ("max_new_tokens", "min_new_tokens", "num_beams", "do_sample")}
-    saved["num_beams"], saved["do_sample"] = saved["num_beams"] or 1, bool(saved["do_sample"])  # generate()'s defaults
+    # generate()'s own defaults where the config names none
+    saved["num_beams"], saved["do_sample"] = saved["num_beams"] or 1, bool(saved["do_sample"])
     try:
         check_generation_arguments(argparse.Namespace(**{**vars(args), **saved}))
     except ValueError as err:
