@@ -21,9 +21,14 @@ def load_saved_run(parser: argparse.ArgumentParser, folder: str):
 
 
 def add_generation_arguments(parser: argparse.ArgumentParser) -> None:
-    """Search and sampling flags, read by :func:`hf_nlm.cli.generate.generation_settings`."""
-    parser.add_argument("--num-beams", type=int, default=1, help="beam width; 1 = greedy or sampling (default: 1)")
-    parser.add_argument("--do-sample", action="store_true", help="sample instead of greedy / beam search")
+    """Search and sampling flags, read by :func:`hf_nlm.cli.generate.generation_settings`; a search flag left
+    out is the model's generation config's."""
+    parser.add_argument("--num-beams", type=int, default=None,
+                        help="beam width; 1 = greedy or sampling (default: the model's generation config; 1 "
+                             "where it names none, as for a model hf-nlm train made)")
+    parser.add_argument("--do-sample", action="store_true",
+                        help="sample instead of greedy / beam search (a model hf-nlm train made does not "
+                             "sample unless asked)")
     parser.add_argument("--temperature", type=float, default=None,
                         help="sampling temperature, > 0 (with --do-sample; default: 1.0)")
     parser.add_argument("--top-k", type=int, default=None,

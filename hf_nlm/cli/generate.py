@@ -7,18 +7,29 @@ import json
 import sys
 from pathlib import Path
 
-from ..generation import SAMPLING_DEFAULTS, check_generation_settings
+from ..generation import MAX_NEW_TOKENS, MIN_NEW_TOKENS, SAMPLING_DEFAULTS, check_generation_settings
 from .arguments import add_folder_command, add_generation_arguments, fail, load_saved_run
+
+#: The flags that default to the model's generation config: given, they go to ``generate()``; left out, the
+#: model's generation config decides, as it does for ``model.generate(ids)`` and ``pipeline``.
+GIVEN_SETTINGS = ("num_beams", "max_new_tokens", "min_new_tokens", "no_repeat_ngram_size")
+
+#: The lengths ``hf-nlm generate`` gives a model whose generation config names none (neither the number of new
+#: tokens nor a total length): the library's defaults, which :func:`hf_nlm.generation.set_generation_defaults`
+#: saves. Each: (the total-length field that also names one, the length).
+LENGTH_FALLBACKS = {"max_new_tokens": ("max_length", MAX_NEW_TOKENS),
+                    "min_new_tokens": ("min_length", MIN_NEW_TOKENS)}
 
 
 def add_generate_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
     generate = add_folder_command(sub, "generate", help_text, "a saved model folder")
     generate.add_argument("prompts", nargs="+", metavar="PROMPT", help="text to continue")
-    generate.add_argument("--max-new-tokens", type=int, default=20, help="tokens to add (default: 20)")
-    generate.add_argument("--min-new-tokens", type=int, default=1,
-                          help="tokens to add at least, before the text may end: a prompt that reads as a whole "
-                               "sentence otherwise often gets no continuation at all from beam search; 0 = none "
-                               "(default: 1)")
+    generate.add_argument("--max-new-tokens", type=int, default=None,
+                          help="tokens to add at most (default: the model's generation config: 20 for a "
+                               "model hf-nlm train made)")
+    generate.add_argument("--min-new-tokens", type=int, default=None,
+                          help="tokens to add at least, before the text may end; 0 = none (default: the "
+                               "model's generation config: 1 for a model hf-nlm train made)")
     add_generation_arguments(generate)
     generate.add_argument("--num-return-sequences", type=int, default=1, help="continuations per prompt (default: 1)")
     generate.add_argument("--json", action="store_true", help="print one JSON object per prompt")
@@ -82,7 +93,8 @@ def add_plot_numerals_parser(sub: argparse._SubParsersAction, help_text: str) ->
 
 
 def check_generation_arguments(args: argparse.Namespace) -> None:
-    """Refuse generation flags that make no sense, before the model loads (``ValueError``)."""
+    """Refuse generation flags that make no sense (``ValueError``): before the model loads, the flags given; a
+    flag left out (None) is checked by :func:`with_saved_defaults` once the saved value is known."""
     check_generation_settings(
         do_sample=args.do_sample, num_beams=args.num_beams, num_return_sequences=args.num_return_sequences,
         max_new_tokens=getattr(args, "max_new_tokens", None), min_new_tokens=getattr(args, "min_new_tokens", None),
@@ -92,18 +104,43 @@ def check_generation_arguments(args: argparse.Namespace) -> None:
 
 def generation_settings(args: argparse.Namespace) -> dict:
     """``generate()`` keyword arguments from the flags of :func:`add_generation_arguments` (checked by
-    :func:`check_generation_arguments`; a bad setting ends the command with a usage error): the search, and
-    when sampling, the sampling settings with :data:`SAMPLING_DEFAULTS` for those not given."""
+    :func:`check_generation_arguments`; a bad setting ends the command with a usage error): the flags given,
+    and when sampling, the sampling settings with :data:`SAMPLING_DEFAULTS` for those not given. Every setting
+    left out comes from the model's generation config, as for ``model.generate(ids)``."""
     try:
         check_generation_arguments(args)
     except ValueError as err:
         fail(args.parser, str(err))
-    sampling = {k: default if getattr(args, k) is None else getattr(args, k) for k, default in SAMPLING_DEFAULTS.items()}
-    settings = {"num_beams": args.num_beams, "do_sample": args.do_sample, **(sampling if args.do_sample else {})}
-    if args.no_repeat_ngram_size is not None:
-        settings["no_repeat_ngram_size"] = args.no_repeat_ngram_size
+    settings = {name: getattr(args, name) for name in GIVEN_SETTINGS
+                if getattr(args, name, None) is not None}
+    if args.do_sample:
+        settings["do_sample"] = True
+        settings.update({k: default if getattr(args, k) is None else getattr(args, k)
+                         for k, default in SAMPLING_DEFAULTS.items()})
     if args.allow_unknown:
         settings["suppress_tokens"] = None
+    return settings
+
+
+def with_saved_defaults(args: argparse.Namespace, settings: dict, generation_config) -> dict:
+    """``settings`` for a model with ``generation_config``: the lengths of :data:`LENGTH_FALLBACKS` where
+    neither the flags nor the config name one (a model saved without
+    :func:`hf_nlm.generation.set_generation_defaults`), checked against the values the config gives the
+    settings left out (``--min-new-tokens 30`` over a saved ``max_new_tokens`` of 20 ends the command with a
+    usage error)."""
+    settings = dict(settings)
+    for name, (total, fallback) in LENGTH_FALLBACKS.items():
+        named = getattr(generation_config, name) is not None or getattr(generation_config, total) is not None
+        if name not in settings and not named:
+            settings[name] = fallback
+    saved = {name: settings.get(name, getattr(generation_config, name))
+             for name in ("max_new_tokens", "min_new_tokens", "num_beams", "do_sample")}
+    # generate()'s own defaults where the config names none
+    saved["num_beams"], saved["do_sample"] = saved["num_beams"] or 1, bool(saved["do_sample"])
+    try:
+        check_generation_arguments(argparse.Namespace(**{**vars(args), **saved}))
+    except ValueError as err:
+        fail(args.parser, str(err))
     return settings
 
 
@@ -115,6 +152,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from ..evaluation import decode_generated
 
     model, tokenizer = load_saved_run(args.parser, args.model_dir)
+    settings = with_saved_defaults(args, settings, model.generation_config)
     if args.seed is not None:
         torch.manual_seed(args.seed)
     model.eval()
@@ -131,8 +169,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
         out = model.generate(
             ids,
             attention_mask=torch.ones_like(ids),
-            max_new_tokens=args.max_new_tokens,
-            min_new_tokens=args.min_new_tokens,
             **settings,
             num_return_sequences=args.num_return_sequences,
             pad_token_id=tokenizer.pad_token_id,
