@@ -1,6 +1,7 @@
-"""How many of the repository's files one ``hf-nlm train`` run goes through: the files of ``hf_nlm`` and the console
-script whose functions the command calls, traced with ``sys.setprofile``. What runs while a module is imported
-(registration decorators, tables built at import) does not count: a reader follows the run, not the imports.
+"""How many of the repository's files one ``hf-nlm train`` run goes through:
+the files of ``hf_nlm`` and the console script whose functions the command calls, traced with
+``sys.setprofile``. What runs while a module is imported (registration decorators, tables built at import)
+does not count: a reader follows the run, not the imports.
 
     python benchmarks/train_path.py                  # hf-nlm train --model nplm --train-file x.txt, 3 updates
     python benchmarks/train_path.py --list           # the files too (stderr)
