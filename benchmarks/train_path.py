@@ -53,7 +53,7 @@ def traced_files(argv: list[str]) -> tuple[set[str], set[str]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--list", action="store_true", help="print the files on stderr")
     parser.add_argument("--quick", action="store_true", help="the same run (it takes seconds)")
     args = parser.parse_args()

@@ -83,7 +83,7 @@ class NLMConfig(PreTrainedConfig, SplitSoftmaxOptions, TreeSoftmaxOptions):
     """
 
     #: What the model cards of this model type say about it (title, summary, paper, tags): declared in the
-    #: model type's folder (``card.py``); every card writer reads it from the config it holds
+    #: model type's folder (``card.toml``); every card writer reads it from the config it holds
     #: (:mod:`hf_nlm.hub.model_card`).
     card_text: ClassVar[CardText | None] = None
 

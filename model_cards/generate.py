@@ -6,7 +6,7 @@ reference models this repository trains, generated from the benchmark results.
 
 * ``hf_nlm/models/<model_type>/card.md``: the card every model of that type starts from (what
   ``save_pretrained`` writes, with the type's default configuration; a trained run's card adds results and
-  training settings), in the model type's folder beside the card text it is written from (``card.py``);
+  training settings), in the model type's folder beside the card text it is written from (``card.toml``);
   ``hf_nlm/ngram/cards/<model_type>.md`` likewise for the n-gram baselines;
 * ``model_cards/<name>/README.md``: one card per reference model, from its row of
   ``benchmarks/results/*.json``. The numbers are copied from those files; what was measured, and under which

@@ -84,28 +84,26 @@ class FlooredUnigramHead(OutputHead):
         return torch.where(ids == -100, 0.0, -self.log_p()[ids.clamp_min(0)])
 '''
 
-CARD_FILE = '''
-"""The card text of the bag-of-words LM."""
+CARD_FILE = """
+title = "Bag-of-words LM"
+summary = "A test model: the mean of the previous words' vectors, then any head."
+extra_tags = ["bag-of-words"]
 
-from hf_nlm.hub.model_card import CardText, Paper
-
-CARD_TEXT = CardText(
-    title="Bag-of-words LM",
-    summary="A test model: the mean of the previous words' vectors, then any head.",
-    paper=Paper("Nobody, *A Bag of Words*, nowhere (2024)", "@misc{nobody2024bag, title = {A Bag of Words}}"),
-    extra_tags=("bag-of-words",),
-)
-'''
+[paper]
+short = "Nobody, *A Bag of Words*, nowhere (2024)"
+bibtex = "@misc{nobody2024bag, title = {A Bag of Words}}"
+"""
 
 CONFIG_FILE = '''
 from __future__ import annotations
 
+from pathlib import Path
+
 from huggingface_hub.dataclasses import strict
 
 from hf_nlm.configuration_utils import NLMConfig
+from hf_nlm.hub.model_card import CardText
 from {head_module} import FlooredUnigramOptions
-
-from .card import CARD_TEXT
 
 
 @strict
@@ -119,7 +117,7 @@ class BagLMConfig(NLMConfig, FlooredUnigramOptions):
     """
 
     model_type = "bag_lm"
-    card_text = CARD_TEXT
+    card_text = CardText.from_toml(Path(__file__).with_name("card.toml"))
 
     context_size: int = 2
     embedding_size: int = 8
@@ -206,7 +204,7 @@ def extension(tmp_path, monkeypatch):
     (tmp_path / f"{head_module}.py").write_text(HEAD_FILE)
     folder = tmp_path / package / "bag_lm"
     folder.mkdir(parents=True)
-    files = {"__init__.py": INIT_FILE, "card.py": CARD_FILE,
+    files = {"__init__.py": INIT_FILE, "card.toml": CARD_FILE,
              "configuration_bag_lm.py": CONFIG_FILE.format(head_module=head_module),
              "modeling_bag_lm.py": MODELING_FILE}
     for name, text in files.items():

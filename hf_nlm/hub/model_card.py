@@ -12,7 +12,7 @@ it, its configuration and the paper's BibTeX.
 * :func:`render_card`: the layout itself, also used for the reference cards in ``model_cards/``
   (``model_cards/generate.py``);
 * :class:`CardText`: what a card says about a model type, declared with the model type (its folder's
-  ``card.py``, read from ``config.card_text``; the n-gram baselines' in :mod:`hf_nlm.ngram.cards`), so this
+  ``card.toml``, read into ``config.card_text``; the n-gram baselines' in :mod:`hf_nlm.ngram.cards`), so this
   module knows no model type; :class:`CorpusCard`: what a card says about the training corpus. The caller, who
   knows the corpus, passes its card: each corpus declares one with its entry (:mod:`hf_nlm.data.corpora`), and
   :func:`hf_nlm.data.registry.corpus_card` finds it by name.
@@ -71,8 +71,8 @@ print(tokenizer.decode(model.generate(ids, num_beams=5, max_new_tokens=20)[0]))"
 class CardText:
     """What a card says about a model type: its name, what it is, its paper, and how it is loaded.
 
-    A model type declares it beside its code (``hf_nlm/models/<type>/card.py``, set as ``card_text`` on its
-    config class, where every card writer finds it: ``save_pretrained``, the training loop and ``hf-nlm card``
+    A model type declares it beside its code (``hf_nlm/models/<type>/card.toml``, read by
+    :meth:`from_toml` into ``card_text`` on its config class, where every card writer finds it: ``save_pretrained``, the training loop and ``hf-nlm card``
     all hold the config), so that a new model type's card needs no edit here."""
 
     title: str
@@ -83,6 +83,19 @@ class CardText:
     pipeline_tag: str = "text-generation"
     #: Python code that loads the model, ``{where}`` standing for the repo id or folder.
     how_to_load: str = CAUSAL_LM_LOADING
+
+    @classmethod
+    def from_toml(cls, path: str | os.PathLike, **defaults) -> CardText:
+        """The card text a model type's folder declares in ``card.toml``: ``title``, ``summary``, ``extra_tags``,
+        optionally ``pipeline_tag`` and ``how_to_load``, and a ``[paper]`` table with ``short`` and ``bibtex``;
+        ``defaults`` give the fields the file leaves out."""
+        import tomllib
+
+        with open(path, "rb") as f:
+            values = {**defaults, **tomllib.load(f)}
+        paper = values.pop("paper")
+        return cls(paper=Paper(paper["short"], paper["bibtex"]),
+                   extra_tags=tuple(values.pop("extra_tags", ())), **values)
 
 
 

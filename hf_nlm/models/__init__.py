@@ -1,5 +1,5 @@
 """One folder per architecture, transformers-style (``configuration_x.py`` + ``modeling_x.py``, the card text
-in ``card.py``), each declaring its :class:`ModelType` as ``MODEL_TYPE`` in its ``__init__.py``.
+in ``card.toml``), each declaring its :class:`ModelType` as ``MODEL_TYPE`` in its ``__init__.py``.
 :data:`MODEL_TYPES` collects them from the folders: ``import hf_nlm`` registers each with the Auto classes
 (:func:`register_auto_classes`) and the ``hf-nlm`` command builds its ``--model`` choices and model flags from
 it, so a new architecture is a folder and nothing else. Folders outside this package (a package of your own

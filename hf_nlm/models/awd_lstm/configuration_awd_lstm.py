@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from huggingface_hub.dataclasses import strict
 
 from ...configuration_utils import NLMConfig
-from .card import CARD_TEXT
+from ...hub.model_card import CardText
 
 DROPOUT_FIELDS = ("dropout", "dropout_hidden", "dropout_input", "dropout_embedding", "weight_drop")
 
@@ -64,7 +66,7 @@ class AWDLSTMConfig(NLMConfig):
     """
 
     model_type = "awd_lstm"
-    card_text = CARD_TEXT
+    card_text = CardText.from_toml(Path(__file__).with_name("card.toml"))
 
     embedding_size: int = 400
     hidden_size: int = 1150

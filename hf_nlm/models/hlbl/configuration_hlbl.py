@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from huggingface_hub.dataclasses import strict
 
+from ...hub.model_card import CardText
 from ..lbl.configuration_lbl import LBLConfig
-from .card import CARD_TEXT
 
 
 @strict
@@ -27,7 +29,7 @@ class HLBLConfig(LBLConfig):
     """
 
     model_type = "hlbl"
-    card_text = CARD_TEXT
+    card_text = CardText.from_toml(Path(__file__).with_name("card.toml"))
 
     head: str = "tree"
     tie_word_embeddings: bool = False

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from huggingface_hub.dataclasses import strict
 
 from ...configuration_utils import NLMConfig
-from .card import CARD_TEXT
+from ...hub.model_card import CardText
 
 
 @strict
@@ -41,7 +43,7 @@ class LBLConfig(NLMConfig):
     """
 
     model_type = "lbl"
-    card_text = CARD_TEXT
+    card_text = CardText.from_toml(Path(__file__).with_name("card.toml"))
     # D is at once the embedding and the hidden size; as the embedding size it has the NPLM's name.
     attribute_map = {"embedding_size": "hidden_size"}
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from huggingface_hub.dataclasses import strict
 
 from ...configuration_utils import NLMConfig
-from .card import CARD_TEXT
+from ...hub.model_card import CardText
 
 
 @strict
@@ -46,7 +48,7 @@ class NPLMConfig(NLMConfig):
     """
 
     model_type = "nplm"
-    card_text = CARD_TEXT
+    card_text = CardText.from_toml(Path(__file__).with_name("card.toml"))
 
     vocab_size: int = 16383
     context_size: int = 4

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from huggingface_hub.dataclasses import strict
 
 from ...heads.numeral.mog import MixtureOfGaussiansOptions
+from ...hub.model_card import CardText
 from ..awd_lstm.configuration_awd_lstm import AWDLSTMConfig
-from .card import CARD_TEXT
 
 
 @strict
@@ -59,7 +60,7 @@ class NumeracyLMConfig(AWDLSTMConfig, MixtureOfGaussiansOptions):
     """
 
     model_type = "numeracy_lm"
-    card_text = CARD_TEXT
+    card_text = CardText.from_toml(Path(__file__).with_name("card.toml"))
     attribute_map = {"numeral_strategy": "head"}
 
     embedding_size: int = 50

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from huggingface_hub.dataclasses import strict
 
 from ...configuration_utils import NLMConfig
-from .card import CARD_TEXT
+from ...hub.model_card import CardText
 
 ATTENTION_TYPES = ("dot", "general", "additive", "concat", "none")
 
@@ -67,7 +69,7 @@ class StorySeq2SeqConfig(NLMConfig):
     """
 
     model_type = "story_seq2seq"
-    card_text = CARD_TEXT
+    card_text = CardText.from_toml(Path(__file__).with_name("card.toml"))
 
     embedding_size: int = 256
     hidden_size: int = 256
