@@ -1,4 +1,4 @@
-from ..registry import ADAM_CONSTANT, ModelType, TrainingRecipe
+from ..registry import FEED_FORWARD_DEFAULT, ModelType, TrainingRecipe
 from .configuration_nplm import NPLMConfig
 from .modeling_nplm import NPLMForCausalLM, NPLMModel, NPLMPreTrainedModel
 
@@ -7,8 +7,7 @@ RECIPES = {
         "learns from a text of about a million words in minutes on a CPU: Adam (Kingma & Ba 2015) at a "
         "constant rate, m = 100 and h = 100 without direct connections (the softmax over h units is the cost "
         "of a step), light dropout, and words seen once merged into <unk> so that <unk> is trained",
-        training={**ADAM_CONSTANT, "learning_rate": 5e-3, "max_grad_norm": 1.0, "batch_size": 16,
-                  "block_size": 64, "early_stopping_patience": 2},
+        training={**FEED_FORWARD_DEFAULT, "learning_rate": 5e-3, "batch_size": 16},
         model={"embedding_size": 100, "hidden_size": 100, "direct_connections": False, "dropout": 0.1},
         tokenizer={"min_frequency": 2},
     ),

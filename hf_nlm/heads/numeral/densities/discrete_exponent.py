@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ....tokenization.numerals import MAX_NUMERAL_LENGTH
-from .gaussian_mixture import DEFAULT_MAX_PRECISION, log_normal_interval_mass
+from .gaussian_mixture import DEFAULT_MAX_PRECISION, WrittenPrecision, log_normal_interval_mass
 
 #: The lowest and highest power of ten of the default classes: every numeral of at most
 #: MAX_NUMERAL_LENGTH symbols is below 10^24 and, unless 0, at least 10^-22.
@@ -51,7 +51,7 @@ _LN10 = math.log(10.0)
 _LOG_LN10 = math.log(_LN10)
 
 
-class NumeralExponentDensity(nn.Module):
+class NumeralExponentDensity(WrittenPrecision, nn.Module):
     """h -> a distribution over numerals (value v, precision r) with a discrete latent exponent (module
     docstring).
 
@@ -152,15 +152,6 @@ class NumeralExponentDensity(nn.Module):
             return torch.cat([x[..., :E], x.new_full((*x.shape[:-1], 1), fill), x[..., E:]], -1)
 
         return with_zero(mu, 0.5), with_zero(log_sigma, 0.0)
-
-    def log_precision_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        """log P(r | h) for r = 0 .. max_precision, (..., max_precision + 1)."""
-        logits = self.precision_logits(hidden)
-        return torch.log_softmax(
-            logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits, -1)
-
-    def clip_precision(self, precision: torch.Tensor) -> torch.Tensor:
-        return precision.long().clamp(0, self.max_precision)
 
     # --- the intervals, cut at the class boundaries
 

@@ -70,7 +70,7 @@ import torch
 from torch import nn
 
 from ....tokenization.numerals import MAX_NUMERAL_LENGTH
-from ...base import write_unless_loaded
+from ...base import upcast, write_unless_loaded
 
 #: The options of ``transform``: the space in which the Gaussians live.
 TRANSFORMS = ("none", "log")
@@ -380,7 +380,22 @@ def fit_gaussian_mixture(
 # ----------------------------------------------------------------------------- the module
 
 
-class NumeralMixture(nn.Module):
+class WrittenPrecision:
+    """The distribution of a numeral's written precision r (its number of decimals), P(r | h) = softmax(W_r h),
+    capped at ``max_precision``: a density over values scores the interval a written numeral stands for, whose
+    width is 10^-r. A density module holding ``precision_logits`` (Linear D -> max_precision + 1) and
+    ``max_precision`` mixes it in."""
+
+    def log_precision_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        """log P(r | h) for r = 0 .. max_precision, (..., max_precision + 1)."""
+        return torch.log_softmax(upcast(self.precision_logits(hidden)), -1)
+
+    def clip_precision(self, precision: torch.Tensor) -> torch.Tensor:
+        """r clipped to {0, ..., max_precision} (the documented cap)."""
+        return precision.long().clamp(0, self.max_precision)
+
+
+class NumeralMixture(WrittenPrecision, nn.Module):
     """h -> a mixture-of-Gaussians distribution over numerals (value v, precision r).
 
     ``log_prob(h, v, r) = log P(r | h) + log sum_k pi_k(h) [Phi(b_k) - Phi(a_k)]`` (module docstring):
@@ -489,19 +504,7 @@ class NumeralMixture(nn.Module):
 
     def log_weights(self, hidden: torch.Tensor) -> torch.Tensor:
         """log pi(h), (..., K)."""
-        logits = self.mixture_logits(hidden)
-        return torch.log_softmax(
-            logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits, -1)
-
-    def log_precision_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        """log P(r | h) for r = 0 .. max_precision, (..., max_precision + 1)."""
-        logits = self.precision_logits(hidden)
-        return torch.log_softmax(
-            logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits, -1)
-
-    def clip_precision(self, precision: torch.Tensor) -> torch.Tensor:
-        """r clipped to {0, ..., max_precision} (the documented cap)."""
-        return precision.long().clamp(0, self.max_precision)
+        return torch.log_softmax(upcast(self.mixture_logits(hidden)), -1)
 
     # --- scoring
 
