@@ -131,8 +131,8 @@ def kn5_valid_ppl(run: Path, train: Path, valid: Path) -> float:
 
 
 def continuations(run: Path) -> list[str]:
-    """The continuation of each prompt by ``hf-nlm generate RUN PROMPT --num-beams 5`` (which prints the prompt,
-    then the continuation)."""
+    """The continuation of each prompt by ``hf-nlm generate RUN PROMPT --num-beams 5`` (which prints the
+    prompt, then the continuation)."""
     return [hf_nlm("generate", str(run), prompt, "--num-beams", "5").strip().removeprefix(prompt).strip()
             for prompt in PROMPTS]
 
@@ -184,9 +184,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true",
                         help=f"{' and '.join(QUICK_RUNS['models'])} on {QUICK_WORDS[0]:,} words of "
                              f"{' and '.join(QUICK_RUNS['corpora'])}, {QUICK_RUNS['max_time_s']} s each")
-    parser.add_argument("--output-dir", default="/tmp/hf_nlm_defaults", help="runs and corpus files (not in git)")
+    parser.add_argument("--output-dir", default="/tmp/hf_nlm_defaults",
+                        help="runs and corpus files (not in git)")
     parser.add_argument("--reuse-runs", action="store_true",
-                        help="score the runs already in --output-dir (their results.json) instead of training again")
+                        help="score the runs already in --output-dir "
+                             "(their results.json) instead of training again")
     args = parser.parse_args(argv)
     full = {"models": MODELS, "corpora": ("ptb", "sotu"), "max_time_s": "300"}
     for name, default in (QUICK_RUNS if args.quick else full).items():
@@ -202,9 +204,10 @@ def main(argv: list[str] | None = None) -> None:
             if args.reuse_runs and (run / "results.json").is_file():
                 results, wall = json.loads((run / "results.json").read_text()), None
             else:
-                results = json.loads(hf_nlm("train", "--model", model, "--train-file", str(train), "--validation-file",
-                                            str(valid), "--max-time-s", args.max_time_s, "--output-dir", str(run),
-                                            "--overwrite-output-dir", log_file=out / f"{corpus}-{model}.log"))
+                results = json.loads(hf_nlm("train", "--model", model, "--train-file", str(train),
+                                            "--validation-file", str(valid), "--max-time-s", args.max_time_s,
+                                            "--output-dir", str(run), "--overwrite-output-dir",
+                                            log_file=out / f"{corpus}-{model}.log"))
                 wall = round(time.perf_counter() - start, 1)
             valid_ppl = results["validation"]["perplexity"]
             kn5 = kn5_valid_ppl(run, train, valid)
@@ -213,12 +216,14 @@ def main(argv: list[str] | None = None) -> None:
             unk_share = sum(w in ("<unk>", "<unk_word>", "<unk_num>") for w in words) / max(len(words), 1)
             texts_ok = len(set(texts)) == len(texts) and all(texts) and unk_share < TARGET_UNK_SHARE
             log_rows = read_jsonl(run / "log.jsonl")
-            last_eval = [row for row in log_rows if "val_ppl" in row][-1]  # after an epoch, or where the budget ran out
+            # after an epoch, or where the budget ran out
+            last_eval = [row for row in log_rows if "val_ppl" in row][-1]
             training = [row for row in log_rows if row.get("type") == "step"]
             emit_json("defaults", {
                 "case": "valid_ppl_vs_kn5", "corpus": corpus, "model": model,
                 "value": round(valid_ppl / kn5, 3), "unit": "x KN5 valid ppl",
-                "better": "lower", "target": TARGET_RATIO, "met": valid_ppl / kn5 <= TARGET_RATIO and texts_ok,
+                "better": "lower", "target": TARGET_RATIO,
+                "met": valid_ppl / kn5 <= TARGET_RATIO and texts_ok,
                 "valid_ppl": round(valid_ppl, 2), "kn5_valid_ppl": round(kn5, 2),
                 "prompts": list(PROMPTS), "continuations": texts, "distinct_continuations": len(set(texts)),
                 "unk_share": round(unk_share, 3), "stop_reason": results.get("stop_reason"),

@@ -1,5 +1,6 @@
-"""Flags of the ``hf-nlm`` commands that run saved models (generation), the folder argument, and the usage error.
-A run's flags (data, tokenizer, model, training) are the library's: :mod:`hf_nlm.training.arguments`."""
+"""Flags of the ``hf-nlm`` commands that run saved models (generation), the folder argument, and the usage
+error. A run's flags (data, tokenizer, model, training) are the library's:
+:mod:`hf_nlm.training.arguments`."""
 
 from __future__ import annotations
 
@@ -37,11 +38,11 @@ def add_generation_arguments(parser: argparse.ArgumentParser) -> None:
                         help="nucleus sampling mass, in (0, 1] (with --do-sample; default: 1.0)")
     parser.add_argument("--seed", type=int, default=None, help="seed for sampling")
     parser.add_argument("--no-repeat-ngram-size", type=int, default=None, metavar="N",
-                        help="never write the same N-gram twice; 0 = allow repeats (default: the model's generation "
-                             "config: 3 for a model hf-nlm train made)")
+                        help="never write the same N-gram twice; 0 = allow repeats (default: the model's "
+                             "generation config: 3 for a model hf-nlm train made)")
     parser.add_argument("--allow-unknown", action="store_true",
-                        help="let the continuation write the unknown-word token, which a model hf-nlm train made "
-                             "never writes by default (its generation config's suppress_tokens)")
+                        help="let the continuation write the unknown-word token, which a model hf-nlm train "
+                             "made never writes by default (its generation config's suppress_tokens)")
 
 
 def add_folder_command(sub: argparse._SubParsersAction, name: str, help_text: str, folder_help: str,

@@ -30,7 +30,8 @@ def cmd_download(args: argparse.Namespace) -> int:
     """Fetch the corpora ``args`` names (default: those fetched by default); print ``NAME: FOLDER`` for each.
     Returns the exit status: 0, or 1 after an ``error: ...`` line on stderr."""
     try:
-        folders = download(args.names or list(downloadable(default_only=True)), dest=args.dest, force=args.force)
+        folders = download(args.names or list(downloadable(default_only=True)), dest=args.dest,
+                           force=args.force)
     except (RuntimeError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -1,4 +1,5 @@
-"""Commands that run saved models: ``hf-nlm generate``, ``story``, ``plot-attention`` and ``plot-numerals``."""
+"""Commands that run saved models: ``hf-nlm generate``, ``story``, ``plot-attention`` and
+``plot-numerals``."""
 
 from __future__ import annotations
 
@@ -31,25 +32,27 @@ def add_generate_parser(sub: argparse._SubParsersAction, help_text: str) -> argp
                           help="tokens to add at least, before the text may end; 0 = none (default: the "
                                "model's generation config: 1 for a model hf-nlm train made)")
     add_generation_arguments(generate)
-    generate.add_argument("--num-return-sequences", type=int, default=1, help="continuations per prompt (default: 1)")
+    generate.add_argument("--num-return-sequences", type=int, default=1,
+                          help="continuations per prompt (default: 1)")
     generate.add_argument("--json", action="store_true", help="print one JSON object per prompt")
     return generate
 
 
 def add_story_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
     story = sub.add_parser("story", help=help_text,
-                           description="Write a story for each TITLE in two stages: title -> storyline (one keyword "
-                                       "phrase per sentence) -> story. Either one LM trained on 'title <sep> k1 # k2 "
-                                       "... <sep> story' (--model) serves both stages, or a model per stage "
-                                       "(--storyline-model, --story-model), each a causal LM or a story_seq2seq model.")
+                           description="Write a story for each TITLE in two stages: title -> storyline (one "
+                                       "keyword phrase per sentence) -> story. Either one LM trained on "
+                                       "'title <sep> k1 # k2 ... <sep> story' (--model) serves both stages, "
+                                       "or a model per stage (--storyline-model, --story-model), each a "
+                                       "causal LM or a story_seq2seq model.")
     story.add_argument("titles", nargs="+", metavar="TITLE")
     story.add_argument("--model", default=None, help="one LM folder for both stages")
     story.add_argument("--storyline-model", default=None, help="model folder for title -> storyline")
     story.add_argument("--story-model", default=None, help="model folder for title + storyline -> story")
     add_generation_arguments(story)
     story.add_argument("--length-penalty", type=float, default=1.0,
-                       help="beam search ranks finished hypotheses by sum log p / length**LP (default: 1.0, the "
-                            "length-normalised (1/t) sum log p)")
+                       help="beam search ranks finished hypotheses by sum log p / length**LP (default: 1.0, "
+                            "the length-normalised (1/t) sum log p)")
     story.add_argument("--json", action="store_true", help="print one JSON object per title")
     story.set_defaults(num_return_sequences=1)
     return story
@@ -62,11 +65,13 @@ PLOT_ATTENTION_DESCRIPTION = (
 
 
 def add_plot_attention_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    attention = add_folder_command(sub, "plot-attention", help_text, "a saved story_seq2seq model folder", PLOT_ATTENTION_DESCRIPTION)
+    attention = add_folder_command(sub, "plot-attention", help_text, "a saved story_seq2seq model folder",
+                                   PLOT_ATTENTION_DESCRIPTION)
     attention.add_argument("source", help="the source text")
     attention.add_argument("--output", default=None, help="PNG file (default: MODEL_DIR/attention.png)")
     attention.add_argument("--num-beams", type=int, default=1, help="beam width (default: 1, greedy)")
-    attention.add_argument("--max-new-tokens", type=int, default=50, help="tokens to generate at most (default: 50)")
+    attention.add_argument("--max-new-tokens", type=int, default=50,
+                           help="tokens to generate at most (default: 50)")
     return attention
 
 
@@ -78,17 +83,20 @@ PLOT_NUMERALS_DESCRIPTION = (
 
 
 def add_plot_numerals_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    plot = add_folder_command(sub, "plot-numerals", help_text, "a saved model folder", PLOT_NUMERALS_DESCRIPTION)
+    plot = add_folder_command(sub, "plot-numerals", help_text, "a saved model folder",
+                              PLOT_NUMERALS_DESCRIPTION)
     plot.add_argument("--output", default=None, help="PNG file (default: MODEL_DIR/numeral_embeddings.png)")
     plot.add_argument("--which", choices=("output", "input"), default="output",
                       help="the head's numeral rows (output, default) or the input embeddings")
     plot.add_argument("--density-after", default=None, metavar="TEXT",
                       help="instead: a mog model's predicted density of the next numeral after TEXT")
-    plot.add_argument("--value", type=float, default=None, help="with --density-after: the true value, marked")
+    plot.add_argument("--value", type=float, default=None,
+                      help="with --density-after: the true value, marked")
     plot.add_argument("--weights-along", default=None, metavar="TEXT",
                       help="instead: a combination model's strategy weights p(m | h) at every token of TEXT")
     plot.add_argument("--surprisal-along", default=None, metavar="TEXT",
-                      help="instead: TEXT with each numeral coloured by its surprisal and the model's median above it")
+                      help="instead: TEXT with each numeral coloured by its surprisal "
+                           "and the model's median above it")
     return plot
 
 
@@ -97,8 +105,10 @@ def check_generation_arguments(args: argparse.Namespace) -> None:
     flag left out (None) is checked by :func:`with_saved_defaults` once the saved value is known."""
     check_generation_settings(
         do_sample=args.do_sample, num_beams=args.num_beams, num_return_sequences=args.num_return_sequences,
-        max_new_tokens=getattr(args, "max_new_tokens", None), min_new_tokens=getattr(args, "min_new_tokens", None),
-        temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, no_repeat_ngram_size=args.no_repeat_ngram_size,
+        max_new_tokens=getattr(args, "max_new_tokens", None),
+        min_new_tokens=getattr(args, "min_new_tokens", None),
+        temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+        no_repeat_ngram_size=args.no_repeat_ngram_size,
     )
 
 
@@ -160,8 +170,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
         ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False).input_ids
         unknown = int(torch.isin(ids, torch.tensor(unknown_token_ids(tokenizer))).sum())
         if unknown and 2 * unknown >= ids.shape[1]:
-            print(f"warning: {unknown} of the {ids.shape[1]} tokens of the prompt {prompt!r} are not in the model's "
-                  f"vocabulary (they read as {tokenizer.unk_token}); the continuation has little to go on",
+            print(f"warning: {unknown} of the {ids.shape[1]} tokens of the prompt {prompt!r} are not in the "
+                  f"model's vocabulary (they read as {tokenizer.unk_token}); "
+                  "the continuation has little to go on",
                   file=sys.stderr)
         if model.config.is_encoder_decoder:  # a source reads as in training: its tokens, then <eos>
             ids = torch.cat([ids, ids.new_full((1, 1), tokenizer.eos_token_id)], dim=1)
@@ -178,7 +189,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         start = 0 if model.config.is_encoder_decoder else max(ids.shape[1], 1)
         # An open-vocabulary numeral strategy (d-RNN, MoG) wrote out each <unk_num> it generated.
         numerals = getattr(out, "numerals", None) or [{} for _ in out.sequences]
-        texts = [decode_generated(tokenizer, seq[start:], {t - start: text for t, text in found.items() if t >= start})
+        texts = [decode_generated(tokenizer, seq[start:],
+                                  {t - start: text for t, text in found.items() if t >= start})
                  for seq, found in zip(out.sequences, numerals, strict=True)]
         if args.json:
             print(json.dumps({"prompt": prompt, "generations": texts}))
@@ -189,7 +201,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_story(args: argparse.Namespace) -> int:
-    """Title -> storyline -> story (Yao et al. 2019, Plan-and-Write), each stage a saved LM or seq2seq model."""
+    """Title -> storyline -> story (Yao et al. 2019, Plan-and-Write), each stage a saved LM or seq2seq
+    model."""
     import torch
 
     from ..story import write_story
@@ -216,7 +229,8 @@ def cmd_story(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(story))
         else:
-            print(f"{story['title']}\n  storyline: {' # '.join(story['storyline'])}\n  story: {story['story']}")
+            print(f"{story['title']}\n  storyline: {' # '.join(story['storyline'])}\n"
+                  f"  story: {story['story']}")
     return 0
 
 
@@ -267,9 +281,10 @@ def cmd_plot_numerals(args: argparse.Namespace) -> int:
 
     model, tokenizer = load_saved_run(args.parser, args.model_dir)
     if getattr(tokenizer, "numeral_vocab", None) is None:
-        fail(args.parser, f"{args.model_dir}: its tokenizer does not tell numerals from words (train the model with "
-                           "--tokenizer numeracy)")
-    chosen = [flag for flag, value in (("--density-after", args.density_after), ("--weights-along", args.weights_along),
+        fail(args.parser, f"{args.model_dir}: its tokenizer does not tell numerals from words (train the "
+                           "model with --tokenizer numeracy)")
+    chosen = [flag for flag, value in (("--density-after", args.density_after),
+                                       ("--weights-along", args.weights_along),
                                        ("--surprisal-along", args.surprisal_along)) if value is not None]
     if len(chosen) > 1:
         fail(args.parser, f"{' and '.join(chosen)} draw different pictures: give one of them")
@@ -281,11 +296,13 @@ def cmd_plot_numerals(args: argparse.Namespace) -> int:
         _draw(args.parser, output, lambda: plot_numeral_density(model, tokenizer, args.density_after, output,
                                                                 value=args.value))
     elif args.weights_along is not None:
-        _draw(args.parser, output, lambda: plot_strategy_weights(model, tokenizer, args.weights_along, output))
+        _draw(args.parser, output, lambda: plot_strategy_weights(model, tokenizer, args.weights_along,
+                                                                 output))
     elif args.surprisal_along is not None:
-        _draw(args.parser, output, lambda: plot_numeral_surprisal(model, tokenizer, args.surprisal_along, output))
+        _draw(args.parser, output, lambda: plot_numeral_surprisal(model, tokenizer, args.surprisal_along,
+                                                                  output))
     else:
-        _draw(args.parser, output, lambda: _numeral_embeddings(plot_numeral_embeddings, model, tokenizer, output,
-                                                               args.which))
+        _draw(args.parser, output, lambda: _numeral_embeddings(plot_numeral_embeddings, model, tokenizer,
+                                                               output, args.which))
     print(output)
     return 0

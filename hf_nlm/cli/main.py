@@ -1,7 +1,7 @@
-"""The ``hf-nlm`` commands: each one's parser and handler (:data:`COMMAND_FUNCTIONS`), :func:`add_commands` and
-:func:`run`. The console script ``hf_nlm_cli`` (outside the package, so that ``hf-nlm --help`` answers without
-importing torch) holds the list of commands with their one-line help, builds the parser with :func:`add_commands`
-and hands it to :func:`run`."""
+"""The ``hf-nlm`` commands: each one's parser and handler (:data:`COMMAND_FUNCTIONS`), :func:`add_commands`
+and :func:`run`. The console script ``hf_nlm_cli`` (outside the package, so that ``hf-nlm --help`` answers
+without importing torch) holds the list of commands with their one-line help, builds the parser with
+:func:`add_commands` and hands it to :func:`run`."""
 
 from __future__ import annotations
 
@@ -49,8 +49,8 @@ COMMAND_FUNCTIONS = {
 
 
 def add_commands(sub: argparse._SubParsersAction, help_texts: Mapping[str, str]) -> None:
-    """Add each command of ``help_texts`` (name -> its one-line help, in the order ``--help`` lists them) with its
-    arguments to the subparsers ``sub``."""
+    """Add each command of ``help_texts`` (name -> its one-line help, in the order ``--help`` lists them) with
+    its arguments to the subparsers ``sub``."""
     for name, help_text in help_texts.items():
         add_parser, handler = COMMAND_FUNCTIONS[name]
         command = add_parser(sub, help_text)
@@ -58,8 +58,8 @@ def add_commands(sub: argparse._SubParsersAction, help_texts: Mapping[str, str])
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
-    for name in ("max_new_tokens", "num_beams", "num_return_sequences", "block_size", "batch_size", "numeral_chunk_size",
-                 "top"):
+    for name in ("max_new_tokens", "num_beams", "num_return_sequences", "block_size", "batch_size",
+                 "numeral_chunk_size", "top"):
         value = getattr(args, name, None)
         if isinstance(value, int) and value < 1:
             fail(args.parser, f"--{name.replace('_', '-')} must be >= 1, got {value}")

@@ -23,9 +23,9 @@ def add_train_parser(sub: argparse._SubParsersAction, help_text: str) -> argpars
 def add_build_tree_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
     return add_build_tree_arguments(sub.add_parser(
         "build-tree", help=help_text,
-        description="Mnih & Hinton's (2008) recipe: train an HLBL on a random tree, represent each word by its "
-                    "average predicted vector, build a tree by recursive EM (--tree-mode, --eps), train a fresh "
-                    "HLBL on it. Output: OUTPUT_DIR (final model), OUTPUT_DIR/random_tree (step 1), "
+        description="Mnih & Hinton's (2008) recipe: train an HLBL on a random tree, represent each word by "
+                    "its average predicted vector, build a tree by recursive EM (--tree-mode, --eps), train "
+                    "a fresh HLBL on it. Output: OUTPUT_DIR (final model), OUTPUT_DIR/random_tree (step 1), "
                     "OUTPUT_DIR/word_tree.json.",
     ))
 
@@ -62,7 +62,8 @@ def cmd_build_tree(args: argparse.Namespace) -> int:
         fail(args.parser, f"--first-stage-epochs must be >= 1, got {args.first_stage_epochs}")
     try:
         spec = spec_from_arguments(args, default_model="hlbl")
-        results = train_data_tree(spec, mode=args.tree_mode, eps=args.eps, first_stage_epochs=args.first_stage_epochs)
+        results = train_data_tree(spec, mode=args.tree_mode, eps=args.eps,
+                                  first_stage_epochs=args.first_stage_epochs)
     except (ValueError, TypeError, FileNotFoundError, FloatingPointError) as err:
         fail(args.parser, str(err))
     except KeyboardInterrupt:
@@ -73,6 +74,7 @@ def cmd_build_tree(args: argparse.Namespace) -> int:
         print("build-tree does not resume a stage: run it again to start over", file=sys.stderr)
         return code
     keep = ("validation", "test", "best_val_ppl", "stop_reason", "elapsed_s")
-    summary = {stage: {k: results[stage][k] for k in keep if k in results[stage]} for stage in ("random_tree", "data_tree")}
+    summary = {stage: {k: results[stage][k] for k in keep if k in results[stage]}
+               for stage in ("random_tree", "data_tree")}
     print(json.dumps({**summary, "tree": results["tree"], "output_dir": spec.training.output_dir}))
     return 0

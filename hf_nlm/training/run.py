@@ -4,9 +4,11 @@
 
     datasets  = spec.data.load()                       the corpus, checked against the run's when resuming
     tokenizer = spec.tokenizer.train(train texts)      or the saved model's (resume, init_from)
-    model     = build_model(spec, tokenizer, ...)      sized for the tokenizer, seeded, its tree, generation defaults
+    model     = build_model(spec, tokenizer, ...)      sized for the tokenizer, seeded, its tree, generation
+                                                       defaults
     check_training_memory(...)                         refuses what cannot train in the memory there is
-    LMTrainer(model, tokenizer, datasets, ...).train() the loop; the best model, card, results in output_dir
+    LMTrainer(model, tokenizer, datasets, ...).train() the loop; the best model, card, results in
+                                                       output_dir
 
 ``hf-nlm train``, ``examples/``, the benchmarks and the web demo's runs all go through it, so what one gets
 (the recipe, the refusals, the generation defaults, the card) every other gets too.
@@ -32,15 +34,17 @@ from .trainer import LMTrainer
 
 
 def _say(line: str) -> None:
-    """A line of the run's account on stderr, once (the main process): stdout stays for the caller's results."""
+    """A line of the run's account on stderr, once (the main process): stdout stays for the caller's
+    results."""
     if int(os.environ.get("RANK", "0")) == 0:
         print(line, file=sys.stderr)
 
 
 @dataclass
 class TrainResult:
-    """What :func:`train` returns: the spec as run (tokenizer settings resolved, the data's content recorded), the
-    trained model (the best weights) and its tokenizer, the results (also ``results.json``) and the folder."""
+    """What :func:`train` returns: the spec as run (tokenizer settings resolved, the data's content recorded),
+    the trained model (the best weights) and its tokenizer, the results (also ``results.json``) and the
+    folder."""
 
     spec: RunSpec
     model: object
@@ -50,11 +54,11 @@ class TrainResult:
 
 
 def train(spec: RunSpec, accelerator=None) -> TrainResult:
-    """Train the run ``spec`` describes (or resume it: ``spec.training.resume_from_checkpoint``) and save it in
-    ``spec.training.output_dir``: the best model with its tokenizer and generation config, ``README.md``,
-    ``results.json``, ``log.jsonl``, ``curves.png``, ``checkpoints/``. Bad settings or data raise ``ValueError`` /
-    ``FileNotFoundError`` before training starts; Ctrl-C raises ``KeyboardInterrupt`` after the last completed
-    update is checkpointed (:func:`report_interrupt` says how to go on)."""
+    """Train the run ``spec`` describes (or resume it: ``spec.training.resume_from_checkpoint``) and save it
+    in ``spec.training.output_dir``: the best model with its tokenizer and generation config, ``README.md``,
+    ``results.json``, ``log.jsonl``, ``curves.png``, ``checkpoints/``. Bad settings or data raise
+    ``ValueError`` / ``FileNotFoundError`` before training starts; Ctrl-C raises ``KeyboardInterrupt`` after
+    the last completed update is checkpointed (:func:`report_interrupt` says how to go on)."""
     resuming = spec.training.resume_from_checkpoint is not None
     datasets = spec.data.load()
     if "train" not in datasets:
@@ -87,9 +91,9 @@ def check_same_data(spec: RunSpec, fingerprints: dict[str, str]) -> None:
     changed += [split for split in fingerprints if split not in spec.data_sha256]
     if changed:
         named = "; ".join(spec.data.describe(split) for split in changed)
-        raise ValueError(f"the data is not the run's: {named} holds other text than when the run was saved (compared "
-                         "by content). Resume with the run's data, or start a new run in another --output-dir "
-                         "(or with --overwrite-output-dir)")
+        raise ValueError(f"the data is not the run's: {named} holds other text than when the run was saved "
+                         "(compared by content). Resume with the run's data, or start a new run in another "
+                         "--output-dir (or with --overwrite-output-dir)")
 
 
 def train_tokenizer(spec: RunSpec, texts):
@@ -103,8 +107,8 @@ def train_tokenizer(spec: RunSpec, texts):
         if "min_frequency" not in spec.recipe_values or tokenizer_spec.min_frequency == 1 \
                 or not tokenizer_spec.word_level:
             raise
-        _say(f"--min-frequency {tokenizer_spec.min_frequency} (the recipe's) would leave most of this small text "
-             "unknown; using --min-frequency 1")
+        _say(f"--min-frequency {tokenizer_spec.min_frequency} (the recipe's) would leave most of this small "
+             "text unknown; using --min-frequency 1")
         tokenizer_spec = dataclasses.replace(tokenizer_spec, min_frequency=1)
         tokenizer = tokenizer_spec.train(texts)
         spec = dataclasses.replace(spec, recipe_values=spec.recipe_values - {"min_frequency"})
@@ -136,8 +140,8 @@ def build_config(spec: RunSpec, tokenizer):
 
 
 def build_tree(spec: RunSpec, tokenizer, train_texts=None):
-    """The word tree of a tree head: ``tree_file``, or a random / balanced / Huffman (by the training texts' word
-    frequencies) tree over the vocabulary."""
+    """The word tree of a tree head: ``tree_file``, or a random / balanced / Huffman (by the training texts'
+    word frequencies) tree over the vocabulary."""
     from ..trees import WordTree, balanced_tree, huffman_tree, random_tree
 
     V = len(tokenizer)
@@ -146,7 +150,8 @@ def build_tree(spec: RunSpec, tokenizer, train_texts=None):
             raise FileNotFoundError(f"no such file: {spec.tree_file}")
         tree = WordTree.load(spec.tree_file)
         if tree.vocab_size != V:
-            raise ValueError(f"{spec.tree_file}: the tree covers {tree.vocab_size} words but the vocabulary has {V}")
+            raise ValueError(f"{spec.tree_file}: the tree covers {tree.vocab_size} words "
+                             f"but the vocabulary has {V}")
         return tree
     kind = spec.tree or "random"
     if kind == "random":
@@ -163,14 +168,15 @@ def build_tree(spec: RunSpec, tokenizer, train_texts=None):
 
 def build_model(spec: RunSpec, tokenizer, train_texts=None):
     """A freshly initialised model (seeded with ``spec.training.seed``: the same weights on every process and
-    every rerun) sized for ``tokenizer``, with its word tree (tree heads; ``train_texts`` for a Huffman tree), its
-    training memory checked first and its generation defaults set."""
+    every rerun) sized for ``tokenizer``, with its word tree (tree heads; ``train_texts`` for a Huffman tree),
+    its training memory checked first and its generation defaults set."""
     config = build_config(spec, tokenizer)
     tree = None
     if config.head == "tree":
         tree = build_tree(spec, tokenizer, train_texts)
     elif spec.tree is not None or spec.tree_file is not None:
-        raise ValueError(f"--tree / --tree-file need a tree head (--head tree or --model hlbl), not --head {config.head}")
+        raise ValueError("--tree / --tree-file need a tree head (--head tree or --model hlbl), "
+                         f"not --head {config.head}")
     lm_class = MODEL_TYPES[spec.model_type].lm_class
     check_training_memory(lm_class, config, tree=tree, training=spec.training)
     torch.manual_seed(spec.training.seed)
@@ -181,9 +187,9 @@ def build_model(spec: RunSpec, tokenizer, train_texts=None):
 
 def train_data_tree(spec: RunSpec, mode: str = "adaptive", eps: float = 0.0,
                     first_stage_epochs: int | None = None) -> dict:
-    """Mnih & Hinton's (2008) recipe on the run ``spec`` describes (an HLBL): a model on a random tree, a word tree
-    built from its predicted vectors, a fresh model on that tree (:func:`hf_nlm.training.tree_recipe.train_with_data_tree`,
-    which says what it writes where)."""
+    """Mnih & Hinton's (2008) recipe on the run ``spec`` describes (an HLBL): a model on a random tree, a word
+    tree built from its predicted vectors, a fresh model on that tree
+    (:func:`hf_nlm.training.tree_recipe.train_with_data_tree`, which says what it writes where)."""
     from ..trees import check_tree_mode
     from . import tree_recipe
 
@@ -207,10 +213,10 @@ class SavedRun(NamedTuple):
 
 
 def load_run(folder: str | os.PathLike) -> SavedRun:
-    """The model and tokenizer saved in ``folder`` (a run's ``output_dir``, a checkpoint, any ``save_pretrained``
-    folder of this package's models), checked to belong together. Any failure is one ``ValueError`` naming the
-    folder and the cause (the library's errors name the file and field); a folder that is no saved model is a
-    ``FileNotFoundError``."""
+    """The model and tokenizer saved in ``folder`` (a run's ``output_dir``, a checkpoint, any
+    ``save_pretrained`` folder of this package's models), checked to belong together. Any failure is one
+    ``ValueError`` naming the folder and the cause (the library's errors name the file and field); a folder
+    that is no saved model is a ``FileNotFoundError``."""
     folder = Path(folder)
     if not (folder / "config.json").is_file():
         raise FileNotFoundError(f"{folder} is not a saved model folder (no config.json)")
@@ -224,8 +230,8 @@ def load_run(folder: str | os.PathLike) -> SavedRun:
         # AutoTokenizer would look for a slow tokenizer next and ask for sentencepiece or tiktoken.
         found = ", ".join(sorted(p.name for p in folder.iterdir())) or "nothing"
         raise FileNotFoundError(
-            f"{folder} has no tokenizer: expected tokenizer.json (saved with tokenizer.save_pretrained beside the "
-            f"model); the folder has {found}"
+            f"{folder} has no tokenizer: expected tokenizer.json (saved with tokenizer.save_pretrained "
+            f"beside the model); the folder has {found}"
         )
     try:
         check_config_field_types(folder)  # before AutoConfig, which would fail on a wrong type less clearly
@@ -253,8 +259,8 @@ def resume_command(argv: list[str], program: tuple[str, ...] = ("hf-nlm", "train
 
 
 def report_interrupt(output_dir: str | os.PathLike, resume: str | None) -> int:
-    """Ctrl-C / SIGTERM during training: where the last checkpoint is and, given ``resume``, the command that goes
-    on from it. Returns 130, the exit status of a program stopped by SIGINT."""
+    """Ctrl-C / SIGTERM during training: where the last checkpoint is and, given ``resume``, the command that
+    goes on from it. Returns 130, the exit status of a program stopped by SIGINT."""
     from .checkpoint import list_checkpoints
 
     found = list_checkpoints(output_dir)
@@ -268,5 +274,5 @@ def report_interrupt(output_dir: str | os.PathLike, resume: str | None) -> int:
     return 130
 
 
-__all__ = ["SavedRun", "TrainResult", "build_config", "build_model", "build_tree", "load_run", "report_interrupt",
-           "resume_command", "train", "train_data_tree", "train_tokenizer"]
+__all__ = ["SavedRun", "TrainResult", "build_config", "build_model", "build_tree", "load_run",
+           "report_interrupt", "resume_command", "train", "train_data_tree", "train_tokenizer"]

@@ -1,12 +1,13 @@
-"""What a training run is, as one frozen value: :class:`RunSpec`, with its data (:class:`DataSpec`) and tokenizer
-(:class:`TokenizerSpec`).
+"""What a training run is, as one frozen value: :class:`RunSpec`, with its data (:class:`DataSpec`) and
+tokenizer (:class:`TokenizerSpec`).
 
-A spec holds everything that decides a run: the data (a corpus and its splits), the tokenizer settings, the model
-type and its config fields, the word tree of a tree head, the training recipe (resolved once, when the spec is made)
-and the :class:`~hf_nlm.training.config.TrainingConfig`. :func:`hf_nlm.training.train` runs one; ``hf-nlm train``,
-``examples/`` and the benchmarks all make one and call it.
+A spec holds everything that decides a run: the data (a corpus and its splits), the tokenizer settings, the
+model type and its config fields, the word tree of a tree head, the training recipe (resolved once, when the
+spec is made) and the :class:`~hf_nlm.training.config.TrainingConfig`. :func:`hf_nlm.training.train` runs one;
+``hf-nlm train``, ``examples/`` and the benchmarks all make one and call it.
 
-    spec = RunSpec.from_recipe("nplm", train_file="train.txt", validation_file="valid.txt", output_dir="runs/x")
+    spec = RunSpec.from_recipe("nplm", train_file="train.txt", validation_file="valid.txt",
+                               output_dir="runs/x")
     spec = RunSpec.from_run_folder("runs/x").resumed_with(max_steps=2000)   # go on from the newest checkpoint
 
 Every setting has one flat name, the ``hf-nlm train`` flag's without the dashes (``--min-frequency`` is
@@ -50,11 +51,12 @@ class DataSpec:
     """The corpus of a run and its splits.
 
     Args:
-        corpus: a corpus of :data:`hf_nlm.data.registry.CORPORA`; None: ``"text"``, or ``"csv"`` when every split
-            file ends in ``.csv``.
-        corpus_path: the file or folder a registered corpus is read from (default: its folder in ``$HF_NLM_DATA``).
-        train_file, validation_file, test_file: the split files of a ``text`` or ``csv`` corpus (a path or several;
-            kept as absolute paths).
+        corpus: a corpus of :data:`hf_nlm.data.registry.CORPORA`; None: ``"text"``, or ``"csv"`` when every
+            split file ends in ``.csv``.
+        corpus_path: the file or folder a registered corpus is read from (default: its folder in
+            ``$HF_NLM_DATA``).
+        train_file, validation_file, test_file: the split files of a ``text`` or ``csv`` corpus (a path or
+            several; kept as absolute paths).
         text_column: a CSV corpus's text column (default: ``text``).
         split_fractions: the corpora split by a hash of a record id: the train / validation / test fractions.
         split_seed: the seed of that hash.
@@ -80,17 +82,18 @@ class DataSpec:
             raise ValueError(f"--corpus {self.corpus}: unknown corpus; choose from {', '.join(CORPORA)}")
         given = self.split_files()
         if self.corpus is not None and not CORPORA[self.corpus].split_files and given:
-            raise ValueError(f"--corpus {self.corpus} reads its own files; drop --train-file/--validation-file/"
-                             "--test-file")
+            raise ValueError(f"--corpus {self.corpus} reads its own files; drop "
+                             "--train-file/--validation-file/--test-file")
         if self.corpus is None and not given:
             named = [name for name, entry in CORPORA.items() if not entry.split_files]
-            raise ValueError(f"give --corpus ({', '.join(named)}) or --train-file FILE [--validation-file ...] "
-                             "[--test-file ...]")
+            raise ValueError(f"give --corpus ({', '.join(named)}) or --train-file FILE "
+                             "[--validation-file ...] [--test-file ...]")
         name = self.name
         for setting, keyword in LOADER_OPTIONS.items():
             if getattr(self, setting) is not None and keyword not in CORPORA[name].options:
                 takes = [other for other, entry in CORPORA.items() if keyword in entry.options]
-                raise ValueError(f"{OPTION_FLAGS[keyword]} applies to --corpus {' / '.join(takes)} only, not {name}")
+                raise ValueError(f"{OPTION_FLAGS[keyword]} applies to --corpus {' / '.join(takes)} only, "
+                                 f"not {name}")
 
     def split_files(self) -> dict[str, tuple[str, ...]]:
         """The split files given, by split."""
@@ -132,16 +135,16 @@ def check_split_file(flag: str, path: str | os.PathLike) -> None:
     path = Path(path)
     if path.is_dir():
         found = sorted(p.name for p in path.iterdir() if p.is_file() and p.suffix.lower() in (".txt", ".csv"))
-        inside = f"the text files in it: {' '.join(found[:10])}{' ...' if len(found) > 10 else ''}" if found else \
-            "it holds no .txt or .csv file"
+        inside = f"the text files in it: {' '.join(found[:10])}{' ...' if len(found) > 10 else ''}" \
+            if found else "it holds no .txt or .csv file"
         raise FileNotFoundError(f"{flag} {path} is a folder, not a file: give files ({inside})")
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
 
 
 def split_fingerprints(datasets) -> dict[str, str]:
-    """A SHA-256 of each split's texts, in order: what a resumed run compares to know that its data is the run's
-    by content, whatever the path."""
+    """A SHA-256 of each split's texts, in order: what a resumed run compares to know that its data is the
+    run's by content, whatever the path."""
     prints = {}
     for split, rows in datasets.items():
         digest = hashlib.sha256()
@@ -198,8 +201,8 @@ class TokenizerSpec:
 
     def resolve(self, train_texts: Sequence[str]) -> TokenizerSpec:
         """This spec with ``split_punctuation`` decided where it is None: cut when the training text carries
-        punctuation on its words (:data:`hf_nlm.tokenization.word_level.ATTACHED_PUNCTUATION_SHARE`), which raw
-        text does and tokenized text (Penn Treebank) does not. The choice is said on stderr."""
+        punctuation on its words (:data:`hf_nlm.tokenization.word_level.ATTACHED_PUNCTUATION_SHARE`), which
+        raw text does and tokenized text (Penn Treebank) does not. The choice is said on stderr."""
         if not self.word_level or self.split_punctuation is not None:
             return self
         from ..tokenization.word_level import ATTACHED_PUNCTUATION_SHARE, attached_punctuation_share
@@ -209,12 +212,13 @@ class TokenizerSpec:
         if int(os.environ.get("RANK", "0")) == 0:
             said = ("cut off the words (--no-split-punctuation keeps it on them)" if split else
                     "left as it is (--split-punctuation cuts it off the words)")
-            print(f"punctuation: {share:.1%} of the training words carry some at their end; {said}", file=sys.stderr)
+            print(f"punctuation: {share:.1%} of the training words carry some at their end; {said}",
+                  file=sys.stderr)
         return dataclasses.replace(self, split_punctuation=split)
 
     def train(self, train_texts: Sequence[str]):
-        """The tokenizer this spec describes, trained on ``train_texts`` (``split_punctuation`` resolved first).
-        A word-level vocabulary leaving most training tokens unknown raises ``ValueError``
+        """The tokenizer this spec describes, trained on ``train_texts`` (``split_punctuation`` resolved
+        first). A word-level vocabulary leaving most training tokens unknown raises ``ValueError``
         (:func:`hf_nlm.tokenization.word_level.check_vocabulary_coverage`)."""
         spec = self.resolve(train_texts)
         if spec.kind in ("bpe", "wordpiece"):
@@ -254,10 +258,11 @@ class TokenizerSpec:
 #: What ``hf-nlm train`` trains without ``--model``: Bengio et al.'s NPLM, the first neural LM.
 DEFAULT_MODEL = "nplm"
 
-#: Config fields a run derives rather than takes: the vocabulary and token ids come from the tokenizer, the tree
-#: shape from the tree, tying from the head (a tree head cannot be tied).
-DERIVED_FIELDS = ("vocab_size", "bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings", "use_cache",
-                  "tree_num_nodes", "tree_max_codes", "tree_max_depth", "numeral_vocab", "tokenizer_fingerprint")
+#: Config fields a run derives rather than takes: the vocabulary and token ids come from the tokenizer, the
+#: tree shape from the tree, tying from the head (a tree head cannot be tied).
+DERIVED_FIELDS = ("vocab_size", "bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings",
+                  "use_cache", "tree_num_nodes", "tree_max_codes", "tree_max_depth", "numeral_vocab",
+                  "tokenizer_fingerprint")
 
 #: The word-tree settings of a tree head: ``tree`` (random, balanced or huffman), ``tree_file`` (a saved
 #: :class:`~hf_nlm.trees.WordTree`), ``tree_seed`` (of the random tree).
@@ -268,14 +273,16 @@ TREE_SETTINGS = ("tree", "tree_file", "tree_seed")
 TOKENIZER_SETTINGS = {"tokenizer": "kind", "min_frequency": "min_frequency", "vocab_size": "vocab_size",
                       "lowercase": "lowercase", "split_punctuation": "split_punctuation"}
 
-#: Of :data:`RESUME_CHANGEABLE`, what a resumed run takes from its own settings or their defaults, not the run's.
-RESUME_STOPPING = ("num_epochs", "max_steps", "max_time_s", "max_time_within_epoch", "early_stopping_patience")
+#: Of :data:`RESUME_CHANGEABLE`, what a resumed run takes from its own settings or their defaults, not the
+#: run's.
+RESUME_STOPPING = ("num_epochs", "max_steps", "max_time_s", "max_time_within_epoch",
+                   "early_stopping_patience")
 
 
 def model_settings(model_types=None) -> dict[str, dict[str, str]]:
-    """Every model setting (by flat name) and, for each model type of ``model_types`` (default: all) it applies to,
-    the config field it sets. A setting is a config field's name, or the name its config's ``attribute_map``
-    gives it (the LBL's D, ``hidden_size``, is ``embedding_size``)."""
+    """Every model setting (by flat name) and, for each model type of ``model_types`` (default: all) it
+    applies to, the config field it sets. A setting is a config field's name, or the name its config's
+    ``attribute_map`` gives it (the LBL's D, ``hidden_size``, is ``embedding_size``)."""
     from transformers import PreTrainedConfig
 
     inherited = {f.name for f in dataclasses.fields(PreTrainedConfig)}
@@ -327,8 +334,8 @@ class RunSpec:
         recipe_values: the settings (flat names) whose value came from the recipe.
         data_sha256: each split's content as the run recorded it (:func:`split_fingerprints`);
             set on a spec read back from a run folder, and checked against the data when it trains.
-        resume_changes: what a resumed run changes of the recorded run's settings (:meth:`resumed_with`), as the
-            run says it when it starts.
+        resume_changes: what a resumed run changes of the recorded run's settings (:meth:`resumed_with`), as
+            the run says it when it starts.
 
     Make one with :meth:`from_recipe` or :meth:`from_run_folder`.
     """
@@ -347,8 +354,9 @@ class RunSpec:
     data_sha256: Mapping[str, str] | None = None
     resume_changes: tuple[str, ...] = ()
 
-    #: The settings a resumed run may change: where it writes, when it stops, what it logs, saves and evaluates,
-    #: the per-process batch (the global batch is checked) and the device. Every other setting shaped the run.
+    #: The settings a resumed run may change: where it writes, when it stops, what it logs, saves and
+    #: evaluates, the per-process batch (the global batch is checked) and the device. Every other setting
+    #: shaped the run.
     RESUME_CHANGEABLE = RESUME_CHANGEABLE
 
     def __post_init__(self) -> None:
@@ -375,9 +383,9 @@ class RunSpec:
 
     @classmethod
     def from_recipe(cls, model_type: str = DEFAULT_MODEL, recipe: str | None = None, **settings) -> RunSpec:
-        """A spec of ``model_type`` trained with ``recipe`` (default: its ``"default"`` one), whose values fill
-        every setting that ``settings`` does not give; the rest take :class:`TrainingConfig`'s, the tokenizer's
-        and the config's defaults. ``settings`` are flat names (``train_file``, ``min_frequency``,
+        """A spec of ``model_type`` trained with ``recipe`` (default: its ``"default"`` one), whose values
+        fill every setting that ``settings`` does not give; the rest take :class:`TrainingConfig`'s, the
+        tokenizer's and the config's defaults. ``settings`` are flat names (``train_file``, ``min_frequency``,
         ``hidden_size``, ``learning_rate``, ``output_dir``, ...); a given value wins, None included.
 
             RunSpec.from_recipe("awd_lstm", "merity2018", corpus="ptb", output_dir="runs/awd", max_time_s=600)
@@ -427,14 +435,15 @@ class RunSpec:
         if not isinstance(recorded, dict):
             found = config.get("model_type")
             if found not in MODEL_TYPES:
-                raise ValueError(f"{folder / 'config.json'} is a checkpoint of model_type={found!r}, which hf_nlm "
-                                 f"does not train (its model types: {', '.join(MODEL_TYPES)})")
-            raise ValueError(f"{folder / 'trainer_state.json'} records no run specification (run_spec): it was "
-                             "not written by hf_nlm.training.train; resume it with train_lm(..., "
+                raise ValueError(f"{folder / 'config.json'} is a checkpoint of model_type={found!r}, which "
+                                 f"hf_nlm does not train (its model types: {', '.join(MODEL_TYPES)})")
+            raise ValueError(f"{folder / 'trainer_state.json'} records no run specification (run_spec): it "
+                             "was not written by hf_nlm.training.train; resume it with train_lm(..., "
                              "TrainingConfig(resume_from_checkpoint=...)) and the objects it was made of")
         spec = cls.from_dict(recorded)
         check_checkpoint_model_type(folder, spec.model_type)
-        # The model the run made: every config field, so that a setting is compared with the checkpoint's value.
+        # The model the run made: every config field, so that a setting is compared with the checkpoint's
+        # value.
         fields = [f for f in model_settings([spec.model_type]).values() for f in f.values()]
         model = {**spec.model, **{f: config[f] for f in fields if f in config}}
         return dataclasses.replace(spec, model=model, training=dataclasses.replace(
@@ -457,7 +466,8 @@ class RunSpec:
                 **{k: values[k] for k in TREE_SETTINGS if k in values},
             )
         except (KeyError, TypeError) as err:
-            raise ValueError(f"a run specification that does not fit RunSpec ({type(err).__name__}: {err})") from err
+            raise ValueError("a run specification that does not fit RunSpec "
+                             f"({type(err).__name__}: {err})") from err
 
     def to_dict(self) -> dict:
         """The spec as JSON-able values (:meth:`from_dict` reads them back)."""
@@ -515,7 +525,8 @@ class RunSpec:
             data=dataclasses.replace(self.data, **groups["data"]),
             training=dataclasses.replace(self.training, **groups["training"]),
             tokenizer=dataclasses.replace(self.tokenizer,
-                                          **{TOKENIZER_SETTINGS[k]: v for k, v in groups["tokenizer"].items()}),
+                                          **{TOKENIZER_SETTINGS[k]: v
+                                             for k, v in groups["tokenizer"].items()}),
             model={**self.model, **groups["model"]},
             recipe_values=self.recipe_values - set(settings),
             **groups["other"],
@@ -523,9 +534,10 @@ class RunSpec:
 
     def resumed_with(self, **settings) -> RunSpec:
         """This recorded run, to resume, with ``settings`` applied where the run allows it: a setting of
-        :attr:`RESUME_CHANGEABLE` applies, one equal to the run's is fine, any other is refused (``ValueError``
-        listing each with the run's value). When to stop (:data:`RESUME_STOPPING`) is taken from ``settings``, else the
-        recipe's or :class:`TrainingConfig`'s defaults, not from the interrupted run."""
+        :attr:`RESUME_CHANGEABLE` applies, one equal to the run's is fine, any other is refused
+        (``ValueError`` listing each with the run's value). When to stop (:data:`RESUME_STOPPING`) is taken
+        from ``settings``, else the recipe's or :class:`TrainingConfig`'s defaults, not from the interrupted
+        run."""
         differ = [f"{option_flag(name)} (the run's model and tree come from the checkpoint)"
                   for name in ("tree", "tree_file", "init_from") if settings.get(name) is not None]
         if settings.get("model_type", self.model_type) != self.model_type:
@@ -534,21 +546,24 @@ class RunSpec:
             differ.append(f"--recipe {settings['recipe']} (the run's: {self.recipe})")
         fixed = {k: v for k, v in settings.items()
                  if k not in (*RESUME_CHANGEABLE, "tree", "tree_file", "init_from", "model_type", "recipe")}
-        recorded, asked = self.settings(), self.replace(**fixed).settings()  # paths compared as absolute paths
+        # paths compared as absolute paths
+        recorded, asked = self.settings(), self.replace(**fixed).settings()
         differ += [f"{option_flag(name)} {shown(settings[name])} (the run's: {shown(recorded[name])})"
                    for name in fixed if _comparable(asked[name]) != _comparable(recorded[name])]
         if differ:
             folder = self.training.resume_from_checkpoint
             raise ValueError(
                 f"--resume continues the run saved in {folder} with the settings it recorded; these differ: "
-                f"{'; '.join(differ)}. Drop them to resume, or start a new run in another --output-dir (or with "
-                "--overwrite-output-dir)"
+                f"{'; '.join(differ)}. Drop them to resume, or start a new run in another --output-dir (or "
+                "with --overwrite-output-dir)"
             )
-        defaults = {f.name: f.default for f in dataclasses.fields(TrainingConfig) if f.name in RESUME_STOPPING}
+        defaults = {f.name: f.default for f in dataclasses.fields(TrainingConfig)
+                    if f.name in RESUME_STOPPING}
         recipe = recipe_training_values(MODEL_TYPES[self.model_type].recipe(self.recipe), settings)
         defaults.update({k: v for k, v in recipe.items() if k in RESUME_STOPPING})
         changed = {k: v for k, v in settings.items() if k in RESUME_CHANGEABLE}
-        notes = tuple(f"{option_flag(k)} {shown(v)} (the run's: {shown(recorded.get(k))})" for k, v in changed.items()
+        notes = tuple(f"{option_flag(k)} {shown(v)} (the run's: {shown(recorded.get(k))})"
+                      for k, v in changed.items()
                       if k not in ("output_dir", "resume_from_checkpoint")
                       and _comparable(v) != _comparable(recorded.get(k)))
         return dataclasses.replace(self.replace(**{**defaults, **changed}), resume_changes=notes)
@@ -562,8 +577,9 @@ def _comparable(value):
 
 
 def _group(model_type: str, settings: Mapping) -> dict[str, dict]:
-    """``settings`` (flat names) by where they go: data, tokenizer, model (by config field), training, other (tree,
-    init_from). An unknown name, or a model setting of another model type, is a ``ValueError`` naming it."""
+    """``settings`` (flat names) by where they go: data, tokenizer, model (by config field), training, other
+    (tree, init_from). An unknown name, or a model setting of another model type, is a ``ValueError`` naming
+    it."""
     groups: dict[str, dict] = {"data": {}, "tokenizer": {}, "model": {}, "training": {}, "other": {}}
     training = {f.name for f in dataclasses.fields(TrainingConfig)}
     model = model_settings()
@@ -588,14 +604,16 @@ def _group(model_type: str, settings: Mapping) -> dict[str, dict]:
                 what = config_field_docs(config_class).get(name, name).split(":")[0].removeprefix("The ")
                 raise ValueError(f"{option_flag(name)} does not apply to --model {model_type}: the "
                                  f"{model_type.upper()}'s {what} is {option_flag(renamed.pop())}")
-            raise ValueError(f"{option_flag(name)} applies to --model {' / '.join(model.get(name, {}))} only, "
-                             f"not {model_type}")
+            raise ValueError(f"{option_flag(name)} applies to --model {' / '.join(model.get(name, {}))} "
+                             f"only, not {model_type}")
         else:
             known = [*data, *TOKENIZER_SETTINGS, *training, *TREE_SETTINGS, "init_from", *model]
             close = difflib.get_close_matches(name, known, n=3)
-            raise ValueError(f"unknown setting {name!r}" + (f"; did you mean {', '.join(close)}?" if close else ""))
+            raise ValueError(f"unknown setting {name!r}"
+                             + (f"; did you mean {', '.join(close)}?" if close else ""))
     return groups
 
 
-__all__ = ["DEFAULT_MODEL", "DERIVED_FIELDS", "DataSpec", "RESUME_STOPPING", "RunSpec", "TOKENIZERS", "TREE_CHOICES",
-           "TokenizerSpec", "check_split_file", "data_spec_fields", "model_settings", "option_flag", "split_fingerprints"]
+__all__ = ["DEFAULT_MODEL", "DERIVED_FIELDS", "DataSpec", "RESUME_STOPPING", "RunSpec", "TOKENIZERS",
+           "TREE_CHOICES", "TokenizerSpec", "check_split_file", "data_spec_fields", "model_settings",
+           "option_flag", "split_fingerprints"]

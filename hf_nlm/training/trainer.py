@@ -124,7 +124,8 @@ class _DeferredInterrupt:
 
     def check(self) -> None:
         if self.received is not None:
-            raise KeyboardInterrupt(f"{self.received} received; training stopped after the last completed update")
+            raise KeyboardInterrupt(f"{self.received} received; "
+                                    "training stopped after the last completed update")
 
     def __exit__(self, *exc) -> None:
         for sig, handler in self._old.items():
@@ -146,8 +147,8 @@ class LMTrainer:
         accelerator: an ``accelerate.Accelerator`` to use; by default one is made from ``config``.
         dataset_name: shown in the model card.
         run_spec: the run's specification (:meth:`hf_nlm.training.RunSpec.to_dict`) when
-            :func:`hf_nlm.training.train` made the run: kept in every checkpoint's ``trainer_state.json`` and in
-            ``results.json``, so that :meth:`~hf_nlm.training.RunSpec.from_run_folder` reads it back.
+            :func:`hf_nlm.training.train` made the run: kept in every checkpoint's ``trainer_state.json`` and
+            in ``results.json``, so that :meth:`~hf_nlm.training.RunSpec.from_run_folder` reads it back.
     """
 
     def __init__(
@@ -171,8 +172,9 @@ class LMTrainer:
         launched = int(os.environ.get("WORLD_SIZE", "1"))
         if acc.num_processes != launched:
             raise RuntimeError(
-                f"launched as {launched} processes (WORLD_SIZE) but the Accelerator sees {acc.num_processes}: "
-                "each process would train alone. On a machine without GPUs pass Accelerator(cpu=True)."
+                f"launched as {launched} processes (WORLD_SIZE) but the Accelerator sees "
+                f"{acc.num_processes}: each process would train alone. On a machine without GPUs pass "
+                "Accelerator(cpu=True)."
             )
         self.output_dir = Path(config.output_dir)
         prepare_output_dir(self.output_dir, resuming=bool(config.resume_from_checkpoint),
@@ -184,11 +186,13 @@ class LMTrainer:
             raise ValueError(f"datasets needs a 'train' split, got {list(datasets)}")
         self.datasets = datasets
         if config.nt_asgd and "validation" not in datasets:
-            raise ValueError("nt_asgd is triggered by the validation loss: the datasets need a 'validation' split")
+            raise ValueError("nt_asgd is triggered by the validation loss: "
+                             "the datasets need a 'validation' split")
         # Feed-forward models train on shuffled blocks; recurrent ones on columns of the stream with
         # the state carried from batch to batch (truncated BPTT); encoder-decoder models on shuffled
         # (source, target) examples. The batching decides which.
-        self.batching = batching_for(model, tokenizer, config.block_size, pairs=pair_format(config) if is_encoder_decoder(model) else None)
+        self.batching = batching_for(model, tokenizer, config.block_size,
+                                     pairs=pair_format(config) if is_encoder_decoder(model) else None)
         train_stream, self.train_stats = self.batching.encode_split(datasets["train"], "train")
         self.batches = self.batching.training_batches(
             train_stream, config.batch_size, acc.num_processes, acc.process_index, seed=config.seed,
@@ -247,8 +251,8 @@ class LMTrainer:
         everyone = acc.gather(mine[None]).cpu()
         if not (everyone == everyone[0]).all():
             raise RuntimeError(
-                f"the processes built different training data (tokens, vocabulary per process: {everyone.tolist()}); "
-                "every process must load the same corpus and the same tokenizer"
+                "the processes built different training data (tokens, vocabulary per process: "
+                f"{everyone.tolist()}); every process must load the same corpus and the same tokenizer"
             )
 
     def _state_dict(self) -> dict:
@@ -272,7 +276,8 @@ class LMTrainer:
 
     def summary_lines(self) -> list[str]:
         """What the run trains on and with: each split's lines and tokens, the vocabulary and the share of
-        ``<unk>`` among the training tokens, the model and its parameter count, the device and torch threads."""
+        ``<unk>`` among the training tokens, the model and its parameter count, the device and torch
+        threads."""
         splits = []
         for split, stats in (("train", self.train_stats), ("validation", self.val_stats), ("test", None)):
             if split in self.datasets:
@@ -284,8 +289,8 @@ class LMTrainer:
         processes = f" x {acc.num_processes} processes" if acc.num_processes > 1 else ""
         return [
             f"corpus: {'; '.join(splits)}",
-            f"vocabulary: {len(self.tokenizer):,} tokens; {self.tokenizer.unk_token or '<unk>'} is {100 * unk:.2f}% "
-            "of the training tokens",
+            f"vocabulary: {len(self.tokenizer):,} tokens; {self.tokenizer.unk_token or '<unk>'} is "
+            f"{100 * unk:.2f}% of the training tokens",
             f"model: {model.config.model_type}, {sum(p.numel() for p in model.parameters()):,} parameters",
             f"device: {acc.device}{processes}, {torch.get_num_threads()} torch threads",
         ]
@@ -315,8 +320,8 @@ class LMTrainer:
         tensors = self._training_tensors(collective)
         if acc.is_main_process:
             save_checkpoint(
-                folder, self.unwrapped_model, self.tokenizer, self.optimizer, self.scheduler, self._state_dict(),
-                rng_states, tensors,
+                folder, self.unwrapped_model, self.tokenizer, self.optimizer, self.scheduler,
+                self._state_dict(), rng_states, tensors,
             )
             rotate_checkpoints(self.output_dir, self.config.save_total_limit, protect=folder)
         if collective:
@@ -355,7 +360,8 @@ class LMTrainer:
             for name, saved_value, now in [
                 ("seed", saved_config.get("seed"), self.config.seed),
                 ("block_size", saved_config.get("block_size"), self.config.block_size),
-                ("global batch size (batch_size x processes)", saved.get("global_batch_size"), self.batches.global_batch_size),
+                ("global batch size (batch_size x processes)", saved.get("global_batch_size"),
+                 self.batches.global_batch_size),
                 ("variable_bptt", saved_config.get("variable_bptt", False), self.config.variable_bptt),
                 ("group_by_length", saved_config.get("group_by_length", False), self.config.group_by_length),
                 ("max_source_length", saved_config.get("max_source_length"), self.config.max_source_length),
@@ -363,7 +369,8 @@ class LMTrainer:
             ]
             if saved_value != now
         ]
-        checked = {"seed", "block_size", "variable_bptt", "group_by_length", "max_source_length", "max_target_length"}
+        checked = {"seed", "block_size", "variable_bptt", "group_by_length", "max_source_length",
+                   "max_target_length"}
         mismatched += [
             f"{name}: checkpoint {saved_config[name]} != now {getattr(self.config, name)}"
             for name in (f.name for f in dataclasses.fields(TrainingConfig))
@@ -376,8 +383,10 @@ class LMTrainer:
             load_model_weights(folder, self.unwrapped_model)
         except RuntimeError as err:
             raise ValueError(f"{folder}: the saved weights do not fit this model ({err})") from err
-        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location="cpu", weights_only=True))
-        self.scheduler.load_state_dict(torch.load(folder / "scheduler.pt", map_location="cpu", weights_only=True))
+        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location="cpu",
+                                                  weights_only=True))
+        self.scheduler.load_state_dict(torch.load(folder / "scheduler.pt", map_location="cpu",
+                                                  weights_only=True))
         rng_file = folder / f"rng_state_{acc.process_index}.pt"
         if rng_file.is_file():
             restore_rng_state(torch.load(rng_file, weights_only=True))
@@ -392,7 +401,8 @@ class LMTrainer:
 
     # ------------------------------------------------------------------ training
 
-    def training_step(self, batch: dict[str, torch.Tensor], global_targets: int, lr_scale: float = 1.0) -> float:
+    def training_step(self, batch: dict[str, torch.Tensor], global_targets: int,
+                      lr_scale: float = 1.0) -> float:
         """One update on this process's share of a global batch. Returns the global batch's summed NLL.
 
         Each process's ``loss`` is the mean over its own ``n`` targets; DDP averages gradients over the
@@ -414,7 +424,8 @@ class LMTrainer:
 
         # One host sync per update: a non-finite loss must be caught before it reaches the weights.
         if acc.num_processes > 1:
-            check = torch.stack([loss.detach().float() * local_targets, (~torch.isfinite(loss.detach())).float()])
+            check = torch.stack([loss.detach().float() * local_targets,
+                                 (~torch.isfinite(loss.detach())).float()])
             nll_sum, bad = acc.reduce(check, reduction="sum").tolist()
         else:
             value = loss.item()
@@ -465,9 +476,9 @@ class LMTrainer:
                     # Every process saw the same flag, so the checkpoint can be written collectively.
                     self.save_checkpoint()
                     raise FloatingPointError(
-                        f"{err} at update {st.global_step + 1} (epoch {st.epoch + 1}, batch {st.step_in_epoch + 1}); "
-                        f"training stopped; the last good state is saved in {checkpoints_dir(self.output_dir)}"
-                        f"/checkpoint-{st.global_step}"
+                        f"{err} at update {st.global_step + 1} (epoch {st.epoch + 1}, batch "
+                        f"{st.step_in_epoch + 1}); training stopped; the last good state is saved in "
+                        f"{checkpoints_dir(self.output_dir)}/checkpoint-{st.global_step}"
                     ) from None
                 # The update is done: move the counters before anything else can interrupt.
                 st.step_in_epoch += 1
@@ -494,7 +505,8 @@ class LMTrainer:
                         "elapsed_s": self._elapsed(),
                     }
                     self._log(record)
-                    bar.set_postfix(loss=f"{loss:.3f}", ppl=f"{record['train_ppl']:.1f}", lr=f"{self._last_lr:.3g}")
+                    bar.set_postfix(loss=f"{loss:.3f}", ppl=f"{record['train_ppl']:.1f}",
+                                    lr=f"{self._last_lr:.3g}")
                     st.window_nll_sum, st.window_tokens, window_start = 0.0, 0, now
                 st.epoch_time_s = time.perf_counter() - epoch_start
 
@@ -521,10 +533,12 @@ class LMTrainer:
         if self.val_stream is None:
             return None
         total, count = score_split(
-            self.batching, self.unwrapped_model, self.val_stream, config.eval_batch_size, acc.device, acc.num_processes, acc.process_index
+            self.batching, self.unwrapped_model, self.val_stream, config.eval_batch_size, acc.device,
+            acc.num_processes, acc.process_index
         )
         if acc.num_processes > 1:
-            sums = acc.reduce(torch.tensor([total, count], dtype=torch.float64, device=acc.device), reduction="sum")
+            sums = acc.reduce(torch.tensor([total, count], dtype=torch.float64, device=acc.device),
+                              reduction="sum")
             total, count = sums.tolist()
         return total / count
 
@@ -539,13 +553,15 @@ class LMTrainer:
                 if st.best_val_ppl is None or val_ppl < st.best_val_ppl:
                     st.best_val_ppl, st.best_epoch, st.epochs_without_improvement = val_ppl, st.epoch, 0
                     if acc.is_main_process:
-                        save_pretrained_atomic(self.output_dir / BEST_MODEL_DIR, self.unwrapped_model, self.tokenizer)
+                        save_pretrained_atomic(self.output_dir / BEST_MODEL_DIR, self.unwrapped_model,
+                                               self.tokenizer)
                 else:
                     st.epochs_without_improvement += 1
         switched = False
         if val_loss is not None:
             st.val_losses.append(val_loss)
-            if config.nt_asgd and st.averaging_since_step is None and nt_asgd_triggered(st.val_losses, config.nonmono):
+            if config.nt_asgd and st.averaging_since_step is None \
+                    and nt_asgd_triggered(st.val_losses, config.nonmono):
                 st.averaging_since_step, switched = st.global_step, True
         train_loss = st.epoch_nll_sum / max(st.epoch_tokens, 1)
         record = {
@@ -565,10 +581,11 @@ class LMTrainer:
         if switched:
             record["asgd_from_step"] = st.global_step
         self._log(record)
-        self._say(f"epoch {st.epoch + 1}/{config.num_epochs}: {st.step_in_epoch} steps, train loss {train_loss:.4f} "
-                  f"(ppl {record['train_ppl']:.2f}), {st.epoch_time_s:.1f} s")
+        self._say(f"epoch {st.epoch + 1}/{config.num_epochs}: {st.step_in_epoch} steps, train loss "
+                  f"{train_loss:.4f} (ppl {record['train_ppl']:.2f}), {st.epoch_time_s:.1f} s")
         if val_ppl is not None:
-            self._say(f"validation after epoch {st.epoch + 1}: ppl {val_ppl:.2f} (best so far {st.best_val_ppl:.2f})")
+            self._say(f"validation after epoch {st.epoch + 1}: ppl {val_ppl:.2f} "
+                      f"(best so far {st.best_val_ppl:.2f})")
         if switched:
             self._say(f"NT-ASGD: averaging the weights from update {st.global_step} on")
         st.epoch += 1
@@ -581,13 +598,15 @@ class LMTrainer:
             self._last_plot = time.perf_counter()
 
     def evaluate(self, split: str) -> dict:
-        """The final report on ``self.datasets[split]``: ``evaluate_lm``, or ``evaluate_seq2seq`` for pairs."""
+        """The final report on ``self.datasets[split]``: ``evaluate_lm``, or ``evaluate_seq2seq`` for
+        pairs."""
         config, acc = self.config, self.accelerator
         if isinstance(self.batching, PairedBatching):
             return evaluate_seq2seq(
-                self.unwrapped_model, self.datasets[split], self.tokenizer, config.source_column, config.target_column,
-                config.max_source_length, config.max_target_length, batch_size=config.eval_batch_size,
-                device=acc.device, show_progress=config.progress_bar, split=split,
+                self.unwrapped_model, self.datasets[split], self.tokenizer, config.source_column,
+                config.target_column, config.max_source_length, config.max_target_length,
+                batch_size=config.eval_batch_size, device=acc.device, show_progress=config.progress_bar,
+                split=split,
             )
         return evaluate_lm(
             self.unwrapped_model,
@@ -608,8 +627,9 @@ class LMTrainer:
         return self.config.max_time_s is not None and self._elapsed() >= self.config.max_time_s
 
     def _out_of_time(self) -> bool:
-        """Is the budget spent (``max_time_within_epoch``; never before this run's first update), or else would
-        another epoch, as long as the last one, end past ``max_time_s``? (Whole epochs: never before the first.)"""
+        """Is the budget spent (``max_time_within_epoch``; never before this run's first update), or else
+        would another epoch, as long as the last one, end past ``max_time_s``? (Whole epochs: never before the
+        first.)"""
         budget = self.config.max_time_s
         if self.config.max_time_within_epoch:
             return self.state.global_step > self._first_step and self._budget_spent()
@@ -674,7 +694,8 @@ class LMTrainer:
                     epoch_started = time.perf_counter()
                     completed = self.train_epoch(interrupt)
                     if not completed:  # max_steps, or the budget with max_time_within_epoch, mid-epoch
-                        max_steps_reached = config.max_steps is not None and st.global_step >= config.max_steps
+                        max_steps_reached = (config.max_steps is not None
+                                             and st.global_step >= config.max_steps)
                         st.stop_reason = "max_steps" if max_steps_reached else "max_time"
                         # A time budget's last updates count; max_steps validates only when no epoch was.
                         # Before the checkpoint, so that a resumed run knows the best perplexity so far.
@@ -712,13 +733,14 @@ class LMTrainer:
             if st.best_val_ppl is None or val_ppl < st.best_val_ppl:
                 st.best_val_ppl, st.best_epoch = val_ppl, st.epoch
                 if acc.is_main_process:
-                    save_pretrained_atomic(self.output_dir / BEST_MODEL_DIR, self.unwrapped_model, self.tokenizer)
+                    save_pretrained_atomic(self.output_dir / BEST_MODEL_DIR, self.unwrapped_model,
+                                           self.tokenizer)
         steps = max(self.batches.steps(st.epoch), 1)
         self._say(f"validation after {st.step_in_epoch} steps of epoch {st.epoch + 1}: ppl {val_ppl:.2f} "
                   f"(best {st.best_val_ppl:.2f})")
-        self._log({"type": "eval", "epoch": st.epoch + st.step_in_epoch / steps, "global_step": st.global_step,
-                   "val_loss": val_loss, "val_ppl": val_ppl, "best_val_ppl": st.best_val_ppl,
-                   "elapsed_s": self._elapsed()})
+        self._log({"type": "eval", "epoch": st.epoch + st.step_in_epoch / steps,
+                   "global_step": st.global_step, "val_loss": val_loss, "val_ppl": val_ppl,
+                   "best_val_ppl": st.best_val_ppl, "elapsed_s": self._elapsed()})
 
     def finish(self) -> dict:
         """Load the best weights, save model + tokenizer into output_dir, evaluate, write the card and results
@@ -753,21 +775,24 @@ class LMTrainer:
                 "num_parameters": num_parameters,
                 "num_processes": acc.num_processes,
             }
-            training = {k: v for k, v in config.to_dict().items() if k not in ("output_dir", "resume_from_checkpoint")}
+            training = {k: v for k, v in config.to_dict().items()
+                        if k not in ("output_dir", "resume_from_checkpoint")}
             training.update(stop_reason=st.stop_reason, epochs_completed=st.epoch, global_step=st.global_step)
             # What `hf-nlm card RUN_DIR` needs to write the card again.
             results.update(dataset=self.dataset_name, training_config=training)
             if self.run_spec is not None:
                 results["run_spec"] = self.run_spec
-            write_results(self.output_dir, model.config, results, evaluations, corpus_card(self.dataset_name), training,
-                          num_parameters, self.log_path)
+            write_results(self.output_dir, model.config, results, evaluations, corpus_card(self.dataset_name),
+                          training, num_parameters, self.log_path)
         acc.wait_for_everyone()
         return results
 
 
 def pair_format(config: TrainingConfig) -> PairFormat:
-    """How the run reads paired examples (encoder-decoder models): the config's columns and maximum lengths."""
-    return PairFormat(config.source_column, config.target_column, config.max_source_length, config.max_target_length)
+    """How the run reads paired examples (encoder-decoder models): the config's columns and maximum
+    lengths."""
+    return PairFormat(config.source_column, config.target_column, config.max_source_length,
+                      config.max_target_length)
 
 
 def make_accelerator(config: TrainingConfig) -> Accelerator:

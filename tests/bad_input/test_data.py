@@ -1,6 +1,6 @@
 """A training run never destroys the user's data: it refuses an output folder holding a saved model, holds its
-folder against a second run, says plainly when the folder cannot be written or the disk is full, never leaves a
-half-written checkpoint, and skips a truncated one. Every refusal is one line and exit status 2."""
+folder against a second run, says plainly when the folder cannot be written or the disk is full, never leaves
+a half-written checkpoint, and skips a truncated one. Every refusal is one line and exit status 2."""
 
 from __future__ import annotations
 
@@ -46,7 +46,8 @@ def two_checkpoints(small_txt, tmp_path_factory) -> Path:
 
 
 def refused(capsys, small_txt: Path, output_dir: Path, *extra: str) -> str:
-    """stderr of an `hf-nlm train` that must refuse: exit status 2, no traceback, one `hf-nlm train: error:` line."""
+    """stderr of an `hf-nlm train` that must refuse: exit status 2, no traceback, one `hf-nlm train: error:`
+    line."""
     capsys.readouterr()
     try:
         code = main(train_args(small_txt, output_dir, *extra))

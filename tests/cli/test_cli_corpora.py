@@ -21,8 +21,9 @@ from hf_nlm_cli import build_parser, main
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 ROOT = Path(__file__).resolve().parents[2]
-TINY = ["--context-size", "2", "--embedding-size", "8", "--hidden-size", "8", "--block-size", "8", "--batch-size", "2",
-        "--learning-rate", "0.5", "--no-progress-bar", "--early-stopping-patience", "none", "--num-epochs", "1"]
+TINY = ["--context-size", "2", "--embedding-size", "8", "--hidden-size", "8", "--block-size", "8",
+        "--batch-size", "2", "--learning-rate", "0.5", "--no-progress-bar",
+        "--early-stopping-patience", "none", "--num-epochs", "1"]
 
 
 def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -48,7 +49,8 @@ def test_every_registered_corpus_has_its_card_text():
     for name, entry in CORPORA.items():
         card = corpus_card(name)
         assert card is entry.card and card.name and card.description
-    assert corpus_card("text").key == "local-files" and corpus_card("my-notes").description == "the corpus `my-notes`."
+    assert (corpus_card("text").key == "local-files"
+            and corpus_card("my-notes").description == "the corpus `my-notes`.")
     assert corpus_card(None) is None
 
 
@@ -67,15 +69,16 @@ def test_the_corpora_are_the_modules_of_the_package_in_order():
     modules = {entry.loader.__module__ for entry in CORPORA.values()}
     assert modules == {f"hf_nlm.data.corpora.{name}" for name in
                        ("brown", "ptb", "sotu", "drop", "mimic", "arxiv", "rocstories", "text_files")}
-    assert list(CORPORA) == ["brown", "ptb", "sotu", "drop", "mimic-iii", "mimic-iv", "arxiv", "rocstories", "text",
-                             "csv"]
+    assert list(CORPORA) == ["brown", "ptb", "sotu", "drop", "mimic-iii", "mimic-iv", "arxiv", "rocstories",
+                             "text", "csv"]
     assert all(callable(entry.loader) for entry in CORPORA.values())
     with pytest.raises(ValueError, match="unknown corpus 'wiki'; choose from brown"):
         corpus_entry("wiki")
 
 
 def test_registry_loads_no_data_library():
-    code = "import sys, hf_nlm.data.registry, hf_nlm.data.download; print(sorted(m for m in ('datasets', 'pandas', 'pyarrow') if m in sys.modules))"
+    code = ("import sys, hf_nlm.data.registry, hf_nlm.data.download; "
+            "print(sorted(m for m in ('datasets', 'pandas', 'pyarrow') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
 
@@ -90,7 +93,8 @@ def test_launcher_lists_the_commands_of_the_full_parser(capsys):
     for name in hf_nlm_cli.COMMANDS:
         assert name in launcher_help
     assert listed_commands(launcher_help) == list(hf_nlm_cli.COMMANDS)
-    assert listed_commands(build_parser().format_help()) == full  # the separate commands have their own parsers
+    # the separate commands have their own parsers
+    assert listed_commands(build_parser().format_help()) == full
 
 
 def listed_commands(help_text: str) -> list[str]:
@@ -100,7 +104,8 @@ def listed_commands(help_text: str) -> list[str]:
 
 
 def test_launcher_help_does_not_import_hf_nlm():
-    code = "import sys, hf_nlm_cli\ntry:\n    hf_nlm_cli.main(['--help'])\nexcept SystemExit:\n    pass\nprint('hf_nlm' in sys.modules, 'torch' in sys.modules)"
+    code = ("import sys, hf_nlm_cli\ntry:\n    hf_nlm_cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print('hf_nlm' in sys.modules, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip().splitlines()[-1] == "False False"
 
@@ -108,8 +113,10 @@ def test_launcher_help_does_not_import_hf_nlm():
 def test_split_options_apply_to_hash_split_corpora_only(tmp_path, capsys):
     (tmp_path / "train.txt").write_text("a b c\n")
     with pytest.raises(SystemExit):
-        main(["train", "--train-file", str(tmp_path / "train.txt"), "--split-seed", "3", "--output-dir", str(tmp_path)])
-    assert "--split-seed applies to --corpus drop / mimic-iii / mimic-iv / arxiv / rocstories only, not text" in capsys.readouterr().err
+        main(["train", "--train-file", str(tmp_path / "train.txt"), "--split-seed", "3",
+              "--output-dir", str(tmp_path)])
+    assert ("--split-seed applies to --corpus drop / mimic-iii / mimic-iv / arxiv / rocstories only, not text"
+            in capsys.readouterr().err)
 
 
 # The fixtures hold a few records: a seed whose hash split leaves none of the three splits empty.
@@ -178,8 +185,8 @@ def corpus_modules(tmp_path, monkeypatch):
     folder.mkdir()
     monkeypatch.setattr(corpora, "__path__", [*corpora.__path__, str(folder)])
     yield folder
-    for name in [name for name, module in sys.modules.items() if str(getattr(module, "__file__", None)).startswith(
-            str(folder))]:
+    for name in [name for name, module in sys.modules.items()
+                 if str(getattr(module, "__file__", None)).startswith(str(folder))]:
         del sys.modules[name]
 
 
@@ -200,8 +207,10 @@ def test_a_corpus_module_is_all_a_corpus_takes(tiny_corpus, tmp_path, capsys, mo
     import datasets
 
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf_cache")
-    # Registered by its module alone, after the built-in corpora and before the local files (the default order).
-    assert tiny_corpus is registry.CORPORA["tiny-words"] and list(CORPORA)[-3:] == ["tiny-words", "text", "csv"]
+    # Registered by its module alone, after the built-in corpora and before the local files (the default
+    # order).
+    assert (tiny_corpus is registry.CORPORA["tiny-words"]
+            and list(CORPORA)[-3:] == ["tiny-words", "text", "csv"])
     assert "tiny-words" in choices(subcommands(build_parser())["train"], "corpus")
     assert "tiny-words" in registry.downloadable()
 
@@ -221,7 +230,8 @@ def test_a_corpus_module_is_all_a_corpus_takes(tiny_corpus, tmp_path, capsys, mo
     results = {"test": {"perplexity": 12.5, "num_tokens": 50}}
     config = NPLMConfig(vocab_size=12, context_size=2, embedding_size=4, hidden_size=4)
     (tmp_path / "card").mkdir()
-    card = ModelCard.load(write_model_card(tmp_path / "card", config, results=results, dataset=tiny_corpus.card))
+    card = ModelCard.load(write_model_card(tmp_path / "card", config, results=results,
+                                           dataset=tiny_corpus.card))
     assert card.data.datasets == ["someone/tiny-words"]
     assert card.data.to_dict()["model-index"][0]["name"] == "nplm-tiny-words"
     assert "# NPLM language model trained on the Tiny words corpus" in card.content
@@ -247,7 +257,8 @@ def test_download_command_output_and_exit_status(tiny_corpus, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["download", "tiny-words", "--dest"])
     assert exit_info.value.code == 2
-    assert capsys.readouterr().err.endswith("hf-nlm download: error: argument --dest: expected one argument\n")
+    assert capsys.readouterr().err.endswith("hf-nlm download: error: argument --dest: "
+                                            "expected one argument\n")
 
 
 def test_a_module_without_a_corpus_or_a_name_taken_twice_is_an_error(corpus_modules):
@@ -260,7 +271,8 @@ def test_a_module_without_a_corpus_or_a_name_taken_twice_is_an_error(corpus_modu
     (modules / "helpers.py").unlink()
     (modules / "second_brown.py").write_text(
         "from ..corpus import CorpusCard, CorpusEntry\n"
-        "CORPUS = CorpusEntry('brown', print, 'a folder', CorpusCard('brown', 'Brown', 'again'))\n", encoding="utf-8")
+        "CORPUS = CorpusEntry('brown', print, 'a folder', CorpusCard('brown', 'Brown', 'again'))\n",
+        encoding="utf-8")
     with pytest.raises(ValueError, match="two corpora are named 'brown': in hf_nlm.data.corpora.brown and "
                                          "hf_nlm.data.corpora.second_brown"):
         collect_corpora()

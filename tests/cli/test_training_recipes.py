@@ -1,5 +1,6 @@
-"""Training recipes from the command line: ``--recipe`` names one, the run says which it used, a resumed run keeps
-what it recorded, and a small text keeps every word. (How a spec resolves a recipe: tests/training/test_run_spec.py.)"""
+"""Training recipes from the command line: ``--recipe`` names one, the run says which it used, a resumed run
+keeps what it recorded, and a small text keeps every word. (How a spec resolves a recipe:
+tests/training/test_run_spec.py.)"""
 
 from __future__ import annotations
 
@@ -27,16 +28,19 @@ def test_the_run_says_which_recipe_it_used_and_resume_keeps_it(tmp_path, capsys)
     (tmp_path / "t.txt").write_text("the cat sat on the mat\na dog saw the cat\n" * 30)
     out = tmp_path / "run"
     tiny = ["--train-file", str(tmp_path / "t.txt"), "--output-dir", str(out), "--context-size", "2",
-            "--embedding-size", "4", "--hidden-size", "4", "--block-size", "4", "--batch-size", "2", "--no-progress-bar"]
+            "--embedding-size", "4", "--hidden-size", "4", "--block-size", "4", "--batch-size", "2",
+            "--no-progress-bar"]
     assert main(["train", *tiny, "--recipe", "bengio2003", "--max-steps", "3", "--save-steps", "1"]) == 0
     err = capsys.readouterr().err
     assert "recipe bengio2003 of nplm (Bengio et al. 2003" in err and "--optimizer sgd" in err
     state = json.loads(next(out.glob("checkpoints/*/trainer_state.json")).read_text())
-    assert state["run_spec"]["recipe"] == "bengio2003" and state["run_spec"]["tokenizer"]["min_frequency"] == 4
+    assert (state["run_spec"]["recipe"] == "bengio2003"
+            and state["run_spec"]["tokenizer"]["min_frequency"] == 4)
     # resumed without --recipe: the run's recipe and settings, not the default recipe's
     assert main(["train", *tiny, "--resume", "--max-steps", "4"]) == 0
     assert json.loads((out / "results.json").read_text())["global_step"] == 4
-    last = max(out.glob("checkpoints/checkpoint-*/trainer_state.json"), key=lambda p: int(p.parent.name.split("-")[1]))
+    last = max(out.glob("checkpoints/checkpoint-*/trainer_state.json"),
+               key=lambda p: int(p.parent.name.split("-")[1]))
     state = json.loads(last.read_text())
     assert state["global_step"] == 4 and state["config"]["optimizer"] == "sgd"
     assert state["run_spec"]["recipe"] == "bengio2003"
@@ -44,16 +48,18 @@ def test_the_run_says_which_recipe_it_used_and_resume_keeps_it(tmp_path, capsys)
 
 def test_a_small_text_keeps_every_word_unless_the_cut_off_is_asked_for(tmp_path, capsys):
     words = "the cat sat on a mat with one dog and two red birds near old trees".split()
-    (tmp_path / "t.txt").write_text("".join(" ".join(words[i:] + words[:i]) + "\n" for i in range(4)) + "rare\n")
+    (tmp_path / "t.txt").write_text("".join(" ".join(words[i:] + words[:i]) + "\n" for i in range(4))
+                                    + "rare\n")
     common = ["--train-file", str(tmp_path / "t.txt"), "--context-size", "2", "--embedding-size", "4",
-              "--hidden-size", "4", "--block-size", "4", "--batch-size", "2", "--max-steps", "1", "--no-progress-bar"]
+              "--hidden-size", "4", "--block-size", "4", "--batch-size", "2", "--max-steps", "1",
+              "--no-progress-bar"]
     # every word but one is seen 4 times: the recipe's cut-off of 2 leaves only "rare" out
     assert main(["train", *common, "--output-dir", str(tmp_path / "a")]) == 0
     assert "using --min-frequency 1" not in capsys.readouterr().err
     (tmp_path / "t.txt").write_text(" ".join(f"w{i}" for i in range(40)) + "\n")  # every word seen once
     assert main(["train", *common, "--output-dir", str(tmp_path / "b")]) == 0
-    assert "--min-frequency 2 (the recipe's) would leave most of this small text unknown; using --min-frequency 1" \
-        in capsys.readouterr().err
+    assert "--min-frequency 2 (the recipe's) would leave most of this small text unknown; " \
+           "using --min-frequency 1" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["train", *common, "--output-dir", str(tmp_path / "c"), "--min-frequency", "2"])
     assert "--min-frequency 2 keeps 0 of the 40 distinct training words" in capsys.readouterr().err
@@ -66,7 +72,8 @@ def test_the_documentation_lists_every_recipe():
     table = page[page.index("## Training recipes"):page.index("## A corpus the command line knows")]
     for name, model_type in MODEL_TYPES.items():
         for recipe in model_type.recipes:
-            assert any(f"`{name}`" in row and f"| `{recipe}` |" in row for row in table.splitlines()), (name, recipe)
+            assert any(f"`{name}`" in row and f"| `{recipe}` |" in row
+                       for row in table.splitlines()), (name, recipe)
 
 
 def test_a_trained_model_generates_without_repeats_or_unknown_words(tmp_path, capsys):
@@ -80,14 +87,15 @@ def test_a_trained_model_generates_without_repeats_or_unknown_words(tmp_path, ca
     lines = ["the cat sat on the mat", "a dog saw the cat", "the mat was red"] * 20 + ["zyx qqq"]
     (tmp_path / "t.txt").write_text("\n".join(lines) + "\n")
     out = tmp_path / "run"
-    assert main(["train", "--train-file", str(tmp_path / "t.txt"), "--output-dir", str(out), "--context-size", "2",
-                 "--embedding-size", "8", "--hidden-size", "8", "--block-size", "8", "--batch-size", "2",
-                 "--max-steps", "30", "--no-progress-bar"]) == 0
+    assert main(["train", "--train-file", str(tmp_path / "t.txt"), "--output-dir", str(out),
+                 "--context-size", "2", "--embedding-size", "8", "--hidden-size", "8", "--block-size", "8",
+                 "--batch-size", "2", "--max-steps", "30", "--no-progress-bar"]) == 0
     capsys.readouterr()
     model, tokenizer = AutoModelForCausalLM.from_pretrained(out), AutoTokenizer.from_pretrained(out)
     unk = tokenizer.unk_token_id
     assert "zyx" not in tokenizer.get_vocab()  # seen once: <unk>, which is trained
-    assert model.generation_config.no_repeat_ngram_size == 3 and model.generation_config.suppress_tokens == [unk]
+    assert (model.generation_config.no_repeat_ngram_size == 3
+            and model.generation_config.suppress_tokens == [unk])
     ids = tokenizer("the cat", return_tensors="pt", add_special_tokens=False).input_ids
     with torch.no_grad():
         model.lm_head.bias[unk] += 50.0  # <unk> the likeliest token everywhere

@@ -1,6 +1,7 @@
-"""The run specification: a recipe fills every setting not given and a given one wins (None included); the spec
-round-trips through a run folder; a resumed run keeps what it recorded, refuses what would change the run, and
-recognises its data by content; ``train(spec)`` gives the same model as the command line with the same flags."""
+"""The run specification: a recipe fills every setting not given and a given one wins (None included); the
+spec round-trips through a run folder; a resumed run keeps what it recorded, refuses what would change the
+run, and recognises its data by content; ``train(spec)`` gives the same model as the command line with the
+same flags."""
 
 from __future__ import annotations
 
@@ -41,8 +42,8 @@ def test_every_model_type_has_a_default_recipe_of_valid_settings(model):
 
 def test_the_recipe_fills_what_is_not_given_and_a_given_setting_wins():
     recipe = MODEL_TYPES["nplm"].recipes[DEFAULT_RECIPE]
-    spec = RunSpec.from_recipe("nplm", train_file="t.txt", output_dir="out", learning_rate=0.05, hidden_size=7,
-                               min_frequency=3)
+    spec = RunSpec.from_recipe("nplm", train_file="t.txt", output_dir="out", learning_rate=0.05,
+                               hidden_size=7, min_frequency=3)
     assert spec.training.learning_rate == 0.05  # given
     assert spec.training.optimizer == recipe.training["optimizer"]  # the recipe
     assert spec.training.batch_size == recipe.training["batch_size"]
@@ -65,12 +66,15 @@ def test_an_explicit_none_is_not_replaced_by_the_recipe():
 def test_a_paper_recipe_is_selected_by_name():
     spec = RunSpec.from_recipe("nplm", "bengio2003", train_file="t.txt", output_dir="out")
     config = spec.training
-    assert (config.optimizer, config.learning_rate, config.lr_scheduler, config.weight_decay) == ("sgd", 0.1, "bengio", 1e-4)
+    assert (config.optimizer, config.learning_rate, config.lr_scheduler,
+            config.weight_decay) == ("sgd", 0.1, "bengio", 1e-4)
     spec = spec_of("--model", "awd_lstm", "--recipe", "merity2018")
     config = spec.training
-    assert (config.optimizer, config.learning_rate, config.batch_size, config.nt_asgd) == ("sgd", 30.0, 20, True)
+    assert (config.optimizer, config.learning_rate, config.batch_size,
+            config.nt_asgd) == ("sgd", 30.0, 20, True)
     assert "embedding_size" not in spec.model  # the paper's network: AWDLSTMConfig's own sizes
-    assert (spec.model["dropout"], spec.model["dropout_hidden"], spec.model["dropout_input"]) == (0.4, 0.25, 0.4)
+    assert (spec.model["dropout"], spec.model["dropout_hidden"],
+            spec.model["dropout_input"]) == (0.4, 0.25, 0.4)
 
 
 def test_the_time_budget_rule_comes_with_a_budget_only():
@@ -116,7 +120,8 @@ def test_settings_are_routed_and_checked_by_name():
         RunSpec.from_recipe("nplm", corpus="brown", train_file="t.txt", output_dir="o")
     with pytest.raises(ValueError, match="give --corpus"):
         RunSpec.from_recipe("nplm", output_dir="o")
-    with pytest.raises(ValueError, match="--recipe bengio2003 is not a recipe of --model lbl; its recipes: default"):
+    with pytest.raises(ValueError, match="--recipe bengio2003 is not a recipe of --model lbl; "
+                                         "its recipes: default"):
         RunSpec.from_recipe("lbl", "bengio2003", corpus="brown", output_dir="o")
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec.recipe = "x"
@@ -132,7 +137,8 @@ def test_a_spec_round_trips_through_its_dictionary(tmp_path):
 
 def write_text(path, lines: int = 40, shift: int = 0) -> str:
     words = "the cat sat on the mat and a dog saw the red bird near the old tree".split()
-    path.write_text("".join(" ".join(words[(i + shift) % 7:] + words[:(i + shift) % 7]) + "\n" for i in range(lines)))
+    path.write_text("".join(" ".join(words[(i + shift) % 7:] + words[:(i + shift) % 7]) + "\n"
+                            for i in range(lines)))
     return str(path)
 
 
@@ -148,12 +154,13 @@ def test_train_from_a_spec_matches_the_command_line(tmp_path, capsys):
     assert result.spec.tokenizer.split_punctuation is False  # decided from the text, recorded
     flags = ["--context-size", "2", "--embedding-size", "4", "--hidden-size", "4", "--block-size", "4",
              "--batch-size", "2", "--no-progress-bar", "--max-steps", "3"]
-    assert main(["train", "--train-file", text, "--validation-file", text, "--output-dir", str(tmp_path / "cli"),
-                 *flags]) == 0
+    assert main(["train", "--train-file", text, "--validation-file", text,
+                 "--output-dir", str(tmp_path / "cli"), *flags]) == 0
     capsys.readouterr()
     python, cli = load_run(tmp_path / "py"), load_run(tmp_path / "cli")
     assert python.tokenizer.get_vocab() == cli.tokenizer.get_vocab()
-    for (name, a), (_, b) in zip(python.model.state_dict().items(), cli.model.state_dict().items(), strict=True):
+    for (name, a), (_, b) in zip(python.model.state_dict().items(), cli.model.state_dict().items(),
+                                 strict=True):
         assert torch.equal(a, b), name
     recorded = json.loads((tmp_path / "py" / "results.json").read_text())["run_spec"]
     assert RunSpec.from_dict(recorded) == result.spec
@@ -172,7 +179,8 @@ def test_a_resumed_spec_keeps_the_run_and_refuses_what_would_change_it(tmp_path)
     # when to stop: what is given, else the recipe's (the NPLM's default recipe: patience 2), not the run's
     assert resumed.training.early_stopping_patience == MODEL_TYPES["nplm"].recipes[DEFAULT_RECIPE].training[
         "early_stopping_patience"]
-    with pytest.raises(ValueError, match=r"these differ: --hidden-size 8 \(the run's: 4\); --learning-rate 0.5"):
+    with pytest.raises(ValueError, match=r"these differ: --hidden-size 8 \(the run's: 4\); "
+                                         r"--learning-rate 0.5"):
         saved.resumed_with(hidden_size=8, learning_rate=0.5)
     with pytest.raises(ValueError, match="--tree-file .the run's model and tree come from the checkpoint"):
         saved.resumed_with(tree_file="tree.json")
@@ -206,6 +214,7 @@ def test_a_finished_runs_card_is_written_once_with_its_results(tmp_path, monkeyp
     monkeypatch.setattr(run_folder, "write_model_card", spy(run_folder.write_model_card))
     text = write_text(tmp_path / "t.txt")
     out = tmp_path / "run"
-    train(RunSpec.from_recipe("nplm", train_file=text, validation_file=text, output_dir=str(out), max_steps=2, **TINY))
+    train(RunSpec.from_recipe("nplm", train_file=text, validation_file=text, output_dir=str(out),
+                              max_steps=2, **TINY))
     assert [w for w in written if w[0] == str(out)] == [(str(out), True)]
     assert "## Results" in (out / "README.md").read_text()
