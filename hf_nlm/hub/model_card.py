@@ -72,8 +72,9 @@ class CardText:
     """What a card says about a model type: its name, what it is, its paper, and how it is loaded.
 
     A model type declares it beside its code (``hf_nlm/models/<type>/card.toml``, read by
-    :meth:`from_toml` into ``card_text`` on its config class, where every card writer finds it: ``save_pretrained``, the training loop and ``hf-nlm card``
-    all hold the config), so that a new model type's card needs no edit here."""
+    :meth:`from_toml` into ``card_text`` on its config class, where every card writer finds it:
+    ``save_pretrained``, the training loop and ``hf-nlm card`` all hold the config), so that a new model type's
+    card needs no edit here."""
 
     title: str
     summary: str
@@ -86,9 +87,9 @@ class CardText:
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike, **defaults) -> CardText:
-        """The card text a model type's folder declares in ``card.toml``: ``title``, ``summary``, ``extra_tags``,
-        optionally ``pipeline_tag`` and ``how_to_load``, and a ``[paper]`` table with ``short`` and ``bibtex``;
-        ``defaults`` give the fields the file leaves out."""
+        """The card text a model type's folder declares in ``card.toml``: ``title``, ``summary``,
+        ``extra_tags``, optionally ``pipeline_tag`` and ``how_to_load``, and a ``[paper]`` table with
+        ``short`` and ``bibtex``; ``defaults`` give the fields the file leaves out."""
         import tomllib
 
         with open(path, "rb") as f:

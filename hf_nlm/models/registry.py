@@ -41,9 +41,9 @@ class TrainingRecipe:
 ADAM_CONSTANT = {"optimizer": "adam", "lr_scheduler": "constant", "weight_decay": 0.0,
                  "max_time_within_epoch": True}
 
-#: What the ``default`` recipes of the feed-forward n-gram models (NPLM, LBL, HLBL) share: Adam at a constant rate
-#: clipped at 1.0, blocks of 64 targets, early stopping after 2 epochs without improvement; each adds its rate and
-#: batch.
+#: What the ``default`` recipes of the feed-forward n-gram models (NPLM, LBL, HLBL) share: Adam at a constant
+#: rate clipped at 1.0, blocks of 64 targets, early stopping after 2 epochs without improvement; each adds its
+#: rate and batch.
 FEED_FORWARD_DEFAULT = {**ADAM_CONSTANT, "max_grad_norm": 1.0, "block_size": 64, "early_stopping_patience": 2}
 
 #: The ``default`` recipe of the model types with no recipe of their own made for a million-word text.

@@ -2,10 +2,11 @@ from ..registry import ModelType, TrainingRecipe
 from .configuration_awd_lstm import AWDLSTMConfig
 from .modeling_awd_lstm import AWDLSTMForCausalLM, AWDLSTMModel, AWDLSTMPreTrainedModel
 
-#: Merity et al.'s (2018, sec. 3-5) optimizer on Penn Treebank: SGD at lr 30, weight decay 1.2e-6, clipping 0.25,
-#: batches of 20 columns read in BPTT chunks of 70.
-MERITY_OPTIMIZER = {"optimizer": "sgd", "learning_rate": 30.0, "lr_scheduler": "constant", "weight_decay": 1.2e-6,
-                    "max_grad_norm": 0.25, "block_size": 70, "batch_size": 20, "eval_batch_size": 10}
+#: Merity et al.'s (2018, sec. 3-5) optimizer on Penn Treebank: SGD at lr 30, weight decay 1.2e-6, clipping
+#: 0.25, batches of 20 columns read in BPTT chunks of 70.
+MERITY_OPTIMIZER = {"optimizer": "sgd", "learning_rate": 30.0, "lr_scheduler": "constant",
+                    "weight_decay": 1.2e-6, "max_grad_norm": 0.25, "block_size": 70, "batch_size": 20,
+                    "eval_batch_size": 10}
 
 RECIPES = {
     "default": TrainingRecipe(

@@ -1,7 +1,7 @@
-"""The card texts of the n-gram baselines (:class:`~hf_nlm.hub.model_card.CardText`), by the model type a card
-names, declared in ``kneser_ney.toml`` and ``interpolated.toml`` in this folder: what ``model_cards/generate.py``
-writes about them in their card templates (``kneser_ney.md``, ``interpolated.md`` beside them) and in the
-reference models' cards."""
+"""The card texts of the n-gram baselines (:class:`~hf_nlm.hub.model_card.CardText`), by the model type a
+card names, declared in ``kneser_ney.toml`` and ``interpolated.toml`` in this folder: what
+``model_cards/generate.py`` writes about them in their card templates (``kneser_ney.md``, ``interpolated.md``
+beside them) and in the reference models' cards."""
 
 from pathlib import Path
 
