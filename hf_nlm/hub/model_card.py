@@ -73,8 +73,8 @@ class CardText:
 
     A model type declares it beside its code (``hf_nlm/models/<type>/card.toml``, read by
     :meth:`from_toml` into ``card_text`` on its config class, where every card writer finds it:
-    ``save_pretrained``, the training loop and ``hf-nlm card`` all hold the config), so that a new model type's
-    card needs no edit here."""
+    ``save_pretrained``, the training loop and ``hf-nlm card`` all hold the config), so that a new model
+    type's card needs no edit here."""
 
     title: str
     summary: str
