@@ -383,8 +383,8 @@ def fit_gaussian_mixture(
 class WrittenPrecision:
     """The distribution of a numeral's written precision r (its number of decimals),
     P(r | h) = softmax(W_r h), capped at ``max_precision``: a density over values scores the interval a
-    written numeral stands for, whose width is 10^-r. A density module holding ``precision_logits`` (Linear D ->
-    max_precision + 1) and ``max_precision`` mixes it in."""
+    written numeral stands for, whose width is 10^-r. A density module holding ``precision_logits``
+    (Linear D -> max_precision + 1) and ``max_precision`` mixes it in."""
 
     def log_precision_probs(self, hidden: torch.Tensor) -> torch.Tensor:
         """log P(r | h) for r = 0 .. max_precision, (..., max_precision + 1)."""
