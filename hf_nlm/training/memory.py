@@ -35,7 +35,8 @@ workspaces are not counted). Not counted anywhere: the data (token streams, ``da
 runtime. The estimate is of float32 training; ``mixed_precision`` needs less for the activations.
 
 ``benchmarks/training_memory.py`` compares the estimate with the peak resident memory of real training steps for
-every model type and head: within 0.8x - 2x of it (docs/benchmarks.md).
+every model type and head on a CPU, at the default recipes and at 4x their sizes: 0.97x to 1.40x of it
+(docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -88,7 +89,10 @@ class OnDevice(TorchFunctionMode):
     density) hold values later operations read: they are made on the CPU, not on ``meta``. On a CPU (``cpu``) a
     training LSTM (``torch._VF.lstm`` on a padded batch) runs oneDNN's kernel, which keeps a workspace for its
     backward pass (:func:`onednn_lstm_workspace`) besides what the meta run of the LSTM keeps: it is added, alive
-    until the backward pass has gone through the LSTM."""
+    until the backward pass has gone through the LSTM.
+
+    (A table a function caches per device, the digit-RNN's grammar, the exponent classes of ``dexp``, is then cached
+    on the CPU under the ``meta`` device: the estimate is what runs a model on ``meta``.)"""
 
     def __init__(self, cpu: bool) -> None:
         super().__init__()
