@@ -87,12 +87,12 @@ class OnDevice(TorchFunctionMode):
 
     Tensors made from Python data (``torch.tensor(values, device=weights.device)``: a grammar, the classes of a
     density) hold values later operations read: they are made on the CPU, not on ``meta``. On a CPU (``cpu``) a
-    training LSTM (``torch._VF.lstm`` on a padded batch) runs oneDNN's kernel, which keeps a workspace for its
+    training LSTM (``torch._VF.lstm`` on a batch that is not packed) runs oneDNN's kernel, which keeps a workspace for its
     backward pass (:func:`onednn_lstm_workspace`) besides what the meta run of the LSTM keeps: it is added, alive
     until the backward pass has gone through the LSTM.
 
-    (A table a function caches per device, the digit-RNN's grammar, the exponent classes of ``dexp``, is then cached
-    on the CPU under the ``meta`` device: the estimate is what runs a model on ``meta``.)"""
+    (A table a function caches per device, the digit-RNN's grammar or the exponent classes of ``dexp``, is then cached
+    as a CPU tensor for the ``meta`` device; nothing but the estimate runs a model on ``meta``.)"""
 
     def __init__(self, cpu: bool) -> None:
         super().__init__()
