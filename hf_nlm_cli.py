@@ -2,8 +2,9 @@
 
 ``hf-nlm`` and ``hf-nlm --help`` print the list of commands from :data:`COMMANDS` without importing
 ``hf_nlm`` (whose import registers the models with transformers and loads torch: seconds). Every other
-command line goes to :func:`hf_nlm.cli.main.main`, whose parser takes the commands' one-line help from
-the same table, but ``hf-nlm app``, which goes to :func:`hf_nlm.app.main`.
+command line is parsed by :func:`build_parser` (each command's arguments from :mod:`hf_nlm.cli.main`, its
+one-line help from the same table) and run by :func:`hf_nlm.cli.main.run`, but ``hf-nlm app``, which goes to
+:func:`hf_nlm.app.main`. Nothing in ``hf_nlm`` imports this module: the imports point one way.
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ SEPARATE_COMMANDS = ("app",)
 
 
 class Parser(argparse.ArgumentParser):
-    """The parser of ``hf-nlm`` and of each command (its subparsers are of this class too): a usage error
-    prints where to find the options and ``PROG: error: MESSAGE``, not the whole usage block; exit status 2."""
+    """The parser of ``hf-nlm`` and of each command (its subparsers are of this class too): a usage
+    error prints where to find the options and ``PROG: error: MESSAGE``, not the whole usage block; exit
+    status 2."""
 
     def error(self, message: str):
         # Where argparse puts the usage block: the error stays the last line (scripts read it there).
@@ -60,6 +62,18 @@ def top_level_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The full ``hf-nlm`` parser (imports ``hf_nlm``): ``command`` with its arguments, or every command of
+    :data:`COMMANDS` when None (a command line parses with its own command's parser alone, which builds
+    faster)."""
+    from hf_nlm.cli.main import add_commands
+
+    parser, sub = command_parsers()
+    names = [command] if command in COMMANDS else list(COMMANDS)
+    add_commands(sub, {name: COMMANDS[name] for name in names if name not in SEPARATE_COMMANDS})
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``hf-nlm`` with ``argv`` (default: the command line). Returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -69,9 +83,9 @@ def main(argv: list[str] | None = None) -> int:
         from hf_nlm.app import main as serve
 
         return serve(argv[1:])
-    from hf_nlm.cli.main import main as run
+    from hf_nlm.cli.main import run
 
-    return run(argv)
+    return run(build_parser(argv[0]), argv)
 
 
 if __name__ == "__main__":

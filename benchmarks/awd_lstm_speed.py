@@ -26,7 +26,8 @@ Prints one JSON object per result on stdout (progress on stderr), e.g.
 {"benchmark": "awd_lstm_speed", "case": "train_step_vs_plain_lstm", "value": 1.08, "unit": "x",
  "better": "lower", "target": 1.25, ...}
 
-    taskset -c 0 python benchmarks/awd_lstm_speed.py --threads 1 >> benchmarks/results/awd_lstm_speed.jsonl
+    taskset -c 0 python benchmarks/awd_lstm_speed.py --threads 1 \
+        >> benchmarks/results/awd_lstm_speed.jsonl
     python benchmarks/awd_lstm_speed.py --quick --threads 1   # about a minute, CPU-sized model only
 """
 
@@ -47,7 +48,8 @@ from hf_nlm.models.awd_lstm import AWDLSTMConfig, AWDLSTMForCausalLM
 
 BENCHMARK = "awd_lstm_speed"
 NO_REGULARISATION = dict(
-    dropout=0.0, dropout_hidden=0.0, dropout_input=0.0, dropout_embedding=0.0, weight_drop=0.0, alpha=0.0, beta=0.0
+    dropout=0.0, dropout_hidden=0.0, dropout_input=0.0, dropout_embedding=0.0, weight_drop=0.0,
+    alpha=0.0, beta=0.0
 )
 
 
@@ -73,9 +75,8 @@ def time_interleaved(fns: dict[str, Callable[[], object]], repeats: int, warmup:
 
 def zipf_batch(vocab_size: int, shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
     p = 1.0 / torch.arange(1, vocab_size + 1, dtype=torch.float64)
-    return torch.multinomial(p / p.sum(), int(torch.tensor(shape).prod()), replacement=True, generator=generator).view(
-        shape
-    )
+    return torch.multinomial(p / p.sum(), int(torch.tensor(shape).prod()), replacement=True,
+                             generator=generator).view(shape)
 
 
 class PlainLSTMLM(nn.Module):
@@ -86,7 +87,8 @@ class PlainLSTMLM(nn.Module):
         self.vocab_size = vocab_size
         self.embed = nn.Embedding(vocab_size, embedding_size)
         inputs = [embedding_size, *layer_sizes[:-1]]
-        self.layers = nn.ModuleList(nn.LSTM(i, o, batch_first=True) for i, o in zip(inputs, layer_sizes, strict=True))
+        self.layers = nn.ModuleList(nn.LSTM(i, o, batch_first=True)
+                                    for i, o in zip(inputs, layer_sizes, strict=True))
         self.out = nn.Linear(layer_sizes[-1], vocab_size)
         self.out.weight = self.embed.weight
 
@@ -156,17 +158,22 @@ def bench_training(args: argparse.Namespace, gen: torch.Generator) -> None:
         emit(case=f"train_{name}", value=round(tokens / s, 1), unit="tokens/s", better="higher",
              seconds_per_step=round(s, 4), **context)
     emit(case="train_step_vs_plain_lstm", value=round(sec["awd_lstm"] / sec["plain_lstm"], 3), unit="x",
-         better="lower", target=1.25, awd_seconds=round(sec["awd_lstm"], 4), plain_seconds=round(sec["plain_lstm"], 4),
-         regularisers="weight_drop 0.5, embedding dropout 0.1, locked dropout 0.65/0.3/0.4, AR 2, TAR 1", **context)
-    emit(case="train_step_regularisers_vs_none", value=round(sec["awd_lstm"] / sec["awd_lstm_no_regularisation"], 3),
-         unit="x", better="lower", **context)
+         better="lower", target=1.25, awd_seconds=round(sec["awd_lstm"], 4),
+         plain_seconds=round(sec["plain_lstm"], 4),
+         regularisers="weight_drop 0.5, embedding dropout 0.1, locked dropout 0.65/0.3/0.4, AR 2, TAR 1",
+         **context)
+    emit(case="train_step_regularisers_vs_none",
+         value=round(sec["awd_lstm"] / sec["awd_lstm_no_regularisation"], 3), unit="x", better="lower",
+         **context)
     emit(case="train_step_structure_vs_plain_lstm",
-         value=round(sec["awd_lstm_no_regularisation"] / sec["plain_lstm"], 3), unit="x", better="lower", **context)
+         value=round(sec["awd_lstm_no_regularisation"] / sec["plain_lstm"], 3), unit="x", better="lower",
+         **context)
 
 
 def bench_generation(size: str, sizes: dict, args: argparse.Namespace, gen: torch.Generator) -> None:
     torch.manual_seed(0)
-    config = AWDLSTMConfig(**sizes, eos_token_id=None, bos_token_id=0, pad_token_id=0)  # no early stop: 200 steps
+    # no early stop: 200 steps
+    config = AWDLSTMConfig(**sizes, eos_token_id=None, bos_token_id=0, pad_token_id=0)
     model = AWDLSTMForCausalLM(config).eval()
     prompt = zipf_batch(config.vocab_size, (1, args.prompt_length), gen) + 2  # no pad id in the prompt
     prompt = prompt.clamp_(max=config.vocab_size - 1)
@@ -176,8 +183,9 @@ def bench_generation(size: str, sizes: dict, args: argparse.Namespace, gen: torc
         def run() -> None:
             with torch.no_grad():
                 out = model.generate(
-                    prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=new_tokens or args.new_tokens,
-                    num_beams=args.num_beams, do_sample=False, use_cache=use_cache,
+                    prompt, attention_mask=torch.ones_like(prompt),
+                    max_new_tokens=new_tokens or args.new_tokens, num_beams=args.num_beams, do_sample=False,
+                    use_cache=use_cache,
                 )
             if name is not None:
                 outputs[name] = out
@@ -188,17 +196,19 @@ def bench_generation(size: str, sizes: dict, args: argparse.Namespace, gen: torc
         "cached": generate(True, name="cached"),
         "uncached": generate(False, name="uncached"),
     }
-    log(f"generate ({size}): layers {config.layer_sizes}, |V|={config.vocab_size}, {args.new_tokens} new tokens, "
-        f"{args.num_beams} beams, {args.gen_repeats} interleaved repetitions")
+    log(f"generate ({size}): layers {config.layer_sizes}, |V|={config.vocab_size}, "
+        f"{args.new_tokens} new tokens, {args.num_beams} beams, {args.gen_repeats} interleaved repetitions")
     for warm in (generate(True, new_tokens=3), generate(False, new_tokens=3)):
         warm()  # first-call costs, without paying a whole uncached run
     sec = time_interleaved(sides, args.gen_repeats, warmup=0)
     expected_length = args.prompt_length + args.new_tokens
     for name, out in outputs.items():
         if out.shape != (1, expected_length):
-            raise AssertionError(f"{name}: generated shape {tuple(out.shape)}, expected (1, {expected_length})")
+            raise AssertionError(f"{name}: generated shape {tuple(out.shape)}, "
+                                 f"expected (1, {expected_length})")
         if not torch.equal(out, outputs["uncached"]):
-            raise AssertionError(f"{name} generate() differs from the uncached one: the cache changed the output")
+            raise AssertionError(f"{name} generate() differs from the uncached one: "
+                                 "the cache changed the output")
     context = {
         "model": size,
         "vocab_size": config.vocab_size,
@@ -213,8 +223,9 @@ def bench_generation(size: str, sizes: dict, args: argparse.Namespace, gen: torc
     }
     for name, s in sec.items():
         emit(case=f"generate_{name}", value=round(s, 3), unit="s", better="lower", **context)
-    emit(case="generate_cache_speedup", value=round(sec["uncached"] / sec["cached"], 2), unit="x", better="higher",
-         target=10, cached_seconds=round(sec["cached"], 3), uncached_seconds=round(sec["uncached"], 3), **context)
+    emit(case="generate_cache_speedup", value=round(sec["uncached"] / sec["cached"], 2), unit="x",
+         better="higher", target=10, cached_seconds=round(sec["cached"], 3),
+         uncached_seconds=round(sec["uncached"], 3), **context)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -228,12 +239,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=20)
     parser.add_argument("--bptt", type=int, default=70)
     parser.add_argument("--lr", type=float, default=0.1, help="SGD learning rate of both training sides")
-    parser.add_argument("--train-repeats", type=int, default=None, help="training repetitions (default 15, quick 5)")
-    parser.add_argument("--new-tokens", type=int, default=None, help="tokens to generate (default 200, quick 50)")
+    parser.add_argument("--train-repeats", type=int, default=None,
+                        help="training repetitions (default 15, quick 5)")
+    parser.add_argument("--new-tokens", type=int, default=None,
+                        help="tokens to generate (default 200, quick 50)")
     parser.add_argument("--num-beams", type=int, default=5)
     parser.add_argument("--prompt-length", type=int, default=5)
-    parser.add_argument("--gen-repeats", type=int, default=None, help="generate() repetitions (default 3, quick 2)")
-    parser.add_argument("--no-paper-size", action="store_true", help="skip generate() on the paper-sized model")
+    parser.add_argument("--gen-repeats", type=int, default=None,
+                        help="generate() repetitions (default 3, quick 2)")
+    parser.add_argument("--no-paper-size", action="store_true",
+                        help="skip generate() on the paper-sized model")
     add_run_arguments(parser, output_dir=False, seed=True)
     args = parser.parse_args(argv)
     quick_defaults(args, train_repeats=(15, 5), new_tokens=(200, 50), gen_repeats=(3, 2))
@@ -243,8 +258,8 @@ def main(argv: list[str] | None = None) -> None:
     gen = torch.Generator().manual_seed(args.seed)
     start = time.perf_counter()
     bench_training(args, gen)
-    cpu_sized = dict(vocab_size=args.vocab_size, embedding_size=args.embedding_size, hidden_size=args.hidden_size,
-                     num_hidden_layers=args.layers)
+    cpu_sized = dict(vocab_size=args.vocab_size, embedding_size=args.embedding_size,
+                     hidden_size=args.hidden_size, num_hidden_layers=args.layers)
     bench_generation("cpu_sized", cpu_sized, args, gen)
     if not (args.quick or args.no_paper_size):
         paper = dict(vocab_size=args.vocab_size, embedding_size=400, hidden_size=1150, num_hidden_layers=3)

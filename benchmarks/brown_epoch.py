@@ -1,4 +1,5 @@
-"""One epoch of Bengio et al.'s MLP1 on Brown with autograd's ``cross_entropy`` and with the fused softmax loss.
+"""One epoch of Bengio et al.'s MLP1 on Brown with autograd's ``cross_entropy`` and with the fused
+softmax loss.
 
 Both sides train the same MLP1 (n = 5, h = 50, m = 60, direct connections; JMLR 2003, Table 1) from the
 same initial weights on the same batches with the paper's recipe as ``brown_table.py`` runs it (plain SGD,
@@ -47,12 +48,14 @@ def cross_entropy_nll(head: SoftmaxHead, hidden: torch.Tensor, targets) -> torch
     """The full-softmax loss left to autograd: ``F.cross_entropy`` over the full scores."""
     target = Targets.of(targets).ids
     scores = head.forward(hidden)
-    return F.cross_entropy(scores.reshape(-1, head.vocab_size), target.reshape(-1), reduction="none").view(target.shape)
+    return F.cross_entropy(scores.reshape(-1, head.vocab_size), target.reshape(-1),
+                           reduction="none").view(target.shape)
 
 
 @contextlib.contextmanager
 def loss_path(name: str):
-    """Run the block with ``SoftmaxHead.nll`` as the library has it (``fused``) or as autograd's ``cross_entropy``."""
+    """Run the block with ``SoftmaxHead.nll`` as the library has it (``fused``) or as autograd's
+    ``cross_entropy``."""
     fused = SoftmaxHead.nll
     if name == "cross_entropy":
         SoftmaxHead.nll = cross_entropy_nll
@@ -63,7 +66,8 @@ def loss_path(name: str):
 
 
 def one_epoch(corpus, tokenizer, args, output_dir: str) -> dict:
-    """Train a fresh MLP1 for one epoch, then validate; the seconds of each and the validation perplexity."""
+    """Train a fresh MLP1 for one epoch, then validate; the seconds of each and the validation
+    perplexity."""
     torch.manual_seed(0)
     config = hf_nlm.NPLMConfig(
         vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
@@ -89,7 +93,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a slice of Brown: seconds")
     parser.add_argument("--reps", type=int, default=1, help="epochs per side, alternating (default 1)")
-    parser.add_argument("--batch-size", type=int, default=8, help="blocks per update (brown_table.py's run: 8)")
+    parser.add_argument("--batch-size", type=int, default=8,
+                        help="blocks per update (brown_table.py's run: 8)")
     parser.add_argument("--block-size", type=int, default=64, help="targets per block")
     add_run_arguments(parser, output_dir=False)
     args = parser.parse_args(argv)
@@ -98,8 +103,8 @@ def main(argv: list[str] | None = None) -> None:
     tokenizer = paper_vocabulary(corpus)  # from the whole corpus, as brown_table.py, before any --quick cut
     if args.quick:
         corpus = first_lines(corpus, train_lines=1500, eval_lines=300)
-    context = {"vocab_size": len(tokenizer), "batch_tokens": args.batch_size * args.block_size, "reps": args.reps,
-               "quick": args.quick, "threads": torch.get_num_threads(), "cpu": machine(),
+    context = {"vocab_size": len(tokenizer), "batch_tokens": args.batch_size * args.block_size,
+               "reps": args.reps, "quick": args.quick, "threads": torch.get_num_threads(), "cpu": machine(),
                "model": "NPLM MLP1 n=5 m=60 h=50 direct, SGD eps_0 1e-3 per example"}
     sides: dict[str, list[dict]] = {"cross_entropy": [], "fused": []}
     with tempfile.TemporaryDirectory() as out:
@@ -108,33 +113,40 @@ def main(argv: list[str] | None = None) -> None:
                 with loss_path(name):
                     result = one_epoch(corpus, tokenizer, args, f"{out}/{name}")
                 sides[name].append(result)
-                log(f"rep {rep + 1} {name}: train {result['train_s']:.1f} s, validation {result['valid_s']:.1f} s, "
-                    f"valid ppl {result['valid_ppl']:.2f}")
+                log(f"rep {rep + 1} {name}: train {result['train_s']:.1f} s, "
+                    f"validation {result['valid_s']:.1f} s, valid ppl {result['valid_ppl']:.2f}")
 
-    median = {name: {key: statistics.median(r[key] for r in runs) for key in runs[0]} for name, runs in sides.items()}
+    median = {name: {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+              for name, runs in sides.items()}
     before, after = median["cross_entropy"], median["fused"]
     for name, m in median.items():
-        emit_json(BENCHMARK, {"case": f"epoch_s_{name}", "value": round(m["epoch_s"], 1), "unit": "s", "better": "lower",
-                              "train_s": round(m["train_s"], 1), "valid_s": round(m["valid_s"], 1),
+        emit_json(BENCHMARK, {"case": f"epoch_s_{name}", "value": round(m["epoch_s"], 1), "unit": "s",
+                              "better": "lower", "train_s": round(m["train_s"], 1),
+                              "valid_s": round(m["valid_s"], 1),
                               "train_tokens_per_s": round(m["train_tokens"] / m["train_s"], 1),
                               "valid_ppl": round(m["valid_ppl"], 3), **context})
-    emit_json(BENCHMARK, {"case": "epoch_speedup", "value": round(before["epoch_s"] / after["epoch_s"], 3), "unit": "x",
-                          "better": "higher", "target": 3.0, "note": "side by side in this run, same machine", **context})
+    emit_json(BENCHMARK, {"case": "epoch_speedup", "value": round(before["epoch_s"] / after["epoch_s"], 3),
+                          "unit": "x", "better": "higher", "target": 3.0,
+                          "note": "side by side in this run, same machine", **context})
     if not args.quick:
-        emit_json(BENCHMARK, {"case": "epoch_speedup_vs_reference", "value": round(REFERENCE_EPOCH_S / after["epoch_s"], 3),
-                              "unit": "x", "better": "higher", "target": 3.0, "reference_epoch_s": REFERENCE_EPOCH_S,
-                              "note": "against the 13-minute reference epoch, measured on a shared machine", **context})
-    emit_json(BENCHMARK, {"case": "valid_ppl_ratio", "value": round(after["valid_ppl"] / before["valid_ppl"], 5),
-                          "unit": "x", "target": "within 1% of 1", **context})
+        emit_json(BENCHMARK, {"case": "epoch_speedup_vs_reference",
+                              "value": round(REFERENCE_EPOCH_S / after["epoch_s"], 3), "unit": "x",
+                              "better": "higher", "target": 3.0, "reference_epoch_s": REFERENCE_EPOCH_S,
+                              "note": "against the 13-minute reference epoch, measured on a shared machine",
+                              **context})
+    emit_json(BENCHMARK, {"case": "valid_ppl_ratio",
+                          "value": round(after["valid_ppl"] / before["valid_ppl"], 5), "unit": "x",
+                          "target": "within 1% of 1", **context})
 
     products = step_matmuls(args.batch_size * args.block_size, len(tokenizer), 4, 60, 50)
     limit = matmul_limit(products, torch.float32, reps=7)
     flops_per_token = sum(2 * M * K * N for M, K, N in products) / (args.batch_size * args.block_size)
     achieved = after["train_tokens"] / after["train_s"] * flops_per_token / 1e9
-    emit_json(BENCHMARK, {"case": "matmul_limit_fp32", "value": round(limit, 1), "unit": "GFLOP/s", "better": "higher",
-                          **context})
-    emit_json(BENCHMARK, {"case": "fused_epoch_fraction_of_fp32_limit", "value": round(achieved / limit, 3), "unit": "x",
-                          "better": "higher", "target": 0.5, "achieved_gflops": round(achieved, 1), **context})
+    emit_json(BENCHMARK, {"case": "matmul_limit_fp32", "value": round(limit, 1), "unit": "GFLOP/s",
+                          "better": "higher", **context})
+    emit_json(BENCHMARK, {"case": "fused_epoch_fraction_of_fp32_limit", "value": round(achieved / limit, 3),
+                          "unit": "x", "better": "higher", "target": 0.5,
+                          "achieved_gflops": round(achieved, 1), **context})
 
 
 if __name__ == "__main__":

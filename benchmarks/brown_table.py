@@ -86,13 +86,16 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--lr-decay", type=float, default=1e-8, help="the paper's r")
     parser.add_argument("--weight-decay", type=float, default=1e-4)
     parser.add_argument("--mix-weight", type=float, default=0.5)
-    parser.add_argument("--recipes", nargs="+", choices=RECIPES, default=list(RECIPES), help="training recipes")
+    parser.add_argument("--recipes", nargs="+", choices=RECIPES, default=list(RECIPES),
+                        help="training recipes")
     parser.add_argument("--adam-lr", type=float, default=1e-3, help="adam recipe: AdamW's peak learning rate")
-    parser.add_argument("--adam-epochs", type=int, default=4, help="adam recipe: maximum epochs (early stopping decides)")
+    parser.add_argument("--adam-epochs", type=int, default=4,
+                        help="adam recipe: maximum epochs (early stopping decides)")
     parser.add_argument("--adam-schedule", choices=["constant", "linear"], default="constant",
                         help="adam recipe: learning-rate schedule")
     parser.add_argument("--dropout", type=float, default=0.0, help="adam recipe: NPLMConfig.dropout")
-    parser.add_argument("--resume", action="store_true", help="continue each MLP row from its last checkpoint")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue each MLP row from its last checkpoint")
     add_training_arguments(parser, epochs=20, time_budget=900.0, per="MLP row")
     args = parser.parse_args(argv)
     out, suffix, corpus = start_training_run(args, load_brown, quick_lines=(2500, 800))
@@ -114,9 +117,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 continue
             torch.manual_seed(0)
             config = hf_nlm.NPLMConfig(
-                vocab_size=len(tokenizer), context_size=n - 1, embedding_size=m, hidden_size=h, direct_connections=direct,
-                dropout=args.dropout if recipe == "adam" else 0.0, bos_token_id=tokenizer.bos_token_id,
-                eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+                vocab_size=len(tokenizer), context_size=n - 1, embedding_size=m, hidden_size=h,
+                direct_connections=direct, dropout=args.dropout if recipe == "adam" else 0.0,
+                bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                pad_token_id=tokenizer.pad_token_id,
             )
             model = hf_nlm.NPLMForCausalLM(config)
             if recipe == "paper":
@@ -124,28 +128,32 @@ def main(argv: list[str] | None = None) -> list[dict]:
                                 lr_scheduler="bengio", lr_decay=args.lr_decay, weight_decay=args.weight_decay,
                                 num_epochs=args.epochs, early_stopping_patience=1)
             else:
-                schedule = dict(optimizer="adamw", learning_rate=args.adam_lr, lr_scheduler=args.adam_schedule,
-                                weight_decay=0.0, num_epochs=args.adam_epochs, early_stopping_patience=1)
+                schedule = dict(optimizer="adamw", learning_rate=args.adam_lr,
+                                lr_scheduler=args.adam_schedule, weight_decay=0.0,
+                                num_epochs=args.adam_epochs, early_stopping_patience=1)
             run_dir = out / f"runs{suffix}" / (name if recipe == "paper" else f"{name}-{recipe}")
             resume = args.resume and (run_dir / "checkpoints").is_dir()
             training = TrainingConfig(
-                output_dir=str(run_dir), overwrite_output_dir=not resume, resume_from_checkpoint="latest" if resume else None,
-                max_time_s=args.time_budget, batch_size=args.batch_size, block_size=args.block_size, logging_steps=100,
+                output_dir=str(run_dir), overwrite_output_dir=not resume,
+                resume_from_checkpoint="latest" if resume else None, max_time_s=args.time_budget,
+                batch_size=args.batch_size, block_size=args.block_size, logging_steps=100,
                 save_total_limit=1, **schedule,
             )
-            log(f"{name} ({recipe} recipe): n={n} h={h} m={m} direct={direct}, {model.num_parameters():,} parameters")
+            log(f"{name} ({recipe} recipe): n={n} h={h} m={m} direct={direct}, "
+                f"{model.num_parameters():,} parameters")
             start = time.perf_counter()
             results = train_lm(model, tokenizer, corpus, training, dataset_name="brown")
             seconds = time.perf_counter() - start
             models[name, recipe] = model
             row = {
-                "case": name, "recipe": recipe, "value": results["test"]["perplexity"], "unit": "ppl", "better": "lower",
-                "valid_ppl": results["validation"]["perplexity"], "paper_test_ppl": paper,
+                "case": name, "recipe": recipe, "value": results["test"]["perplexity"], "unit": "ppl",
+                "better": "lower", "valid_ppl": results["validation"]["perplexity"], "paper_test_ppl": paper,
                 "n": n, "h": h, "m": m, "direct": direct, "mix": False, "dropout": config.dropout,
                 "num_parameters": model.num_parameters(), "train_time_s": round(seconds, 1),
                 "epochs": results["epochs_completed"], "best_epoch": results.get("best_epoch"),
                 "stop_reason": results["stop_reason"], "resumed": resume,
-                **({"schedule": args.adam_schedule, "lr": args.adam_lr} if recipe == "adam" else {}), **common,
+                **({"schedule": args.adam_schedule, "lr": args.adam_lr} if recipe == "adam" else {}),
+                **common,
             }
             rows.append(row)
             emit(row)
@@ -178,12 +186,15 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 continue
             trigram = ngrams["Del. Int. (trigram)"]
             model = models[base, recipe]
-            r_valid = evaluate_mixture(model, trigram, corpus["validation"], tokenizer, weight=args.mix_weight)
+            r_valid = evaluate_mixture(model, trigram, corpus["validation"], tokenizer,
+                                       weight=args.mix_weight)
             r_test = evaluate_mixture(model, trigram, corpus["test"], tokenizer, weight=args.mix_weight)
             base_row = next(r for r in rows if r["case"] == base and r.get("recipe") == recipe)
-            row = {"case": name, "recipe": recipe, "value": r_test["perplexity"], "unit": "ppl", "better": "lower",
-                   "valid_ppl": r_valid["perplexity"], "paper_test_ppl": paper, "mix": True, "mix_weight": args.mix_weight,
-                   **{k: base_row[k] for k in ("n", "h", "m", "direct", "num_parameters", "train_time_s", "epochs")},
+            row = {"case": name, "recipe": recipe, "value": r_test["perplexity"], "unit": "ppl",
+                   "better": "lower", "valid_ppl": r_valid["perplexity"], "paper_test_ppl": paper,
+                   "mix": True, "mix_weight": args.mix_weight,
+                   **{k: base_row[k]
+                      for k in ("n", "h", "m", "direct", "num_parameters", "train_time_s", "epochs")},
                    **common}
             rows.append(row)
             emit(row)
@@ -194,8 +205,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
             by_case = {r["case"]: r for r in rows if r.get("recipe") == recipe}
             for case, target, paper_ratio in [("MLP1", 1.0, 268 / 321), ("MLP10", 0.85, 252 / 321)]:
                 if case in by_case:
-                    emit({"case": f"{case}_vs_kn5", "recipe": recipe, "value": by_case[case]["value"] / kn5["value"],
-                          "unit": "x", "better": "lower", "target": target, "paper_ratio": round(paper_ratio, 3), **common})
+                    emit({"case": f"{case}_vs_kn5", "recipe": recipe,
+                          "value": by_case[case]["value"] / kn5["value"], "unit": "x", "better": "lower",
+                          "target": target, "paper_ratio": round(paper_ratio, 3), **common})
 
     write_table(rows, out / f"brown_table{suffix}.md", args)
     (out / f"brown_table{suffix}.json").write_text(json.dumps(rows, indent=1))
@@ -210,14 +222,15 @@ def write_table(rows: list[dict], path: Path, args) -> None:
         def yes_no(key):
             return "yes" if r.get(key) else ("no" if key in r else "")
 
-        return [r["case"], cell("recipe"), cell("n") or cell("order"), cell("h"), cell("m"), yes_no("direct"), yes_no("mix"),
-                cell("num_parameters", "{:,}"), cell("epochs"), f"{r['train_time_s']:.0f} s", f"{r['valid_ppl']:.1f}",
-                f"{r['value']:.1f}", r["paper_test_ppl"]]
+        return [r["case"], cell("recipe"), cell("n") or cell("order"), cell("h"), cell("m"), yes_no("direct"),
+                yes_no("mix"), cell("num_parameters", "{:,}"), cell("epochs"), f"{r['train_time_s']:.0f} s",
+                f"{r['valid_ppl']:.1f}", f"{r['value']:.1f}", r["paper_test_ppl"]]
 
-    columns = ["model", "recipe", "n", "h", "m", "direct", "mix", "params", "epochs", "train time", "valid ppl", "test ppl",
-               "paper test ppl"]
+    columns = ["model", "recipe", "n", "h", "m", "direct", "mix", "params", "epochs", "train time",
+               "valid ppl", "test ppl", "paper test ppl"]
     write_report(
-        path, f"Brown corpus, Bengio et al.'s split, {args.vocab} vocabulary (|V| = {rows[0]['vocab_size']:,} ids)",
+        path, f"Brown corpus, Bengio et al.'s split, {args.vocab} vocabulary "
+              f"(|V| = {rows[0]['vocab_size']:,} ids)",
         (columns, map(cells, rows)),
         quick="a slice of the data, one short epoch" if args.quick else None,
     )

@@ -1,4 +1,5 @@
-"""Start-up time of the ``hf-nlm`` command: how long a help screen takes, with ``import hf_nlm`` for reference.
+"""Start-up time of the ``hf-nlm`` command: how long a help screen takes, with ``import hf_nlm`` for
+reference.
 
 Runs each command ``--runs`` times in a fresh interpreter (the ``hf_nlm_cli`` launcher, as the console
 script does) and prints one JSON object per command on stdout: the median wall time and every run, e.g.
@@ -40,15 +41,18 @@ def wall_time(args: list[str], env: dict[str, str]) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="runs per command; the median is reported (default: 5)")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5,
+                        help="runs per command; the median is reported (default: 5)")
     args = parser.parse_args(argv)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     for case, command in CASES.items():
         times = [wall_time(command, env) for _ in range(args.runs)]
-        print(json.dumps({"benchmark": "cli_startup", "case": case, "value": round(statistics.median(times), 3),
-                          "unit": "s", "better": "lower", "target": TARGETS.get(case),
-                          "runs": [round(t, 3) for t in times], "python": sys.version.split()[0]}), flush=True)
+        print(json.dumps({"benchmark": "cli_startup", "case": case,
+                          "value": round(statistics.median(times), 3), "unit": "s", "better": "lower",
+                          "target": TARGETS.get(case), "runs": [round(t, 3) for t in times],
+                          "python": sys.version.split()[0]}), flush=True)
 
 
 if __name__ == "__main__":

@@ -44,10 +44,12 @@ def add_run_arguments(parser: argparse.ArgumentParser, output_dir: bool = True, 
         parser.add_argument("--output-dir", default="benchmarks/results", help="where tables and runs go")
 
 
-def add_training_arguments(parser: argparse.ArgumentParser, epochs: int, time_budget: float, per: str = "row") -> None:
+def add_training_arguments(parser: argparse.ArgumentParser, epochs: int, time_budget: float,
+                           per: str = "row") -> None:
     """``--epochs`` and ``--time-budget`` (seconds), each per ``per`` (a row of the table), of the
     scripts that train with early stopping; then ``add_run_arguments``."""
-    parser.add_argument("--epochs", type=int, default=epochs, help=f"maximum epochs per {per} (early stopping decides)")
+    parser.add_argument("--epochs", type=int, default=epochs,
+                        help=f"maximum epochs per {per} (early stopping decides)")
     parser.add_argument("--time-budget", type=float, default=time_budget,
                         help=f"seconds per {per}: no epoch is started that would end after it")
     add_run_arguments(parser)
@@ -95,7 +97,8 @@ def run_context(args: argparse.Namespace, **fields) -> dict:
 Table = tuple[Sequence[str], Iterable[Sequence[object]]]  # column names, then the cells of each row
 
 
-def write_report(path: Path, title: str, *tables: Table, notes: Sequence[str] = (), quick: str | None = None) -> None:
+def write_report(path: Path, title: str, *tables: Table, notes: Sequence[str] = (),
+                 quick: str | None = None) -> None:
     """Write a Markdown report to ``path``: the title (then " -- QUICK MODE: <quick>" when ``quick`` is
     given, and a full stop), each table, then the lines of ``notes``, each part after a blank line."""
     lines = [title + (f" -- QUICK MODE: {quick}" if quick else "") + "."]

@@ -126,7 +126,8 @@ def bench_vocab(vocab_size: int, args: argparse.Namespace, gen: torch.Generator)
             seconds=round(s, 5),
             **context,
         )
-    def ratio(case: str, numerator: float, denominator: float, better: str, digits: int = 2, ctx=context, **extra):
+    def ratio(case: str, numerator: float, denominator: float, better: str, digits: int = 2, ctx=context,
+              **extra):
         emit(case=case, value=round(numerator / denominator, digits), unit="x", better=better, **extra, **ctx)
 
     at_200k = {"target": 20} if vocab_size >= 200_000 else {}
@@ -136,7 +137,8 @@ def bench_vocab(vocab_size: int, args: argparse.Namespace, gen: torch.Generator)
     # Split vs adaptive head to head: in the rotation above they follow the full softmax, whose
     # (N, |V|) tensors leave the allocator in a state that costs whichever head runs next; alone, the
     # two alternate with nothing else in between.
-    pair = time_alternating({"split": steps["split"], "adaptive_div1": steps["adaptive_div1"]}, 3 * args.repeats)
+    pair = time_alternating({"split": steps["split"], "adaptive_div1": steps["adaptive_div1"]},
+                            3 * args.repeats)
     ratio("split_vs_adaptive", pair["adaptive_div1"], pair["split"], "higher", 3, target=1.0, div_value=1.0,
           split_seconds=round(pair["split"], 5), adaptive_seconds=round(pair["adaptive_div1"], 5))
     ratio("split_vs_adaptive_in_rotation", sec["adaptive_div1"], sec["split"], "higher", 3, div_value=1.0)
@@ -160,7 +162,8 @@ def bench_vocab(vocab_size: int, args: argparse.Namespace, gen: torch.Generator)
           seconds=round(sec["tree"], 5), full_seconds=round(sec["full"], 5))
     ratio("huffman_tree_logprobs_vs_full", sec["tree_huffman"], sec["full"], "lower", 3, ctx, target=3,
           tree="huffman", seconds=round(sec["tree_huffman"], 5))
-    ratio("split_logprobs_vs_full", sec["split"], sec["full"], "lower", 3, ctx, seconds=round(sec["split"], 5))
+    ratio("split_logprobs_vs_full", sec["split"], sec["full"], "lower", 3, ctx,
+          seconds=round(sec["split"], 5))
 
 
 def main(argv: list[str] | None = None) -> None:

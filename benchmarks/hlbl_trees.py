@@ -1,4 +1,5 @@
-"""LBL vs HLBL with random, balanced, Huffman and data-built trees on Brown (Mnih & Hinton 2008, Table 1 style).
+"""LBL vs HLBL with random, balanced, Huffman and data-built trees on Brown
+(Mnih & Hinton 2008, Table 1 style).
 
 A. Mnih, G. Hinton, "A Scalable Hierarchical Distributed Language Model", NIPS 2008. Rows, each trained
 with the same settings (Adam, same epochs / time budget) on Bengio et al.'s Brown split:
@@ -10,8 +11,9 @@ with the same settings (Adam, same epochs / time budget) on Bengio et al.'s Brow
   from each word's average predicted vector r_hat under the random-tree model, split by recursive
   two-component EM with the BALANCED, ADAPTIVE and ADAPTIVE(eps) rules; each a fresh HLBL.
 
-Then the paper's comparisons as ratios with their targets, measured in this run: adaptive / random perplexity (target <= 0.9), best
-HLBL / LBL perplexity (target <= 1.1) and LBL / best-HLBL training time (target >= 10).
+Then the paper's comparisons as ratios with their targets, measured in this run: adaptive / random
+perplexity (target <= 0.9), best HLBL / LBL perplexity (target <= 1.1) and LBL / best-HLBL training time
+(target >= 10).
 
 Prints one JSON line per row on stdout (progress on stderr); writes ``hlbl_trees.md`` / ``.json`` into
 ``--output-dir``. ``--quick``: a slice of the data (6,000 training sentences, D <= 50), 3 short epochs, a
@@ -48,7 +50,8 @@ def emit(row: dict) -> None:
 
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a slice of the data, 3 short epochs: a minute or two")
+    parser.add_argument("--quick", action="store_true",
+                        help="a slice of the data, 3 short epochs: a minute or two")
     parser.add_argument("--min-frequency", type=int, default=4,
                         help="keep words seen this often in the training split (Bengio et al.: 4)")
     parser.add_argument("--context-size", type=int, default=5, help="n - 1 (default: 5)")
@@ -63,7 +66,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     args = parser.parse_args(argv)
     out, suffix, corpus = start_training_run(args, load_brown, quick_lines=(6000, 600))
     if args.quick:
-        args.epochs, args.time_budget, args.batch_size = 3, min(args.time_budget, 45.0), min(args.batch_size, 16)
+        args.epochs, args.time_budget, args.batch_size = (3, min(args.time_budget, 45.0),
+                                                          min(args.batch_size, 16))
         args.learning_rate = max(args.learning_rate, 3e-3)
         args.min_frequency = min(args.min_frequency, 2)
         args.dim = min(args.dim, 50)
@@ -73,7 +77,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     log(f"brown: {train_ids.numel():,} training tokens, |V| = {V:,}")
     common = run_context(args, vocab_size=V, dim=args.dim, context_size=args.context_size,
                          diagonal_context=args.diagonal_context)
-    special = dict(bos_token_id=tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id,
+    special = dict(bos_token_id=tokenizer.bos_token_id if tokenizer.bos_token_id is not None
+                                else tokenizer.eos_token_id,
                    eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.eos_token_id)
     body = dict(vocab_size=V, context_size=args.context_size, hidden_size=args.dim,
                 diagonal_context=args.diagonal_context, **special)
@@ -82,9 +87,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
         training = TrainingConfig(
             output_dir=str(out / f"runs_hlbl{suffix}" / case.replace(" ", "_")), overwrite_output_dir=True,
             num_epochs=args.epochs, max_time_s=args.time_budget, batch_size=args.batch_size,
-            block_size=args.block_size, eval_batch_size=64, optimizer="adam", learning_rate=args.learning_rate,
-            lr_scheduler="constant", weight_decay=args.weight_decay, early_stopping_patience=1,
-            logging_steps=100, save_total_limit=1, progress_bar=False,
+            block_size=args.block_size, eval_batch_size=64, optimizer="adam",
+            learning_rate=args.learning_rate, lr_scheduler="constant", weight_decay=args.weight_decay,
+            early_stopping_patience=1, logging_steps=100, save_total_limit=1, progress_bar=False,
         )
         log(f"{case}: {model.num_parameters():,} parameters")
         start = time.perf_counter()
@@ -93,8 +98,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
         row = {
             "case": case, "value": results["test"]["perplexity"], "unit": "ppl", "better": "lower",
             "valid_ppl": results["validation"]["perplexity"], "train_time_s": round(seconds, 1),
-            "tokens_per_s": round(results["train_tokens"] / seconds, 1), "epochs": results["epochs_completed"],
-            "stop_reason": results["stop_reason"], "num_parameters": model.num_parameters(), **common,
+            "tokens_per_s": round(results["train_tokens"] / seconds, 1),
+            "epochs": results["epochs_completed"], "stop_reason": results["stop_reason"],
+            "num_parameters": model.num_parameters(), **common,
         }
         return row, results
 
@@ -140,13 +146,16 @@ def main(argv: list[str] | None = None) -> list[dict]:
     hlbls = [r for r in rows if r["case"].startswith("HLBL")]
     best = min(hlbls, key=lambda r: r["value"])
     ratios = [
-        {"case": "adaptive_vs_random", "value": by_case["HLBL adaptive"]["value"] / by_case["HLBL random"]["value"],
+        {"case": "adaptive_vs_random",
+         "value": by_case["HLBL adaptive"]["value"] / by_case["HLBL random"]["value"],
          "unit": "x", "better": "lower", "target": 0.9},
         {"case": "best_hlbl_vs_lbl_ppl", "value": best["value"] / by_case["LBL"]["value"], "unit": "x",
          "better": "lower", "target": 1.1, "best_hlbl": best["case"]},
-        {"case": "lbl_vs_best_hlbl_time", "value": by_case["LBL"]["train_time_s"] / max(best["train_time_s"], 1e-9),
+        {"case": "lbl_vs_best_hlbl_time",
+         "value": by_case["LBL"]["train_time_s"] / max(best["train_time_s"], 1e-9),
          "unit": "x", "better": "higher", "target": 10, "best_hlbl": best["case"]},
-        {"case": "hlbl_vs_lbl_tokens_per_s", "value": by_case["HLBL random"]["tokens_per_s"] / by_case["LBL"]["tokens_per_s"],
+        {"case": "hlbl_vs_lbl_tokens_per_s",
+         "value": by_case["HLBL random"]["tokens_per_s"] / by_case["LBL"]["tokens_per_s"],
          "unit": "x", "better": "higher"},
     ]
     for r in ratios:
@@ -160,18 +169,20 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
 def write_table(rows: list[dict], ratios: list[dict], path: Path, args) -> None:
     r0 = rows[0]
-    columns = ["model", "tree depth (max)", "code length per token", "words with 2+ codes", "params", "epochs",
-               "train time", "tokens/s", "valid ppl", "test ppl"]
+    columns = ["model", "tree depth (max)", "code length per token", "words with 2+ codes", "params",
+               "epochs", "train time", "tokens/s", "valid ppl", "test ppl"]
     cells = [
         [r["case"], r.get("tree_max_depth", ""),
          "" if "tree_expected_code_length" not in r else format(r["tree_expected_code_length"], ".2f"),
          r.get("tree_words_with_several_codes", ""), f"{r['num_parameters']:,}", r["epochs"],
-         f"{r['train_time_s']:.0f} s", f"{r['tokens_per_s']:,.0f}", f"{r['valid_ppl']:.1f}", f"{r['value']:.1f}"]
+         f"{r['train_time_s']:.0f} s", f"{r['tokens_per_s']:,.0f}", f"{r['valid_ppl']:.1f}",
+         f"{r['value']:.1f}"]
         for r in rows
     ]
     write_report(
         path,
-        f"Brown corpus (Bengio et al.'s split), |V| = {r0['vocab_size']:,}, D = {r0['dim']}, n - 1 = {r0['context_size']}"
+        f"Brown corpus (Bengio et al.'s split), |V| = {r0['vocab_size']:,}, D = {r0['dim']}, "
+        f"n - 1 = {r0['context_size']}"
         + (", diagonal C_i" if r0["diagonal_context"] else ""),
         (columns, cells),
         (["ratio", "value", "target"], [[r["case"], r["value"], r.get("target", "")] for r in ratios]),

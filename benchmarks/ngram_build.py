@@ -39,7 +39,7 @@ import time
 import numpy as np
 from common import log
 
-from hf_nlm.data.corpora import load_brown, load_ptb
+from hf_nlm.data import load_brown, load_ptb
 from hf_nlm.data.lm import tokenize_corpus
 from hf_nlm.ngram import ArpaLM, InterpolatedLM, KneserNeyLM
 from hf_nlm.tokenization import train_word_level_tokenizer
@@ -47,8 +47,10 @@ from hf_nlm.tokenization import train_word_level_tokenizer
 BENCHMARK = "ngram_build"
 BROWN_PAPER = {"kn3": 323, "kn4": 321, "kn5": 321, "interp3": 336}  # Bengio et al. 2003, Table 1 (test)
 PTB_PAPER = {"kn5": 141.2}  # Mikolov et al. 2011, "Empirical evaluation and combination ...", test
-LMPLZ_PTB_KN5_TEST = 141.186207  # KenLM lmplz -o 5 + query -v summary on PTB test, same machine (see the docstring)
-LMPLZ_PTB_KN5_S = 1.916  # lmplz -o 5 -S 1G on PTB train, text -> ARPA, same machine: median of 5 (--lmplz run of the stored figures)
+# KenLM lmplz -o 5 + query -v summary on PTB test, same machine (see the docstring)
+LMPLZ_PTB_KN5_TEST = 141.186207
+# lmplz -o 5 -S 1G on PTB train, text -> ARPA, same machine: median of 5 (--lmplz run of the stored figures)
+LMPLZ_PTB_KN5_S = 1.916
 TEXT_TO_ARPA_REPEATS = 5
 
 
@@ -87,7 +89,8 @@ def run_lmplz(binary: str, text: str, arpa: str) -> float:
     """Seconds ``lmplz -o 5`` takes from ``text`` to the ARPA file ``arpa``."""
     with open(text, "rb") as src, open(arpa, "wb") as dst:
         start = time.perf_counter()
-        subprocess.run([binary, "-o", "5", "-S", "1G"], stdin=src, stdout=dst, stderr=subprocess.DEVNULL, check=True)
+        subprocess.run([binary, "-o", "5", "-S", "1G"], stdin=src, stdout=dst, stderr=subprocess.DEVNULL,
+                       check=True)
         return time.perf_counter() - start
 
 
@@ -97,7 +100,8 @@ def main() -> None:
     parser.add_argument(
         "--lmplz",
         metavar="PATH",
-        help="KenLM's lmplz binary: time it on the same text, alternating with ours (default: quote the stored figure)",
+        help="KenLM's lmplz binary: time it on the same text, alternating with ours "
+             "(default: quote the stored figure)",
     )
     args = parser.parse_args()
     if args.lmplz and not os.access(args.lmplz, os.X_OK):
@@ -211,7 +215,8 @@ def main() -> None:
         for _ in range(TEXT_TO_ARPA_REPEATS):  # alternating: the machine's load hits both alike
             start = time.perf_counter()
             tokenizer = train_word_level_tokenizer(texts)
-            KneserNeyLM.from_texts(texts, tokenizer, order=5, per_sentence=True).to_arpa(path, vocab=tokenizer)
+            KneserNeyLM.from_texts(texts, tokenizer, order=5,
+                                   per_sentence=True).to_arpa(path, vocab=tokenizer)
             ours.append(time.perf_counter() - start)
             if args.lmplz:
                 theirs.append(run_lmplz(args.lmplz, lmplz_text, os.path.join(tmp, "lmplz.arpa")))

@@ -12,12 +12,15 @@ at its end: the process's peak resident memory, the model, the text and the toke
 Prints one JSON object per result on stdout (progress on stderr), e.g.
 {"benchmark": "numeracy_memory", "case": "predict_numbers", "strategy": "drnn", "num_numerals": 10000,
  "value": 612.3, "unit": "MB", "better": "lower", "target": 2000, ...}
-and, where both 10k and 100k ran, {"case": "predict_numbers_growth", ..., "value": 1.1, "unit": "x", "target": 1.5}.
+and, where both 10k and 100k ran, {"case": "predict_numbers_growth", ..., "value": 1.1, "unit": "x",
+ "target": 1.5}.
 
     python benchmarks/numeracy_memory.py --threads 1                  # the full table: 1k, 10k, 100k (long)
     python benchmarks/numeracy_memory.py --threads 1 --quick          # 1k numerals only: a few minutes
-    python benchmarks/numeracy_memory.py --threads 1 --sizes 1000,10000   # results/numeracy_memory_1k_10k.jsonl
-    python benchmarks/numeracy_memory.py --threads 1 --sizes 10000,100000 # results/numeracy_memory_10k_100k.jsonl
+    python benchmarks/numeracy_memory.py --threads 1 --sizes 1000,10000
+        # results/numeracy_memory_1k_10k.jsonl
+    python benchmarks/numeracy_memory.py --threads 1 --sizes 10000,100000
+        # results/numeracy_memory_10k_100k.jsonl
 
 The baseline of every process (torch, the tokenizer, the text, the model) is ``peak_before_scoring_mb``;
 what grows from 10k to 100k numerals besides the scoring is the encoded split (about 50 bytes of tensors a
@@ -83,21 +86,25 @@ def run_case(strategy: str, function: str, num_numerals: int, chunk: int, block_
     test = synthetic_lines(-(-num_numerals // NUMERALS_PER_LINE), seed + 1)
     tokenizer = train_numeracy_tokenizer(train, max_vocab_size=5_000)
     torch.manual_seed(seed)
-    config = NumeracyLMConfig(vocab_size=len(tokenizer), embedding_size=50, hidden_size=50, num_hidden_layers=1,
-                              numeral_strategy=strategy, numeral_vocab=tokenizer.numeral_vocab)
+    config = NumeracyLMConfig(vocab_size=len(tokenizer), embedding_size=50, hidden_size=50,
+                              num_hidden_layers=1, numeral_strategy=strategy,
+                              numeral_vocab=tokenizer.numeral_vocab)
     model = NumeracyLMForCausalLM(config).eval()
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     if function == "predict_numbers":
-        result = predict_numbers(model, tokenizer, test, "median", block_size=block_size, numeral_chunk_size=chunk)
+        result = predict_numbers(model, tokenizer, test, "median", block_size=block_size,
+                                 numeral_chunk_size=chunk)
         scored = len(result)
     else:
-        scored = numeral_cost_breakdown(model, tokenizer, test, block_size=block_size, numeral_chunk_size=chunk)["num_numerals"]
+        scored = numeral_cost_breakdown(model, tokenizer, test, block_size=block_size,
+                                        numeral_chunk_size=chunk)["num_numerals"]
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     return {"case": function, "strategy": strategy, "num_numerals": scored, "value": round(peak / 1024, 1),
-            "unit": "MB", "better": "lower", "target": TARGET_MB, "peak_before_scoring_mb": round(before / 1024, 1),
-            "seconds": round(seconds, 2), "vocab_size": len(tokenizer), "numeral_vocab_size": len(tokenizer.numeral_vocab),
+            "unit": "MB", "better": "lower", "target": TARGET_MB,
+            "peak_before_scoring_mb": round(before / 1024, 1), "seconds": round(seconds, 2),
+            "vocab_size": len(tokenizer), "numeral_vocab_size": len(tokenizer.numeral_vocab),
             "numeral_chunk_size": chunk, "block_size": block_size, "threads": torch.get_num_threads()}
 
 
@@ -106,14 +113,16 @@ def main() -> None:
     parser.add_argument("--sizes", default=None, help="numerals in the test split, comma-separated "
                         "(default: 1000,10000,100000; --quick: 1000)")
     parser.add_argument("--quick", action="store_true", help="1k numerals only")
-    parser.add_argument("--strategies", default=",".join(STRATEGIES), help="numeral strategies, comma-separated")
+    parser.add_argument("--strategies", default=",".join(STRATEGIES),
+                        help="numeral strategies, comma-separated")
     parser.add_argument("--functions", default=",".join(FUNCTIONS), help="what to measure, comma-separated")
     parser.add_argument("--numeral-chunk-size", type=int, default=256)
     parser.add_argument("--block-size", type=int, default=256)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--case", nargs=3, metavar=("STRATEGY", "FUNCTION", "NUMERALS"), default=None,
-                        help="run one case in this process and print its JSON line (what the driver calls)")
+                        help="run one case in this process and print its JSON line "
+                             "(what the driver calls)")
     args = parser.parse_args()
     if args.threads:
         import torch
@@ -133,9 +142,10 @@ def main() -> None:
         for strategy in args.strategies.split(","):
             for size in sizes:
                 log(f"{function} {strategy} {size} numerals")
-                command = [sys.executable, __file__, "--case", strategy, function, str(size),
-                           "--numeral-chunk-size", str(args.numeral_chunk_size), "--block-size", str(args.block_size),
-                           "--seed", str(args.seed)] + (["--threads", str(args.threads)] if args.threads else [])
+                command = ([sys.executable, __file__, "--case", strategy, function, str(size),
+                            "--numeral-chunk-size", str(args.numeral_chunk_size),
+                            "--block-size", str(args.block_size), "--seed", str(args.seed)]
+                           + (["--threads", str(args.threads)] if args.threads else []))
                 done = subprocess.run(command, capture_output=True, text=True)
                 if done.returncode != 0:
                     log(done.stderr[-2000:])
@@ -148,9 +158,10 @@ def main() -> None:
             if 10_000 in sizes and 100_000 in sizes and (function, strategy, 10_000) in peaks \
                     and (function, strategy, 100_000) in peaks:
                 growth = peaks[function, strategy, 100_000] / peaks[function, strategy, 10_000]
-                emit_json(BENCHMARK, {"case": f"{function}_growth", "strategy": strategy, "from_numerals": 10_000,
-                                      "to_numerals": 100_000, "value": round(growth, 3), "unit": "x",
-                                      "better": "lower", "target": TARGET_GROWTH})
+                emit_json(BENCHMARK, {"case": f"{function}_growth", "strategy": strategy,
+                                      "from_numerals": 10_000, "to_numerals": 100_000,
+                                      "value": round(growth, 3), "unit": "x", "better": "lower",
+                                      "target": TARGET_GROWTH})
 
 
 if __name__ == "__main__":

@@ -52,8 +52,8 @@ from hf_nlm.data import load_drop_passages, load_sotu, load_text_files
 from hf_nlm.data.batching import StreamBatching
 from hf_nlm.evaluation import evaluate_lm, numeral_anomaly_auc, numeral_cost_breakdown, stream_token_texts
 from hf_nlm.evaluation.number_prediction import predict_numbers
-from hf_nlm.heads.numeral.digit_rnn import DigitRNN
-from hf_nlm.heads.numeral.mixture import NumeralMixture
+from hf_nlm.heads.numeral.densities.digit_rnn import DigitRNN
+from hf_nlm.heads.numeral.densities.gaussian_mixture import NumeralMixture
 from hf_nlm.metrics import number_prediction_report
 from hf_nlm.models import NumeracyLMConfig, NumeracyLMForCausalLM
 from hf_nlm.tokenization import train_numeracy_tokenizer
@@ -97,14 +97,16 @@ def sotu_by_speech() -> DatasetDict:
     everything = concatenate_datasets([corpus[name] for name in ("train", "validation", "test")])
     order = {fileid: i for i, fileid in enumerate(dict.fromkeys(everything["fileid"]))}
     phase = [order[f] % SPEECH_PERIOD for f in everything["fileid"]]
-    pick = {"train": lambda k: k not in (TEST_PHASE, VALIDATION_PHASE), "validation": lambda k: k == VALIDATION_PHASE,
-            "test": lambda k: k == TEST_PHASE}
-    return DatasetDict({name: everything.select([i for i, k in enumerate(phase) if keep(k)]) for name, keep in pick.items()})
+    pick = {"train": lambda k: k not in (TEST_PHASE, VALIDATION_PHASE),
+            "validation": lambda k: k == VALIDATION_PHASE, "test": lambda k: k == TEST_PHASE}
+    return DatasetDict({name: everything.select([i for i, k in enumerate(phase) if keep(k)])
+                        for name, keep in pick.items()})
 
 
 def load_corpus(args):
     if args.train_file:
-        return lambda: load_text_files(train=args.train_file, validation=args.validation_file, test=args.test_file)
+        return lambda: load_text_files(train=args.train_file, validation=args.validation_file,
+                                       test=args.test_file)
     if args.corpus == "drop":
         return load_drop_passages
     return sotu_by_speech if args.split == "speech" else load_sotu
@@ -114,8 +116,8 @@ def numerals_of(tokenizer, texts) -> tuple[torch.Tensor, torch.Tensor, torch.Ten
     """Values (float64), precisions and digit rows of the numerals of ``texts``, and the number of tokens."""
     stream, _ = StreamBatching(tokenizer, 50).encode(list(texts))
     mask = stream["numeral_mask"].bool()
-    return (stream["numeral_value"][mask].double(), stream["numeral_precision"][mask], stream["digit_ids"][mask],
-            int(mask.numel()))
+    return (stream["numeral_value"][mask].double(), stream["numeral_precision"][mask],
+            stream["digit_ids"][mask], int(mask.numel()))
 
 
 def context_free_references(tokenizer, corpus, num_components: int, steps: int = 4000) -> list[dict]:
@@ -124,7 +126,8 @@ def context_free_references(tokenizer, corpus, num_components: int, steps: int =
     ``steps`` updates, h = 0); the EM mixture of Gaussians (log space, the LM's K) with the training
     precision frequencies, as the ``mog`` head is initialised. References for the rows' "class" and
     "which numeral" columns, not bounds: a model that reads the context can do better."""
-    train_values, train_precisions, train_digits, train_tokens = numerals_of(tokenizer, corpus["train"]["text"])
+    train_values, train_precisions, train_digits, train_tokens = numerals_of(tokenizer,
+                                                                             corpus["train"]["text"])
     test_values, test_precisions, test_digits, _ = numerals_of(tokenizer, corpus["test"]["text"])
     generator = torch.Generator().manual_seed(0)
     torch.manual_seed(0)
@@ -137,27 +140,32 @@ def context_free_references(tokenizer, corpus, num_components: int, steps: int =
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    mixture = NumeralMixture(1, num_components, transform="log").initialize_from(train_values, train_precisions)
+    mixture = NumeralMixture(1, num_components,
+                             transform="log").initialize_from(train_values, train_precisions)
     with torch.no_grad():
         digit_nats = -float(digits.log_prob(torch.zeros(len(test_digits), 1), test_digits).mean())
-        mog_nats = -float(mixture.log_prob(torch.zeros(len(test_values), 1), test_values, test_precisions).mean())
+        mog_nats = -float(mixture.log_prob(torch.zeros(len(test_values), 1), test_values,
+                                           test_precisions).mean())
     return [
         {"case": "reference_class_unigram", "value": round(-math.log(len(train_values) / train_tokens), 3),
          "unit": "nats per test numeral", "better": "lower"},
-        {"case": "reference_digit_rnn_no_context", "value": round(digit_nats, 3), "unit": "nats per test numeral",
-         "better": "lower", "steps": steps},
+        {"case": "reference_digit_rnn_no_context", "value": round(digit_nats, 3),
+         "unit": "nats per test numeral", "better": "lower", "steps": steps},
         {"case": "reference_mog_no_context", "value": round(mog_nats, 3), "unit": "nats per test numeral",
          "better": "lower", "components": num_components},
     ]
 
 
-def worst_predictions(predictions: list[dict], token_texts: list[str], count: int = 3) -> tuple[float, list[dict]]:
+def worst_predictions(predictions: list[dict], token_texts: list[str],
+                      count: int = 3) -> tuple[float, list[dict]]:
     """The share of the MAPE that the worst 1% of ``predictions`` make (by absolute percentage error; a
     reference of 0 is left out, as the metric leaves it out), and the ``count`` worst, with five tokens
     of context."""
-    scored = sorted(((abs(p["prediction"] - p["value"]) / abs(p["value"]), p) for p in predictions if p["value"]),
+    scored = sorted(((abs(p["prediction"] - p["value"]) / abs(p["value"]), p)
+                     for p in predictions if p["value"]),
                     key=lambda pair: pair[0], reverse=True)
-    share = sum(error for error, _ in scored[: max(1, len(scored) // 100)]) / sum(error for error, _ in scored)
+    share = (sum(error for error, _ in scored[: max(1, len(scored) // 100)])
+             / sum(error for error, _ in scored))
     return share, [{"context": " ".join(token_texts[max(0, p["index"] - 5): p["index"]]), "value": p["value"],
                     "prediction": float(f"{p['prediction']:.4g}")} for _, p in scored[:count]]
 
@@ -170,9 +178,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
                         help="State of the Union addresses, or the DROP passages (hf-nlm download drop)")
     parser.add_argument("--split", choices=("year", "speech"), default="year",
                         help="SOTU split: by year as load_sotu does, or every 20th speech to test")
-    parser.add_argument("--vocab-size", type=int, default=5000, help="top-K tokens (paper: 1000 clinical, 5000 arXiv)")
-    parser.add_argument("--hidden-size", type=int, default=50, help="LSTM units and embedding size (paper: 50)")
-    parser.add_argument("--learning-rate", type=float, default=1e-3, help="Adam learning rate (paper: 1e-3)")
+    parser.add_argument("--vocab-size", type=int, default=5000,
+                        help="top-K tokens (paper: 1000 clinical, 5000 arXiv)")
+    parser.add_argument("--hidden-size", type=int, default=50,
+                        help="LSTM units and embedding size (paper: 50)")
+    parser.add_argument("--learning-rate", type=float, default=1e-3,
+                        help="Adam learning rate (paper: 1e-3)")
     parser.add_argument("--numeral-loss-weight", type=float, default=1.0,
                         help="weight of a numeral target's NLL in the training loss (a word's is 1)")
     parser.add_argument("--mog-trainable", action="store_true",
@@ -180,11 +191,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--batch-size", type=int, default=32, help="stream columns")
     parser.add_argument("--bptt", type=int, default=50, help="BPTT length")
     for split in ("train", "validation", "test"):
-        parser.add_argument(f"--{split}-file", nargs="+", default=None, help=f"{split} text files instead of SOTU")
+        parser.add_argument(f"--{split}-file", nargs="+", default=None,
+                            help=f"{split} text files instead of SOTU")
     # Rows are compared at equal epochs (early stopping may end one sooner), not equal time: on a
     # shared machine a time budget would give each strategy a different amount of training.
     parser.add_argument("--saved-runs", action="store_true",
-                        help="evaluate the models an earlier run of this command saved under --output-dir, without training")
+                        help="evaluate the models an earlier run of this command saved under --output-dir, "
+                             "without training")
     add_training_arguments(parser, epochs=3, time_budget=0.0)
     args = parser.parse_args(argv)
     table_start = time.perf_counter()
@@ -197,13 +210,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
         suffix = f"_{args.split}{suffix}"
     if args.quick:
         args.epochs = min(args.epochs, 1)
-    tokenizer = train_numeracy_tokenizer(corpus["train"]["text"], max_vocab_size=args.vocab_size, split_punctuation=True)
+    tokenizer = train_numeracy_tokenizer(corpus["train"]["text"], max_vocab_size=args.vocab_size,
+                                         split_punctuation=True)
     common = {**run_context(args, vocab_size=len(tokenizer), hidden_size=args.hidden_size),
               "corpus": "files" if args.train_file else args.corpus,
               "split": None if args.train_file or args.corpus != "sotu" else args.split,
-              "cpu": machine(), "epochs_asked": args.epochs, "numerals_in_vocab": len(tokenizer.numeral_vocab) - 1,
-              "learning_rate": args.learning_rate, "numeral_loss_weight": args.numeral_loss_weight,
-              "mog_trainable": args.mog_trainable}
+              "cpu": machine(), "epochs_asked": args.epochs,
+              "numerals_in_vocab": len(tokenizer.numeral_vocab) - 1, "learning_rate": args.learning_rate,
+              "numeral_loss_weight": args.numeral_loss_weight, "mog_trainable": args.mog_trainable}
     train_values = numerals_of(tokenizer, corpus["train"]["text"])[0].tolist()
     token_texts = stream_token_texts(list(corpus["test"]["text"]), tokenizer)
 
@@ -213,15 +227,16 @@ def main(argv: list[str] | None = None) -> list[dict]:
             vocab_size=len(tokenizer), embedding_size=args.hidden_size, hidden_size=args.hidden_size,
             numeral_strategy=strategy, numeral_vocab=tokenizer.numeral_vocab,
             numeral_loss_weight=args.numeral_loss_weight, mog_trainable=args.mog_trainable,
-            bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.eos_token_id,
+            bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.eos_token_id,
         )
         model = NumeracyLMForCausalLM(config)
         training = TrainingConfig(
             output_dir=str(out / f"runs_numeracy{suffix}" / strategy), overwrite_output_dir=True,
             block_size=args.bptt, batch_size=args.batch_size, eval_batch_size=10, num_epochs=args.epochs,
-            max_time_s=args.time_budget or None, optimizer="adam", learning_rate=args.learning_rate, lr_scheduler="constant",
-            max_grad_norm=1.0, early_stopping_patience=2, logging_steps=200, save_total_limit=1,
-            progress_bar=False, eval_test=False,
+            max_time_s=args.time_budget or None, optimizer="adam", learning_rate=args.learning_rate,
+            lr_scheduler="constant", max_grad_norm=1.0, early_stopping_patience=2, logging_steps=200,
+            save_total_limit=1, progress_bar=False, eval_test=False,
         )
         log(f"{strategy}: {model.num_parameters():,} parameters")
         if args.saved_runs:  # what an earlier run of this command trained and saved there
@@ -234,16 +249,18 @@ def main(argv: list[str] | None = None) -> list[dict]:
             train_s = time.perf_counter() - start
         test = evaluate_lm(model, corpus["test"], tokenizer, block_size=args.bptt, batch_size=1)
         cost = numeral_cost_breakdown(model, tokenizer, corpus["test"], block_size=args.bptt)
-        predictions = predict_numbers(model, tokenizer, corpus["test"], statistic="median", block_size=args.bptt)
-        numbers = number_prediction_report([p["prediction"] for p in predictions], [p["value"] for p in predictions],
-                                           train_values=train_values)
+        predictions = predict_numbers(model, tokenizer, corpus["test"], statistic="median",
+                                      block_size=args.bptt)
+        numbers = number_prediction_report([p["prediction"] for p in predictions],
+                                           [p["value"] for p in predictions], train_values=train_values)
         worst_share, worst = worst_predictions(predictions, token_texts)
         anomaly = numeral_anomaly_auc(model, tokenizer, list(corpus["test"]["text"]), block_size=args.bptt)
         row = {
             "case": strategy, "value": round(test["adjusted_perplexity_numerals"], 2), "unit": "APP numerals",
             "better": "lower", **{key: round(test[key], 2) for key, _ in FIGURES if test[key] is not None},
-            **{key: test[key] for key in ("num_tokens", "num_numerals", "num_unknown_words", "num_unknown_numerals",
-                                           "num_oov_word_types", "num_oov_numeral_types")},
+            **{key: test[key] for key in ("num_tokens", "num_numerals", "num_unknown_words",
+                                           "num_unknown_numerals", "num_oov_word_types",
+                                           "num_oov_numeral_types")},
             **{key: round(numbers[key], 4) for key in NUMBER_FIGURES if numbers.get(key) is not None},
             **{key: round(cost[key], 3) for key, _ in COST_FIGURES if cost[key] is not None},
             "mape_share_of_worst_1pct": round(worst_share, 3), "worst_predictions": worst,
@@ -257,7 +274,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         return row
 
     rows = [run(strategy) for strategy in args.strategies]
-    references = [{**ref, **common} for ref in context_free_references(tokenizer, corpus, NumeracyLMConfig().mog_components)]
+    references = [{**ref, **common}
+                  for ref in context_free_references(tokenizer, corpus, NumeracyLMConfig().mog_components)]
     for ref in references:
         emit(ref)
     checks = target_checks({r["case"]: r for r in rows}, common)
@@ -281,7 +299,8 @@ def target_checks(rows: dict[str, dict], common: dict) -> list[dict]:
     checks = []
 
     def check(case: str, value: float, better: str, target: float, met: bool) -> None:
-        checks.append({"case": case, "value": value, "unit": "x" if better == "higher" or "ratio" in case else "%",
+        checks.append({"case": case, "value": value,
+                       "unit": "x" if better == "higher" or "ratio" in case else "%",
                        "better": better, "target": target, "met": met, **common})
 
     app = {name: row["adjusted_perplexity_numerals"] for name, row in rows.items()}
@@ -310,13 +329,15 @@ def target_checks(rows: dict[str, dict], common: dict) -> list[dict]:
         ratio = mape["mog"] / best_other
         check("mog_over_best_other_mape_ratio", round(ratio, 3), "lower", 1.0, ratio < 1.0)
         baseline = rows["mog"]["mape_median_baseline"]
-        check("mog_over_median_baseline_mape_ratio", round(mape["mog"] / baseline, 3), "lower", 1.0, mape["mog"] < baseline)
+        check("mog_over_median_baseline_mape_ratio", round(mape["mog"] / baseline, 3), "lower", 1.0,
+              mape["mog"] < baseline)
     return checks
 
 
-def write_table(rows: list[dict], references: list[dict], checks: list[dict], path, args, common: dict) -> None:
-    columns = ["strategy", "params", "epochs", "train time", *[label for _, label in FIGURES], "MAPE", "MdAPE",
-               "LogMAE", "exponent acc."]
+def write_table(rows: list[dict], references: list[dict], checks: list[dict], path, args,
+                common: dict) -> None:
+    columns = ["strategy", "params", "epochs", "train time", *[label for _, label in FIGURES], "MAPE",
+               "MdAPE", "LogMAE", "exponent acc."]
     cells = [[r["case"], f"{r['num_parameters']:,}", r["epochs"], f"{r['train_time_s']:.0f} s",
               *[f"{r[key]:,.2f}" if key in r else "-" for key, _ in (*FIGURES, ("mape", ""), ("mdape", ""))],
               f"{r['logmae']:.3f}" if r.get("logmae") is not None else "-",
@@ -327,22 +348,27 @@ def write_table(rows: list[dict], references: list[dict], checks: list[dict], pa
     cost_cells = [[r["case"], *[f"{r[key]:.3f}" if key in r else "-" for key, _ in COST_FIGURES],
                    f"{r['anomaly_auc']:.3f}" if "anomaly_auc" in r else "-",
                    f"{r['mape_share_of_worst_1pct']:.0%}",
-                   "; ".join(f"{w['context']} [{w['value']:g}] -> {w['prediction']:g}" for w in r["worst_predictions"][:1])]
+                   "; ".join(f"{w['context']} [{w['value']:g}] -> {w['prediction']:g}"
+                             for w in r["worst_predictions"][:1])]
                   for r in rows]
     first = rows[0]
     notes = [
-        f"Test split: {first['num_tokens']:,} tokens, {first['num_numerals']:,} numerals; {first['num_unknown_words']:,} "
-        f"<unk_word> targets standing for {first['num_oov_word_types']:,} word types, {first['num_unknown_numerals']:,} "
-        f"<unk_num> targets for {first['num_oov_numeral_types']:,} numeral types.",
-        *([f"Point predictions by the median of each model's distribution; baselines: always the training mean "
-           f"(MAPE {first['mape_mean_baseline']:,.2f}, MdAPE {first['mdape_mean_baseline']:,.2f}), always the "
-           f"training median (MAPE {first['mape_median_baseline']:,.2f}, MdAPE {first['mdape_median_baseline']:,.2f})."]
+        f"Test split: {first['num_tokens']:,} tokens, {first['num_numerals']:,} numerals; "
+        f"{first['num_unknown_words']:,} <unk_word> targets standing for {first['num_oov_word_types']:,} "
+        f"word types, {first['num_unknown_numerals']:,} <unk_num> targets for "
+        f"{first['num_oov_numeral_types']:,} numeral types.",
+        *([f"Point predictions by the median of each model's distribution; baselines: always the training "
+           f"mean (MAPE {first['mape_mean_baseline']:,.2f}, MdAPE {first['mdape_mean_baseline']:,.2f}), "
+           f"always the training median (MAPE {first['mape_median_baseline']:,.2f}, "
+           f"MdAPE {first['mdape_median_baseline']:,.2f})."]
           if "mape_mean_baseline" in first else []),
-        "Second table: nats per test numeral; -log p(numeral | h) (class) plus the rest (which numeral; <unk_num> "
-        "charged log(OOV numeral types) as APP does) is log APP numerals. Anomaly AUC: one numeral per test line "
-        "replaced by x10, /10, a digit swap or a random magnitude, the share of pairs where the corrupted number is "
-        "more surprising (numeral_anomaly_auc; Berg-Kirkpatrick & Spokoyny 2020). Context-free references: "
-        + ", ".join(f"{r['case'].removeprefix('reference_')} {r['value']:.3f}" for r in references) + " nats.",
+        "Second table: nats per test numeral; -log p(numeral | h) (class) plus the rest (which numeral; "
+        "<unk_num> charged log(OOV numeral types) as APP does) is log APP numerals. Anomaly AUC: one numeral "
+        "per test line replaced by x10, /10, a digit swap or a random magnitude, the share of pairs where "
+        "the corrupted number is more surprising (numeral_anomaly_auc; Berg-Kirkpatrick & Spokoyny 2020). "
+        "Context-free references: "
+        + ", ".join(f"{r['case'].removeprefix('reference_')} {r['value']:.3f}" for r in references)
+        + " nats.",
         *[f"{c['case']}: {c['value']} (target {'>=' if c['better'] == 'higher' else '<='} {c['target']}: "
           f"{'met' if c['met'] else 'MISSED'})" for c in checks],
     ]
@@ -350,8 +376,8 @@ def write_table(rows: list[dict], references: list[dict], checks: list[dict], pa
     write_report(
         path,
         f"Numeracy LM strategies on {common['corpus'].upper()} test{split}; {common['vocab_size']:,} tokens "
-        f"({common['numerals_in_vocab']:,} numerals), LSTM {args.hidden_size}, up to {args.epochs} epochs per row "
-        f"(Adam {args.learning_rate}, early stopping) on CPU ({common['threads']} threads)",
+        f"({common['numerals_in_vocab']:,} numerals), LSTM {args.hidden_size}, up to {args.epochs} epochs "
+        f"per row (Adam {args.learning_rate}, early stopping) on CPU ({common['threads']} threads)",
         (columns, cells), (cost_columns, cost_cells), notes=notes,
         quick="a slice of the corpus, far from converged" if args.quick else None,
     )

@@ -16,9 +16,10 @@ repetitions is reported, so a slower or busier machine moves all of them alike. 
 within 3x of the softmax's throughput, in training and in evaluation.
 
 Prints one JSON object per result on stdout (progress on stderr):
-    {"benchmark": "numeracy_throughput", "case": "train", "strategy": "drnn", "value": 15000, "unit": "tokens/s", ...}
-    {"benchmark": "numeracy_throughput", "case": "train_slowdown", "strategy": "drnn", "value": 1.2, "unit": "x",
-     "target": 3, ...}   (softmax tokens/s over this strategy's)
+    {"benchmark": "numeracy_throughput", "case": "train", "strategy": "drnn", "value": 15000,
+     "unit": "tokens/s", ...}
+    {"benchmark": "numeracy_throughput", "case": "train_slowdown", "strategy": "drnn", "value": 1.2,
+     "unit": "x", "target": 3, ...}   (softmax tokens/s over this strategy's)
 
     python benchmarks/numeracy_throughput.py --threads 1           # results/numeracy_throughput.jsonl
     python benchmarks/numeracy_throughput.py --threads 1 --quick   # fewer steps, a smoke run
@@ -44,12 +45,14 @@ BENCHMARK = "numeracy_throughput"
 TARGET_SLOWDOWN = 3.0
 
 
-def build_model(strategy: str, tokenizer, train_stream: dict, hidden_size: int, seed: int) -> NumeracyLMForCausalLM:
+def build_model(strategy: str, tokenizer, train_stream: dict, hidden_size: int,
+                seed: int) -> NumeracyLMForCausalLM:
     """The paper's small body with ``strategy``'s head, prepared for training as ``train_lm`` does (the
     mixture's Gaussians fitted by EM on the training numerals)."""
     torch.manual_seed(seed)
-    config = NumeracyLMConfig(vocab_size=len(tokenizer), embedding_size=hidden_size, hidden_size=hidden_size,
-                              num_hidden_layers=1, numeral_strategy=strategy, numeral_vocab=tokenizer.numeral_vocab)
+    config = NumeracyLMConfig(vocab_size=len(tokenizer), embedding_size=hidden_size,
+                              hidden_size=hidden_size, num_hidden_layers=1, numeral_strategy=strategy,
+                              numeral_vocab=tokenizer.numeral_vocab)
     model = NumeracyLMForCausalLM(config)
     prepare = getattr(model.lm_head, "prepare_training", None)
     if prepare is not None:
@@ -80,12 +83,16 @@ def time_evaluation(model, columns, bptt: int) -> tuple[float, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--strategies", default=",".join(STRATEGIES), help="numeral strategies, comma-separated")
-    parser.add_argument("--hidden-size", type=int, default=50, help="LSTM units and embedding size (paper: 50)")
+    parser.add_argument("--strategies", default=",".join(STRATEGIES),
+                        help="numeral strategies, comma-separated")
+    parser.add_argument("--hidden-size", type=int, default=50,
+                        help="LSTM units and embedding size (paper: 50)")
     parser.add_argument("--vocab-size", type=int, default=5_000)
-    parser.add_argument("--batch-size", type=int, default=32, help="stream columns, in training and evaluation")
+    parser.add_argument("--batch-size", type=int, default=32,
+                        help="stream columns, in training and evaluation")
     parser.add_argument("--bptt", type=int, default=50)
-    parser.add_argument("--steps", type=int, default=None, help="training steps per repetition (default 20; --quick 4)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="training steps per repetition (default 20; --quick 4)")
     parser.add_argument("--eval-tokens", type=int, default=None,
                         help="tokens of the evaluated split (default 32,000; --quick 8,000)")
     parser.add_argument("--repeats", type=int, default=None, help="repetitions (default 5; --quick 2)")
@@ -109,11 +116,13 @@ def main() -> None:
     eval_lines = synthetic_lines(eval_tokens // 20 + 1, args.seed + 1)  # 20 tokens a line
     eval_columns = batching.columns(batching.encode(eval_lines)[0], args.batch_size)
     if len(chunks) < steps * repeats:
-        raise SystemExit(f"the training stream has {len(chunks)} chunks; --steps x --repeats needs {steps * repeats}")
+        raise SystemExit(f"the training stream has {len(chunks)} chunks; "
+                         f"--steps x --repeats needs {steps * repeats}")
 
     models = {s: build_model(s, tokenizer, train_stream, args.hidden_size, args.seed) for s in strategies}
     optimizers = {s: torch.optim.Adam(m.parameters(), lr=1e-3) for s, m in models.items()}
-    rates: dict[tuple[str, str], list[float]] = {(case, s): [] for case in ("train", "evaluate") for s in strategies}
+    rates: dict[tuple[str, str], list[float]] = {(case, s): [] for case in ("train", "evaluate")
+                                                 for s in strategies}
     for r in range(repeats):
         order = strategies[r % len(strategies):] + strategies[: r % len(strategies)]
         for strategy in order:
@@ -125,9 +134,10 @@ def main() -> None:
             log(f"repeat {r + 1}/{repeats} {strategy}: train {rates['train', strategy][-1]:,.0f} tok/s, "
                 f"evaluate {rates['evaluate', strategy][-1]:,.0f} tok/s")
 
-    context = {"threads": torch.get_num_threads(), "hidden_size": args.hidden_size, "vocab_size": len(tokenizer),
-               "numeral_vocab_size": len(tokenizer.numeral_vocab), "batch_size": args.batch_size, "bptt": args.bptt,
-               "steps": steps, "eval_tokens": eval_columns.length * args.batch_size, "repeats": repeats,
+    context = {"threads": torch.get_num_threads(), "hidden_size": args.hidden_size,
+               "vocab_size": len(tokenizer), "numeral_vocab_size": len(tokenizer.numeral_vocab),
+               "batch_size": args.batch_size, "bptt": args.bptt, "steps": steps,
+               "eval_tokens": eval_columns.length * args.batch_size, "repeats": repeats,
                "quick": args.quick, "cpu": machine()}
     for case in ("train", "evaluate"):
         median = {s: statistics.median(rates[case, s]) for s in strategies}
@@ -138,8 +148,9 @@ def main() -> None:
             for strategy in strategies:
                 if strategy != "softmax":
                     emit_json(BENCHMARK, {"case": f"{case}_slowdown", "strategy": strategy,
-                                          "value": round(median["softmax"] / median[strategy], 2), "unit": "x",
-                                          "better": "lower", "target": TARGET_SLOWDOWN, **context})
+                                          "value": round(median["softmax"] / median[strategy], 2),
+                                          "unit": "x", "better": "lower", "target": TARGET_SLOWDOWN,
+                                          **context})
 
 
 if __name__ == "__main__":

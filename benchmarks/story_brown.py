@@ -80,7 +80,8 @@ def retrieve(train: Dataset, sources: list[str]) -> list[str]:
 
 
 @torch.no_grad()
-def lm_continuations(model, tokenizer, sources: list[str], max_new_tokens: int, **generate_kwargs) -> list[str]:
+def lm_continuations(model, tokenizer, sources: list[str], max_new_tokens: int,
+                     **generate_kwargs) -> list[str]:
     """The LM approach: continue ``"keywords <sep>"`` up to ``<eos>`` (one prompt at a time)."""
     model.eval()
     out = []
@@ -100,11 +101,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--max-length", type=int, default=40, help="target tokens kept (truncations counted)")
     parser.add_argument("--vocab-size", type=int, default=10000)
     parser.add_argument("--hidden-size", type=int, default=256)
-    parser.add_argument("--test-size", type=int, default=None, help="test pairs scored (default 1000; quick 100)")
+    parser.add_argument("--test-size", type=int, default=None,
+                        help="test pairs scored (default 1000; quick 100)")
     parser.add_argument("--num-beams", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--learning-rate", type=float, default=2e-3)
-    parser.add_argument("--systems", nargs="+", default=["keywords", "retrieval", "seq2seq", "seq2seq_none", "lm"])
+    parser.add_argument("--systems", nargs="+",
+                        default=["keywords", "retrieval", "seq2seq", "seq2seq_none", "lm"])
     add_training_arguments(parser, epochs=20, time_budget=900.0)
     args = parser.parse_args(argv)
     out = start_run(args, BENCHMARK)
@@ -112,14 +115,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
     args.test_size = args.test_size or (100 if args.quick else 1000)
     brown = load_brown()
     if args.quick:
-        brown = DatasetDict(train=brown["train"].select(range(3000)), validation=brown["validation"].select(range(300)),
-                            test=brown["test"])
+        brown = DatasetDict(train=brown["train"].select(range(3000)),
+                            validation=brown["validation"].select(range(300)), test=brown["test"])
         args.epochs, args.time_budget = 1, min(args.time_budget, 60.0)
     pairs = DatasetDict({split: keyword_sentence_pairs(brown[split], top_k=args.top_k) for split in brown})
     pairs["test"] = pairs["test"].select(range(min(args.test_size, pairs["test"].num_rows)))
     lm_texts = DatasetDict({split: Dataset.from_dict({"text": [f"{s} {SEP} {t}" for s, t in
-                                                               zip(pairs[split]["source"], pairs[split]["target"],
-                                                                   strict=True)]})
+                                                               zip(pairs[split]["source"],
+                                                                   pairs[split]["target"], strict=True)]})
                             for split in ("train", "validation")})
     tokenizer = train_word_level_tokenizer(lm_texts["train"]["text"], max_vocab_size=args.vocab_size)
     sources, references = pairs["test"]["source"], pairs["test"]["target"]
@@ -134,24 +137,27 @@ def main(argv: list[str] | None = None) -> list[dict]:
             batch_size=args.batch_size, eval_batch_size=64, num_epochs=args.epochs, optimizer="adam",
             learning_rate=args.learning_rate,
             lr_scheduler="constant", max_grad_norm=1.0, max_time_s=args.time_budget or None,
-            early_stopping_patience=2, logging_steps=200, save_total_limit=1, progress_bar=False, eval_test=False,
-            **extra,
+            early_stopping_patience=2, logging_steps=200, save_total_limit=1, progress_bar=False,
+            eval_test=False, **extra,
         )
 
     def seq2seq(attention: str) -> tuple[list[str], dict]:
         torch.manual_seed(0)
         config = StorySeq2SeqConfig(
             vocab_size=len(tokenizer), embedding_size=args.hidden_size, hidden_size=args.hidden_size,
-            attention=attention, dropout=0.2, pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.eos_token_id,
-            eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.eos_token_id,
+            attention=attention, dropout=0.2, pad_token_id=tokenizer.pad_token_id,
+            bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id,
+            decoder_start_token_id=tokenizer.eos_token_id,
         )
         model = StorySeq2SeqForConditionalGeneration(config)
-        results = train_lm(model, tokenizer, pairs, training(f"seq2seq_{attention}", max_target_length=args.max_length),
+        results = train_lm(model, tokenizer, pairs,
+                           training(f"seq2seq_{attention}", max_target_length=args.max_length),
                            dataset_name="brown_keywords")
         model.eval()
-        texts = generate_targets(model, tokenizer, sources, batch_size=50, max_new_tokens=args.max_length, **generate)
-        return texts, {"validation_perplexity": results["validation"]["perplexity"], "epochs": results["epochs_completed"],
-                       "num_parameters": model.num_parameters()}
+        texts = generate_targets(model, tokenizer, sources, batch_size=50, max_new_tokens=args.max_length,
+                                 **generate)
+        return texts, {"validation_perplexity": results["validation"]["perplexity"],
+                       "epochs": results["epochs_completed"], "num_parameters": model.num_parameters()}
 
     def lm() -> tuple[list[str], dict]:
         torch.manual_seed(0)
@@ -162,10 +168,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
             pad_token_id=tokenizer.eos_token_id,
         )
         model = AWDLSTMForCausalLM(config)
-        results = train_lm(model, tokenizer, lm_texts, training("lm", block_size=50), dataset_name="brown_keywords")
+        results = train_lm(model, tokenizer, lm_texts, training("lm", block_size=50),
+                           dataset_name="brown_keywords")
         texts = lm_continuations(model, tokenizer, sources, args.max_length, **generate)
-        return texts, {"validation_perplexity": results["validation"]["perplexity"], "epochs": results["epochs_completed"],
-                       "num_parameters": model.num_parameters()}
+        return texts, {"validation_perplexity": results["validation"]["perplexity"],
+                       "epochs": results["epochs_completed"], "num_parameters": model.num_parameters()}
 
     systems = {
         "keywords": lambda: ([keyword_text(s) for s in sources], {}),
@@ -189,22 +196,24 @@ def main(argv: list[str] | None = None) -> list[dict]:
     notes = []
     if {"seq2seq", "keywords", "retrieval", "seq2seq_none"} <= by.keys():
         met = by["seq2seq"] > max(by["keywords"], by["retrieval"], by["seq2seq_none"])
-        check = {"case": "seq2seq_beats_baselines_and_no_attention", "value": met, "unit": "bool", "better": "higher",
-                 **common}
+        check = {"case": "seq2seq_beats_baselines_and_no_attention", "value": met, "unit": "bool",
+                 "better": "higher", **common}
         emit_json(BENCHMARK, check)
-        notes.append(f"attention seq2seq above both baselines and the no-attention seq2seq: {'met' if met else 'MISSED'}")
+        notes.append(f"attention seq2seq above both baselines and the no-attention seq2seq: "
+                     f"{'met' if met else 'MISSED'}")
     notes += ["", "First test examples (source => reference; each system's output):"]
     for i in range(min(3, len(sources))):
         notes.append(f"- `{sources[i]}` => {references[i]}")
         notes += [f"  - {name}: {samples[name][i]}" for name in samples]
     write_report(
         out / f"story_brown{suffix}.md",
-        f"Keywords -> sentence on Brown: top-{args.top_k} RAKE phrases of each sentence, {pairs['train'].num_rows:,} "
-        f"training pairs, BLEU on the first {len(references):,} test pairs, beam {args.num_beams} (length penalty 1), "
-        f"LSTM {args.hidden_size}, {args.time_budget:.0f} s per trained model on {machine()} "
-        f"({torch.get_num_threads()} threads)",
+        f"Keywords -> sentence on Brown: top-{args.top_k} RAKE phrases of each sentence, "
+        f"{pairs['train'].num_rows:,} training pairs, BLEU on the first {len(references):,} test pairs, "
+        f"beam {args.num_beams} (length penalty 1), LSTM {args.hidden_size}, {args.time_budget:.0f} s per "
+        f"trained model on {machine()} ({torch.get_num_threads()} threads)",
         (["system", "test BLEU", "validation perplexity", "epochs", "time"],
-         [[r["case"], r["value"], r.get("validation_perplexity", ""), r.get("epochs", ""), f"{r['time_s']:.0f} s"]
+         [[r["case"], r["value"], r.get("validation_perplexity", ""), r.get("epochs", ""),
+           f"{r['time_s']:.0f} s"]
           for r in rows]),
         notes=notes, quick="a slice of Brown" if args.quick else None,
     )

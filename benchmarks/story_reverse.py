@@ -33,7 +33,8 @@ BLEU_TARGET = 95.0
 
 
 def reversal_pairs(n: int, symbols: int, min_len: int, max_len: int, seed: int) -> Dataset:
-    """``n`` random sequences of ``min_len``..``max_len`` symbols ``s0``..``s{symbols-1}`` and their reversals."""
+    """``n`` random sequences of ``min_len``..``max_len`` symbols ``s0``..``s{symbols-1}`` and their
+    reversals."""
     rng = random.Random(seed)
     sources, targets = [], []
     for _ in range(n):
@@ -46,7 +47,8 @@ def reversal_pairs(n: int, symbols: int, min_len: int, max_len: int, seed: int) 
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer examples and epochs (about a minute)")
-    parser.add_argument("--train-size", type=int, default=None, help="training sequences (default 20,000; quick 4,000)")
+    parser.add_argument("--train-size", type=int, default=None,
+                        help="training sequences (default 20,000; quick 4,000)")
     parser.add_argument("--symbols", type=int, default=30, help="distinct symbols")
     parser.add_argument("--min-length", type=int, default=10)
     parser.add_argument("--max-length", type=int, default=30)
@@ -74,8 +76,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
         torch.manual_seed(0)
         config = StorySeq2SeqConfig(
             vocab_size=len(tokenizer), embedding_size=args.hidden_size, hidden_size=args.hidden_size,
-            attention=attention, dropout=0.0, pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.eos_token_id,
-            eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.eos_token_id,
+            attention=attention, dropout=0.0, pad_token_id=tokenizer.pad_token_id,
+            bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id,
+            decoder_start_token_id=tokenizer.eos_token_id,
         )
         model = StorySeq2SeqForConditionalGeneration(config)
         training = TrainingConfig(
@@ -89,7 +92,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         start = time.perf_counter()
         results = train_lm(model, tokenizer, data, training, dataset_name="reversal")
         train_s = time.perf_counter() - start
-        bleu = evaluate_bleu(model, data["test"], tokenizer, batch_size=100, max_new_tokens=args.max_length + 2)
+        bleu = evaluate_bleu(model, data["test"], tokenizer, batch_size=100,
+                             max_new_tokens=args.max_length + 2)
         row = {"case": attention, "value": round(bleu["score"], 2), "unit": "BLEU", "better": "higher",
                "validation_perplexity": round(results["validation"]["perplexity"], 3),
                "epochs": results["epochs_completed"], "train_time_s": round(train_s, 1),
@@ -100,17 +104,18 @@ def main(argv: list[str] | None = None) -> list[dict]:
         return row
 
     rows = [run(args.attention), run("none")]
-    gap = {"case": "attention_minus_none", "value": round(rows[0]["value"] - rows[1]["value"], 2), "unit": "BLEU",
-           "better": "higher", **common}
+    gap = {"case": "attention_minus_none", "value": round(rows[0]["value"] - rows[1]["value"], 2),
+           "unit": "BLEU", "better": "higher", **common}
     emit_json(BENCHMARK, gap)
     met = rows[0]["value"] >= BLEU_TARGET
     write_report(
         out / f"story_reverse{suffix}.md",
         f"Reversing {args.min_length}-{args.max_length} random symbols ({args.symbols} kinds), "
-        f"{args.train_size:,} training sequences, LSTM {args.hidden_size}, up to {args.epochs} epochs, greedy decoding, "
-        f"on {machine()} ({torch.get_num_threads()} threads)",
+        f"{args.train_size:,} training sequences, LSTM {args.hidden_size}, up to {args.epochs} epochs, "
+        f"greedy decoding, on {machine()} ({torch.get_num_threads()} threads)",
         (["attention", "test BLEU", "validation perplexity", "epochs", "train time"],
-         [[r["case"], r["value"], r["validation_perplexity"], r["epochs"], f"{r['train_time_s']:.0f} s"] for r in rows]),
+         [[r["case"], r["value"], r["validation_perplexity"], r["epochs"], f"{r['train_time_s']:.0f} s"]
+          for r in rows]),
         notes=[f"attention BLEU >= {BLEU_TARGET}: {'met' if met else 'MISSED'}; "
                f"attention - none: {gap['value']} BLEU"],
         quick="fewer examples and epochs" if args.quick else None,

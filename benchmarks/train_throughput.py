@@ -71,10 +71,11 @@ class ReferenceNPLM(nn.Module):
         return F.cross_entropy(self.out(z).flatten(0, 1), targets.flatten(), ignore_index=-100)
 
 
-def step_matmuls(batch_tokens: int, vocab_size: int, context_size: int, m: int, h: int) -> list[tuple[int, int, int]]:
-    """(M, K, N) of every matrix product of one NPLM training step with direct connections: for the hidden layer
-    (x (B, (n-1) m) -> h) and the output layer ([tanh(.); x] (B, h + (n-1) m) -> |V|), the forward product and
-    the two of the backward pass (the input's and the weight's gradients)."""
+def step_matmuls(batch_tokens: int, vocab_size: int, context_size: int, m: int,
+                 h: int) -> list[tuple[int, int, int]]:
+    """(M, K, N) of every matrix product of one NPLM training step with direct connections: for the hidden
+    layer (x (B, (n-1) m) -> h) and the output layer ([tanh(.); x] (B, h + (n-1) m) -> |V|), the forward
+    product and the two of the backward pass (the input's and the weight's gradients)."""
     B, d_in = batch_tokens, context_size * m
     products = []
     for k, n in ((d_in, h), (h + d_in, vocab_size)):
@@ -109,7 +110,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--vocab-size", type=int, default=16_000)
     parser.add_argument("--batch-size", type=int, default=8, help="blocks per update")
     parser.add_argument("--block-size", type=int, default=64, help="targets per block")
-    parser.add_argument("--steps", type=int, default=None, help="updates per repetition (default 30, quick 8)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="updates per repetition (default 30, quick 8)")
     parser.add_argument("--reps", type=int, default=None, help="repetitions per side (default 5, quick 3)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--cpu", action="store_true", help="stay on the CPU even with a GPU")
@@ -123,13 +125,15 @@ def main(argv: list[str] | None = None) -> None:
     # One epoch of ours = `steps` updates: the training stream holds steps x batch blocks.
     n_1, m, h = 4, 60, 50
     line_length = 20
-    num_tokens = steps * args.batch_size * args.block_size * line_length // (line_length + 1)  # + <eos> per line
+    num_tokens = (steps * args.batch_size * args.block_size * line_length
+                  // (line_length + 1))  # + <eos> per line
     texts = zipf_texts(args.vocab_size, num_tokens, seed=0, line_length=line_length)
     # The vocabulary: every word w0..w{V-1} (one extra line holds each once), as a big corpus would give.
     tokenizer = train_word_level_tokenizer([*texts, " ".join(f"w{i}" for i in range(args.vocab_size))])
     datasets = DatasetDict({"train": Dataset.from_dict({"text": texts})})
     torch.manual_seed(0)
-    model = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=n_1, embedding_size=m, hidden_size=h))
+    model = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=n_1, embedding_size=m,
+                                       hidden_size=h))
 
     with tempfile.TemporaryDirectory() as out:
         config = TrainingConfig(
@@ -194,8 +198,8 @@ def main(argv: list[str] | None = None) -> None:
         def run_bare(epoch: int) -> tuple[float, int]:
             return run_plain(epoch, bare_step)
 
-        log(f"|V| = {len(tokenizer)}, {steps_per_epoch} updates of {args.batch_size} x {args.block_size} targets, "
-            f"{reps} repetitions per side, {torch.get_num_threads()} threads, {device}")
+        log(f"|V| = {len(tokenizer)}, {steps_per_epoch} updates of {args.batch_size} x {args.block_size} "
+            f"targets, {reps} repetitions per side, {torch.get_num_threads()} threads, {device}")
         run_ours(0), run_reference(0), run_bare(0)  # warm-up (allocator, first-call costs)
         ours, ref, bare_tps = [], [], []
         sides = [("ours", run_ours, ours), ("reference", run_reference, ref), ("bare", run_bare, bare_tps)]
@@ -233,10 +237,12 @@ def main(argv: list[str] | None = None) -> None:
     limits = {}
     for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
         limits[name] = matmul_limit(products, dtype, reps=max(reps, 5))
-        print(json.dumps({"benchmark": BENCHMARK, "case": f"matmul_limit_{name}", "value": round(limits[name], 1),
-                          "unit": "GFLOP/s", "better": "higher", "products": products, **context}))
+        print(json.dumps({"benchmark": BENCHMARK, "case": f"matmul_limit_{name}",
+                          "value": round(limits[name], 1), "unit": "GFLOP/s", "better": "higher",
+                          "products": products, **context}))
     achieved = ours_tps * flops_per_token / 1e9
-    print(json.dumps({"benchmark": BENCHMARK, "case": "nplm_fraction_of_fp32_limit", "value": round(achieved / limits["fp32"], 3),
+    print(json.dumps({"benchmark": BENCHMARK, "case": "nplm_fraction_of_fp32_limit",
+                      "value": round(achieved / limits["fp32"], 3),
                       "unit": "x", "better": "higher", "target": 0.5, "achieved_gflops": round(achieved, 1),
                       "flops_per_token": int(flops_per_token), **context}))
 

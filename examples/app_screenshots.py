@@ -24,9 +24,10 @@ from hf_nlm.app.page import build_app
 
 #: Each tab: its label, the (input element, text) pairs typed, the button pressed, the element awaited.
 TABS = {
-    "continue": ("Continue a prompt", [("#prompt textarea", "the president of the united states")], "continue",
-                 "#nbest tbody tr"),
-    "next-word": ("Next word", [("#next-prompt textarea", "he said that the")], "next", "#next-first tbody tr"),
+    "continue": ("Continue a prompt", [("#prompt textarea", "the president of the united states")],
+                 "continue", "#nbest tbody tr"),
+    "next-word": ("Next word", [("#next-prompt textarea", "he said that the")], "next",
+                  "#next-first tbody tr"),
     "numeracy": ("Numeracy", [("#numeral-context textarea", "the population was")], "next-number",
                  "#numeral-picture img"),
     "story": ("Story", [("#story-title textarea", "Snow Day")], "write-story", "#attention img"),
@@ -68,7 +69,8 @@ def main(argv: list[str] | None = None) -> list[Path]:
                 path = out / f"app_{name.replace('-', '_')}.png"
                 whole_page_screenshot(browser, path)
                 image = Image.open(path).convert("RGB")
-                image = image.resize((args.width, round(image.height * args.width / image.width)), Image.LANCZOS)
+                image = image.resize((args.width, round(image.height * args.width / image.width)),
+                                     Image.LANCZOS)
                 # 256 colours: a page of flat colours keeps its look at a third of the bytes.
                 image.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
                 written.append(path)

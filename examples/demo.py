@@ -9,7 +9,8 @@
    mixture of the two (the weight fitted on validation), as Bengio et al. report them (Table 1).
 5. Three prompts continued by beam search and by sampling, the settings printed.
 6. The model folder (config, safetensors weights, tokenizer, generation config, model card, curves.png,
-   and the 5-gram in kneser-ney-5gram/, which `hf-nlm app` shows beside the NPLM) is reloaded with AutoModelForCausalLM and generates the same continuations again.
+   and the 5-gram in kneser-ney-5gram/, which `hf-nlm app` shows beside the NPLM) is reloaded with
+   AutoModelForCausalLM and generates the same continuations again.
 
 Run `python examples/demo.py --help` for the knobs; `--epochs 1 --max-steps 50` is a smoke test.
 """
@@ -27,10 +28,11 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import hf_nlm
 from hf_nlm.data import load_brown, load_ptb
+from hf_nlm.data.registry import corpus_card
 from hf_nlm.evaluation import token_log_probs
 from hf_nlm.hub.model_card import write_model_card
 from hf_nlm.ngram import KneserNeyLM
-from hf_nlm.ngram.mixture import fit_mixture_weight, mix_log_probs
+from hf_nlm.ngram.neural_interpolation import fit_mixture_weight, mix_log_probs
 from hf_nlm.tokenization import train_word_level_tokenizer
 from hf_nlm.training import TrainingConfig, train_lm
 
@@ -44,7 +46,8 @@ PROMPTS = ["the president of the united states", "in the morning , she", "the ch
 BEAM = {"num_beams": 5, "max_new_tokens": 15, "min_new_tokens": 8, "no_repeat_ngram_size": 3,
         "repetition_penalty": 2.0, "do_sample": False}
 # Sampling from the nucleus of the distribution (Holtzman et al. 2020), a little sharpened.
-SAMPLE = {"do_sample": True, "num_beams": 1, "top_p": 0.9, "temperature": 0.8, "max_new_tokens": 15, "min_new_tokens": 8}
+SAMPLE = {"do_sample": True, "num_beams": 1, "top_p": 0.9, "temperature": 0.8, "max_new_tokens": 15,
+          "min_new_tokens": 8}
 
 
 def continuations(model, tokenizer, prompts: list[str], settings: dict, seed: int = 0) -> dict[str, str]:
@@ -93,21 +96,24 @@ def main(argv: list[str] | None = None) -> dict:
     start = time.time()
 
     corpus = load_brown() if args.corpus == "brown" else load_ptb()
-    tokenizer = train_word_level_tokenizer(corpus["train"]["text"], min_frequency=4 if args.corpus == "brown" else 1)
+    tokenizer = train_word_level_tokenizer(corpus["train"]["text"],
+                                           min_frequency=4 if args.corpus == "brown" else 1)
 
     config = hf_nlm.NPLMConfig(
-        vocab_size=len(tokenizer), context_size=4, embedding_size=30, hidden_size=60, direct_connections=False,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        vocab_size=len(tokenizer), context_size=4, embedding_size=30, hidden_size=60,
+        direct_connections=False, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
     )
     model = hf_nlm.NPLMForCausalLM(config)
     # Saved with the model: what generate() does by default after a reload.
     model.generation_config.update(**BEAM, suppress_tokens=[tokenizer.unk_token_id])
-    print(f"NPLM n={config.order} m={config.embedding_size} h={config.hidden_size}: {model.num_parameters():,} parameters")
+    print(f"NPLM n={config.order} m={config.embedding_size} h={config.hidden_size}: "
+          f"{model.num_parameters():,} parameters")
 
     training = TrainingConfig(
         # The demo starts over each time it runs (`make demo` twice must work), replacing its own folder.
-        output_dir=args.output_dir, overwrite_output_dir=True, num_epochs=args.epochs, max_steps=args.max_steps,
-        batch_size=args.batch_size,
+        output_dir=args.output_dir, overwrite_output_dir=True, num_epochs=args.epochs,
+        max_steps=args.max_steps, batch_size=args.batch_size,
         block_size=64, optimizer="adam", learning_rate=args.learning_rate, lr_scheduler="linear",
         weight_decay=0.0, max_grad_norm=1.0, early_stopping_patience=1, logging_steps=50,
     )
@@ -115,7 +121,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     for split in ("validation", "test"):
         r = results[split]
-        print(f"{split:>10} perplexity {r['perplexity']:8.2f}  ({r['num_tokens']:,} tokens, {r['num_unk']:,} <unk>)")
+        print(f"{split:>10} perplexity {r['perplexity']:8.2f}  "
+              f"({r['num_tokens']:,} tokens, {r['num_unk']:,} <unk>)")
     model.eval()
     kn = KneserNeyLM.from_texts(corpus["train"]["text"], tokenizer, 5)
     # Beside the model, for `hf-nlm app`: its next-word tab shows the two side by side.
@@ -127,15 +134,18 @@ def main(argv: list[str] | None = None) -> dict:
 
     samples = continuations(model, tokenizer, PROMPTS, {})  # the saved generation config: BEAM
     sampled = continuations(model, tokenizer, PROMPTS, SAMPLE)
-    print("beam search (" + ", ".join(f"{k}={v}" for k, v in BEAM.items() if k != "do_sample") + ", <unk> suppressed):")
+    print("beam search (" + ", ".join(f"{k}={v}" for k, v in BEAM.items() if k != "do_sample")
+          + ", <unk> suppressed):")
     for prompt, text in samples.items():
         print(f"  {prompt} -> {text}")
-    print("sampling (" + ", ".join(f"{k}={v}" for k, v in SAMPLE.items() if k != "do_sample") + ", fixed random state):")
+    print("sampling (" + ", ".join(f"{k}={v}" for k, v in SAMPLE.items() if k != "do_sample")
+          + ", fixed random state):")
     for prompt, text in sampled.items():
         print(f"  {prompt} -> {text}")
     write_model_card(
-        args.output_dir, model.config, dataset=args.corpus, num_parameters=model.num_parameters(),
-        results={k: results[k] for k in ("validation", "test")}, training=training.to_dict(), samples=samples,
+        args.output_dir, model.config, dataset=corpus_card(args.corpus),
+        num_parameters=model.num_parameters(), results={k: results[k] for k in ("validation", "test")},
+        training=training.to_dict(), samples=samples,
     )
 
     reloaded = AutoModelForCausalLM.from_pretrained(args.output_dir)

@@ -57,7 +57,7 @@ from pathlib import Path
 
 import torch
 
-from hf_nlm.cli import FILE_CORPORA, add_data_arguments, corpus_name, load_corpus
+from hf_nlm.training.arguments import FILE_CORPORA, add_data_arguments, data_spec_from_arguments
 
 # An id on the Hub: "name" or "owner/name".
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
@@ -68,20 +68,21 @@ DEFAULT_BLOCKS_PER_BATCH = 32
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("model", help="a saved model folder (save_pretrained) or a Hub id")
-    add_data_arguments(parser, require_train=False)
+    add_data_arguments(parser)
     parser.add_argument("--split", default="test", help="the split to score (default: test)")
     parser.add_argument("--block-size", type=int, default=256,
                         help="targets per block, or positions per chunk for a recurrent model (default: 256)")
     parser.add_argument("--batch-size", type=int, default=None,
-                        help=f"blocks per batch (default: {DEFAULT_BLOCKS_PER_BATCH}), or stream columns for a "
-                             "recurrent model (default: 1, the exact perplexity)")
+                        help=f"blocks per batch (default: {DEFAULT_BLOCKS_PER_BATCH}), or stream columns for "
+                             "a recurrent model (default: 1, the exact perplexity)")
     parser.add_argument("--output", default=None,
                         help="the JSON file to write (default: <model folder>/eval_<split>.json, or "
                              "./eval_<split>.json for a Hub id)")
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even where CUDA is available")
     bleu = parser.add_argument_group("BLEU of continuations")
     bleu.add_argument("--bleu-prefix-words", type=int, default=None, metavar="K",
-                      help="also score BLEU: continue each line's first K words, compare with the rest of the line")
+                      help="also score BLEU: continue each line's first K words, compare with the rest of "
+                           "the line")
     bleu.add_argument("--num-beams", type=int, default=4, help="beam width of the continuations (default: 4)")
     bleu.add_argument("--max-new-tokens", type=int, default=20,
                       help="longest continuation in tokens (default: 20)")
@@ -125,7 +126,8 @@ def make_accelerator(cpu: bool):
     return Accelerator(cpu=cpu or (several and not torch.cuda.is_available()))
 
 
-def score_perplexity(model, tokenizer, texts, block_size: int, batch_size: int | None, accelerator) -> tuple[dict, dict]:
+def score_perplexity(model, tokenizer, texts, block_size: int, batch_size: int | None,
+                     accelerator) -> tuple[dict, dict]:
     """``evaluate_lm``'s result for ``texts``, each process scoring its share; and the settings used."""
     from hf_nlm.data.batching import batching_for
     from hf_nlm.evaluation import perplexity_report, score_split
@@ -135,8 +137,9 @@ def score_perplexity(model, tokenizer, texts, block_size: int, batch_size: int |
     batch_size = batch_size or exact_size
     stream, stats = batching.encode(texts)
     show = accelerator.is_main_process and sys.stderr.isatty()
-    total, count = score_split(batching, model, stream, batch_size, accelerator.device, accelerator.num_processes,
-                               accelerator.process_index, desc="perplexity" if show else None)
+    total, count = score_split(batching, model, stream, batch_size, accelerator.device,
+                               accelerator.num_processes, accelerator.process_index,
+                               desc="perplexity" if show else None)
     if accelerator.num_processes > 1:
         sums = torch.tensor([total, count], dtype=torch.float64, device=accelerator.device)
         total, count = accelerator.reduce(sums, reduction="sum").tolist()
@@ -165,9 +168,9 @@ def continue_lines(model, tokenizer, prefixes, num_beams: int, max_new_tokens: i
     for prefix in prefixes:
         ids = [tokenizer.eos_token_id, *tokenizer(prefix, add_special_tokens=False).input_ids]
         ids = torch.tensor([ids], device=device)
-        generated = model.generate(ids, attention_mask=torch.ones_like(ids), num_beams=num_beams, do_sample=False,
-                                   max_new_tokens=max_new_tokens, eos_token_id=tokenizer.eos_token_id,
-                                   pad_token_id=tokenizer.pad_token_id)
+        generated = model.generate(ids, attention_mask=torch.ones_like(ids), num_beams=num_beams,
+                                   do_sample=False, max_new_tokens=max_new_tokens,
+                                   eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
         out.append(tokenizer.decode(generated[0, ids.shape[1]:], skip_special_tokens=True).strip())
     return out
 
@@ -186,7 +189,8 @@ def score_bleu(model, tokenizer, pairs, num_beams: int, max_new_tokens: int, acc
     if not accelerator.is_main_process:
         return None
     predictions = [text for part in predictions for text in part]
-    result = Bleu(keep_in_memory=True).compute(predictions=predictions, references=[[rest] for _, rest in pairs])
+    result = Bleu(keep_in_memory=True).compute(predictions=predictions,
+                                               references=[[rest] for _, rest in pairs])
     return {**result, "num_segments": len(pairs)}
 
 
@@ -201,8 +205,9 @@ def main(argv: list[str] | None = None) -> dict | None:
     args = parser.parse_args(argv)
     check_arguments(parser, args)
     try:
-        corpus = corpus_name(args)
-        datasets = load_corpus(args)
+        data = data_spec_from_arguments(args)
+        corpus = data.name
+        datasets = data.load()
     except (ValueError, OSError) as err:
         parser.error(str(err))
     if args.split not in datasets:
@@ -212,13 +217,15 @@ def main(argv: list[str] | None = None) -> dict | None:
     if args.bleu_prefix_words is not None:
         pairs = prefix_and_rest(texts, args.bleu_prefix_words, args.max_lines)
         if not pairs:
-            parser.error(f"no line of the {args.split} split has more than {args.bleu_prefix_words} words to continue")
+            parser.error(f"no line of the {args.split} split has more than {args.bleu_prefix_words} words "
+                         "to continue")
     model, tokenizer = load_model(parser, args.model)
 
     accelerator = make_accelerator(args.cpu)
     model.to(accelerator.device)
     try:
-        scores, settings = score_perplexity(model, tokenizer, texts, args.block_size, args.batch_size, accelerator)
+        scores, settings = score_perplexity(model, tokenizer, texts, args.block_size, args.batch_size,
+                                            accelerator)
     except ValueError as err:  # e.g. an empty split
         parser.error(f"cannot score the {args.split} split: {err}")
     if pairs is not None:
@@ -231,7 +238,7 @@ def main(argv: list[str] | None = None) -> dict | None:
 
     results = {args.split: scores, "model": args.model, "corpus": corpus}
     if corpus in FILE_CORPORA:
-        results["data_files"] = [str(p) for p in getattr(args, f"{args.split}_file", None) or []]
+        results["data_files"] = list(getattr(data, f"{args.split}_file") or [])
     results.update(split=args.split, num_processes=accelerator.num_processes, **settings)
     output = Path(args.output) if args.output else default_output(args.model, args.split)
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -25,15 +25,9 @@ import os
 import torch
 
 from hf_nlm import HLBLForCausalLM
-from hf_nlm.cli import (
-    add_build_tree_arguments,
-    build_config,
-    build_tokenizer,
-    corpus_name,
-    load_corpus,
-    training_config,
-)
 from hf_nlm.training import train_lm
+from hf_nlm.training.arguments import add_build_tree_arguments, spec_from_arguments
+from hf_nlm.training.run import build_config, train_tokenizer
 from hf_nlm.training.tree_recipe import build_data_tree, config_for_tree, tree_summary
 from hf_nlm.trees import random_tree
 
@@ -42,28 +36,31 @@ def main() -> None:
     parser = add_build_tree_arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
     args = parser.parse_args()
     try:
-        training = training_config(args)
-        datasets = load_corpus(args)
-        tokenizer = build_tokenizer(args, datasets["train"]["text"])
-        config = build_config(args, tokenizer)  # an HLBLConfig: LBL body, tree head
+        spec = spec_from_arguments(args, default_model="hlbl")  # the flags given over the HLBL's recipe
+        training = spec.training
+        datasets = spec.data.load()
+        spec, tokenizer = train_tokenizer(spec, datasets["train"]["text"])
+        config = build_config(spec, tokenizer)  # an HLBLConfig: LBL body, tree head
     except (ValueError, TypeError, FileNotFoundError, KeyError) as err:
         parser.error(str(err))
-    out, name = training.output_dir, corpus_name(args)
+    out, name = training.output_dir, spec.data.name
     print(f"{name}: vocabulary {len(tokenizer):,}; D = {config.hidden_size}, n - 1 = {config.context_size}")
 
     # 1. An HLBL on a random tree (a balanced tree with the words at random leaves).
-    tree = random_tree(config.vocab_size, seed=args.tree_seed)
+    tree = random_tree(config.vocab_size, seed=spec.tree_seed)
     torch.manual_seed(training.seed)
     model = HLBLForCausalLM(config_for_tree(config, tree), tree=tree)
     stage1 = dataclasses.replace(training, output_dir=os.path.join(out, "random_tree"))
     if args.first_stage_epochs is not None:
         stage1 = dataclasses.replace(stage1, num_epochs=args.first_stage_epochs)
     first = train_lm(model, tokenizer, datasets, stage1, dataset_name=name)
-    print(f"random tree: test perplexity {first['test']['perplexity']:.2f}" if "test" in first else "random tree done")
+    print(f"random tree: test perplexity {first['test']['perplexity']:.2f}" if "test" in first
+          else "random tree done")
 
     # 2-3. Each word's average predicted vector r_hat, then the recursive EM tree over those vectors.
     tree = build_data_tree(model, datasets["train"]["text"], tokenizer, mode=args.tree_mode, eps=args.eps,
-                           block_size=training.block_size, batch_size=training.eval_batch_size, seed=args.tree_seed)
+                           block_size=training.block_size, batch_size=training.eval_batch_size,
+                           seed=spec.tree_seed)
     os.makedirs(out, exist_ok=True)
     tree.save(os.path.join(out, "word_tree.json"))
     print(f"{args.tree_mode} tree (eps {args.eps}): {tree_summary(tree)}")

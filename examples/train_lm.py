@@ -1,4 +1,5 @@
-"""Train a neural LM with hf_nlm, step by step (the same run as `hf-nlm train`).
+"""Train a neural LM with hf_nlm: the command line's flags into a RunSpec, then `train(spec)` (the same run as
+`hf-nlm train`).
 
 Runs as a plain script, under `accelerate launch`, or with several processes under torchrun:
 
@@ -18,43 +19,35 @@ import argparse
 import os
 import sys
 
-from hf_nlm.cli import (
-    add_train_arguments,
-    corpus_name,
-    prepare_training,
-    report_interrupt,
-    resume_command,
-    run_settings,
-)
-from hf_nlm.training import train_lm
+from hf_nlm.training import train
+from hf_nlm.training.arguments import add_train_arguments, spec_from_arguments
+from hf_nlm.training.run import report_interrupt, resume_command
 
 
 def main() -> None:
-    # The argument builder of `hf-nlm train`: corpus, tokenizer, model and TrainingConfig flags.
+    # The flags of `hf-nlm train`: corpus, tokenizer, model and TrainingConfig; those given win over the
+    # recipe.
     parser = add_train_arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
     args = parser.parse_args()
-    args.parser, args.argv = parser, sys.argv[1:]  # --resume compares the flags given with the run's
-
-    # 1. corpus (DatasetDict with train / validation / test), 2. tokenizer trained on train,
-    # 3. a fresh model sized for it (or both read from the checkpoint with --resume), 4. TrainingConfig.
+    main_process = int(os.environ.get("RANK", "0")) == 0
     try:
-        datasets, tokenizer, model, config = prepare_training(args)
-    except (ValueError, TypeError, FileNotFoundError) as err:
-        parser.error(str(err))
-    if int(os.environ.get("RANK", "0")) == 0:  # one line, not one per process
-        print(f"{corpus_name(args)}: {', '.join(f'{k} {len(v):,} lines' for k, v in datasets.items())}; "
-              f"vocabulary {len(tokenizer):,}; {sum(p.numel() for p in model.parameters()):,} parameters")
-
-    # 5. train: checkpoints, log.jsonl, curves.png, the best model, README.md and results.json in output_dir.
-    try:
-        results = train_lm(model, tokenizer, datasets, config, dataset_name=corpus_name(args),
-                           run_settings=run_settings(args))
+        # The corpus, tokenizer and model settings, the recipe resolved (or the run's, with --resume).
+        spec = spec_from_arguments(args)
+        # Corpus -> tokenizer trained on train -> a fresh model sized for it -> the loop; checkpoints,
+        # log.jsonl, curves.png, the best model, README.md and results.json in the output folder.
+        result = train(spec)
     except KeyboardInterrupt:  # Ctrl-C / SIGTERM: the checkpoint and the command that goes on, exit 130
         resume = resume_command(sys.argv[1:], program=("python", sys.argv[0]))
-        sys.exit(report_interrupt(config.output_dir, resume) if int(os.environ.get("RANK", "0")) == 0 else 130)
-    for split in ("validation", "test"):
-        if split in results:
-            print(f"{split} perplexity {results[split]['perplexity']:.2f}")
+        sys.exit(report_interrupt(args.output_dir, resume) if main_process else 130)
+    except (ValueError, TypeError, FileNotFoundError, FloatingPointError) as err:
+        parser.error(str(err))
+    if main_process:
+        model, tokenizer = result.model, result.tokenizer
+        print(f"{result.spec.data.name}: vocabulary {len(tokenizer):,}; "
+              f"{model.num_parameters():,} parameters")
+        for split in ("validation", "test"):
+            if split in result.metrics:
+                print(f"{split} perplexity {result.metrics[split]['perplexity']:.2f}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ numeracy tokenizer's top 5,000 tokens, a 1 x 50 LSTM with dropout 0.1, Adam 1e-3
 `hf-nlm train` works (`--help`). Runs as a plain script or under `accelerate launch` / torchrun:
 
     python examples/train_numeracy.py --numeral-strategy hsoftmax --output-dir runs/numeracy-h
-    accelerate launch examples/train_numeracy.py --numeral-strategy softmax_digits --output-dir runs/numeracy-d
+    accelerate launch examples/train_numeracy.py --numeral-strategy softmax_digits \
+        --output-dir runs/numeracy-d
     python examples/train_numeracy.py --corpus text --train-file notes_train.txt \
         --validation-file notes_valid.txt --test-file notes_test.txt --vocab-size 1000 --output-dir runs/notes
 
@@ -19,21 +20,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
-from hf_nlm.cli import (
-    add_train_arguments,
-    corpus_name,
-    prepare_training,
-    report_interrupt,
-    resume_command,
-    run_settings,
-)
 from hf_nlm.plots.numerals import plot_numeral_embeddings
-from hf_nlm.training import train_lm
+from hf_nlm.training import train
+from hf_nlm.training.arguments import add_train_arguments, spec_from_arguments
+from hf_nlm.training.run import report_interrupt, resume_command
 
-PAPER_DEFAULTS = dict(model="numeracy_lm", corpus="sotu", vocab_size=5000, split_punctuation=True, optimizer="adam", learning_rate=1e-3,
-                      num_epochs=10, block_size=50, batch_size=32, max_grad_norm=1.0)
+PAPER_DEFAULTS = dict(model_type="numeracy_lm", corpus="sotu", vocab_size=5000, split_punctuation=True,
+                      optimizer="adam", learning_rate=1e-3, num_epochs=10, block_size=50, batch_size=32,
+                      max_grad_norm=1.0)
 FIGURES = ("perplexity", "adjusted_perplexity")
 
 
@@ -42,21 +37,15 @@ def main() -> None:
     dests = {action.dest for action in parser._actions}
     parser.set_defaults(**{k: v for k, v in PAPER_DEFAULTS.items() if k in dests})
     args = parser.parse_args()
-    args.parser, args.argv = parser, sys.argv[1:]  # --resume compares the flags given with the run's
-    try:
-        datasets, tokenizer, model, config = prepare_training(args)
-    except (ValueError, TypeError, FileNotFoundError) as err:
-        parser.error(str(err))
     main_process = int(os.environ.get("RANK", "0")) == 0
-    if main_process:
-        print(f"{corpus_name(args)}: vocabulary {len(tokenizer):,} ({len(tokenizer.numeral_vocab) - 1:,} numerals); "
-              f"numeral strategy {model.config.numeral_strategy}; {model.num_parameters():,} parameters")
     try:
-        results = train_lm(model, tokenizer, datasets, config, dataset_name=corpus_name(args),
-                           run_settings=run_settings(args))
+        result = train(spec_from_arguments(args))
     except KeyboardInterrupt:
         resume = resume_command(sys.argv[1:], program=("python", sys.argv[0]))
-        sys.exit(report_interrupt(config.output_dir, resume) if main_process else 130)
+        sys.exit(report_interrupt(args.output_dir, resume) if main_process else 130)
+    except (ValueError, TypeError, FileNotFoundError, FloatingPointError) as err:
+        parser.error(str(err))
+    model, tokenizer, results = result.model, result.tokenizer, result.metrics
     if not main_process:
         return
     for split in ("validation", "test"):
@@ -64,8 +53,12 @@ def main() -> None:
             r = results[split]
             print(f"{split}: " + "; ".join(
                 f"{name.replace('_', ' ')} all {r[name]:.2f}, words {r[name + '_words']:.2f}, "
-                f"numerals {r[name + '_numerals']:.2f}" for name in FIGURES if r.get(name + "_numerals") is not None))
-    picture = Path(config.output_dir) / "numeral_embeddings.png"
+                f"numerals {r[name + '_numerals']:.2f}"
+                for name in FIGURES if r.get(name + "_numerals") is not None))
+    print(f"{result.spec.data.name}: vocabulary {len(tokenizer):,} "
+          f"({len(tokenizer.numeral_vocab) - 1:,} numerals); "
+          f"numeral strategy {model.config.numeral_strategy}; {model.num_parameters():,} parameters")
+    picture = result.output_dir / "numeral_embeddings.png"
     plot_numeral_embeddings(model, tokenizer, picture)
     print(f"numeral embeddings: {picture}")
 

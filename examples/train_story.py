@@ -86,12 +86,14 @@ def sample_generation(tokenizer) -> dict:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog="Presets (flag: small / rocstories, "
-                                     "LM; seq2seq where it differs): " + _preset_table(),
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     epilog="Presets (flag: small / rocstories, LM; seq2seq where it "
+                                            "differs): " + _preset_table(),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rocstories", required=True, nargs="+", help="the ROCStories CSVs or their folder")
     parser.add_argument("--approach", choices=("lm", "seq2seq"), default="lm")
-    parser.add_argument("--stage", choices=("storyline", "story"), default="story", help="seq2seq: which stage")
+    parser.add_argument("--stage", choices=("storyline", "story"), default="story",
+                        help="seq2seq: which stage")
     parser.add_argument("--output-dir", required=True)
     parser.add_argument("--preset", choices=tuple(PRESETS), default=DEFAULT_PRESET,
                         help="model and training settings (see below); explicit flags override them")
@@ -100,23 +102,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--embedding-size", type=int)
     parser.add_argument("--hidden-size", type=int, help="LSTM units")
     parser.add_argument("--num-layers", type=int, help="LM: LSTM layers")
-    parser.add_argument("--dropout", type=float, help="LM: dropout on the last layer's outputs; seq2seq: dropout")
+    parser.add_argument("--dropout", type=float,
+                        help="LM: dropout on the last layer's outputs; seq2seq: dropout")
     parser.add_argument("--dropout-hidden", type=float, help="LM: dropout between LSTM layers")
     parser.add_argument("--dropout-input", type=float, help="LM: dropout on the embedded inputs")
     parser.add_argument("--dropout-embedding", type=float, help="LM: embedding (word type) dropout")
     parser.add_argument("--weight-drop", type=float, help="LM: DropConnect on the hidden-to-hidden weights")
-    parser.add_argument("--attention", default="general", help="seq2seq: dot, general, additive, concat or none")
+    parser.add_argument("--attention", default="general",
+                        help="seq2seq: dot, general, additive, concat or none")
     parser.add_argument("--num-epochs", type=int)
     parser.add_argument("--batch-size", type=int)
     parser.add_argument("--block-size", type=int, help="LM: tokens per training block (BPTT length)")
     parser.add_argument("--learning-rate", type=float, help="Adam's learning rate")
-    parser.add_argument("--max-time-s", type=float, help="stop before an epoch would end after this (0: no limit)")
+    parser.add_argument("--max-time-s", type=float,
+                        help="stop before an epoch would end after this (0: no limit)")
     parser.add_argument("--early-stopping-patience", type=int,
                         help="stop after this many epochs without a better validation perplexity (0: never)")
     parser.add_argument("--story-cloze", default=None, help="lm: a Story Cloze CSV to report accuracy on")
     parser.add_argument("--split-fractions", type=float, nargs=3, metavar=("TRAIN", "VALIDATION", "TEST"),
                         help="story split by a hash of its id")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the model's initialisation and of training")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the model's initialisation and of training")
     parser.add_argument("--resume", action="store_true", help="continue the run in --output-dir")
     return parser
 
@@ -174,24 +180,26 @@ def main(argv: list[str] | None = None) -> dict:
     else:
         data = (storyline_pairs if args.stage == "storyline" else story_pairs)(stories)
         texts = [f"{s} {t}" for s, t in zip(data["train"]["source"], data["train"]["target"], strict=True)]
-    tokenizer = train_word_level_tokenizer(texts, min_frequency=args.min_frequency, max_vocab_size=args.vocab_size)
+    tokenizer = train_word_level_tokenizer(texts, min_frequency=args.min_frequency,
+                                           max_vocab_size=args.vocab_size)
     ids = {"bos_token_id": tokenizer.eos_token_id, "eos_token_id": tokenizer.eos_token_id}
     torch.manual_seed(args.seed)
     if args.approach == "lm":
         model = AWDLSTMForCausalLM(AWDLSTMConfig(
             vocab_size=len(tokenizer), embedding_size=args.embedding_size, hidden_size=args.hidden_size,
             num_hidden_layers=args.num_layers, dropout=args.dropout, dropout_hidden=args.dropout_hidden,
-            dropout_input=args.dropout_input, dropout_embedding=args.dropout_embedding, weight_drop=args.weight_drop,
-            pad_token_id=tokenizer.eos_token_id, **ids))
+            dropout_input=args.dropout_input, dropout_embedding=args.dropout_embedding,
+            weight_drop=args.weight_drop, pad_token_id=tokenizer.eos_token_id, **ids))
     else:
         model = StorySeq2SeqForConditionalGeneration(StorySeq2SeqConfig(
             vocab_size=len(tokenizer), embedding_size=args.embedding_size, hidden_size=args.hidden_size,
             encoder_layers=args.num_layers, decoder_layers=args.num_layers, attention=args.attention,
-            dropout=args.dropout, pad_token_id=tokenizer.pad_token_id, decoder_start_token_id=tokenizer.eos_token_id,
-            **ids))
+            dropout=args.dropout, pad_token_id=tokenizer.pad_token_id,
+            decoder_start_token_id=tokenizer.eos_token_id, **ids))
     config = TrainingConfig(
-        output_dir=args.output_dir, overwrite_output_dir=not args.resume, resume_from_checkpoint="latest" if args.resume else None,
-        num_epochs=args.num_epochs, batch_size=args.batch_size, optimizer="adam", learning_rate=args.learning_rate,
+        output_dir=args.output_dir, overwrite_output_dir=not args.resume,
+        resume_from_checkpoint="latest" if args.resume else None, num_epochs=args.num_epochs,
+        batch_size=args.batch_size, optimizer="adam", learning_rate=args.learning_rate,
         lr_scheduler="constant", max_grad_norm=1.0, max_time_s=args.max_time_s, block_size=args.block_size,
         early_stopping_patience=args.early_stopping_patience, seed=args.seed,
     )

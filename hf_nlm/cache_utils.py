@@ -20,7 +20,8 @@ import torch
 from transformers.cache_utils import Cache
 
 
-def unread_tokens(input_ids: torch.LongTensor, cache: RecurrentCache | None) -> tuple[torch.LongTensor, RecurrentCache | None]:
+def unread_tokens(input_ids: torch.LongTensor,
+                  cache: RecurrentCache | None) -> tuple[torch.LongTensor, RecurrentCache | None]:
     """What ``prepare_inputs_for_generation`` feeds a recurrent model: with a state, only the tokens it has
     not read yet, and the state; without one (the first step, or ``use_cache=False``), the whole prefix and
     no state, so the model reads it from the start as ``forward()`` reads every new sequence."""
@@ -196,13 +197,13 @@ class RecurrentCache(Cache):
 
 class Seq2SeqRecurrentCache(RecurrentCache):
     """An attention decoder's state for ``generate()``: each decoder layer's (h, c), as in
-    :class:`RecurrentCache`, plus ``input_feed``, the last attentional vector h~_{t-1} (B, H) that input feeding
-    (Luong et al. 2015, sec. 3.3) concatenates to the next input (``None`` before the first step, or when the
-    model does not feed it).
+    :class:`RecurrentCache`, plus ``input_feed``, the last attentional vector h~_{t-1} (B, H) that input
+    feeding (Luong et al. 2015, sec. 3.3) concatenates to the next input (``None`` before the first step, or
+    when the model does not feed it).
 
-    The encoder's outputs are not held here: ``generate()`` keeps them in its ``encoder_outputs`` (computed once,
-    expanded per beam) and hands them to every decoder step; beams of one source share them, so reordering the
-    beams reorders only this state.
+    The encoder's outputs are not held here: ``generate()`` keeps them in its ``encoder_outputs`` (computed
+    once, expanded per beam) and hands them to every decoder step; beams of one source share them, so
+    reordering the beams reorders only this state.
     """
 
     def __init__(

@@ -17,28 +17,42 @@ import os
 import re
 import sys
 import typing
+from typing import ClassVar
 
 from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
 
 from .heads import HEAD_REGISTRY, check_head_config
+from .heads.split import SplitSoftmaxOptions
+from .heads.tree import TreeSoftmaxOptions
+from .hub.model_card import CardText
 
 
 @functools.cache
 def _own_field_types(config_class: type) -> tuple[tuple[dataclasses.Field, object], ...]:
     """The fields a config class adds to ``PreTrainedConfig``, each with its annotation resolved to a type
-    (``"int | None"`` -> ``int | None``) in the namespace of the module that declares it."""
+    (``"int | None"`` -> ``int | None``) in the namespace of the module of the class that declares it (a
+    head's options class declares its fields in the head's file)."""
     inherited = {f.name for f in dataclasses.fields(PreTrainedConfig)}
     own = [f for f in dataclasses.fields(config_class) if f.name not in inherited]
-    holder = type("Annotations", (), {"__annotations__": {f.name: f.type for f in own}})
-    hints = typing.get_type_hints(holder, globalns=vars(sys.modules[config_class.__module__]))
-    return tuple((f, hints[f.name]) for f in own)
+    declared_in = {}
+    for klass in reversed(config_class.__mro__):  # the last declaration of a field wins, as in dataclasses
+        declared_in.update(dict.fromkeys(vars(klass).get("__annotations__", {}), klass.__module__))
+    types = []
+    for f in own:
+        holder = type("Annotations", (), {"__annotations__": {f.name: f.type}})
+        hints = typing.get_type_hints(holder, globalns=vars(sys.modules[declared_in[f.name]]))
+        types.append((f, hints[f.name]))
+    return tuple(types)
 
 
 @strict
-class NLMConfig(PreTrainedConfig):
+class NLMConfig(PreTrainedConfig, SplitSoftmaxOptions, TreeSoftmaxOptions):
     r"""
-    Base class of the hf_nlm model configurations: the fields every body shares.
+    Base class of the hf_nlm model configurations: the fields every body shares. The settings of the split and
+    tree heads, which every body can take (`cutoffs`; `tree_num_nodes`, `tree_max_codes`, `tree_max_depth`),
+    are declared and documented with those heads, in [`~hf_nlm.heads.split.SplitSoftmaxOptions`] and
+    [`~hf_nlm.heads.tree.TreeSoftmaxOptions`], which this class lists among its bases.
 
     Args:
         vocab_size (`int`, defaults to 10000):
@@ -46,20 +60,14 @@ class NLMConfig(PreTrainedConfig):
         initializer_range (`float`, defaults to 0.1):
             Half-width of the uniform initialisation of the weights (biases start at 0).
         head (`str`, defaults to `"softmax"`):
-            The output layer, by its name in `hf_nlm.heads.HEAD_REGISTRY`: `"softmax"` (full softmax), `"split"`
-            (split softmax with tombstones over a frequency-sorted vocabulary, needs `cutoffs`) or `"tree"` (binary
-            tree softmax: Morin & Bengio 2005, Mnih & Hinton 2008), or any head registered with
-            `hf_nlm.heads.register_head`.
-        cutoffs (`list[int]`, *optional*):
-            With `head="split"`: the cluster boundaries [s_1, ..., s_(m-1)], strictly increasing inside (0, |V|).
-        tree_num_nodes, tree_max_codes, tree_max_depth (`int`, *optional*):
-            With `head="tree"`: the word tree's shape (`hf_nlm.heads.tree_config_fields(tree)`), so that
-            `from_pretrained` can rebuild the head before loading the tree saved with the weights. Leave them unset
-            when building a fresh model with `XForCausalLM(config, tree=tree)`, which fills them.
+            The output layer, by its name in `hf_nlm.heads.HEAD_REGISTRY`: `"softmax"` (full softmax),
+            `"split"` (split softmax with tombstones over a frequency-sorted vocabulary, needs `cutoffs`) or
+            `"tree"` (binary tree softmax: Morin & Bengio 2005, Mnih & Hinton 2008), or any head registered
+            with `hf_nlm.heads.register_head`.
         tie_word_embeddings (`bool`, *optional*, defaults to `False`):
             Use the input embedding matrix as the output head's word matrix (softmax and split heads only).
-            `None` ties exactly where the head can (its weight is a word matrix): the default of the bodies whose
-            papers tie, so that a config built from the defaults is valid with every head.
+            `None` ties exactly where the head can (its weight is a word matrix): the default of the bodies
+            whose papers tie, so that a config built from the defaults is valid with every head.
         use_cache (`bool`, defaults to `False`):
             Whether `generate()` carries a recurrent state between steps (feed-forward models have none).
         bos_token_id, eos_token_id, pad_token_id (`int`, *optional*, default to 1):
@@ -69,20 +77,21 @@ class NLMConfig(PreTrainedConfig):
         tokenizer_fingerprint (`str`, *optional*):
             The sha256 of the vocabulary of the tokenizer the model was trained with
             (`hf_nlm.tokenization.tokenizer_fingerprint`), written by `hf-nlm train` and the trainer.
-            `hf_nlm.tokenization.check_tokenizer(model, tokenizer)`, which `hf-nlm` runs on every model folder it
-            loads, refuses a tokenizer with another; without it, only the vocabulary size and special ids are
-            compared. `resize_token_embeddings` clears it.
+            `hf_nlm.tokenization.check_tokenizer(model, tokenizer)`, which `hf-nlm` runs on every model folder
+            it loads, refuses a tokenizer with another; without it, only the vocabulary size and special ids
+            are compared. `resize_token_embeddings` clears it.
     """
+
+    #: What the model cards of this model type say about it (title, summary, paper, tags): declared in the
+    #: model type's folder (``card.toml``); every card writer reads it from the config it holds
+    #: (:mod:`hf_nlm.hub.model_card`).
+    card_text: ClassVar[CardText | None] = None
 
     vocab_size: int = 10000
     initializer_range: float = 0.1
     # A `str` checked against the head registry rather than a Literal: registering a head (one class and
     # one line) must make it usable here without editing this file.
     head: str = "softmax"
-    cutoffs: list[int] | None = None
-    tree_num_nodes: int | None = None
-    tree_max_codes: int | None = None
-    tree_max_depth: int | None = None
     tie_word_embeddings: bool | None = False
     use_cache: bool = False
     bos_token_id: int | None = 1
@@ -126,7 +135,8 @@ class NLMConfig(PreTrainedConfig):
             raise ValueError(f"{type(self).__name__}: {wrong}")
         names: dict[str, None] = {}
         for klass in reversed(type(self).__mro__):
-            names.update((n, None) for n in vars(klass) if n.startswith("validate_") and callable(vars(klass)[n]))
+            names.update((n, None) for n in vars(klass)
+                         if n.startswith("validate_") and callable(vars(klass)[n]))
         for name in names:
             getattr(self, name)()
 
@@ -135,20 +145,24 @@ class NLMConfig(PreTrainedConfig):
         try:
             self.check()
         except ValueError as err:
-            raise ValueError(f"not saving {type(self).__name__} to {save_directory}: it would not load back. {err}") from None
+            raise ValueError(
+                f"not saving {type(self).__name__} to {save_directory}: it would not load back. {err}"
+            ) from None
 
     def save_pretrained(self, save_directory: str | os.PathLike, push_to_hub: bool = False, **kwargs):
         self.check_savable(save_directory)
         return super().save_pretrained(save_directory, push_to_hub=push_to_hub, **kwargs)
 
-    # ------------------------------------------------------------------ checks (run at construction and at save)
+    # --------------------------------------------------------------- checks (run at construction and at save)
     def validate_vocab_size(self):
         if self.vocab_size < 2:
             raise ValueError(f"{type(self).__name__}.vocab_size must be >= 2, got {self.vocab_size}")
 
     def validate_initializer_range(self):
         if not self.initializer_range >= 0:
-            raise ValueError(f"{type(self).__name__}.initializer_range must be >= 0, got {self.initializer_range}")
+            raise ValueError(
+                f"{type(self).__name__}.initializer_range must be >= 0, got {self.initializer_range}"
+            )
 
     def validate_head(self):
         check_head_config(self, type(self).__name__)
@@ -168,7 +182,9 @@ class NLMConfig(PreTrainedConfig):
             p = getattr(self, name)
             # p = 1 would drop everything and the 1 / (1 - p) rescaling would divide by zero.
             if not 0.0 <= p < 1.0:
-                raise ValueError(f"{type(self).__name__}.{name} is a dropout probability and must be in [0, 1), got {p}")
+                raise ValueError(
+                    f"{type(self).__name__}.{name} is a dropout probability and must be in [0, 1), got {p}"
+                )
 
 
 _ARG_LINE = re.compile(r"^(?P<names>\w+(?:, \w+)*) \((?P<kind>[^)]*)\):$")
@@ -184,7 +200,8 @@ def config_field_docs(config_class: type) -> dict[str, str]:
             continue
         names, lines = None, []
         for line in doc.split("Args:", 1)[1].splitlines() + [""]:
-            match = _ARG_LINE.match(line.strip()) if line.startswith("    ") and not line.startswith("     ") else None
+            match = (_ARG_LINE.match(line.strip())
+                     if line.startswith("    ") and not line.startswith("     ") else None)
             if match or not line.strip():
                 for name in names or []:
                     docs.setdefault(name, " ".join(lines))

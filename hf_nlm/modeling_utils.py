@@ -46,11 +46,12 @@ def check_checkpoint_model_type(path: str | os.PathLike, expected: str) -> None:
         )
 
 
-def check_config_field_types(path: str | os.PathLike, config_class: type[PreTrainedConfig] | None = None) -> None:
+def check_config_field_types(path: str | os.PathLike,
+                             config_class: type[PreTrainedConfig] | None = None) -> None:
     """Raise a ``ValueError`` naming ``path``/config.json and the field if a field of ``config_class``'s own
-    (those it and its bases up to ``PreTrainedConfig`` declare) holds a value of the wrong type there,
-    e.g. ``"hidden_size": "abc"``. An integer is accepted where a float is expected. Without
-    ``config_class``, that of the file's ``model_type`` if it is one of this package's (else nothing is checked).
+    (those it and its bases up to ``PreTrainedConfig`` declare) holds a value of the wrong type there, e.g.
+    ``"hidden_size": "abc"``. An integer is accepted where a float is expected. Without ``config_class``, that
+    of the file's ``model_type`` if it is one of this package's (else nothing is checked).
 
     (Through the Auto classes the config itself refuses the value, :meth:`NLMConfig.field_type_error`;
     this check also names the file, as ``hf-nlm`` reports it.)"""
@@ -87,15 +88,16 @@ def _corrupted_weights_message(folder: str | None, name, err: Exception) -> str:
                     bad.append(os.path.join(folder, file))
         where = " and ".join(bad) or where
     return (
-        f"cannot read {where}: the file is truncated or corrupted ({err}). Copy it again from where it came from: "
-        "a Hub model downloads again with from_pretrained(..., force_download=True); a training run also keeps "
-        "its weights in best_model/ and checkpoints/checkpoint-N/"
+        f"cannot read {where}: the file is truncated or corrupted ({err}). Copy it again from where it came "
+        "from: a Hub model downloads again with from_pretrained(..., force_download=True); a training run "
+        "also keeps its weights in best_model/ and checkpoints/checkpoint-N/"
     )
 
 
 def _size_mismatch_message(folder: str, model_class: type, config: PreTrainedConfig | None) -> str | None:
-    """Which parameters of the checkpoint in ``folder`` have other shapes than its config.json gives (None when
-    every shape matches). Read from the safetensors headers and a model built on the meta device: no weights load."""
+    """Which parameters of the checkpoint in ``folder`` have other shapes than its config.json gives (None
+    when every shape matches). Read from the safetensors headers and a model built on the meta device: no
+    weights load."""
     config_file = os.path.join(folder, "config.json")
     if not isinstance(config, PreTrainedConfig):
         config = model_class.config_class.from_pretrained(folder)
@@ -122,17 +124,18 @@ PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 
 
 def check_safetensors_only(folder: str) -> None:
-    """Raise ``OSError`` naming the file if ``folder`` holds weights only as a pickle (``pytorch_model.bin``...)."""
+    """Raise ``OSError`` naming the file if ``folder`` holds weights only as a pickle
+    (``pytorch_model.bin``...)."""
     files = sorted(os.listdir(folder))
     if any(f.endswith(".safetensors") or f.endswith(".safetensors.index.json") for f in files):
         return
     pickles = [os.path.join(folder, f) for f in files if f.endswith(PICKLE_SUFFIXES)]
     if pickles:
         raise OSError(
-            f"{pickles[0]}: hf_nlm loads weights from model.safetensors only, and {folder} has none. A pickle file "
-            "can run code when it is read, so it is not opened here; if you trust it, convert it: "
-            "model.load_state_dict(torch.load(path, weights_only=True)) on a model built from the config, then "
-            "model.save_pretrained(folder)"
+            f"{pickles[0]}: hf_nlm loads weights from model.safetensors only, and {folder} has none. A "
+            "pickle file can run code when it is read, so it is not opened here; if you trust it, convert "
+            "it: model.load_state_dict(torch.load(path, weights_only=True)) on a model built from the "
+            "config, then model.save_pretrained(folder)"
         )
 
 
@@ -153,9 +156,11 @@ def _weights_file(folder: str | None, name, key: str | None = None) -> str:
 
 def _load_problems(info: dict, allowed_missing=(), ignore_unexpected=()) -> str | None:
     """The missing and unexpected keys of a load (``output_loading_info``'s dict), as a sentence, or None;
-    missing keys ending with ``allowed_missing`` and unexpected keys starting with ``ignore_unexpected`` pass."""
+    missing keys ending with ``allowed_missing`` and unexpected keys starting with ``ignore_unexpected``
+    pass."""
     missing = sorted(k for k in info.get("missing_keys", ()) if not k.endswith(tuple(allowed_missing)))
-    unexpected = sorted(k for k in info.get("unexpected_keys", ()) if not k.startswith(tuple(ignore_unexpected)))
+    unexpected = sorted(k for k in info.get("unexpected_keys", ())
+                        if not k.startswith(tuple(ignore_unexpected)))
     parts = [f"{what} {', '.join(keys[:8])}{' ...' if len(keys) > 8 else ''} ({len(keys)})"
              for what, keys in (("missing", missing), ("unexpected", unexpected)) if keys]
     return "; ".join(parts) or None
@@ -179,12 +184,13 @@ def check_finite_weights(model: nn.Module, where) -> None:
     """Raise ``ValueError`` naming the tensor and ``where`` it came from (a callable: key -> file) if a
     floating-point parameter or buffer of ``model`` holds NaN or inf."""
     for key, tensor in model.state_dict().items():
-        if tensor.is_floating_point() and tensor.device.type != "meta" and not bool(torch.isfinite(tensor).all()):
+        if (tensor.is_floating_point() and tensor.device.type != "meta"
+                and not bool(torch.isfinite(tensor).all())):
             bad = int((~torch.isfinite(tensor)).sum())
             raise ValueError(
-                f"{where(key)}: tensor {key} holds {bad} NaN or infinite value(s) of {tensor.numel()}: these weights "
-                "give no usable probabilities (training diverged, or the file was damaged). Load an earlier "
-                "checkpoint (a training run keeps best_model/ and checkpoints/checkpoint-N/)"
+                f"{where(key)}: tensor {key} holds {bad} NaN or infinite value(s) of {tensor.numel()}: these "
+                "weights give no usable probabilities (training diverged, or the file was damaged). Load an "
+                "earlier checkpoint (a training run keeps best_model/ and checkpoints/checkpoint-N/)"
             )
 
 
@@ -222,7 +228,9 @@ class NLMPreTrainedModel(PreTrainedModel):
         ``save_pretrained`` / ``from_pretrained`` keep it. (Mnih & Hinton's (2008) recipe retrains a
         fresh model on the new tree instead: :func:`hf_nlm.training.tree_recipe.train_with_data_tree`.)"""
         if self.config.head != "tree":
-            raise ValueError(f"set_tree needs a model with head='tree'; this one has head={self.config.head!r}")
+            raise ValueError(
+                f"set_tree needs a model with head='tree'; this one has head={self.config.head!r}"
+            )
         old = self.lm_head
         ref = next(old.parameters())
         for name in TREE_FIELDS:  # the new tree may have another shape than the old one
@@ -269,20 +277,21 @@ class NLMPreTrainedModel(PreTrainedModel):
         """Loss and logits from the body's ``hidden`` (B, T, D): how every causal LM's forward ends.
 
         The loss is the mean NLL of the targets (``labels`` shifted inside, or the already aligned
-        ``shift_labels`` in ``kwargs``; -100 ignored) through the head's ``nll``, so a tree head touches
-        only the targets' paths; the per-target tensors the head names in ``target_fields`` are taken
-        from ``kwargs`` and aligned the same way. ``regularization`` terms (AWD-LSTM's AR / TAR) are added
-        to ``loss`` and reported by name, and in training mode :meth:`target_loss_weights` may weigh the
-        targets in it; ``nll`` stays the plain mean NLL. In training mode with targets the
-        |V|-wide logits are not built (``logits=None``); otherwise only the positions ``logits_to_keep``
-        names are scored (:func:`positions_to_score`: the last N, all for 0, or a 1-D tensor of positions;
-        an empty one scores none, for a caller that reads only the loss). ``outputs`` are further fields of ``output_class`` (e.g.
+        ``shift_labels`` in ``kwargs``; -100 ignored) through the head's ``nll``, so a tree head touches only
+        the targets' paths; the per-target tensors the head names in ``target_fields`` are taken from
+        ``kwargs`` and aligned the same way. ``regularization`` terms (AWD-LSTM's AR / TAR) are added to
+        ``loss`` and reported by name, and in training mode :meth:`target_loss_weights` may weigh the targets
+        in it; ``nll`` stays the plain mean NLL. In training mode with targets the |V|-wide logits are not
+        built (``logits=None``); otherwise only the positions ``logits_to_keep`` names are scored
+        (:func:`positions_to_score`: the last N, all for 0, or a 1-D tensor of positions; an empty one scores
+        none, for a caller that reads only the loss). ``outputs`` are further fields of ``output_class`` (e.g.
         ``cache``). ``return_dict=False`` (or ``config.return_dict`` False) gives a tuple.
         """
         nll = None
         shift_labels = kwargs.get("shift_labels")
         if labels is not None or shift_labels is not None:
-            fields = {name: kwargs[name] for name in self.lm_head.target_fields if kwargs.get(name) is not None}
+            fields = {name: kwargs[name] for name in self.lm_head.target_fields
+                      if kwargs.get(name) is not None}
             h_sel, targets = align_targets(hidden, labels, shift_labels, fields)
             if targets.ids.numel() == 0:
                 raise ValueError("labels hold no target: every label after the shift is -100")
@@ -301,12 +310,14 @@ class NLMPreTrainedModel(PreTrainedModel):
         return self._output(output, return_dict)
 
     def target_loss_weights(self, target_ids: torch.Tensor) -> torch.Tensor | None:
-        """Weights w_t of the targets ``target_ids`` in the training loss, sum_t w_t NLL_t / sum_t w_t, or None
-        for the plain mean (every model but one with a numeral loss weight, ``NumeracyLMConfig.numeral_loss_weight``)."""
+        """Weights w_t of the targets ``target_ids`` in the training loss, sum_t w_t NLL_t / sum_t w_t, or
+        None for the plain mean (every model but one with a numeral loss weight,
+        ``NumeracyLMConfig.numeral_loss_weight``)."""
         return None
 
     def check_inputs(
-        self, input_ids: torch.Tensor | None, labels: torch.Tensor | None = None, shift_labels: torch.Tensor | None = None
+        self, input_ids: torch.Tensor | None, labels: torch.Tensor | None = None,
+        shift_labels: torch.Tensor | None = None,
     ) -> None:
         """Raise ``ValueError`` if ``input_ids`` hold an id outside ``[0, vocab_size)`` or ``labels`` /
         ``shift_labels`` do not have the shape of ``input_ids`` or hold such an id (-100 aside): how every
@@ -314,13 +325,14 @@ class NLMPreTrainedModel(PreTrainedModel):
         if input_ids is None or input_ids.device.type == "meta" or _tracing():
             return  # min / max read the values: a traced or exported graph has none to read
         V = self.config.vocab_size
-        given = [(name, ids) for name, ids in (("input_ids", input_ids), ("labels", labels), ("shift_labels", shift_labels))
+        given = [(name, ids) for name, ids in (("input_ids", input_ids), ("labels", labels),
+                                               ("shift_labels", shift_labels))
                  if ids is not None]
         for name, ids in given:
             if ids.shape != input_ids.shape:
                 raise ValueError(
-                    f"{name} has shape {tuple(ids.shape)} but input_ids {tuple(input_ids.shape)}: {name} give the "
-                    "target of each position of input_ids (-100 for none)"
+                    f"{name} has shape {tuple(ids.shape)} but input_ids {tuple(input_ids.shape)}: {name} "
+                    "give the target of each position of input_ids (-100 for none)"
                 )
         # One device-to-host read per forward (this runs at every training step and every generated token);
         # the ids are looked at one by one only when something is wrong.
@@ -332,17 +344,19 @@ class NLMPreTrainedModel(PreTrainedModel):
             if bool(wrong.any()):
                 lo, hi = torch.aminmax(ids[ids != -100] if name != "input_ids" else ids)
                 raise ValueError(
-                    f"{name} hold ids from {int(lo)} to {int(hi)}, outside the model's vocabulary [0, vocab_size={V}): "
-                    "encode the text with the tokenizer saved with the model"
+                    f"{name} hold ids from {int(lo)} to {int(hi)}, outside the model's vocabulary "
+                    f"[0, vocab_size={V}): encode the text with the tokenizer saved with the model"
                 )
 
     def _hidden_states(self, output_hidden_states: bool | None) -> bool:
         """Whether to return every layer's hidden states (the argument if given, else the config's)."""
-        return output_hidden_states if output_hidden_states is not None else bool(self.config.output_hidden_states)
+        return (output_hidden_states if output_hidden_states is not None
+                else bool(self.config.output_hidden_states))
 
     def _output(self, output: ModelOutput, return_dict: bool | None):
         """``output``, or its tuple when ``return_dict`` (if given, else the config's) is False."""
-        return output if (return_dict if return_dict is not None else self.config.return_dict) else output.to_tuple()
+        return (output if (return_dict if return_dict is not None else self.config.return_dict)
+                else output.to_tuple())
 
     # ------------------------------------------------------------------ loading and saving
 
@@ -356,7 +370,8 @@ class NLMPreTrainedModel(PreTrainedModel):
         Every load checks that the weights are finite (:func:`check_finite_weights`) and that the checkpoint
         holds exactly the model's keys: a missing or unexpected key is a ``ValueError`` naming the keys.
         ``output_loading_info=True`` opts in to a partial load: the keys that match load, the others are
-        initialised, and ``(model, loading_info)`` is returned (transformers logs its load report either way)."""
+        initialised, and ``(model, loading_info)`` is returned (transformers logs its load report either
+        way)."""
         folder = None
         if pretrained_model_name_or_path is not None and os.path.isdir(pretrained_model_name_or_path):
             folder = os.fspath(pretrained_model_name_or_path)
@@ -392,9 +407,10 @@ class NLMPreTrainedModel(PreTrainedModel):
         if problems and not partial:
             raise ValueError(
                 f"{_weights_file(folder, pretrained_model_name_or_path)} does not hold the weights of this "
-                f"{cls.__name__}: {problems}. It comes from another model (or was saved incompletely): restore the "
-                "weights saved with its config.json, or load what matches with from_pretrained(..., "
-                "output_loading_info=True), which returns the model and the keys that did not load"
+                f"{cls.__name__}: {problems}. It comes from another model (or was saved incompletely): "
+                "restore the weights saved with its config.json, or load what matches with "
+                "from_pretrained(..., output_loading_info=True), which returns the model and the keys that "
+                "did not load"
             )
         check_finite_weights(model, lambda key: _weights_file(folder, pretrained_model_name_or_path, key))
         head = getattr(model, "lm_head", None)
@@ -402,7 +418,10 @@ class NLMPreTrainedModel(PreTrainedModel):
             head.warm_cache()  # e.g. a loaded tree's tables, so that torch.export can trace the model at once
         return (model, info) if partial else model
 
-    def save_pretrained(self, save_directory, *args, **kwargs):
+    def save_pretrained(self, save_directory, *args, model_card: bool = True, **kwargs):
+        """``transformers``' ``save_pretrained`` (same arguments), refusing a model that would not load back,
+        and writing a model card (``README.md`` with the Hub metadata) where the folder has none;
+        ``model_card=False`` for a caller that writes its own (a training run's card, with its results)."""
         # Before anything is written: a config that would not load back, or that describes another head
         # than the model has, is refused with the field named.
         self.config.check_savable(save_directory)
@@ -413,14 +432,14 @@ class NLMPreTrainedModel(PreTrainedModel):
             if wrong:
                 said = {k: getattr(self.config, k) for k in wrong}
                 raise ValueError(
-                    f"not saving {type(self).__name__} to {save_directory}: it would not load back. Its config says "
-                    f"{said} but its head ({type(head).__name__}) has {wrong}"
+                    f"not saving {type(self).__name__} to {save_directory}: it would not load back. Its "
+                    f"config says {said} but its head ({type(head).__name__}) has {wrong}"
                 )
         saved = super().save_pretrained(save_directory, *args, **kwargs)
         _follow_umask(save_directory)
         # A model card (README.md) with the Hub metadata, unless the folder has one (a run's richer card).
         card = os.path.join(os.fspath(save_directory), "README.md")
-        if not os.path.exists(card) and (kwargs.get("is_main_process", True)):
+        if model_card and not os.path.exists(card) and kwargs.get("is_main_process", True):
             from .hub.model_card import write_model_card
 
             write_model_card(save_directory, self.config, num_parameters=self.num_parameters())
@@ -440,7 +459,8 @@ class NLMPreTrainedModel(PreTrainedModel):
         return None
 
     def resize_token_embeddings(
-        self, new_num_tokens: int | None = None, pad_to_multiple_of: int | None = None, mean_resizing: bool = True
+        self, new_num_tokens: int | None = None, pad_to_multiple_of: int | None = None,
+        mean_resizing: bool = True,
     ):
         """transformers' ``resize_token_embeddings`` (the input embedding), then the output head.
 
@@ -493,7 +513,9 @@ class NLMPreTrainedModel(PreTrainedModel):
             bos = self.generation_config.bos_token_id
             bos = self.config.bos_token_id if bos is None else bos
             if bos is None:
-                raise ValueError("generate(): an empty prompt needs a bos_token_id to start from (none is configured)")
+                raise ValueError(
+                    "generate(): an empty prompt needs a bos_token_id to start from (none is configured)"
+                )
             ids = torch.full((ids.shape[0], 1), bos, dtype=torch.long, device=ids.device)
             if key:
                 kwargs[key] = ids
@@ -527,11 +549,12 @@ def align_targets(
 ) -> tuple[torch.Tensor, Targets]:
     """Pair the hidden state at position t with its target, keeping targets != -100.
 
-    ``labels`` follow the transformers convention (the same positions as ``input_ids``, shifted here:
-    position t predicts ``labels[:, t + 1]``); ``shift_labels`` are already aligned (``shift_labels[:, t]``
-    is the target of position t), which stateful BPTT needs so that a chunk's last position predicts a
-    target too (``hf_nlm.data.stream``). Given both, ``shift_labels`` wins, as in transformers' losses. ``fields`` are per-token tensors (B, T, ...) that follow the
-    same convention as the labels given and are shifted and selected with them.
+    ``labels`` follow the transformers convention (the same positions as ``input_ids``, shifted here: position
+    t predicts ``labels[:, t + 1]``); ``shift_labels`` are already aligned (``shift_labels[:, t]`` is the
+    target of position t), which stateful BPTT needs so that a chunk's last position predicts a target too
+    (``hf_nlm.data.stream``). Given both, ``shift_labels`` wins, as in transformers' losses. ``fields`` are
+    per-token tensors (B, T, ...) that follow the same convention as the labels given and are shifted and
+    selected with them.
 
     Returns ``(hidden_selected (N, D), Targets(ids (N,), fields (N, ...)))``. Selecting before the output
     layer means positions that carry no target (context prefixes, padding) never reach the |V|-wide softmax.
@@ -544,14 +567,20 @@ def align_targets(
         fields = {name: value[:, 1:] for name, value in fields.items()}
     else:
         if shift_labels.shape != hidden.shape[:2]:
-            raise ValueError(f"shift_labels has shape {tuple(shift_labels.shape)}, expected {tuple(hidden.shape[:2])}")
+            raise ValueError(
+                f"shift_labels has shape {tuple(shift_labels.shape)}, expected {tuple(hidden.shape[:2])}"
+            )
         targets = shift_labels
     for name, value in fields.items():
         if value.shape[:2] != targets.shape:
-            raise ValueError(f"{name} has shape {tuple(value.shape)}; its first two dimensions must be the labels' {tuple(targets.shape)}")
+            raise ValueError(
+                f"{name} has shape {tuple(value.shape)}; its first two dimensions must be the labels' "
+                f"{tuple(targets.shape)}"
+            )
     targets = targets.to(hidden.device)
     keep = targets != -100
-    return hidden[keep], Targets(targets[keep], {name: value.to(hidden.device)[keep] for name, value in fields.items()})
+    return hidden[keep], Targets(targets[keep],
+                                 {name: value.to(hidden.device)[keep] for name, value in fields.items()})
 
 
 def shifted_targets(

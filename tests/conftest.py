@@ -52,14 +52,17 @@ def no_deprecated_transformers_api(request):
         finally:
             logger.removeHandler(recorder)
     deprecated = [
-        w for w in caught if issubclass(w.category, (DeprecationWarning, FutureWarning)) and "transformers" in w.filename
+        w for w in caught
+        if issubclass(w.category, (DeprecationWarning, FutureWarning)) and "transformers" in w.filename
     ]
     for w in caught:  # every other warning goes on to pytest's own summary
         if w not in deprecated:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
-    found = recorder.messages + [f"{w.category.__name__} from {w.filename}:{w.lineno}: {w.message}" for w in deprecated]
+    found = recorder.messages + [f"{w.category.__name__} from {w.filename}:{w.lineno}: {w.message}"
+                                 for w in deprecated]
     if found:
-        pytest.fail("deprecated transformers API on this test's path:\n  " + "\n  ".join(found), pytrace=False)
+        pytest.fail("deprecated transformers API on this test's path:\n  " + "\n  ".join(found),
+                    pytrace=False)
 
 
 @pytest.fixture
@@ -76,15 +79,16 @@ def toy_texts() -> list[str]:
 def tiny_run(tmp_path_factory):
     """A training run folder written by `hf-nlm train` on small local text files (2 updates, NPLM).
     Shared: copy it before changing it."""
-    from hf_nlm.cli import main
+    from hf_nlm_cli import main
 
     root = tmp_path_factory.mktemp("tiny-run")
     text = "the cat sat on the mat\nthe dog sat on the log\na cat saw a dog\n" * 4
     for split in ("train", "valid", "test"):
         (root / f"{split}.txt").write_text(text, encoding="utf-8")
     out = root / "run"
-    assert main(["train", "--train-file", str(root / "train.txt"), "--validation-file", str(root / "valid.txt"),
-                 "--test-file", str(root / "test.txt"), "--output-dir", str(out), "--context-size", "2",
-                 "--embedding-size", "8", "--hidden-size", "8", "--num-epochs", "1", "--max-steps", "2",
-                 "--batch-size", "2", "--block-size", "8", "--logging-steps", "1", "--no-progress-bar"]) == 0
+    assert main(["train", "--train-file", str(root / "train.txt"),
+                 "--validation-file", str(root / "valid.txt"), "--test-file", str(root / "test.txt"),
+                 "--output-dir", str(out), "--context-size", "2", "--embedding-size", "8",
+                 "--hidden-size", "8", "--num-epochs", "1", "--max-steps", "2", "--batch-size", "2",
+                 "--block-size", "8", "--logging-steps", "1", "--no-progress-bar"]) == 0
     return out

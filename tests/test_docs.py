@@ -26,7 +26,8 @@ def nav_pages(nav) -> list[str]:
     return pages
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason="mkdocs is not installed (the dev extra)")
+@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None,
+                    reason="mkdocs is not installed (the dev extra)")
 def test_the_site_builds_strict(tmp_path):
     site = tmp_path / "site"
     result = subprocess.run(
@@ -55,3 +56,29 @@ def test_readme_links_into_the_docs_resolve():
     targets = re.findall(r"\]\((docs/[^)#\s]+)(?:#[^)\s]*)?\)", README.read_text())
     assert targets, "README.md links into docs/"
     assert [t for t in targets if not (ROOT / t).is_file()] == []
+
+
+def python_block(text: str, heading: str) -> str:
+    """The first ```python block after ``heading`` in ``text``."""
+    after = text[text.index(heading):]
+    return after[after.index("```python\n") + len("```python\n"):
+                 after.index("\n```", after.index("```python"))]
+
+
+def test_the_readme_python_quickstart_trains_evaluates_and_generates(tmp_path):
+    """The README's Python quickstart, run as written but for its time budget (three updates here)."""
+    code = python_block(README.read_text(), "### Train from Python")
+    assert "max_time_s=300" in code
+    code = code.replace("max_time_s=300", "max_steps=3, progress_bar=False")
+    words = "the president said that the nation would pay the cost of the war and the peace".split()
+    for name, shift in (("train.txt", 0), ("valid.txt", 3), ("test.txt", 5)):
+        lines = [" ".join(words[(i + shift) % 9:] + words[:(i + shift) % 9]) for i in range(60)]
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                            timeout=300, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stderr
+    recipe, perplexity, text = (line.strip() for line in result.stdout.strip().splitlines())
+    assert recipe.startswith("recipe default of nplm")
+    assert 1 < float(perplexity) < 100  # a 20-word vocabulary
+    assert text.startswith("the president said") and len(text.split()) > 3
+    assert (tmp_path / "runs" / "my-lm" / "README.md").is_file()

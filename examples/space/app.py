@@ -34,6 +34,7 @@ def build(names: list[str]):
     return build_app(runs, problems)
 
 
-names = sys.argv[1:] or [n.strip() for n in os.environ.get("HF_NLM_RUNS", DEFAULT_RUNS).split(",") if n.strip()]
+names = sys.argv[1:] or [n.strip() for n in os.environ.get("HF_NLM_RUNS", DEFAULT_RUNS).split(",")
+                         if n.strip()]
 if __name__ == "__main__":
     build(names).launch()

@@ -1,4 +1,5 @@
-"""A web demo of saved models, the Hugging Face way (a Gradio app, as a Space runs it): ``hf-nlm app RUN_DIR``.
+"""A web demo of saved models, the Hugging Face way (a Gradio app, as a Space runs it):
+``hf-nlm app RUN_DIR``.
 
 :mod:`~hf_nlm.app.explore` computes what the page shows (plain functions, no Gradio);
 :mod:`~hf_nlm.app.page` lays it out and serves it (``gradio`` is imported there only).

@@ -31,12 +31,14 @@ def missing_browser() -> str | None:
     except ImportError:
         return "selenium is not installed (pip install selenium)"
     if not shutil.which("chromium") or not shutil.which("chromedriver"):
-        return "no chromium / chromedriver on PATH (Debian's packages chromium and chromium-driver: make browser)"
+        return ("no chromium / chromedriver on PATH (Debian's packages chromium and chromium-driver: "
+                "make browser)")
     return None
 
 
 def headless_chromium(width: int = 1200, height: int = 900):
-    """A Selenium driver of headless Chromium with a fresh profile; ``RuntimeError`` saying what is missing."""
+    """A Selenium driver of headless Chromium with a fresh profile; ``RuntimeError`` saying what is
+    missing."""
     problem = missing_browser()
     if problem is not None:
         raise RuntimeError(problem)
@@ -65,21 +67,25 @@ def served(app):
     try:
         yield f"http://127.0.0.1:{port}/"
     finally:
-        with contextlib.redirect_stdout(sys.stderr):  # Gradio says it closes on stdout, which a benchmark's JSON owns
+        # Gradio says it closes on stdout, which a benchmark's JSON owns
+        with contextlib.redirect_stdout(sys.stderr):
             app.close()
 
 
 def whole_page_screenshot(browser, path: str | Path) -> None:
-    """Save the whole page (not only the window) as a PNG, once its pictures have loaded: Chromium's own capture
-    beyond the viewport (DevTools' ``Page.captureScreenshot``)."""
+    """Save the whole page (not only the window) as a PNG, once its pictures have loaded: Chromium's own
+    capture beyond the viewport (DevTools' ``Page.captureScreenshot``)."""
     for _ in range(100):  # a picture that is still loading would grow the page after the shot
-        if browser.execute_script("return [...document.images].every(i => i.complete && i.naturalHeight > 0)"):
+        if browser.execute_script("return [...document.images].every(i => i.complete"
+                                  " && i.naturalHeight > 0)"):
             break
         time.sleep(0.1)
     size = browser.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
     clip = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
-    shot = browser.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip})
+    shot = browser.execute_cdp_cmd("Page.captureScreenshot",
+                                   {"format": "png", "captureBeyondViewport": True, "clip": clip})
     Path(path).write_bytes(base64.b64decode(shot["data"]))
 
 
-__all__ = ["CHROMIUM_FLAGS", "free_port", "headless_chromium", "missing_browser", "served", "whole_page_screenshot"]
+__all__ = ["CHROMIUM_FLAGS", "free_port", "headless_chromium", "missing_browser", "served",
+           "whole_page_screenshot"]

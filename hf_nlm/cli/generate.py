@@ -1,4 +1,5 @@
-"""Commands that run saved models: ``hf-nlm generate``, ``story``, ``plot-attention`` and ``plot-numerals``."""
+"""Commands that run saved models: ``hf-nlm generate``, ``story``, ``plot-attention`` and
+``plot-numerals``."""
 
 from __future__ import annotations
 
@@ -7,41 +8,51 @@ import json
 import sys
 from pathlib import Path
 
-from .arguments import add_folder_command, add_generation_arguments, fail, option_flag
-from .recipes import load_saved_model
+from ..generation import MAX_NEW_TOKENS, MIN_NEW_TOKENS, SAMPLING_DEFAULTS, check_generation_settings
+from .arguments import add_folder_command, add_generation_arguments, fail, load_saved_run
 
-#: ``generate()``'s sampling settings when sampling (``--do-sample``) and their flag is not given.
-SAMPLING_DEFAULTS = {"temperature": 1.0, "top_k": 0, "top_p": 1.0}
+#: The flags that default to the model's generation config: given, they go to ``generate()``; left out, the
+#: model's generation config decides, as it does for ``model.generate(ids)`` and ``pipeline``.
+GIVEN_SETTINGS = ("num_beams", "max_new_tokens", "min_new_tokens", "no_repeat_ngram_size")
+
+#: The lengths ``hf-nlm generate`` gives a model whose generation config names none (neither the number of new
+#: tokens nor a total length): the library's defaults, which :func:`hf_nlm.generation.set_generation_defaults`
+#: saves. Each: (the total-length field that also names one, the length).
+LENGTH_FALLBACKS = {"max_new_tokens": ("max_length", MAX_NEW_TOKENS),
+                    "min_new_tokens": ("min_length", MIN_NEW_TOKENS)}
 
 
 def add_generate_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
     generate = add_folder_command(sub, "generate", help_text, "a saved model folder")
     generate.add_argument("prompts", nargs="+", metavar="PROMPT", help="text to continue")
-    generate.add_argument("--max-new-tokens", type=int, default=20, help="tokens to add (default: 20)")
-    generate.add_argument("--min-new-tokens", type=int, default=1,
-                          help="tokens to add at least, before the text may end: a prompt that reads as a whole "
-                               "sentence otherwise often gets no continuation at all from beam search; 0 = none "
-                               "(default: 1)")
+    generate.add_argument("--max-new-tokens", type=int, default=None,
+                          help="tokens to add at most (default: the model's generation config: 20 for a "
+                               "model hf-nlm train made)")
+    generate.add_argument("--min-new-tokens", type=int, default=None,
+                          help="tokens to add at least, before the text may end; 0 = none (default: the "
+                               "model's generation config: 1 for a model hf-nlm train made)")
     add_generation_arguments(generate)
-    generate.add_argument("--num-return-sequences", type=int, default=1, help="continuations per prompt (default: 1)")
+    generate.add_argument("--num-return-sequences", type=int, default=1,
+                          help="continuations per prompt (default: 1)")
     generate.add_argument("--json", action="store_true", help="print one JSON object per prompt")
     return generate
 
 
 def add_story_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
     story = sub.add_parser("story", help=help_text,
-                           description="Write a story for each TITLE in two stages: title -> storyline (one keyword "
-                                       "phrase per sentence) -> story. Either one LM trained on 'title <sep> k1 # k2 "
-                                       "... <sep> story' (--model) serves both stages, or a model per stage "
-                                       "(--storyline-model, --story-model), each a causal LM or a story_seq2seq model.")
+                           description="Write a story for each TITLE in two stages: title -> storyline (one "
+                                       "keyword phrase per sentence) -> story. Either one LM trained on "
+                                       "'title <sep> k1 # k2 ... <sep> story' (--model) serves both stages, "
+                                       "or a model per stage (--storyline-model, --story-model), each a "
+                                       "causal LM or a story_seq2seq model.")
     story.add_argument("titles", nargs="+", metavar="TITLE")
     story.add_argument("--model", default=None, help="one LM folder for both stages")
     story.add_argument("--storyline-model", default=None, help="model folder for title -> storyline")
     story.add_argument("--story-model", default=None, help="model folder for title + storyline -> story")
     add_generation_arguments(story)
     story.add_argument("--length-penalty", type=float, default=1.0,
-                       help="beam search ranks finished hypotheses by sum log p / length**LP (default: 1.0, the "
-                            "length-normalised (1/t) sum log p)")
+                       help="beam search ranks finished hypotheses by sum log p / length**LP (default: 1.0, "
+                            "the length-normalised (1/t) sum log p)")
     story.add_argument("--json", action="store_true", help="print one JSON object per title")
     story.set_defaults(num_return_sequences=1)
     return story
@@ -54,11 +65,13 @@ PLOT_ATTENTION_DESCRIPTION = (
 
 
 def add_plot_attention_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    attention = add_folder_command(sub, "plot-attention", help_text, "a saved story_seq2seq model folder", PLOT_ATTENTION_DESCRIPTION)
+    attention = add_folder_command(sub, "plot-attention", help_text, "a saved story_seq2seq model folder",
+                                   PLOT_ATTENTION_DESCRIPTION)
     attention.add_argument("source", help="the source text")
     attention.add_argument("--output", default=None, help="PNG file (default: MODEL_DIR/attention.png)")
     attention.add_argument("--num-beams", type=int, default=1, help="beam width (default: 1, greedy)")
-    attention.add_argument("--max-new-tokens", type=int, default=50, help="tokens to generate at most (default: 50)")
+    attention.add_argument("--max-new-tokens", type=int, default=50,
+                           help="tokens to generate at most (default: 50)")
     return attention
 
 
@@ -70,57 +83,74 @@ PLOT_NUMERALS_DESCRIPTION = (
 
 
 def add_plot_numerals_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    plot = add_folder_command(sub, "plot-numerals", help_text, "a saved model folder", PLOT_NUMERALS_DESCRIPTION)
+    plot = add_folder_command(sub, "plot-numerals", help_text, "a saved model folder",
+                              PLOT_NUMERALS_DESCRIPTION)
     plot.add_argument("--output", default=None, help="PNG file (default: MODEL_DIR/numeral_embeddings.png)")
     plot.add_argument("--which", choices=("output", "input"), default="output",
                       help="the head's numeral rows (output, default) or the input embeddings")
     plot.add_argument("--density-after", default=None, metavar="TEXT",
                       help="instead: a mog model's predicted density of the next numeral after TEXT")
-    plot.add_argument("--value", type=float, default=None, help="with --density-after: the true value, marked")
+    plot.add_argument("--value", type=float, default=None,
+                      help="with --density-after: the true value, marked")
     plot.add_argument("--weights-along", default=None, metavar="TEXT",
                       help="instead: a combination model's strategy weights p(m | h) at every token of TEXT")
     plot.add_argument("--surprisal-along", default=None, metavar="TEXT",
-                      help="instead: TEXT with each numeral coloured by its surprisal and the model's median above it")
+                      help="instead: TEXT with each numeral coloured by its surprisal "
+                           "and the model's median above it")
     return plot
 
 
 def check_generation_arguments(args: argparse.Namespace) -> None:
-    """Refuse generation settings that make no sense, before the model loads (``ValueError``)."""
-    if not args.do_sample:
-        given = [option_flag(name) for name in SAMPLING_DEFAULTS if getattr(args, name) is not None]
-        if given:
-            raise ValueError(f"{' / '.join(given)} need --do-sample (greedy and beam search do not sample)")
-    if args.temperature is not None and not args.temperature > 0:
-        raise ValueError(f"--temperature must be > 0, got {args.temperature} (for the most likely token, drop --do-sample)")
-    if args.top_k is not None and args.top_k < 0:
-        raise ValueError(f"--top-k must be >= 0 (0 = all tokens), got {args.top_k}")
-    if args.no_repeat_ngram_size is not None and args.no_repeat_ngram_size < 0:
-        raise ValueError(f"--no-repeat-ngram-size must be >= 0 (0 = allow repeats), got {args.no_repeat_ngram_size}")
-    if args.top_p is not None and not 0 < args.top_p <= 1:
-        raise ValueError(f"--top-p must be in (0, 1], got {args.top_p}")
-    minimum = getattr(args, "min_new_tokens", None)
-    if minimum is not None and not 0 <= minimum <= args.max_new_tokens:
-        raise ValueError(f"--min-new-tokens must be between 0 and --max-new-tokens ({args.max_new_tokens}), got {minimum}")
-    n = args.num_return_sequences
-    if n > 1 and not args.do_sample and n > args.num_beams:
-        raise ValueError(f"--num-return-sequences {n} needs --do-sample or --num-beams >= {n} "
-                         "(greedy search has one continuation)")
+    """Refuse generation flags that make no sense (``ValueError``): before the model loads, the flags given; a
+    flag left out (None) is checked by :func:`with_saved_defaults` once the saved value is known."""
+    check_generation_settings(
+        do_sample=args.do_sample, num_beams=args.num_beams, num_return_sequences=args.num_return_sequences,
+        max_new_tokens=getattr(args, "max_new_tokens", None),
+        min_new_tokens=getattr(args, "min_new_tokens", None),
+        temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+        no_repeat_ngram_size=args.no_repeat_ngram_size,
+    )
 
 
 def generation_settings(args: argparse.Namespace) -> dict:
     """``generate()`` keyword arguments from the flags of :func:`add_generation_arguments` (checked by
-    :func:`check_generation_arguments`; a bad setting ends the command with a usage error): the search, and
-    when sampling, the sampling settings with :data:`SAMPLING_DEFAULTS` for those not given."""
+    :func:`check_generation_arguments`; a bad setting ends the command with a usage error): the flags given,
+    and when sampling, the sampling settings with :data:`SAMPLING_DEFAULTS` for those not given. Every setting
+    left out comes from the model's generation config, as for ``model.generate(ids)``."""
     try:
         check_generation_arguments(args)
     except ValueError as err:
         fail(args.parser, str(err))
-    sampling = {k: default if getattr(args, k) is None else getattr(args, k) for k, default in SAMPLING_DEFAULTS.items()}
-    settings = {"num_beams": args.num_beams, "do_sample": args.do_sample, **(sampling if args.do_sample else {})}
-    if args.no_repeat_ngram_size is not None:
-        settings["no_repeat_ngram_size"] = args.no_repeat_ngram_size
+    settings = {name: getattr(args, name) for name in GIVEN_SETTINGS
+                if getattr(args, name, None) is not None}
+    if args.do_sample:
+        settings["do_sample"] = True
+        settings.update({k: default if getattr(args, k) is None else getattr(args, k)
+                         for k, default in SAMPLING_DEFAULTS.items()})
     if args.allow_unknown:
         settings["suppress_tokens"] = None
+    return settings
+
+
+def with_saved_defaults(args: argparse.Namespace, settings: dict, generation_config) -> dict:
+    """``settings`` for a model with ``generation_config``: the lengths of :data:`LENGTH_FALLBACKS` where
+    neither the flags nor the config name one (a model saved without
+    :func:`hf_nlm.generation.set_generation_defaults`), checked against the values the config gives the
+    settings left out (``--min-new-tokens 30`` over a saved ``max_new_tokens`` of 20 ends the command with a
+    usage error)."""
+    settings = dict(settings)
+    for name, (total, fallback) in LENGTH_FALLBACKS.items():
+        named = getattr(generation_config, name) is not None or getattr(generation_config, total) is not None
+        if name not in settings and not named:
+            settings[name] = fallback
+    saved = {name: settings.get(name, getattr(generation_config, name))
+             for name in ("max_new_tokens", "min_new_tokens", "num_beams", "do_sample")}
+    # generate()'s own defaults where the config names none
+    saved["num_beams"], saved["do_sample"] = saved["num_beams"] or 1, bool(saved["do_sample"])
+    try:
+        check_generation_arguments(argparse.Namespace(**{**vars(args), **saved}))
+    except ValueError as err:
+        fail(args.parser, str(err))
     return settings
 
 
@@ -131,7 +161,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from ..data.lm import unknown_token_ids
     from ..evaluation import decode_generated
 
-    model, tokenizer = load_saved_model(args.parser, args.model_dir)
+    model, tokenizer = load_saved_run(args.parser, args.model_dir)
+    settings = with_saved_defaults(args, settings, model.generation_config)
     if args.seed is not None:
         torch.manual_seed(args.seed)
     model.eval()
@@ -139,8 +170,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
         ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False).input_ids
         unknown = int(torch.isin(ids, torch.tensor(unknown_token_ids(tokenizer))).sum())
         if unknown and 2 * unknown >= ids.shape[1]:
-            print(f"warning: {unknown} of the {ids.shape[1]} tokens of the prompt {prompt!r} are not in the model's "
-                  f"vocabulary (they read as {tokenizer.unk_token}); the continuation has little to go on",
+            print(f"warning: {unknown} of the {ids.shape[1]} tokens of the prompt {prompt!r} are not in the "
+                  f"model's vocabulary (they read as {tokenizer.unk_token}); "
+                  "the continuation has little to go on",
                   file=sys.stderr)
         if model.config.is_encoder_decoder:  # a source reads as in training: its tokens, then <eos>
             ids = torch.cat([ids, ids.new_full((1, 1), tokenizer.eos_token_id)], dim=1)
@@ -148,8 +180,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
         out = model.generate(
             ids,
             attention_mask=torch.ones_like(ids),
-            max_new_tokens=args.max_new_tokens,
-            min_new_tokens=args.min_new_tokens,
             **settings,
             num_return_sequences=args.num_return_sequences,
             pad_token_id=tokenizer.pad_token_id,
@@ -159,7 +189,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         start = 0 if model.config.is_encoder_decoder else max(ids.shape[1], 1)
         # An open-vocabulary numeral strategy (d-RNN, MoG) wrote out each <unk_num> it generated.
         numerals = getattr(out, "numerals", None) or [{} for _ in out.sequences]
-        texts = [decode_generated(tokenizer, seq[start:], {t - start: text for t, text in found.items() if t >= start})
+        texts = [decode_generated(tokenizer, seq[start:],
+                                  {t - start: text for t, text in found.items() if t >= start})
                  for seq, found in zip(out.sequences, numerals, strict=True)]
         if args.json:
             print(json.dumps({"prompt": prompt, "generations": texts}))
@@ -170,7 +201,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_story(args: argparse.Namespace) -> int:
-    """Title -> storyline -> story (Yao et al. 2019, Plan-and-Write), each stage a saved LM or seq2seq model."""
+    """Title -> storyline -> story (Yao et al. 2019, Plan-and-Write), each stage a saved LM or seq2seq
+    model."""
     import torch
 
     from ..story import write_story
@@ -183,8 +215,8 @@ def cmd_story(args: argparse.Namespace) -> int:
         fail(args.parser, "--model serves both stages: give it alone, or --storyline-model and --story-model")
     if args.storyline_model is not None and args.story_model is None:
         fail(args.parser, "--storyline-model needs --story-model")
-    first = load_saved_model(args.parser, args.model or args.storyline_model)
-    second = first if args.model else load_saved_model(args.parser, args.story_model)
+    first = load_saved_run(args.parser, args.model or args.storyline_model)
+    second = first if args.model else load_saved_run(args.parser, args.story_model)
     for model, _ in (first, second):
         model.eval()
     if args.seed is not None:
@@ -197,14 +229,15 @@ def cmd_story(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(story))
         else:
-            print(f"{story['title']}\n  storyline: {' # '.join(story['storyline'])}\n  story: {story['story']}")
+            print(f"{story['title']}\n  storyline: {' # '.join(story['storyline'])}\n"
+                  f"  story: {story['story']}")
     return 0
 
 
 def cmd_plot_attention(args: argparse.Namespace) -> int:
     from ..plots.attention import plot_attention
 
-    model, tokenizer = load_saved_model(args.parser, args.model_dir)
+    model, tokenizer = load_saved_run(args.parser, args.model_dir)
     if not model.config.is_encoder_decoder:
         fail(args.parser, f"{args.model_dir} holds a {model.config.model_type} model; attention maps need an "
                            "encoder-decoder with attention (model_type story_seq2seq)")
@@ -246,11 +279,12 @@ def cmd_plot_numerals(args: argparse.Namespace) -> int:
         plot_strategy_weights,
     )
 
-    model, tokenizer = load_saved_model(args.parser, args.model_dir)
+    model, tokenizer = load_saved_run(args.parser, args.model_dir)
     if getattr(tokenizer, "numeral_vocab", None) is None:
-        fail(args.parser, f"{args.model_dir}: its tokenizer does not tell numerals from words (train the model with "
-                           "--tokenizer numeracy)")
-    chosen = [flag for flag, value in (("--density-after", args.density_after), ("--weights-along", args.weights_along),
+        fail(args.parser, f"{args.model_dir}: its tokenizer does not tell numerals from words (train the "
+                           "model with --tokenizer numeracy)")
+    chosen = [flag for flag, value in (("--density-after", args.density_after),
+                                       ("--weights-along", args.weights_along),
                                        ("--surprisal-along", args.surprisal_along)) if value is not None]
     if len(chosen) > 1:
         fail(args.parser, f"{' and '.join(chosen)} draw different pictures: give one of them")
@@ -262,11 +296,13 @@ def cmd_plot_numerals(args: argparse.Namespace) -> int:
         _draw(args.parser, output, lambda: plot_numeral_density(model, tokenizer, args.density_after, output,
                                                                 value=args.value))
     elif args.weights_along is not None:
-        _draw(args.parser, output, lambda: plot_strategy_weights(model, tokenizer, args.weights_along, output))
+        _draw(args.parser, output, lambda: plot_strategy_weights(model, tokenizer, args.weights_along,
+                                                                 output))
     elif args.surprisal_along is not None:
-        _draw(args.parser, output, lambda: plot_numeral_surprisal(model, tokenizer, args.surprisal_along, output))
+        _draw(args.parser, output, lambda: plot_numeral_surprisal(model, tokenizer, args.surprisal_along,
+                                                                  output))
     else:
-        _draw(args.parser, output, lambda: _numeral_embeddings(plot_numeral_embeddings, model, tokenizer, output,
-                                                               args.which))
+        _draw(args.parser, output, lambda: _numeral_embeddings(plot_numeral_embeddings, model, tokenizer,
+                                                               output, args.which))
     print(output)
     return 0

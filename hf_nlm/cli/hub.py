@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..data.registry import CORPORA
+from ..data.registry import CORPORA, corpus_card
 from .arguments import add_folder_command, fail
 
 CARD_DESCRIPTION = (
@@ -16,10 +16,13 @@ CARD_DESCRIPTION = (
 
 
 def add_card_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    card = add_folder_command(sub, "card", help_text, "a training run's --output-dir", CARD_DESCRIPTION, dest="run_dir")
+    card = add_folder_command(sub, "card", help_text, "a training run's --output-dir", CARD_DESCRIPTION,
+                              dest="run_dir")
     card.add_argument("--dataset", default=None,
-                      help=f"corpus name for the card ({', '.join(CORPORA)}; default: the one results.json records)")
-    card.add_argument("--model-name", default=None, help="name in the model-index (default: MODEL_TYPE-CORPUS)")
+                      help=f"corpus name for the card ({', '.join(CORPORA)}; "
+                           "default: the one results.json records)")
+    card.add_argument("--model-name", default=None,
+                      help="name in the model-index (default: MODEL_TYPE-CORPUS)")
     return card
 
 
@@ -31,11 +34,14 @@ PUSH_DESCRIPTION = (
 
 
 def add_push_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    push = add_folder_command(sub, "push", help_text, "a training run's --output-dir", PUSH_DESCRIPTION, dest="run_dir")
+    push = add_folder_command(sub, "push", help_text, "a training run's --output-dir", PUSH_DESCRIPTION,
+                              dest="run_dir")
     push.add_argument("--repo-id", required=True, help="the Hub repo, e.g. your-name/nplm-brown")
     push.add_argument("--private", action="store_true", default=None, help="create the repo private")
-    push.add_argument("--revision", default=None, help="branch to commit to (created if needed; default: main)")
-    push.add_argument("--commit-message", default=None, help="commit message (default: 'Upload model with hf-nlm')")
+    push.add_argument("--revision", default=None,
+                      help="branch to commit to (created if needed; default: main)")
+    push.add_argument("--commit-message", default=None,
+                      help="commit message (default: 'Upload model with hf-nlm')")
     return push
 
 
@@ -43,7 +49,8 @@ def cmd_card(args: argparse.Namespace) -> int:
     from ..hub.model_card import write_run_card
 
     try:
-        path = write_run_card(args.run_dir, dataset=args.dataset, model_name=args.model_name)
+        path = write_run_card(args.run_dir, dataset=args.dataset, model_name=args.model_name,
+                              corpus_card=corpus_card)
     except (ValueError, FileNotFoundError, OSError) as err:
         fail(args.parser, str(err))
     print(path)
@@ -55,7 +62,7 @@ def cmd_push(args: argparse.Namespace) -> int:
 
     try:
         info = push_run(args.run_dir, args.repo_id, private=args.private, revision=args.revision,
-                        commit_message=args.commit_message)
+                        commit_message=args.commit_message, corpus_card=corpus_card)
     except (HubError, FileNotFoundError, ValueError) as err:
         fail(args.parser, str(err))
     print(json.dumps({"repo_id": args.repo_id, "commit_url": info.commit_url, "oid": info.oid}))

@@ -1,12 +1,12 @@
-"""The ``hf-nlm`` parser (:func:`build_parser`) and :func:`main`. The commands, in the order ``--help``
-lists them, and their one-line help are those of the ``hf_nlm_cli`` launcher's table."""
+"""The ``hf-nlm`` commands: each one's parser and handler (:data:`COMMAND_FUNCTIONS`), :func:`add_commands`
+and :func:`run`. The console script ``hf_nlm_cli`` (outside the package, so that ``hf-nlm --help`` answers
+without importing torch) holds the list of commands with their one-line help, builds the parser with
+:func:`add_commands` and hands it to :func:`run`."""
 
 from __future__ import annotations
 
 import argparse
-import sys
-
-from hf_nlm_cli import COMMANDS, SEPARATE_COMMANDS, command_parsers
+from collections.abc import Mapping
 
 from .arguments import fail
 from .download import add_download_parser, cmd_download
@@ -31,8 +31,7 @@ from .generate import (
 from .hub import add_card_parser, add_push_parser, cmd_card, cmd_push
 from .train import add_build_tree_parser, add_train_parser, cmd_build_tree, cmd_train
 
-#: Each command's ``add_*_parser(subparsers, help_text)`` (returning its parser) and handler ``cmd_*(args)``
-#: (None: :func:`main` hands the arguments to the command's own parser).
+#: Each command's ``add_*_parser(subparsers, help_text)`` (returning its parser) and handler ``cmd_*(args)``.
 COMMAND_FUNCTIONS = {
     "train": (add_train_parser, cmd_train),
     "build-tree": (add_build_tree_parser, cmd_build_tree),
@@ -45,41 +44,30 @@ COMMAND_FUNCTIONS = {
     "card": (add_card_parser, cmd_card),
     "plot-numerals": (add_plot_numerals_parser, cmd_plot_numerals),
     "push": (add_push_parser, cmd_push),
-    "download": (add_download_parser, None),
+    "download": (add_download_parser, cmd_download),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full ``hf-nlm`` parser: every command of ``hf_nlm_cli.COMMANDS`` with its arguments."""
-    parser, sub = command_parsers()
-    for name, help_text in COMMANDS.items():
-        if name in SEPARATE_COMMANDS:  # the launcher hands them to their own module
-            continue
+def add_commands(sub: argparse._SubParsersAction, help_texts: Mapping[str, str]) -> None:
+    """Add each command of ``help_texts`` (name -> its one-line help, in the order ``--help`` lists them) with
+    its arguments to the subparsers ``sub``."""
+    for name, help_text in help_texts.items():
         add_parser, handler = COMMAND_FUNCTIONS[name]
         command = add_parser(sub, help_text)
         command.set_defaults(func=handler, parser=command)
-    return parser
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
-    for name in ("max_new_tokens", "num_beams", "num_return_sequences", "block_size", "batch_size", "numeral_chunk_size",
-                 "top"):
+    for name in ("max_new_tokens", "num_beams", "num_return_sequences", "block_size", "batch_size",
+                 "numeral_chunk_size", "top"):
         value = getattr(args, name, None)
         if isinstance(value, int) and value < 1:
             fail(args.parser, f"--{name.replace('_', '-')} must be >= 1, got {value}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run ``hf-nlm`` with ``argv`` (default: the command line). Returns the exit status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "download":
-        return cmd_download(argv[1:])
-    parser = build_parser()
+def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    """Run the command line ``argv`` with ``parser`` (from :func:`add_commands`). Returns the exit status."""
     args = parser.parse_args(argv)
     args.argv = argv[1:]  # the command's own arguments, e.g. to print the --resume command
     _check_numbers(args)
     return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

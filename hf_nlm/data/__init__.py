@@ -1,5 +1,10 @@
 """Corpora as ``datasets.DatasetDict`` and language-model batching.
 
+``corpora`` holds the corpora, one module each (loader, fetcher, card text, entry), which ``registry``
+collects; ``reading``, ``splits``, ``file_stream`` and ``fetching`` hold what their loaders and fetchers
+share, ``download`` fetches them (``hf-nlm download``), ``stories`` reads the ROCStories and Story Cloze
+files and ``storylines`` extracts storylines.
+
 ``lm`` tokenises a split into one token stream (ids and extra per-token fields) and cuts it into
 blocks; ``stream`` cuts it into columns for stateful BPTT; ``sampler`` serves the training batches of
 either; ``pairs`` tokenises and batches paired (source, target) examples for encoder-decoder models;
@@ -7,7 +12,7 @@ either; ``pairs`` tokenises and batches paired (source, target) examples for enc
 ``batching`` chooses among them for a model (:func:`batching_for`).
 
 The names below load their module on first use (PEP 562), so importing one light module of this
-package (``hf_nlm.data.registry``, ``hf_nlm.data.download``) does not load ``datasets``.
+package (``hf_nlm.data.registry``, ``hf_nlm.data.download``, a corpus module) does not load ``datasets``.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from importlib import import_module
 
 # Every public name and the module that defines it.
 _MODULE_OF = {
-    "load_arxiv_abstracts": "arxiv",
+    "load_arxiv_abstracts": "corpora.arxiv",
     "Batching": "batching",
     "BlockBatching": "batching",
     "PairedBatching": "batching",
@@ -29,16 +34,16 @@ _MODULE_OF = {
     "target_labels": "batching",
     "DataCollatorForCausalLM": "collator",
     "check_collator": "collator",
-    "CorpusFormatError": "corpora",
-    "first_lines": "corpora",
-    "load_brown": "corpora",
-    "load_csv_files": "corpora",
-    "load_drop_passages": "corpora",
-    "load_ptb": "corpora",
-    "load_sotu": "corpora",
-    "load_text_files": "corpora",
-    "read_text_file": "corpora",
-    "data_home": "download",
+    "CorpusFormatError": "reading",
+    "first_lines": "splits",
+    "load_brown": "corpora.brown",
+    "load_csv_files": "corpora.text_files",
+    "load_drop_passages": "corpora.drop",
+    "load_ptb": "corpora.ptb",
+    "load_sotu": "corpora.sotu",
+    "load_text_files": "corpora.text_files",
+    "read_text_file": "reading",
+    "data_home": "reading",
     "IGNORE_INDEX": "lm",
     "LMBlockDataset": "lm",
     "TokenFeatures": "lm",
@@ -48,11 +53,11 @@ _MODULE_OF = {
     "tokenize_corpus": "lm",
     "tokenize_stream": "lm",
     "EmptySplitError": "splits",
-    "load_mimic_iii_notes": "mimic",
-    "load_mimic_iv_notes": "mimic",
+    "load_mimic_iii_notes": "corpora.mimic",
+    "load_mimic_iv_notes": "corpora.mimic",
     "loader_counts": "splits",
-    "replace_mimic_iii_deid": "mimic",
-    "replace_mimic_iv_deid": "mimic",
+    "replace_mimic_iii_deid": "corpora.mimic",
+    "replace_mimic_iv_deid": "corpora.mimic",
     "PairBatches": "pairs",
     "PairBatchSampler": "pairs",
     "PairedExamples": "pairs",
@@ -65,6 +70,7 @@ _MODULE_OF = {
     "BlockBatchSampler": "sampler",
     "StreamBatches": "sampler",
     "load_rocstories": "stories",
+    "load_rocstories_lm": "corpora.rocstories",
     "load_story_cloze": "stories",
     "StreamColumns": "stream",
     "bptt_chunks": "stream",

@@ -7,7 +7,8 @@ carries its state from one chunk of text to the next, so a split is read as para
 stream, in order, the state flowing along them (``hf_nlm.data.stream``). :func:`batching_for` makes
 that choice once, from the model, and returns a :class:`Batching` that serves everything reading
 text for that model: the training batches (``LMTrainer``) and the order in which evaluation reads a
-split (``eval_loader``, ``columns``, ``eval_batches``; the scoring itself is :mod:`hf_nlm.evaluation.scoring`).
+split (``eval_loader``, ``columns``, ``eval_batches``; the scoring itself is
+:mod:`hf_nlm.evaluation.scoring`).
 
 An encoder-decoder model (``config.is_encoder_decoder``) reads paired (source, target) examples
 (``hf_nlm.data.pairs``): the third subclass, :class:`PairedBatching`, serves their shuffled, padded
@@ -43,7 +44,8 @@ def split_texts(dataset, text_column: str = "text") -> list[str]:
         raise TypeError("pass one split (e.g. dataset['test']), not a DatasetDict")
     if hasattr(dataset, "column_names"):
         if text_column not in dataset.column_names:
-            raise KeyError(f"dataset has columns {dataset.column_names}, expected a text column {text_column!r}")
+            raise KeyError(f"dataset has columns {dataset.column_names}, "
+                           f"expected a text column {text_column!r}")
         return dataset[text_column]
     return list(dataset)
 
@@ -76,7 +78,8 @@ def batching_for(
     columns if it carries a state, else blocks.
 
     Args:
-        model: the model (its ``config.is_encoder_decoder``, ``_is_stateful`` and ``config.context_size`` decide).
+        model: the model (its ``config.is_encoder_decoder``, ``_is_stateful`` and ``config.context_size``
+            decide).
         tokenizer: its tokenizer.
         block_size: targets per block, or positions per chunk (the BPTT length) for recurrent models;
             unused for encoder-decoder models.
@@ -148,7 +151,8 @@ class Batching:
 class BlockBatching(Batching):
     """Feed-forward n-gram models: independent blocks, each with its ``context_size`` tokens of context."""
 
-    def __init__(self, tokenizer, block_size: int, context_size: int, features: TokenFeatures | None = None) -> None:
+    def __init__(self, tokenizer, block_size: int, context_size: int,
+                 features: TokenFeatures | None = None) -> None:
         super().__init__(tokenizer, block_size, features)
         self.context_size = context_size
 
@@ -164,11 +168,13 @@ class BlockBatching(Batching):
         return BlockBatches(self.blocks(stream), batch_size, num_processes, process_index, seed=seed,
                             pin_memory=pin_memory)
 
-    def eval_loader(self, stream, batch_size: int, num_processes: int = 1, process_index: int = 0) -> DataLoader:
+    def eval_loader(self, stream, batch_size: int, num_processes: int = 1,
+                    process_index: int = 0) -> DataLoader:
         """The blocks in order, this process's contiguous share of them: what evaluation reads."""
         data = self.blocks(stream)
         if num_processes > 1:
-            data = Subset(data, torch.tensor_split(torch.arange(len(data)), num_processes)[process_index].tolist())
+            data = Subset(data,
+                          torch.tensor_split(torch.arange(len(data)), num_processes)[process_index].tolist())
         return DataLoader(data, batch_size=batch_size, shuffle=False, collate_fn=collate_blocks)
 
 
@@ -186,8 +192,8 @@ class StreamBatching(Batching):
     def training_batches(self, stream, batch_size: int, num_processes: int = 1, process_index: int = 0, *,
                          seed: int = 0, variable_bptt: bool = False, pin_memory: bool = False,
                          group_by_length: bool = False) -> StreamBatches:
-        return StreamBatches(stream, self.bos_token_id, batch_size, self.block_size, num_processes, process_index,
-                             variable=variable_bptt, seed=seed, fill=self.fill)
+        return StreamBatches(stream, self.bos_token_id, batch_size, self.block_size, num_processes,
+                             process_index, variable=variable_bptt, seed=seed, fill=self.fill)
 
     def exact_batch_size(self, batch_size: int) -> int:
         # One column, the state never reset: every token is predicted from the whole stream before it.
@@ -199,9 +205,11 @@ class PairedBatching(Batching):
     one another. Padding is masked on both sides (``attention_mask``; labels -100), so the scores of
     the targets do not depend on the batch size or on which examples share a batch."""
 
-    def __init__(self, tokenizer, pair_format: PairFormat | None = None, features: TokenFeatures | None = None) -> None:
+    def __init__(self, tokenizer, pair_format: PairFormat | None = None,
+                 features: TokenFeatures | None = None) -> None:
         if resolve_features(tokenizer, features) is not None:
-            raise ValueError("paired examples carry no per-token fields (token_features) yet: use a tokenizer without them")
+            raise ValueError("paired examples carry no per-token fields (token_features) yet: "
+                             "use a tokenizer without them")
         super().__init__(tokenizer, block_size=0, features=None)
         self.pair_format = pair_format or PairFormat()
 
@@ -214,7 +222,8 @@ class PairedBatching(Batching):
     def encode(self, texts: Sequence[str]):
         raise TypeError(
             "an encoder-decoder model reads (source, target) pairs, not lines of text: give a split with "
-            f"{self.pair_format.source_column!r} and {self.pair_format.target_column!r} columns (encode_split)"
+            f"{self.pair_format.source_column!r} and {self.pair_format.target_column!r} columns "
+            "(encode_split)"
         )
 
     def encode_split(self, dataset, split: str | None = None) -> tuple[PairedExamples, dict[str, int]]:
@@ -228,9 +237,9 @@ class PairedBatching(Batching):
         # Every label is a target: the decoder predicts labels[:, t] at position t (nothing to shift off).
         return int((batch["labels"] != IGNORE_INDEX).sum())
 
-    def training_batches(self, stream: PairedExamples, batch_size: int, num_processes: int = 1, process_index: int = 0,
-                         *, seed: int = 0, variable_bptt: bool = False, pin_memory: bool = False,
-                         group_by_length: bool = False) -> PairBatches:
+    def training_batches(self, stream: PairedExamples, batch_size: int, num_processes: int = 1,
+                         process_index: int = 0, *, seed: int = 0, variable_bptt: bool = False,
+                         pin_memory: bool = False, group_by_length: bool = False) -> PairBatches:
         return PairBatches(stream, self.pad_token_id, batch_size, num_processes, process_index, seed=seed,
                            group_by_length=group_by_length, pin_memory=pin_memory)
 

@@ -1,11 +1,12 @@
 """A collator for transformers' ``Trainer`` that keeps every sentence end a target.
 
-Our tokenizers use one token, ``<eos>`` (id 1), as eos, bos and pad (:func:`~hf_nlm.tokenization.wrap_tokenizer`).
-transformers' ``DataCollatorForLanguageModeling(tokenizer, mlm=False)`` builds the labels by setting every
-position whose id equals ``pad_token_id`` to -100, so with our tokenizers it drops every ``<eos>`` from the
-targets as well as the padding: a model trained through it never learns where a sentence ends, and nothing
-says so. :class:`DataCollatorForCausalLM` decides what is padding by each example's length and attention mask,
-never by the id; :func:`check_collator` tells whether a collator keeps the sentence ends.
+Our tokenizers use one token, ``<eos>`` (id 1), as eos, bos and pad
+(:func:`~hf_nlm.tokenization.wrap_tokenizer`). transformers'
+``DataCollatorForLanguageModeling(tokenizer, mlm=False)`` builds the labels by setting every position whose
+id equals ``pad_token_id`` to -100, so with our tokenizers it drops every ``<eos>`` from the targets as well
+as the padding: a model trained through it never learns where a sentence ends, and nothing says so.
+:class:`DataCollatorForCausalLM` decides what is padding by each example's length and attention mask, never
+by the id; :func:`check_collator` tells whether a collator keeps the sentence ends.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ class DataCollatorForCausalLM:
         if "input_ids" not in keys:
             raise ValueError(f"an example needs 'input_ids', got the keys {sorted(keys)}")
         if any(set(e) != keys for e in examples):
-            raise ValueError(f"every example needs the same keys, got {sorted({tuple(sorted(e)) for e in examples})}")
+            raise ValueError("every example needs the same keys, "
+                             f"got {sorted({tuple(sorted(e)) for e in examples})}")
         rows = [self._example(e) for e in examples]
         width = max(len(r["input_ids"]) for r in rows)
         if self.pad_to_multiple_of is not None:
@@ -84,7 +86,8 @@ class DataCollatorForCausalLM:
             raise ValueError(f"an example's input_ids must be one sequence, got shape {tuple(ids.shape)}")
         row = {"input_ids": ids}
         mask = example.get("attention_mask")
-        row["attention_mask"] = torch.ones_like(ids) if mask is None else torch.as_tensor(mask, dtype=torch.long)
+        row["attention_mask"] = (torch.ones_like(ids) if mask is None
+                                 else torch.as_tensor(mask, dtype=torch.long))
         if "labels" in example:
             row["labels"] = torch.as_tensor(example["labels"], dtype=torch.long)
         for name, values in example.items():
@@ -92,7 +95,8 @@ class DataCollatorForCausalLM:
                 row[name] = torch.as_tensor(np.asarray(values))
         for name, values in row.items():
             if values.ndim == 0 or len(values) != len(ids):
-                raise ValueError(f"{name!r} has shape {tuple(values.shape)}, not one row per token of {len(ids)} input_ids")
+                raise ValueError(f"{name!r} has shape {tuple(values.shape)}, "
+                                 f"not one row per token of {len(ids)} input_ids")
         if "labels" not in row:
             row["labels"] = ids.masked_fill(row["attention_mask"] == 0, IGNORE_INDEX)
         return row
@@ -126,10 +130,11 @@ def check_collator(collator, tokenizer) -> None:
     for row, ids in zip(labels, examples, strict=True):
         if row[1 : len(ids)].tolist() != ids[1:]:
             raise ValueError(
-                f"{type(collator).__name__} does not keep every token as a target: for input_ids {ids} it gives "
-                f"labels {row[: len(ids)].tolist()}. This tokenizer's pad token is its eos token "
-                f"({tokenizer.eos_token!r}, id {eos}), so a collator that masks the labels equal to pad_token_id "
-                "drops every sentence end from training; use hf_nlm.data.DataCollatorForCausalLM(tokenizer)"
+                f"{type(collator).__name__} does not keep every token as a target: for input_ids {ids} it "
+                f"gives labels {row[: len(ids)].tolist()}. This tokenizer's pad token is its eos token "
+                f"({tokenizer.eos_token!r}, id {eos}), so a collator that masks the labels equal to "
+                "pad_token_id drops every sentence end from training; use "
+                "hf_nlm.data.DataCollatorForCausalLM(tokenizer)"
             )
 
 

@@ -8,8 +8,11 @@ the rows (:func:`file_fingerprint`). Every row has a :data:`STATUS` column: ``"k
 is left out (counted by :func:`status_counts`).
 
 Errors name the file and the line (for a record spanning several lines: the line where it starts):
-:class:`~hf_nlm.data.corpora.CorpusFormatError` for bytes that are not UTF-8 (with the byte offset),
+:class:`~hf_nlm.data.reading.CorpusFormatError` for bytes that are not UTF-8 (with the byte offset),
 broken CSV syntax, a missing column, a record with the wrong number of fields or a bad value.
+
+``datasets`` and ``pyarrow`` are imported when a table is generated or read, not with this module, which
+the corpus modules import.
 """
 
 from __future__ import annotations
@@ -19,20 +22,17 @@ import csv
 import gzip
 import hashlib
 import json
-import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-from datasets import Dataset, Features
-from datasets.exceptions import DatasetGenerationError
 
-from .corpora import CorpusFormatError
+from .reading import CorpusFormatError, PathLike
 
-PathLike = str | os.PathLike[str]
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from datasets import Dataset
 
 # Bump when the rows a generator writes change, so old cached tables are not reused.
 _CACHE_VERSION = 1
@@ -155,7 +155,8 @@ def parse_int(value: str, path: Path, line: int, field: str, optional: bool = Fa
         return int(value)
     except ValueError:
         expected = "an integer or empty" if optional else "an integer"
-        raise CorpusFormatError(f"{path}, line {line}, field {field}: expected {expected}, got {value!r}.") from None
+        raise CorpusFormatError(f"{path}, line {line}, field {field}: expected {expected}, "
+                                f"got {value!r}.") from None
 
 
 def file_fingerprint(kind: str, files: Sequence[Path], options: dict[str, Any]) -> str:
@@ -168,16 +169,20 @@ def file_fingerprint(kind: str, files: Sequence[Path], options: dict[str, Any]) 
 def generate_table(
     generator: Callable[..., Iterator[dict[str, Any]]],
     gen_kwargs: dict[str, Any],
-    features: Features,
+    features: Mapping[str, str],
     fingerprint: str,
     cache_dir: PathLike | None,
     writer_batch_size: int | None = None,
 ) -> Dataset:
-    """``Dataset.from_generator`` with our own errors passed through unwrapped."""
+    """``Dataset.from_generator`` with our own errors passed through unwrapped; ``features`` gives each
+    column's ``datasets.Value`` type (``{"text": "string", "row_id": "int64", ...}``)."""
+    from datasets import Dataset, Features, Value
+    from datasets.exceptions import DatasetGenerationError
+
     try:
         return Dataset.from_generator(
             generator,
-            features=features,
+            features=Features({name: Value(dtype) for name, dtype in features.items()}),
             gen_kwargs=gen_kwargs,
             cache_dir=None if cache_dir is None else str(cache_dir),
             fingerprint=fingerprint,
@@ -191,6 +196,8 @@ def generate_table(
 
 
 def kept_rows(table: pa.Table) -> np.ndarray:
+    import pyarrow.compute as pc
+
     return pc.equal(table.column(STATUS), "kept").to_numpy(zero_copy_only=False)
 
 
@@ -204,6 +211,9 @@ def filter_values(
 ) -> np.ndarray:
     """Rows whose ``column`` is one of ``wanted`` (case-insensitive; surrounding spaces
     ignored); an asked value never seen in the file is an error listing those seen."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if wanted is None:
         return np.ones(table.num_rows, dtype=bool)
     if isinstance(wanted, str):
@@ -215,8 +225,9 @@ def filter_values(
     unknown = sorted(asked - {s.lower() for s in seen})
     if unknown:
         raise ValueError(
-            f"{argument}={sorted(wanted)!r}: {', '.join(repr(u) for u in unknown)} never occur in {path_text}. "
-            f"The values seen there (case does not matter) are: {', '.join(repr(s) for s in seen)}."
+            f"{argument}={sorted(wanted)!r}: {', '.join(repr(u) for u in unknown)} never occur in "
+            f"{path_text}. The values seen there (case does not matter) are: "
+            f"{', '.join(repr(s) for s in seen)}."
         )
     lowered = pc.utf8_lower(table.column(column))
     mask = pc.is_in(lowered, value_set=pa.array(sorted(asked)))

@@ -43,7 +43,8 @@ def resolve_features(tokenizer, features: TokenFeatures | None = None) -> TokenF
 
 
 def as_stream(ids) -> dict[str, torch.Tensor]:
-    """A token stream as a dict (``{"input_ids": ids}`` for a bare tensor of ids), ids as a flat long tensor."""
+    """A token stream as a dict (``{"input_ids": ids}`` for a bare tensor of ids), ids as a flat long
+    tensor."""
     stream = dict(ids) if isinstance(ids, Mapping) else {"input_ids": ids}
     stream["input_ids"] = torch.as_tensor(stream["input_ids"], dtype=torch.long).flatten()
     return stream
@@ -54,7 +55,8 @@ def extra_fields(stream: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {k: v for k, v in stream.items() if k not in RESERVED_KEYS}
 
 
-def fill_rows(values: torch.Tensor, count: int, fill: Mapping[str, float | int] | None, name: str) -> torch.Tensor:
+def fill_rows(values: torch.Tensor, count: int, fill: Mapping[str, float | int] | None,
+              name: str) -> torch.Tensor:
     """``count`` rows shaped like those of ``values`` holding the field's fill value (0 by default)."""
     value = (fill or {}).get(name, 0)
     return values.new_full((count, *values.shape[1:]), value)
@@ -174,7 +176,8 @@ def _token_rows(
 
 
 def _feature_stream(
-    rows: Mapping[str, list[torch.Tensor]], lengths: torch.Tensor, fill: Mapping[str, float | int], add_eos: bool
+    rows: Mapping[str, list[torch.Tensor]], lengths: torch.Tensor, fill: Mapping[str, float | int],
+    add_eos: bool
 ) -> dict[str, torch.Tensor]:
     """Each extra field over the whole stream: every line's rows (``rows[name]``, the slices' token rows
     in order; ``lengths`` tokens per line), then one fill row for its ``<eos>``."""
@@ -198,13 +201,15 @@ def _feature_stream(
     return stream
 
 
-def _line_features(features: TokenFeatures, names: list[str], text: str, spans) -> dict[str, torch.Tensor] | None:
+def _line_features(features: TokenFeatures, names: list[str], text: str,
+                   spans) -> dict[str, torch.Tensor] | None:
     """One line's fields, one row per token, checked against ``names`` (None for a line without tokens)."""
     if not spans:
         return None
     values = features(text, [tuple(span) for span in spans])
     if set(values) != set(names):
-        raise ValueError(f"token features returned fields {sorted(values)}, expected {sorted(names)} (fill's keys)")
+        raise ValueError(f"token features returned fields {sorted(values)}, "
+                         f"expected {sorted(names)} (fill's keys)")
     line = {name: torch.as_tensor(np.asarray(values[name])) for name in names}
     for name, rows in line.items():
         if rows.ndim == 0 or len(rows) != len(spans):
@@ -235,7 +240,8 @@ def group_into_blocks(
     if block_size < 1:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
     if context_size < 1:
-        raise ValueError(f"context_size must be >= 1 (the token each first target is predicted from), got {context_size}")
+        raise ValueError("context_size must be >= 1 (the token each first target is predicted from), "
+                         f"got {context_size}")
     stream = as_stream(ids)
     ids = stream["input_ids"]
     n = ids.numel()
@@ -247,12 +253,14 @@ def group_into_blocks(
     width = context_size + block_size
     # The stream with `context_size` sentence-boundary tokens in front and padding at the end.
     tokens = torch.cat([ids.new_full((context_size,), bos_token_id), ids, ids.new_full((tail,), pad)])
-    labels = torch.cat([ids.new_full((context_size,), IGNORE_INDEX), ids, ids.new_full((tail,), IGNORE_INDEX)])
+    labels = torch.cat([ids.new_full((context_size,), IGNORE_INDEX), ids,
+                        ids.new_full((tail,), IGNORE_INDEX)])
     blocks = {"input_ids": tokens.unfold(0, width, block_size).contiguous()}
     blocks["labels"] = labels.unfold(0, width, block_size).clone()
     blocks["labels"][:, :context_size] = IGNORE_INDEX
     for name, values in extra_fields(stream).items():
-        padded = torch.cat([fill_rows(values, context_size, fill, name), values, fill_rows(values, tail, fill, name)])
+        padded = torch.cat([fill_rows(values, context_size, fill, name), values,
+                            fill_rows(values, tail, fill, name)])
         # unfold puts the window last: move it back next to the block dimension, before a field's own dims.
         blocks[name] = padded.unfold(0, width, block_size).movedim(-1, 1).contiguous()
     return blocks

@@ -63,10 +63,12 @@ class PairFormat:
         for name in ("max_source_length", "max_target_length"):
             value = getattr(self, name)
             if value is not None and value < 2:
-                raise ValueError(f"PairFormat.{name} must be >= 2 (one token and <eos>) or None, got {value}")
+                raise ValueError(f"PairFormat.{name} must be >= 2 (one token and <eos>) or None, "
+                                 f"got {value}")
 
 
-def read_pairs(dataset, pair_format: PairFormat = PairFormat(), split: str | None = None) -> tuple[list[str], list[str]]:
+def read_pairs(dataset, pair_format: PairFormat = PairFormat(),
+               split: str | None = None) -> tuple[list[str], list[str]]:
     """The checked source and target texts of one split (a ``datasets.Dataset`` or a dict of columns).
 
     Raises ``PairFormatError`` naming the split, the row and the column for a missing column, a value
@@ -82,7 +84,8 @@ def read_pairs(dataset, pair_format: PairFormat = PairFormat(), split: str | Non
     wanted = (pair_format.source_column, pair_format.target_column)
     missing = [c for c in wanted if c not in columns]
     if missing:
-        raise PairFormatError(f"{split}: no column {', '.join(map(repr, missing))}; the split has columns {list(columns)} "
+        raise PairFormatError(f"{split}: no column {', '.join(map(repr, missing))}; "
+                              f"the split has columns {list(columns)} "
                               "(set source_column / target_column to name the source and target text)")
     sources, targets = list(dataset[wanted[0]]), list(dataset[wanted[1]])
     if len(sources) != len(targets):
@@ -95,15 +98,18 @@ def read_pairs(dataset, pair_format: PairFormat = PairFormat(), split: str | Non
 
 
 def check_texts(texts: Sequence, where: str) -> None:
-    """Raise ``PairFormatError`` at the first text that is not a non-empty string (``where`` starts the message)."""
+    """Raise ``PairFormatError`` at the first text that is not a non-empty string (``where`` starts the
+    message)."""
     for row, text in enumerate(texts):
         if not isinstance(text, str):
-            raise PairFormatError(f"{where}, row {row}: expected a string, got {type(text).__name__} ({text!r:.60})")
+            raise PairFormatError(f"{where}, row {row}: expected a string, "
+                                  f"got {type(text).__name__} ({text!r:.60})")
         if not text.strip():
             raise PairFormatError(f"{where}, row {row}: empty text")
 
 
-def encode_side(texts: Sequence[str], tokenizer, max_length: int | None = None) -> tuple[list[torch.Tensor], int, int]:
+def encode_side(texts: Sequence[str], tokenizer,
+                max_length: int | None = None) -> tuple[list[torch.Tensor], int, int]:
     """Each text's ids followed by ``<eos>``, kept to ``max_length`` tokens (the ``<eos>`` always stays).
 
     Returns ``(ids per text, texts truncated, tokens cut off)``.
@@ -175,9 +181,9 @@ def tokenize_pairs(
     }
     if truncated_sources or truncated_targets:
         warnings.warn(
-            f"{split or 'split'}: truncated {truncated_sources} sources ({source_cut} tokens cut) to max_source_length="
-            f"{pair_format.max_source_length} and {truncated_targets} targets ({target_cut} tokens cut) to "
-            f"max_target_length={pair_format.max_target_length}",
+            f"{split or 'split'}: truncated {truncated_sources} sources ({source_cut} tokens cut) to "
+            f"max_source_length={pair_format.max_source_length} and {truncated_targets} targets "
+            f"({target_cut} tokens cut) to max_target_length={pair_format.max_target_length}",
             stacklevel=2,
         )
     return examples, stats
@@ -192,7 +198,8 @@ def pad_sources(sources: Sequence[torch.Tensor], pad_token_id: int) -> dict[str,
     return {"input_ids": input_ids, "attention_mask": attention_mask}
 
 
-def collate_pairs(examples: Sequence[tuple[torch.Tensor, torch.Tensor]], pad_token_id: int) -> dict[str, torch.Tensor]:
+def collate_pairs(examples: Sequence[tuple[torch.Tensor, torch.Tensor]],
+                  pad_token_id: int) -> dict[str, torch.Tensor]:
     """A batch of pairs: ``input_ids`` / ``attention_mask`` (B, S) and ``labels`` / ``decoder_attention_mask``
     (B, T), each side padded on the right to its own longest member; padded labels are -100.
 
@@ -225,7 +232,8 @@ class PairBatchSampler(BlockBatchSampler):
     def __init__(self, lengths: torch.Tensor, batch_size: int, num_processes: int = 1, process_index: int = 0,
                  seed: int = 0, group_by_length: bool = False) -> None:
         if len(lengths) < num_processes:
-            raise ValueError(f"the training split has {len(lengths)} examples, fewer than the {num_processes} processes")
+            raise ValueError(f"the training split has {len(lengths)} examples, "
+                             f"fewer than the {num_processes} processes")
         super().__init__(len(lengths), batch_size, num_processes, process_index, seed=seed)
         self.lengths = lengths
         self.group_by_length = group_by_length
@@ -262,7 +270,8 @@ class PairBatches(BlockBatches):
                  process_index: int = 0, seed: int = 0, group_by_length: bool = False,
                  pin_memory: bool = False) -> None:
         lengths = data.source_lengths + data.target_lengths
-        self.sampler = PairBatchSampler(lengths, batch_size, num_processes, process_index, seed, group_by_length)
+        self.sampler = PairBatchSampler(lengths, batch_size, num_processes, process_index, seed,
+                                        group_by_length)
         self.data, self.pad_token_id, self.pin_memory = data, pad_token_id, pin_memory
         self.targets_per_block = data.target_lengths
 

@@ -160,12 +160,14 @@ class BlockBatches:
         """Nothing to save in a checkpoint beyond the weights."""
         return {}
 
-    def restore_state(self, tensors: Mapping[str, torch.Tensor], device, source: str = "the checkpoint") -> None:
+    def restore_state(self, tensors: Mapping[str, torch.Tensor], device,
+                      source: str = "the checkpoint") -> None:
         return None
 
 
 class StreamBatches:
-    """The training batches of recurrent models: stateful truncated BPTT over columns (``hf_nlm.data.stream``).
+    """The training batches of recurrent models: stateful truncated BPTT over columns
+    (``hf_nlm.data.stream``).
 
     The training stream is cut into ``batch_size x num_processes`` columns; process p reads columns
     ``[p * batch_size, (p + 1) * batch_size)``, so P processes see exactly what one process with the
@@ -195,7 +197,8 @@ class StreamBatches:
                 "(batch_size x processes); lower batch_size or give more training text"
             )
         self.num_dropped = int(num_tokens - usable)
-        self.columns = stream_columns({k: v[:usable] for k, v in stream.items()}, columns, bos_token_id, fill=fill)
+        self.columns = stream_columns({k: v[:usable] for k, v in stream.items()}, columns, bos_token_id,
+                                      fill=fill)
         self.local = slice(process_index * batch_size, (process_index + 1) * batch_size)
         self.batch_size, self.num_processes = batch_size, num_processes
         self.bptt, self.variable, self.seed = bptt, variable, seed
@@ -212,7 +215,8 @@ class StreamBatches:
 
     def chunks(self, epoch: int) -> list[tuple[int, int]]:
         if epoch not in self._chunks:
-            self._chunks = {epoch: bptt_chunks(self.columns.length, self.bptt, self.variable, self.seed + epoch)}
+            self._chunks = {epoch: bptt_chunks(self.columns.length, self.bptt, self.variable,
+                                               self.seed + epoch)}
         return self._chunks[epoch]
 
     def steps(self, epoch: int) -> int:
@@ -248,8 +252,9 @@ class StreamBatches:
         state = self.cache_class.from_state_tensors(saved, self.local, device)
         if state is None:
             warnings.warn(
-                f"{source} holds no recurrent state (it was saved after an error in a multi-process run): the "
-                "rest of the epoch starts from a fresh state, so the resumed run is not exactly the interrupted one",
+                f"{source} holds no recurrent state (it was saved after an error in a multi-process run): "
+                "the rest of the epoch starts from a fresh state, so the resumed run is not exactly the "
+                "interrupted one",
                 stacklevel=3,
             )
         return state

@@ -9,6 +9,10 @@ empty; a split meant to hold rows that ends up empty raises :class:`EmptySplitEr
 
 :func:`assemble` cuts the splits and reports what was read and left out three ways: logged (INFO),
 written into each split's ``info.description``, and returned as a dict by :func:`loader_counts`.
+:func:`first_lines` cuts a corpus to its first rows (the benchmarks' quick runs).
+
+``datasets`` and ``pyarrow`` are imported when a split is cut, not with this module, which the corpus
+modules import.
 """
 
 from __future__ import annotations
@@ -18,12 +22,13 @@ import json
 import logging
 import math
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-from datasets import Dataset, DatasetDict
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from datasets import Dataset, DatasetDict
 
 SPLITS = ("train", "validation", "test")
 _COUNTS_MARK = "\ncounts: "
@@ -38,9 +43,11 @@ def check_fractions(fractions: Sequence[float], name: str = "split_fractions") -
     try:
         values = tuple(float(f) for f in fractions)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be three numbers (train, validation, test), got {fractions!r}.") from None
+        raise ValueError(f"{name} must be three numbers (train, validation, test), "
+                         f"got {fractions!r}.") from None
     if len(values) != 3:
-        raise ValueError(f"{name} must be three numbers (train, validation, test), got {len(values)}: {fractions!r}.")
+        raise ValueError(f"{name} must be three numbers (train, validation, test), "
+                         f"got {len(values)}: {fractions!r}.")
     if any(not math.isfinite(v) or v < 0 for v in values):
         raise ValueError(f"{name} must be finite and non-negative, got {fractions!r}.")
     if abs(sum(values) - 1.0) > 1e-6:
@@ -85,6 +92,8 @@ def assemble(
 ) -> DatasetDict:
     """Select each split's rows (``selected & assignment == i``), drop the internal columns,
     check for unexpectedly empty splits, and log (to ``log``) and attach the counts."""
+    from datasets import DatasetDict
+
     result = {}
     split_counts: dict[str, dict[str, int]] = {}
     groups = column_numpy(table.data.table, group) if group else None
@@ -119,7 +128,8 @@ def describe(loader: str, counts: dict[str, Any]) -> str:
 
 
 def attach_counts(dataset: Dataset, summary: str, counts: dict[str, Any]) -> None:
-    """Store what a loader read and left out (``summary``, ``counts``) where :func:`loader_counts` finds it."""
+    """Store what a loader read and left out (``summary``, ``counts``) where :func:`loader_counts` finds
+    it."""
     dataset.info.description = summary + _COUNTS_MARK + json.dumps(counts)
 
 
@@ -131,6 +141,8 @@ def loader_counts(corpus: DatasetDict | Dataset) -> dict[str, Any]:
     ``{"rows": ..., "patients": ...}``; ``patients`` for the clinical notes only), plus the
     loader's options. Works on the ``DatasetDict`` a loader returned or on one of its splits.
     """
+    from datasets import DatasetDict
+
     split = corpus[next(iter(corpus))] if isinstance(corpus, DatasetDict) else corpus
     description = split.info.description or ""
     if _COUNTS_MARK not in description:
@@ -141,6 +153,8 @@ def loader_counts(corpus: DatasetDict | Dataset) -> dict[str, Any]:
 def hashed_assignment(keys: pa.ChunkedArray, fractions: Sequence[float], seed: int) -> np.ndarray:
     """Split index (int8) per row, from the stable hash of each row's key (hashed once per
     distinct key, 64k keys at a time so that no Python list of all keys is built)."""
+    import pyarrow.compute as pc
+
     unique = pc.unique(keys)
 
     def units() -> Iterator[int]:
@@ -151,3 +165,14 @@ def hashed_assignment(keys: pa.ChunkedArray, fractions: Sequence[float], seed: i
     per_key = np.fromiter(units(), dtype=np.int8, count=len(unique))
     where = pc.index_in(keys, value_set=unique).to_numpy(zero_copy_only=False)
     return per_key[where]
+
+
+def first_lines(corpus: DatasetDict, train_lines: int, eval_lines: int) -> DatasetDict:
+    """The first ``train_lines`` rows of ``train`` and ``eval_lines`` of every other split: the
+    slice the benchmarks' ``--quick`` modes run on."""
+    from datasets import DatasetDict
+
+    return DatasetDict(
+        {name: split.select(range(min(train_lines if name == "train" else eval_lines, len(split))))
+         for name, split in corpus.items()}
+    )

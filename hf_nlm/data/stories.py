@@ -49,9 +49,8 @@ import numpy as np
 from datasets import Dataset, DatasetDict, Features, Value
 from datasets import Sequence as SequenceFeature
 
-from .corpora import CorpusFormatError
-from .download import data_home
-from .file_stream import PathLike, csv_column_index, csv_syntax_error
+from .file_stream import csv_column_index, csv_syntax_error
+from .reading import CorpusFormatError, PathLike, data_home
 from .splits import assemble, attach_counts, check_fractions, hash_unit, split_index
 
 __all__ = [
@@ -120,7 +119,8 @@ class _BadRows:
     def add(self, reason: str, path: Path, line: int, message: str) -> None:
         text = f"{path}, line {line}: {message}"
         if self.strict:
-            raise CorpusFormatError(f"{text} (strict=True: pass strict=False to leave bad rows out and count them)")
+            raise CorpusFormatError(f"{text} (strict=True: pass strict=False to leave bad rows out and "
+                                    "count them)")
         self.counts[reason] += 1
         if len(self.examples) < _MAX_REPORTED:
             self.examples.append(f"{text} [{reason}]")
@@ -136,7 +136,8 @@ class _BadRows:
         """Whether ``story_id`` is read for the first time (in any file); a repeat is a bad row
         (``duplicate_id``), the first one read is kept."""
         if story_id in self.first_seen:
-            self.add("duplicate_id", path, line, f"{column} {story_id} was already read at {self.first_seen[story_id]}")
+            self.add("duplicate_id", path, line,
+                     f"{column} {story_id} was already read at {self.first_seen[story_id]}")
             return False
         self.first_seen[story_id] = f"{path}, line {line}"
         return True
@@ -149,7 +150,8 @@ class _BadRows:
             logger.warning(f"{loader}: left out {total} bad rows ({dict(self.counts)}):\n  {shown}{more}")
 
 
-def _csv_rows(path: Path, columns: Sequence[str], what: str, bad: _BadRows) -> Iterator[tuple[int, list[str]]]:
+def _csv_rows(path: Path, columns: Sequence[str], what: str,
+              bad: _BadRows) -> Iterator[tuple[int, list[str]]]:
     """Yield ``(line, values)`` for each good record of a CSV file, ``values`` being the fields named in
     ``columns`` (stripped), ``line`` the line where the record starts. Rows with the wrong number of
     fields or with bytes that are not UTF-8 go to ``bad``; blank lines are skipped."""
@@ -169,8 +171,10 @@ def _csv_rows(path: Path, columns: Sequence[str], what: str, bad: _BadRows) -> I
                         bad.add("wrong_field_count", path, start,
                                 f"{len(row)} fields where the header has {len(header)} (a field holding "
                                 "commas must be quoted)")
-                    elif (field := next((i for i, v in enumerate(row) if _SURROGATE.search(v)), None)) is not None:
-                        bad.add("not_utf8", path, start, f"field {header[field].strip()} holds bytes that are not UTF-8")
+                    elif (field := next((i for i, v in enumerate(row) if _SURROGATE.search(v)),
+                                        None)) is not None:
+                        bad.add("not_utf8", path, start,
+                                f"field {header[field].strip()} holds bytes that are not UTF-8")
                     else:
                         yield start, [row[i].strip() for i in index]
                 start = reader.line_num + 1
@@ -178,7 +182,8 @@ def _csv_rows(path: Path, columns: Sequence[str], what: str, bad: _BadRows) -> I
             raise csv_syntax_error(err, path, start, start) from None
 
 
-def _paths(path: PathLike | Sequence[PathLike] | None, default: Path, names: Sequence[str], what: str) -> list[Path]:
+def _paths(path: PathLike | Sequence[PathLike] | None, default: Path, names: Sequence[str],
+           what: str) -> list[Path]:
     """The files to read: the files given, or the official files found in a folder (``default`` if None)."""
     given = [default] if path is None else [path] if isinstance(path, (str, os.PathLike)) else list(path)
     if not given:
@@ -189,7 +194,8 @@ def _paths(path: PathLike | Sequence[PathLike] | None, default: Path, names: Seq
         if place.is_dir():
             found = [place / name for name in names if (place / name).is_file()]
             if not found:
-                raise FileNotFoundError(f"{place} holds none of the {what} files ({', '.join(names)}). {ROCSTORIES_HINT}")
+                raise FileNotFoundError(f"{place} holds none of the {what} files ({', '.join(names)}). "
+                                        f"{ROCSTORIES_HINT}")
             files += found
         elif place.is_file():
             files.append(place)
@@ -220,7 +226,7 @@ def load_rocstories(
 
     * ``storyid`` (str), ``title`` (the ``storytitle`` field);
     * ``sentences``: the five sentences as a list, so that a storyline (one keyword phrase per
-      sentence, :func:`hf_nlm.story.storylines.storyline`) and per-sentence generation read them directly;
+      sentence, :func:`hf_nlm.data.storylines.storyline`) and per-sentence generation read them directly;
     * ``story``: the five sentences joined by single spaces.
 
     Splits are by a stable hash of the story id (BLAKE2b of ``"<seed>:<storyid>"``, as for the
@@ -262,9 +268,9 @@ def load_rocstories(
     )
     counts = {**_bad_row_counts(files, bad), "split_fractions": list(fractions), "seed": seed}
     return assemble(
-        "load_rocstories", table, assignment, np.ones(len(assignment), dtype=bool), [f > 0 for f in fractions],
-        counts, [], None, "Too few stories for these split_fractions: load more, or change split_fractions or seed.",
-        logger,
+        "load_rocstories", table, assignment, np.ones(len(assignment), dtype=bool),
+        [f > 0 for f in fractions], counts, [], None,
+        "Too few stories for these split_fractions: load more, or change split_fractions or seed.", logger,
     )
 
 

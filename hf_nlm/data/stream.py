@@ -84,7 +84,8 @@ def stream_columns(
     inputs = torch.cat([ids.new_full((1,), bos_token_id), ids[:-1], ids.new_full((tail,), pad)])
     labels = torch.cat([ids, ids.new_full((tail,), IGNORE_INDEX)])
     extras = {
-        name: torch.cat([values, fill_rows(values, tail, fill, name)]).view(num_columns, length, *values.shape[1:])
+        name: torch.cat([values, fill_rows(values, tail, fill, name)]).view(num_columns, length,
+                                                                            *values.shape[1:])
         for name, values in extra_fields(stream).items()
     }
     return StreamColumns(inputs.view(num_columns, length), labels.view(num_columns, length), extras)

@@ -44,18 +44,20 @@ def check_numeracy_model(model, tokenizer, task: str) -> None:
     config or a numeral vocabulary in its config) and ``tokenizer`` a numeracy tokenizer; ``task`` says what
     needs them."""
     config = getattr(model, "config", None)
-    numeracy = getattr(config, "model_type", None) == "numeracy_lm" or getattr(config, "numeral_vocab", None) is not None
+    numeracy = (getattr(config, "model_type", None) == "numeracy_lm"
+                or getattr(config, "numeral_vocab", None) is not None)
     if not isinstance(getattr(model, "lm_head", None), OutputHead) or not numeracy:
         kind = getattr(config, "model_type", None) or type(model).__name__
-        raise ValueError(f"{task} needs a numeracy LM (model_type numeracy_lm, trained with --model numeracy_lm), "
-                         f"not a {kind} model")
+        raise ValueError(f"{task} needs a numeracy LM (model_type numeracy_lm, trained with --model "
+                         f"numeracy_lm), not a {kind} model")
     if not is_numeracy_tokenizer(tokenizer):
         raise ValueError(f"{task} needs a numeracy tokenizer, which tells numerals from words (trained with "
                          "--tokenizer numeracy; hf_nlm.tokenization.train_numeracy_tokenizer)")
 
 
 def find_unlikely_numbers(model, tokenizer, texts, block_size: int = 256, device=None,
-                          numeral_chunk_size: int = DEFAULT_NUMERAL_CHUNK_SIZE, top: int | None = None) -> list[dict]:
+                          numeral_chunk_size: int = DEFAULT_NUMERAL_CHUNK_SIZE,
+                          top: int | None = None) -> list[dict]:
     """How surprising every numeral of ``texts`` (a list of strings or a ``datasets`` split) is to a numeracy
     LM (Spithourakis & Riedel, ACL 2018), each read from its full left context (a recurrent model carries its
     state over the whole stream of texts, as the evaluation does).
@@ -95,7 +97,8 @@ def find_unlikely_numbers(model, tokenizer, texts, block_size: int = 256, device
         own = target_log_probs.to(vocabulary.device).double()[:, None]
         # The numeral's own entry is left out rather than compared: its vocabulary-wide score and its exact
         # score may differ in the last bit, which must not move it by one rank.
-        higher = (vocabulary[:, ids].double() > own) & (ids[None, :] != target_ids.to(vocabulary.device)[:, None])
+        higher = ((vocabulary[:, ids].double() > own)
+                  & (ids[None, :] != target_ids.to(vocabulary.device)[:, None]))
         median = numeral_estimates(head, density, numerals, hidden, "median", 0.5, 0.5, vocabulary)[0]
         return torch.stack([1 + higher.sum(-1).double(), median.double().to(vocabulary.device)], -1)
 
@@ -114,7 +117,8 @@ def find_unlikely_numbers(model, tokenizer, texts, block_size: int = 256, device
             "index": int(positions[n]), "text_index": text_index, "start": start, "end": end,
             "numeral": scored.texts[text_index][start:end], "context": context, "value": float(values[n]),
             "in_vocabulary": int(ids[n]) != tokenizer.unk_num_token_id, "surprisal": float(surprisal[n]),
-            "branch_surprisal": float(branch[n]), "rank": int(scored.extra[n, 0]), "expected": float(scored.extra[n, 1]),
+            "branch_surprisal": float(branch[n]), "rank": int(scored.extra[n, 0]),
+            "expected": float(scored.extra[n, 1]),
         })
     if top is not None:
         rows = sorted(rows, key=lambda row: -row["surprisal"])[:top]  # stable: ties keep the stream order
@@ -122,7 +126,8 @@ def find_unlikely_numbers(model, tokenizer, texts, block_size: int = 256, device
 
 
 def _line_starts(lengths: Sequence[int]) -> list[int]:
-    """Where each text's tokens start in the stream of ``tokenize_stream`` (each text's tokens, then ``<eos>``)."""
+    """Where each text's tokens start in the stream of ``tokenize_stream`` (each text's tokens, then
+    ``<eos>``)."""
     starts, at = [], 0
     for n in lengths:
         starts.append(at)
@@ -152,7 +157,8 @@ def corrupt_numeral(numeral: str, corruption: str, rng: random.Random | None = N
     """``numeral`` (one numeral token as written) with a corrupted value, written the way it is written, or
     None where the corruption leaves the number as it is (Berg-Kirkpatrick & Spokoyny, EMNLP 2020):
 
-    * ``"x10"``: ten times the value, with the same number of decimals (``2.50`` -> ``25.00``, ``12`` -> ``120``);
+    * ``"x10"``: ten times the value, with the same number of decimals (``2.50`` -> ``25.00``,
+      ``12`` -> ``120``);
     * ``"/10"``: a tenth of the value, one decimal more so that it is exact (``12`` -> ``1.2``,
       ``2.50`` -> ``0.250``);
     * ``"digit_swap"``: two adjacent different digits swapped, a pair drawn with ``rng`` among those of the
@@ -211,7 +217,8 @@ def paired_auc(original: Sequence[float], corrupted: Sequence[float]) -> float |
     over pairs of 1 where ``corrupted[i] > original[i]``, 1/2 where they tie, 0 otherwise (Berg-Kirkpatrick
     & Spokoyny compare each true number with its corrupted copy in the same context). None for no pair."""
     if len(original) != len(corrupted):
-        raise ValueError(f"{len(original)} original scores but {len(corrupted)} corrupted ones: give one per pair")
+        raise ValueError(f"{len(original)} original scores but {len(corrupted)} corrupted ones: "
+                         "give one per pair")
     if not len(original):
         return None
     wins = sum(1.0 if c > o else 0.5 if c == o else 0.0 for o, c in zip(original, corrupted, strict=True))
@@ -252,8 +259,9 @@ def _anomaly_pairs(model, tokenizer, texts, corruptions, seed, block_size, devic
         for name in corruptions:
             new = corrupt_numeral(text[a:b], name, random.Random(f"{seed}/{i}/{name}"))
             if new is not None:
-                pairs.append({"text_index": i, "index": starts[i] + k, "corruption": name, "original": text[a:b],
-                              "corrupted": new, "corrupted_text": text[:a] + new + text[b:]})
+                pairs.append({"text_index": i, "index": starts[i] + k, "corruption": name,
+                              "original": text[a:b], "corrupted": new,
+                              "corrupted_text": text[:a] + new + text[b:]})
     if not chosen:
         raise ValueError("the text holds no numeral: nothing to corrupt")
     pairs, targets = _corrupted_targets(batching, tokenizer, pairs, encoded, chosen)
@@ -269,9 +277,12 @@ def _anomaly_pairs(model, tokenizer, texts, corruptions, seed, block_size, devic
         # The corrupted numeral follows the same tokens as the original: the same hidden state predicts it.
         for chunk in numeral_chunks(len(pairs), DEFAULT_NUMERAL_CHUNK_SIZE):
             h = hidden[rows[chunk].to(hidden.device)]
-            fields = {name: v[chunk].to(h.device) for name, v in targets.fields.items() if name in head.target_fields}
-            # In float32, as the evaluation's per-token scores are (batch_log_probs): the original's is one of them.
-            corrupted[chunk] = head.nll(h, Targets(targets.ids[chunk].to(h.device), fields)).float().cpu().double()
+            fields = {name: v[chunk].to(h.device) for name, v in targets.fields.items()
+                      if name in head.target_fields}
+            # In float32, as the evaluation's per-token scores are (batch_log_probs): the original's is one of
+            # them.
+            corrupted[chunk] = (head.nll(h, Targets(targets.ids[chunk].to(h.device), fields))
+                                .float().cpu().double())
     for pair, surprisal in zip(pairs, corrupted.tolist(), strict=True):
         pair["surprisal_original"] = -float(log_probs[pair["index"]])
         pair["surprisal_corrupted"] = surprisal
@@ -294,7 +305,8 @@ def _corrupted_targets(batching, tokenizer, pairs: list[dict], encoded, chosen: 
         ids, spans = again["input_ids"][n], again["offset_mapping"][n]
         # A corrupted value the tokenizer would not read as one numeral there (longer than a numeral may be,
         # glued to what follows) is not the same question: the pair is dropped.
-        if (len(ids) > k and ids[:k] == encoded["input_ids"][i][:k] and tuple(spans[k]) == (a, a + len(pair["corrupted"]))
+        if (len(ids) > k and ids[:k] == encoded["input_ids"][i][:k]
+                and tuple(spans[k]) == (a, a + len(pair["corrupted"]))
                 and bool(stream["numeral_mask"][starts[n] + k])):
             kept.append(pair)
             positions.append(starts[n] + k)
@@ -328,7 +340,8 @@ def numeral_anomaly_auc(model, tokenizer, texts, corruptions: Sequence[str] = CO
     pairs, num_texts = _anomaly_pairs(model, tokenizer, texts, corruptions, seed, block_size, device)
 
     def auc(selected: list[dict]) -> float | None:
-        return paired_auc([p["surprisal_original"] for p in selected], [p["surprisal_corrupted"] for p in selected])
+        return paired_auc([p["surprisal_original"] for p in selected],
+                          [p["surprisal_corrupted"] for p in selected])
 
     per_corruption = {}
     for name in dict.fromkeys(corruptions):

@@ -46,20 +46,21 @@ def evaluate_lm(
     adjusted perplexity over all tokens, words only and numerals only, and the counts of unknown tokens
     and of the OOV types behind them; every token is then scored exactly (recurrent models: batch 1).
 
-    Recurrent models (``_is_stateful``) read the stream as ``batch_size`` columns side by side, in
-    chunks of ``block_size`` with the state carried over (``hf_nlm.data.stream``); each column starts
-    from a fresh state (the one after a sentence boundary), so ``batch_size=1`` gives the exact perplexity of the whole stream and larger
-    batches an approximation that is faster (Merity et al. evaluate the test set with batch 1).
+    Recurrent models (``_is_stateful``) read the stream as ``batch_size`` columns side by side, in chunks of
+    ``block_size`` with the state carried over (``hf_nlm.data.stream``); each column starts from a fresh state
+    (the one after a sentence boundary), so ``batch_size=1`` gives the exact perplexity of the whole stream
+    and larger batches an approximation that is faster (Merity et al. evaluate the test set with batch 1).
     """
     if is_encoder_decoder(model):
-        raise TypeError("evaluate_lm reads lines of text for a causal LM; an encoder-decoder model is evaluated on "
-                        "(source, target) pairs with evaluate_seq2seq")
+        raise TypeError("evaluate_lm reads lines of text for a causal LM; an encoder-decoder model is "
+                        "evaluated on (source, target) pairs with evaluate_seq2seq")
     batching = batching_for(model, tokenizer, block_size)
     texts = split_texts(dataset, text_column)
     stream, stats = batching.encode(texts)
     if is_numeracy_tokenizer(tokenizer):
         return numeracy_report(batching, model, tokenizer, texts, stream, stats, batch_size, device)
-    total, count = score_split(batching, model, stream, batch_size, device, desc="evaluate" if show_progress else None)
+    total, count = score_split(batching, model, stream, batch_size, device,
+                               desc="evaluate" if show_progress else None)
     if count != stats["num_tokens"]:
         raise RuntimeError(f"evaluated {count} targets but the split has {stats['num_tokens']} tokens")
     return perplexity_report(total, count, stats["num_words"], stats["num_unk"])

@@ -41,12 +41,15 @@ from .scoring import eval_mode
 def check_cache_settings(window: int, theta: float, lambda_: float) -> None:
     """Raise ``ValueError`` unless ``window`` >= 1, ``theta`` >= 0 (finite) and ``lambda_`` in [0, 1]."""
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ValueError(f"neural cache: window must be an integer >= 1 (positions remembered), got {window!r}")
+        raise ValueError(f"neural cache: window must be an integer >= 1 (positions remembered), "
+                         f"got {window!r}")
     if not (math.isfinite(theta) and theta >= 0):
-        raise ValueError(f"neural cache: theta (the flatness of eq. 2's softmax) must be finite and >= 0, got {theta!r}")
+        raise ValueError(f"neural cache: theta (the flatness of eq. 2's softmax) must be finite and >= 0, "
+                         f"got {theta!r}")
     if not 0.0 <= lambda_ <= 1.0:  # also refuses NaN
         raise ValueError(
-            f"neural cache: lambda (the cache's weight in the interpolation) must lie in [0, 1], got {lambda_!r}"
+            f"neural cache: lambda (the cache's weight in the interpolation) must lie in [0, 1], "
+            f"got {lambda_!r}"
         )
 
 
@@ -224,7 +227,8 @@ def neural_cache_log_probs(
     check_recurrent(model)
     check_cache_settings(window, theta, lambda_)
     if isinstance(bptt, bool) or not isinstance(bptt, int) or bptt < 1:
-        raise ValueError(f"neural cache: bptt (positions per forward call) must be an integer >= 1, got {bptt!r}")
+        raise ValueError(f"neural cache: bptt (positions per forward call) must be an integer >= 1, "
+                         f"got {bptt!r}")
     ids = torch.as_tensor(ids, dtype=torch.long).flatten()
     if ids.numel() == 0:
         raise ValueError("neural cache: the token stream is empty")
@@ -243,7 +247,8 @@ def neural_cache_log_probs(
             state = result.cache
             if state is None:
                 raise ValueError(
-                    f"the neural cache needs a recurrent model; {type(model).__name__} returned no state to carry"
+                    f"the neural cache needs a recurrent model; {type(model).__name__} returned no state "
+                    "to carry"
                 )
             hidden = result.last_hidden_state[0]  # (T, D), batch 1
             vocab = head_target_log_probs(model, hidden, targets)
@@ -297,19 +302,20 @@ def evaluate_with_neural_cache(
     texts = split_texts(dataset, text_column)
     ids, num_words = tokenize_corpus(texts, tokenizer)
     log_probs = neural_cache_log_probs(
-        model, ids, bos_token_id(tokenizer), window=window, theta=theta, lambda_=lambda_, bptt=bptt, device=device,
-        show_progress=show_progress,
+        model, ids, bos_token_id(tokenizer), window=window, theta=theta, lambda_=lambda_, bptt=bptt,
+        device=device, show_progress=show_progress,
     )
     total = -float(log_probs.sum())
     if not math.isfinite(total):
         # Only lambda = 1 can give a word probability 0 (a word absent from the window).
         raise FloatingPointError(
-            f"neural cache: total NLL is {total} (window={window}, theta={theta}, lambda={lambda_}); with lambda = 1 "
-            "every word missing from the cache window has probability 0"
+            f"neural cache: total NLL is {total} (window={window}, theta={theta}, lambda={lambda_}); "
+            "with lambda = 1 every word missing from the cache window has probability 0"
         )
     stats = stream_stats(ids, num_words, tokenizer)
     report = perplexity_report(total, stats["num_tokens"], stats["num_words"], stats["num_unk"])
-    return {**report, "cache_window": window, "cache_theta": float(theta), "cache_lambda": float(lambda_), "bptt": bptt}
+    return {**report, "cache_window": window, "cache_theta": float(theta), "cache_lambda": float(lambda_),
+            "bptt": bptt}
 
 
 __all__ = [

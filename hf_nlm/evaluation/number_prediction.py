@@ -4,18 +4,19 @@ and MdAPE against the baselines "always the training mean / median").
 
 For every numeral of the text the model reads what precedes it and predicts the number itself:
 
-* ``mog`` (mixture of Gaussians) and ``dexp`` (discrete latent exponent): the density's mean, median or
-  mode, and a central probability interval from its quantiles
-  (:class:`~hf_nlm.heads.numeral.mixture.NumeralMixture`, :class:`~hf_nlm.heads.numeral.exponent.NumeralExponentDensity`);
-* every other head (``softmax``, ``softmax_digits``, ``hsoftmax``, ``drnn``, ``combination``): the model's distribution
-  over the numerals of its vocabulary (``<unk_num>`` left out; the d-RNN's probabilities of those
-  numerals), renormalised: its mean, weighted median or mode, and the interval between its quantiles.
-  A closed vocabulary can only predict numbers it has seen.
+* ``mog`` (mixture of Gaussians) and ``dexp`` (discrete latent exponent): the density's mean, median or mode,
+  and a central probability interval from its quantiles
+  (:class:`~hf_nlm.heads.numeral.densities.gaussian_mixture.NumeralMixture`,
+  :class:`~hf_nlm.heads.numeral.densities.discrete_exponent.NumeralExponentDensity`);
+* every other head (``softmax``, ``softmax_digits``, ``hsoftmax``, ``drnn``, ``combination``): the model's
+  distribution over the numerals of its vocabulary (``<unk_num>`` left out; the d-RNN's probabilities of those
+  numerals), renormalised: its mean, weighted median or mode, and the interval between its quantiles. A closed
+  vocabulary can only predict numbers it has seen.
 
-The distributions are computed ``numeral_chunk_size`` numerals at a time (default 256): for every head
-but ``mog`` and ``dexp`` each numeral is scored against every numeral of the vocabulary (the d-RNN spells them all),
-a (numerals x candidates) table whose memory follows the chunk, not the split; the figures do not
-depend on the chunk.
+The distributions are computed ``numeral_chunk_size`` numerals at a time (default 256): for every head but
+``mog`` and ``dexp`` each numeral is scored against every numeral of the vocabulary (the d-RNN spells them
+all), a (numerals x candidates) table whose memory follows the chunk, not the split; the figures do not depend
+on the chunk.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ def predict_numbers(model, tokenizer, texts, statistic: str = "median", interval
     if not 0.0 < interval < 1.0:
         raise ValueError(f"interval is a probability mass in (0, 1), got {interval}")
     if getattr(tokenizer, "numeral_vocab", None) is None:
-        raise ValueError("number prediction needs a numeracy tokenizer (hf_nlm.tokenization.train_numeracy_tokenizer)")
+        raise ValueError("number prediction needs a numeracy tokenizer "
+                         "(hf_nlm.tokenization.train_numeracy_tokenizer)")
     batching = batching_for(model, tokenizer, block_size)
     stream, _ = batching.encode(split_texts(texts))
     mask = stream["numeral_mask"].bool()
@@ -65,7 +67,8 @@ def predict_numbers(model, tokenizer, texts, statistic: str = "median", interval
     estimates = torch.zeros(hidden.shape[0], 3, dtype=torch.float64)
     with torch.no_grad():
         for rows in numeral_chunks(hidden.shape[0], chunk):
-            point, low, high = numeral_estimates(model.lm_head, density, numerals, hidden[rows], statistic, low_q, high_q)
+            point, low, high = numeral_estimates(model.lm_head, density, numerals, hidden[rows], statistic,
+                                                 low_q, high_q)
             estimates[rows] = torch.stack([point, low, high], -1).cpu()
     # Python numbers via tolist(): iterating a tensor would make one tensor object per element of all
     # five at once (Tensor.__iter__ is unbind), several hundred bytes each, far more than the dicts.
@@ -93,7 +96,8 @@ def numeral_estimates(head, density, numerals, hidden, statistic: str, low_q: fl
     from :func:`numeral_estimator`'s ``(density, numerals)``. ``log_probs``, the head's vocabulary-wide
     ``log_probs(hidden)`` if the caller has it already, is not computed again."""
     if density is not None:
-        return getattr(density, statistic)(hidden), density.quantile(hidden, low_q), density.quantile(hidden, high_q)
+        return (getattr(density, statistic)(hidden), density.quantile(hidden, low_q),
+                density.quantile(hidden, high_q))
     return _vocabulary_estimates(head, numerals, hidden, statistic, low_q, high_q, log_probs)
 
 
@@ -118,7 +122,8 @@ def _vocabulary_estimates(head, numerals, hidden, statistic: str, low_q: float, 
     cdf = probs.cumsum(-1)
 
     def quantile(q: float) -> torch.Tensor:  # the smallest value whose CDF reaches q
-        return values[torch.searchsorted(cdf, torch.full((len(cdf), 1), q, dtype=cdf.dtype, device=cdf.device))
+        return values[torch.searchsorted(cdf, torch.full((len(cdf), 1), q, dtype=cdf.dtype,
+                                                         device=cdf.device))
                       .squeeze(-1).clamp(max=len(values) - 1)]
 
     # A sum per row (not a matrix product, whose blocking follows the number of rows): the same figures
@@ -144,8 +149,8 @@ def evaluate_number_prediction(model, tokenizer, texts, train_texts=None, statis
     if train_texts is not None:
         stream, _ = batching_for(model, tokenizer, block_size).encode(split_texts(train_texts))
         train_values = stream["numeral_value"][stream["numeral_mask"].bool()].tolist()
-    report = number_prediction_report([p["prediction"] for p in predictions], [p["value"] for p in predictions],
-                                      train_values=train_values)
+    report = number_prediction_report([p["prediction"] for p in predictions],
+                                      [p["value"] for p in predictions], train_values=train_values)
     return {**report, "statistic": statistic}
 
 

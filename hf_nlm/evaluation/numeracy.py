@@ -45,9 +45,11 @@ def check_numeral_chunk_size(numeral_chunk_size, num_numerals: int, head, device
     with a ``ValueError`` that names ``--numeral-chunk-size`` and a size that fits, before anything is
     allocated, when it is below 1 or when its estimated tensors (chunk x :func:`numeral_row_bytes`) exceed
     the free memory (:func:`hf_nlm.memory.available_memory`; not checked where that cannot be read)."""
-    if isinstance(numeral_chunk_size, bool) or not isinstance(numeral_chunk_size, int) or numeral_chunk_size < 1:
-        raise ValueError(f"{NUMERAL_CHUNK_FLAG} (numeral_chunk_size) is the number of numerals scored at once, an "
-                         f"integer >= 1, got {numeral_chunk_size!r}; the default is {DEFAULT_NUMERAL_CHUNK_SIZE}")
+    if (isinstance(numeral_chunk_size, bool) or not isinstance(numeral_chunk_size, int)
+            or numeral_chunk_size < 1):
+        raise ValueError(f"{NUMERAL_CHUNK_FLAG} (numeral_chunk_size) is the number of numerals scored at "
+                         f"once, an integer >= 1, got {numeral_chunk_size!r}; the default is "
+                         f"{DEFAULT_NUMERAL_CHUNK_SIZE}")
     rows = max(1, min(numeral_chunk_size, num_numerals))
     device = torch.device(device) if device is not None else next(head.parameters()).device
     free = available_memory(gpu=device.type == "cuda")
@@ -57,13 +59,16 @@ def check_numeral_chunk_size(numeral_chunk_size, num_numerals: int, head, device
     per_row = numeral_row_bytes(head)
     if rows * per_row <= available:
         return rows
-    fits = available // (2 * per_row)  # half the free memory: the model, the stream and the results live there too
+    # half the free memory: the model, the stream and the results live there too
+    fits = available // (2 * per_row)
     if fits < 1:
-        raise ValueError(f"scoring one numeral against this model's candidates needs about {_gigabytes(per_row)}, "
-                         f"more than the {_gigabytes(available)} of {where}: no {NUMERAL_CHUNK_FLAG} fits")
+        raise ValueError(f"scoring one numeral against this model's candidates needs about "
+                         f"{_gigabytes(per_row)}, more than the {_gigabytes(available)} of {where}: "
+                         f"no {NUMERAL_CHUNK_FLAG} fits")
     raise ValueError(f"{NUMERAL_CHUNK_FLAG} {numeral_chunk_size} scores {rows:,} numerals at once, about "
-                     f"{_gigabytes(rows * per_row)} of tensors, more than the {_gigabytes(available)} of {where}; "
-                     f"use {NUMERAL_CHUNK_FLAG} {min(fits, DEFAULT_NUMERAL_CHUNK_SIZE)} (at most {fits} fits)")
+                     f"{_gigabytes(rows * per_row)} of tensors, more than the {_gigabytes(available)} "
+                     f"of {where}; use {NUMERAL_CHUNK_FLAG} {min(fits, DEFAULT_NUMERAL_CHUNK_SIZE)} "
+                     f"(at most {fits} fits)")
 
 
 def _gigabytes(n: int) -> str:
@@ -82,13 +87,16 @@ def is_numeracy_tokenizer(tokenizer) -> bool:
     return getattr(tokenizer, "numeral_vocab", None) is not None
 
 
-def numeracy_report(batching, model, tokenizer, texts, stream, stats, batch_size: int = 32, device=None) -> dict:
+def numeracy_report(batching, model, tokenizer, texts, stream, stats, batch_size: int = 32,
+                    device=None) -> dict:
     """:func:`perplexity_report` plus the ``adjusted_perplexity`` metric's figures, from exact
     per-token log-probabilities of ``stream`` (the encoded ``texts``; its ``numeral_mask`` field says
     which targets are numerals)."""
-    log_probs, report = _adjusted_perplexity_of_stream(batching, model, tokenizer, texts, stream, batch_size, device)
+    log_probs, report = _adjusted_perplexity_of_stream(batching, model, tokenizer, texts, stream, batch_size,
+                                                       device)
     total = -float(log_probs.double().sum())
-    return {**perplexity_report(total, stream["input_ids"].numel(), stats["num_words"], stats["num_unk"]), **report}
+    return {**perplexity_report(total, stream["input_ids"].numel(), stats["num_words"], stats["num_unk"]),
+            **report}
 
 
 def _adjusted_perplexity_of_stream(batching, model, tokenizer, texts, stream, batch_size: int, device,
@@ -103,8 +111,8 @@ def _adjusted_perplexity_of_stream(batching, model, tokenizer, texts, stream, ba
     from ..metrics import adjusted_perplexity_report
 
     if "numeral_mask" not in stream:
-        raise ValueError("a numeracy evaluation needs the numeral_mask token field: use the numeracy tokenizer's "
-                         "token_features (tokenizer.token_features)")
+        raise ValueError("a numeracy evaluation needs the numeral_mask token field: use the numeracy "
+                         "tokenizer's token_features (tokenizer.token_features)")
     ids = stream["input_ids"]
     scored = split_log_probs(batching, model, stream, batch_size, device, with_hidden=with_hidden,
                              hidden_mask=hidden_mask)
@@ -116,8 +124,8 @@ def _adjusted_perplexity_of_stream(batching, model, tokenizer, texts, stream, ba
         # The head scored each numeral as itself (its digits or value), not as <unk_num>: nothing to adjust.
         unknown &= ~stream["numeral_mask"].bool()
     report = adjusted_perplexity_report(
-        log_probs.double().cpu().numpy(), stream["numeral_mask"].numpy().astype(int), unknown.numpy().astype(int),
-        stream_token_texts(texts, tokenizer),
+        log_probs.double().cpu().numpy(), stream["numeral_mask"].numpy().astype(int),
+        unknown.numpy().astype(int), stream_token_texts(texts, tokenizer),
     )
     return (log_probs, scored[1], report) if with_hidden else (log_probs, report)
 
@@ -184,7 +192,8 @@ def score_numerals(model, tokenizer, texts, block_size: int = 256, device=None,
         batching, model, tokenizer, texts, stream, batching.exact_batch_size(32), device, with_hidden=True,
         hidden_mask=mask)
     numeral_ids = torch.tensor(sorted(tokenizer.numeral_vocab.values()), device=hidden.device)
-    numeral_class = torch.zeros(hidden.shape[0], dtype=torch.float64)  # allocated once: no heap fragments per chunk
+    # allocated once: no heap fragments per chunk
+    numeral_class = torch.zeros(hidden.shape[0], dtype=torch.float64)
     extra = None
     if per_chunk is not None:
         target_ids, target_log_probs = stream["input_ids"][mask], log_probs[mask.to(log_probs.device)]
@@ -193,7 +202,8 @@ def score_numerals(model, tokenizer, texts, block_size: int = 256, device=None,
             vocabulary = model.lm_head.log_probs(hidden[rows])
             numeral_class[rows] = vocabulary[:, numeral_ids].double().logsumexp(-1).cpu()
             if per_chunk is not None:
-                figures = per_chunk(hidden[rows], vocabulary, target_ids[rows], target_log_probs[rows]).double().cpu()
+                figures = per_chunk(hidden[rows], vocabulary, target_ids[rows],
+                                    target_log_probs[rows]).double().cpu()
                 if extra is None:  # its width is the caller's: allocated at the first chunk, once
                     extra = torch.zeros(hidden.shape[0], figures.shape[-1], dtype=torch.float64)
                 extra[rows] = figures
@@ -239,7 +249,8 @@ def numeral_cost_breakdown(model, tokenizer, texts, block_size: int = 256, devic
     return {
         "numeral_class_nll": mean(class_nll), "numeral_branch_nll": mean(branch),
         "numeral_branch_nll_adjusted": math.log(report["adjusted_perplexity_numerals"]) - mean(class_nll),
-        "numeral_branch_nll_known": mean(branch[~outside]), "numeral_branch_nll_unknown": mean(branch[outside]),
+        "numeral_branch_nll_known": mean(branch[~outside]),
+        "numeral_branch_nll_unknown": mean(branch[outside]),
         "num_numerals": int(mask.sum()), "num_unknown_numerals": int(outside.sum()),
         "num_oov_numeral_types": report["num_oov_numeral_types"],
     }

@@ -67,10 +67,13 @@ def batch_log_probs(model, batch: Mapping[str, torch.Tensor], **model_kwargs):
         output = model(**_model_inputs(batch), **model_kwargs)
         logits = output.logits if "shift_labels" in batch else output.logits[:, :-1]
         return _target_log_probs(logits, target_labels(batch)), output
-    output = model(**_model_inputs(batch), **model_kwargs, output_hidden_states=True, logits_to_keep=NO_LOGITS)
+    output = model(**_model_inputs(batch), **model_kwargs, output_hidden_states=True,
+                   logits_to_keep=NO_LOGITS)
     fields = {name: batch[name] for name in head.target_fields if name in batch}
-    hidden, targets = align_targets(output.hidden_states[-1], batch.get("labels"), batch.get("shift_labels"), fields)
-    output.target_hidden_states = hidden  # what predicted each target, for callers that want it (number prediction)
+    hidden, targets = align_targets(output.hidden_states[-1], batch.get("labels"), batch.get("shift_labels"),
+                                    fields)
+    # what predicted each target, for callers that want it (number prediction)
+    output.target_hidden_states = hidden
     return -head.nll(hidden, targets).float().cpu(), output
 
 
@@ -110,7 +113,8 @@ def stream_nll(
     device = device or next(model.parameters()).device
     total, count, state = 0.0, 0, None
     with eval_mode(model):
-        for start, length in tqdm(bptt_chunks(columns.length, bptt), desc=desc, disable=desc is None, leave=False):
+        for start, length in tqdm(bptt_chunks(columns.length, bptt), desc=desc, disable=desc is None,
+                                  leave=False):
             batch = {k: v.to(device) for k, v in columns.chunk(start, length, rows).items()}
             out = model(**batch, cache=state, use_cache=True, logits_to_keep=NO_LOGITS)
             state = out.cache
@@ -145,8 +149,8 @@ def summed_nll(model, loader, device=None, desc: str | None = None) -> tuple[flo
 
 
 @singledispatch
-def score_split(batching, model, stream, batch_size: int, device=None, num_processes: int = 1, process_index: int = 0,
-                desc: str | None = None) -> tuple[float, int]:
+def score_split(batching, model, stream, batch_size: int, device=None, num_processes: int = 1,
+                process_index: int = 0, desc: str | None = None) -> tuple[float, int]:
     """Summed -log p(target) over process ``process_index``'s share of ``stream``'s targets, and their
     number; the shares of all processes add up to every target once. ``desc`` shows a progress bar."""
     raise TypeError(f"no scorer for {type(batching).__name__}")
@@ -155,7 +159,8 @@ def score_split(batching, model, stream, batch_size: int, device=None, num_proce
 @score_split.register
 def _(batching: BlockBatching, model, stream, batch_size: int, device=None, num_processes: int = 1,
       process_index: int = 0, desc: str | None = None) -> tuple[float, int]:
-    return summed_nll(model, batching.eval_loader(stream, batch_size, num_processes, process_index), device, desc)
+    return summed_nll(model, batching.eval_loader(stream, batch_size, num_processes, process_index), device,
+                      desc)
 
 
 @score_split.register
@@ -173,8 +178,8 @@ def _(batching: StreamBatching, model, stream, batch_size: int, device=None, num
 
 
 @score_split.register
-def _(batching: PairedBatching, model, stream: PairedExamples, batch_size: int, device=None, num_processes: int = 1,
-      process_index: int = 0, desc: str | None = None) -> tuple[float, int]:
+def _(batching: PairedBatching, model, stream: PairedExamples, batch_size: int, device=None,
+      num_processes: int = 1, process_index: int = 0, desc: str | None = None) -> tuple[float, int]:
     # Each process scores a contiguous share of the examples; the shares add up to every target once.
     indices = torch.tensor_split(torch.arange(len(stream)), num_processes)[process_index]
     if not len(indices):
@@ -203,7 +208,8 @@ def split_log_probs(batching, model, stream, batch_size: int, device=None, with_
 def _(batching: BlockBatching, model, stream, batch_size: int, device=None, with_hidden: bool = False,
       hidden_mask: torch.Tensor | None = None):
     device = device or next(model.parameters()).device
-    out, hidden, done = _TargetBuffer(stream["input_ids"].numel()), _TargetBuffer(_kept_rows(stream, hidden_mask)), 0
+    out, hidden, done = (_TargetBuffer(stream["input_ids"].numel()),
+                         _TargetBuffer(_kept_rows(stream, hidden_mask)), 0)
     with eval_mode(model):
         for batch in batching.eval_loader(stream, batch_size):
             log_probs, output = batch_log_probs(model, {k: v.to(device) for k, v in batch.items()})
@@ -242,7 +248,8 @@ def _kept_rows(stream, mask: torch.Tensor | None) -> int:
 
 
 def _kept_hidden(hidden: torch.Tensor, mask: torch.Tensor | None, start: int) -> torch.Tensor:
-    """The rows of ``hidden`` (the targets ``start``, ``start + 1``, ... of the stream) that ``mask`` keeps."""
+    """The rows of ``hidden`` (the targets ``start``, ``start + 1``, ... of the stream) that ``mask``
+    keeps."""
     if mask is None:
         return hidden
     return hidden[mask[start:start + hidden.shape[0]].to(hidden.device)]
@@ -269,10 +276,11 @@ def _(batching: StreamBatching, model, stream, batch_size: int, device=None, wit
 
 
 @split_log_probs.register
-def _(batching: PairedBatching, model, stream: PairedExamples, batch_size: int, device=None, with_hidden: bool = False,
-      hidden_mask: torch.Tensor | None = None):
+def _(batching: PairedBatching, model, stream: PairedExamples, batch_size: int, device=None,
+      with_hidden: bool = False, hidden_mask: torch.Tensor | None = None):
     # Every target token, example after example (stream.target_stream()'s order).
-    scores = _example_scores(batching, model, stream, batch_size, device, torch.arange(len(stream)), with_hidden)
+    scores = _example_scores(batching, model, stream, batch_size, device, torch.arange(len(stream)),
+                             with_hidden)
     out = torch.cat([scores[i][0] for i in range(len(stream))])
     if not with_hidden:
         return out
@@ -288,7 +296,8 @@ def example_log_probs(batching: PairedBatching, model, stream: PairedExamples, b
 
 @torch.no_grad()
 def _example_scores(batching: PairedBatching, model, examples: PairedExamples, batch_size: int, device,
-                    indices: torch.Tensor, with_hidden: bool = False, desc: str | None = None) -> dict[int, tuple]:
+                    indices: torch.Tensor, with_hidden: bool = False,
+                    desc: str | None = None) -> dict[int, tuple]:
     """``{example index: (log p of each target token, hidden states or None)}`` for ``indices``."""
     device = device or next(model.parameters()).device
     scores = {}

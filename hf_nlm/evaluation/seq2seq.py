@@ -42,11 +42,13 @@ def evaluate_seq2seq(
     pairs = PairFormat(source_column, target_column, max_source_length, max_target_length)
     batching = PairedBatching(tokenizer, pairs)
     examples, stats = batching.encode_split(dataset, split)
-    total, count = score_split(batching, model, examples, batch_size, device, desc="evaluate" if show_progress else None)
+    total, count = score_split(batching, model, examples, batch_size, device,
+                               desc="evaluate" if show_progress else None)
     if count != stats["num_tokens"]:
         raise RuntimeError(f"evaluated {count} targets but the split has {stats['num_tokens']} target tokens")
     report = perplexity_report(total, count, stats["num_words"], stats["num_unk"])
-    counts = ("num_examples", "num_truncated_sources", "num_truncated_targets", "source_tokens_cut", "target_tokens_cut")
+    counts = ("num_examples", "num_truncated_sources", "num_truncated_targets", "source_tokens_cut",
+              "target_tokens_cut")
     return {**report, **{name: stats[name] for name in counts}}
 
 
@@ -92,7 +94,8 @@ def _decode_target(row: list[int], model, tokenizer) -> str:
     """One generated row as text: without the decoder start token, up to the first ``<eos>``
     (:func:`decode_generated` of the rest)."""
     config = model.generation_config
-    start = config.decoder_start_token_id if config.decoder_start_token_id is not None else model.config.decoder_start_token_id
+    start = (config.decoder_start_token_id if config.decoder_start_token_id is not None
+             else model.config.decoder_start_token_id)
     if row and row[0] == start:
         row = row[1:]
     eos = config.eos_token_id if config.eos_token_id is not None else tokenizer.eos_token_id
@@ -125,8 +128,10 @@ def evaluate_bleu(
 
     sources, targets = read_pairs(dataset, PairFormat(source_column, target_column), split)
     if generate_kwargs.get("num_return_sequences", 1) != 1:
-        raise ValueError("evaluate_bleu scores one generated target per source: num_return_sequences must be 1")
-    predictions = generate_targets(model, tokenizer, sources, batch_size, max_source_length, device, **generate_kwargs)
+        raise ValueError("evaluate_bleu scores one generated target per source: "
+                         "num_return_sequences must be 1")
+    predictions = generate_targets(model, tokenizer, sources, batch_size, max_source_length, device,
+                                   **generate_kwargs)
     scores = Bleu().compute(predictions=predictions, references=[[t] for t in targets])
     scores["num_examples"] = len(sources)
     if return_predictions:

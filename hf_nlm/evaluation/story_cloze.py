@@ -11,7 +11,8 @@ from ..metrics.story_cloze.story_cloze import StoryCloze
 from .scoring import batch_log_probs, eval_mode
 
 
-def story_cloze_accuracy(model, tokenizer, dataset, batch_size: int = 16, device=None, context_fn=None) -> dict:
+def story_cloze_accuracy(model, tokenizer, dataset, batch_size: int = 16, device=None,
+                         context_fn=None) -> dict:
     """Story Cloze accuracy of a causal LM: each ending scored by ``log p(ending | context)``.
 
     The input of ending ``e`` of an example is ``[bos] + tokens(context) + tokens(" " + e)``: the
@@ -67,12 +68,14 @@ def story_cloze_accuracy(model, tokenizer, dataset, batch_size: int = 16, device
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     sequences, sequence_fields, ending_lengths = [], [], []
     for i, example in enumerate(examples):
-        missing = [c for c in ("endings", "label") + (() if context_fn else ("sentences",)) if c not in example]
+        missing = [c for c in ("endings", "label") + (() if context_fn else ("sentences",))
+                   if c not in example]
         if missing:
-            raise KeyError(f"story_cloze_accuracy: example {i} has no {', '.join(missing)} (columns: {', '.join(example)})")
+            raise KeyError(f"story_cloze_accuracy: example {i} has no {', '.join(missing)} "
+                           f"(columns: {', '.join(example)})")
         if len(example["endings"]) != width or width < 2:
-            raise ValueError(f"story_cloze_accuracy: example {i} has {len(example['endings'])} endings, expected "
-                             f"{max(width, 2)} like the first example")
+            raise ValueError(f"story_cloze_accuracy: example {i} has {len(example['endings'])} endings, "
+                             f"expected {max(width, 2)} like the first example")
         context = context_fn(example) if context_fn else " ".join(example["sentences"])
         context_ids, context_fields = encode(context)
         if bos is not None:
@@ -80,13 +83,16 @@ def story_cloze_accuracy(model, tokenizer, dataset, batch_size: int = 16, device
             context_fields = {name: torch.cat([fill_rows(v, 1, features.fill, name), v])
                               for name, v in context_fields.items()}
         if not context_ids:
-            raise ValueError(f"story_cloze_accuracy: example {i} has an empty context and the tokenizer no bos token")
+            raise ValueError(f"story_cloze_accuracy: example {i} has an empty context and the tokenizer "
+                             "no bos token")
         for k, ending in enumerate(example["endings"]):
             ending_ids, ending_fields = encode(" " + ending)
             if not ending_ids:
-                raise ValueError(f"story_cloze_accuracy: ending {k + 1} of example {i} has no token: {ending!r}")
+                raise ValueError(f"story_cloze_accuracy: ending {k + 1} of example {i} has no token: "
+                                 f"{ending!r}")
             sequences.append(context_ids + ending_ids)
-            sequence_fields.append({name: torch.cat([context_fields[name], v]) for name, v in ending_fields.items()})
+            sequence_fields.append({name: torch.cat([context_fields[name], v])
+                                    for name, v in ending_fields.items()})
             ending_lengths.append(len(ending_ids))
 
     device = torch.device(device) if device is not None else next(model.parameters()).device
@@ -108,7 +114,8 @@ def story_cloze_accuracy(model, tokenizer, dataset, batch_size: int = 16, device
                      **{name: values.to(device) for name, values in fields.items()}}
             log_probs, _ = batch_log_probs(model, batch, use_cache=False)
             # batch_log_probs returns the labelled targets in row-major order: row r's n_r endings tokens.
-            for j, piece in zip(rows, torch.split(log_probs.double(), [ending_lengths[j] for j in rows]), strict=True):
+            for j, piece in zip(rows, torch.split(log_probs.double(), [ending_lengths[j] for j in rows]),
+                                strict=True):
                 totals[j] = piece.sum()
 
     summed = totals.view(len(examples), width)

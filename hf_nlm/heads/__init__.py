@@ -15,25 +15,40 @@
   (Berg-Kirkpatrick & Spokoyny 2020).
 
 A head registers by living in this folder: importing the package imports every module under it
-(subpackages included), which runs their :func:`register_head` decorators. Adding a head is one file
-here with a ``@register_head("name")`` class and no edit elsewhere.
+(subpackages included), which runs their :func:`register_head` decorators; each head gives its place in
+``HEAD_REGISTRY`` there (``register_head("drnn", place=3)``), so the order does not depend on the order of the
+imports. Adding a head is one file here with a ``@register_head("name")`` class and no edit elsewhere. A head
+with settings of its own declares them in the same file, as a :func:`head_options` class
+(:class:`~.split.SplitSoftmaxOptions`, :class:`~.tree.TreeSoftmaxOptions`,
+:class:`~.numeral.mog.MixtureOfGaussiansOptions`); the configs of the models that offer the head list it among
+their bases, which makes the settings config fields and ``hf-nlm train`` flags.
 """
 
 import importlib
 import pkgutil
 
-from .base import HEAD_REGISTRY, OutputHead, Targets, build_head, check_head_config, head_class, register_head
+from .base import (
+    HEAD_REGISTRY,
+    OutputHead,
+    Targets,
+    build_head,
+    check_head_config,
+    head_class,
+    head_options,
+    register_head,
+)
 from .numeral import (
     CombinationHead,
     DigitRNNHead,
     DigitSoftmaxHead,
     DiscreteExponentHead,
     MixtureOfGaussiansHead,
+    MixtureOfGaussiansOptions,
     NumeralHierarchicalSoftmaxHead,
 )
 from .softmax import SoftmaxHead
-from .split import SplitSoftmaxHead, check_cutoffs, check_frequency_order
-from .tree import TREE_FIELDS, TreeSoftmaxHead, tree_config_fields
+from .split import SplitSoftmaxHead, SplitSoftmaxOptions, check_cutoffs, check_frequency_order
+from .tree import TREE_FIELDS, TreeSoftmaxHead, TreeSoftmaxOptions, tree_config_fields
 
 
 def import_head_modules() -> list[str]:
@@ -53,19 +68,23 @@ __all__ = [
     "DigitSoftmaxHead",
     "DiscreteExponentHead",
     "MixtureOfGaussiansHead",
+    "MixtureOfGaussiansOptions",
     "HEAD_REGISTRY",
     "NumeralHierarchicalSoftmaxHead",
     "OutputHead",
     "SoftmaxHead",
     "SplitSoftmaxHead",
+    "SplitSoftmaxOptions",
     "TREE_FIELDS",
     "Targets",
     "TreeSoftmaxHead",
+    "TreeSoftmaxOptions",
     "build_head",
     "check_cutoffs",
     "check_frequency_order",
     "check_head_config",
     "head_class",
+    "head_options",
     "import_head_modules",
     "register_head",
     "tree_config_fields",

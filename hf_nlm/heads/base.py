@@ -22,11 +22,15 @@ Adding a head is one class and one line::
         ...
 
 after which ``config.head = "unigram"`` works with every body, through training, ``generate()``
-and ``save_pretrained`` / ``from_pretrained``.
+and ``save_pretrained`` / ``from_pretrained``. A head with settings of its own declares them beside it,
+as a :func:`head_options` class (typed fields with defaults, their documentation, ``validate_*`` checks);
+the config of a model that offers the head lists that class among its bases, so the settings are config
+fields like any other: saved flat in ``config.json``, checked, and ``hf-nlm train`` flags.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -58,23 +62,48 @@ def upcast(x: torch.Tensor) -> torch.Tensor:
     return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
 
 
+#: The registered heads by name, in the order of their ``place`` (:func:`register_head`): the order in which
+#: ``hf-nlm train --head`` offers them and errors list them.
 HEAD_REGISTRY: dict[str, type[OutputHead]] = {}
 
 
-def register_head(name: str):
-    """Class decorator: make an :class:`OutputHead` subclass available as ``config.head = name``."""
+def register_head(name: str, place: float = math.inf):
+    """Class decorator: make an :class:`OutputHead` subclass available as ``config.head = name``.
+
+    ``place`` is where :data:`HEAD_REGISTRY` lists the head, lowest first; heads with equal places, and heads
+    that give none, keep the order in which they were registered (after every head that gives one)."""
 
     def register(cls: type[OutputHead]) -> type[OutputHead]:
         if not (isinstance(cls, type) and issubclass(cls, OutputHead)):
             raise TypeError(f"register_head({name!r}) decorates OutputHead subclasses, got {cls!r}")
         taken = HEAD_REGISTRY.get(name)
         if taken is not None and taken.__qualname__ != cls.__qualname__:
-            raise ValueError(f"head name {name!r} is already registered by {taken.__module__}.{taken.__qualname__}")
+            raise ValueError(
+                f"head name {name!r} is already registered by {taken.__module__}.{taken.__qualname__}"
+            )
         cls.head_name = name
+        cls.registry_place = place  # set on every registered class: a subclass does not take its base's
         HEAD_REGISTRY[name] = cls
+        # stable: ties keep their order
+        ordered = sorted(HEAD_REGISTRY.items(), key=lambda item: item[1].registry_place)
+        HEAD_REGISTRY.clear()
+        HEAD_REGISTRY.update(ordered)
         return cls
 
     return register
+
+
+def head_options(cls: type) -> type:
+    """Class decorator: ``cls`` declares the config fields a head reads (``mog_components: int = 10``), with
+    their documentation in an ``Args:`` section (transformers' style) and ``validate_*`` checks that raise
+    ``ValueError`` naming the field.
+
+    It is a dataclass that only declares fields: the config of a model that offers the head lists it among its
+    bases (``class NumeracyLMConfig(AWDLSTMConfig, MixtureOfGaussiansOptions)``), so the fields are that
+    config's own. ``config.json`` keeps them flat, ``@strict`` checks their types, the config runs the checks
+    when it is built and saved, and ``hf-nlm train`` generates a flag per field with the field's
+    documentation."""
+    return dataclass(kw_only=True, init=False, repr=False, eq=False)(cls)
 
 
 def head_class(name: str) -> type[OutputHead]:
@@ -103,8 +132,9 @@ class OutputHead(nn.Module):
     attributes answer what the model, the trainer and the evaluation need to know about a head.
     """
 
-    #: The name it is registered under (set by :func:`register_head`).
+    #: The name it is registered under and its place in :data:`HEAD_REGISTRY` (set by :func:`register_head`).
     head_name: ClassVar[str] = ""
+    registry_place: ClassVar[float] = math.inf
     #: The config fields this head alone reads (e.g. ``("cutoffs",)``): a config that sets them for
     #: another head is refused, so that a saved config never carries settings nothing uses.
     config_fields: ClassVar[tuple[str, ...]] = ()
@@ -188,14 +218,17 @@ class OutputHead(nn.Module):
         to ``vocab_size`` tokens; called before anything is resized."""
         if not self.resizable:
             raise ValueError(
-                f"{type(self).__name__} cannot follow a resized vocabulary: build a new model over the new vocabulary"
+                f"{type(self).__name__} cannot follow a resized vocabulary: build a new model over the new "
+                "vocabulary"
             )
 
     def resize(self, vocab_size: int, mean_init: bool = True) -> None:
         """Follow a resized vocabulary (``resize_token_embeddings``): new tokens are words added at the end
         of the vocabulary, a smaller vocabulary cuts the last ids. Heads that can implement it."""
         self.check_resize(vocab_size)
-        raise NotImplementedError(f"{type(self).__name__} says it is resizable but does not implement resize()")
+        raise NotImplementedError(
+            f"{type(self).__name__} says it is resizable but does not implement resize()"
+        )
 
 
 def write_unless_loaded(tensor: torch.Tensor, value: torch.Tensor) -> None:
@@ -223,10 +256,14 @@ def check_head_config(config, owner: str) -> None:
     for other in HEAD_REGISTRY.values():
         if other is cls:
             continue
-        given = [name for name in other.config_fields if name not in cls.config_fields and getattr(config, name, None) is not None]
+        given = [name for name in other.config_fields
+                 if name not in cls.config_fields and getattr(config, name, None) is not None]
         if given:
             verb = "applies" if len(given) == 1 else "apply"
-            raise ValueError(f"{owner}: {', '.join(given)} {verb} to head={other.head_name!r} only, but head={config.head!r}")
+            raise ValueError(
+                f"{owner}: {', '.join(given)} {verb} to head={other.head_name!r} only, but "
+                f"head={config.head!r}"
+            )
     if getattr(config, "tie_word_embeddings", False) and not cls.tieable:
         can_tie = ", ".join(name for name, c in HEAD_REGISTRY.items() if c.tieable)
         raise ValueError(
@@ -243,6 +280,7 @@ __all__ = [
     "build_head",
     "check_head_config",
     "head_class",
+    "head_options",
     "refuse_arguments",
     "register_head",
     "write_unless_loaded",

@@ -12,12 +12,12 @@ N x D operands, never to the N x |V| buffer.
 
 Split softmax (:func:`split_softmax_nll`).
 
-The split softmax (Merity et al. 2018's SplitCrossEntropyLoss; :mod:`hf_nlm.heads.split`) reads disjoint row blocks of
-one |V| x D output matrix W. Left to autograd, every block read (a slice or a ``split``) ends in
-a backward that materialises a |V| x D gradient and copies the block into it. Here the backward
-allocates the gradient of W once and writes each block's gradient straight into its rows
-(``torch.mm(..., out=grad_W[lo:hi])``), so no |V| x D copy or zero-fill happens beyond that one
-allocation. The arithmetic is the textbook cross-entropy gradient: for logits y and target k,
+The split softmax (Merity et al. 2018's SplitCrossEntropyLoss; :mod:`hf_nlm.heads.split`) reads disjoint row
+blocks of one |V| x D output matrix W. Left to autograd, every block read (a slice or a ``split``) ends in a
+backward that materialises a |V| x D gradient and copies the block into it. Here the backward allocates the
+gradient of W once and writes each block's gradient straight into its rows
+(``torch.mm(..., out=grad_W[lo:hi])``), so no |V| x D copy or zero-fill happens beyond that one allocation.
+The arithmetic is the textbook cross-entropy gradient: for logits y and target k,
 d(-log softmax(y)_k)/dy = softmax(y) - onehot(k).
 """
 
@@ -73,7 +73,8 @@ class SoftmaxNLL(torch.autograd.Function):
         return grad_h, grad_w, grad_b, None
 
 
-def softmax_nll(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, target: torch.Tensor) -> torch.Tensor:
+def softmax_nll(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                target: torch.Tensor) -> torch.Tensor:
     """Per-row -log softmax(b + W h)[target] of the full softmax, equal to
     ``F.cross_entropy(F.linear(hidden, weight, bias), target, reduction="none")`` up to rounding.
 
@@ -87,7 +88,8 @@ def softmax_nll(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor |
     return loss.masked_fill(~valid, 0.0)
 
 
-def linear_nll(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, target: torch.Tensor) -> torch.Tensor:
+def linear_nll(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+               target: torch.Tensor) -> torch.Tensor:
     """Per-row -log softmax(b + W h)[target], ``hidden`` (N, D): :func:`softmax_nll` in float32 / float64,
     ``cross_entropy`` on the upcast scores under autocast or in half precision (where the fused kernel's
     in-place softmax would lose precision)."""

@@ -51,7 +51,7 @@ def resize_word_rows(head: nn.Module, vocab_size: int, mean_init: bool = True) -
     head.vocab_size = vocab_size
 
 
-@register_head("softmax")
+@register_head("softmax", place=0)  # first: the papers' own head, every config's default
 class SoftmaxHead(OutputHead):
     """Affine map to ``vocab_size`` scores followed by a softmax.
 
@@ -96,13 +96,13 @@ class SoftmaxHead(OutputHead):
         """
         target = Targets.of(targets).ids
         if type(self).forward is SoftmaxHead.forward:
-            loss = linear_nll(hidden.reshape(-1, self.in_features), self.output_embeddings(), self.bias, target.reshape(-1))
+            loss = linear_nll(hidden.reshape(-1, self.in_features), self.output_embeddings(), self.bias,
+                              target.reshape(-1))
             return loss.view(target.shape)
         # A subclass with a forward of its own: the loss of the scores that forward gives.
         scores = upcast(self.forward(hidden))
-        return F.cross_entropy(scores.reshape(-1, self.vocab_size), target.reshape(-1), reduction="none").view(
-            target.shape
-        )
+        return F.cross_entropy(scores.reshape(-1, self.vocab_size), target.reshape(-1),
+                               reduction="none").view(target.shape)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, vocab_size={self.vocab_size}, bias={self.bias is not None}"

@@ -26,9 +26,25 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .base import OutputHead, Targets, refuse_arguments, register_head, upcast
+from .base import OutputHead, Targets, head_options, refuse_arguments, register_head, upcast
 from .fused import split_softmax_nll
 from .softmax import init_output_weights, resize_word_rows
+
+
+@head_options
+class SplitSoftmaxOptions:
+    r"""
+    The setting of the split head: a field of every model's config
+    (:class:`~hf_nlm.configuration_utils.NLMConfig` lists this class among its bases), since every body can
+    take the split head.
+
+    Args:
+        cutoffs (`list[int]`, *optional*):
+            With `head="split"`: the cluster boundaries [s_1, ..., s_(m-1)], strictly increasing inside
+            (0, |V|).
+    """
+
+    cutoffs: list[int] | None = None
 
 
 def check_cutoffs(cutoffs: Sequence[int], vocab_size: int, owner: str = "cutoffs") -> None:
@@ -37,11 +53,14 @@ def check_cutoffs(cutoffs: Sequence[int], vocab_size: int, owner: str = "cutoffs
     for c in cutoffs:
         if not 0 < c < vocab_size:
             raise ValueError(
-                f"{owner}: cutoff {c} is outside (0, vocab_size={vocab_size}); cutoffs are the split softmax's "
-                f"cluster boundaries [s_1, ..., s_(m-1)] over a frequency-sorted vocabulary, got {list(cutoffs)}"
+                f"{owner}: cutoff {c} is outside (0, vocab_size={vocab_size}); cutoffs are the split "
+                "softmax's cluster boundaries [s_1, ..., s_(m-1)] over a frequency-sorted vocabulary, got "
+                f"{list(cutoffs)}"
             )
         if c <= prev:
-            raise ValueError(f"{owner}: cutoffs must be strictly increasing, but {c} follows {prev}: {list(cutoffs)}")
+            raise ValueError(
+                f"{owner}: cutoffs must be strictly increasing, but {c} follows {prev}: {list(cutoffs)}"
+            )
         prev = c
 
 
@@ -67,14 +86,15 @@ def check_frequency_order(
     covered = counts[:s1][ordinary[:s1]].sum()
     if best > 0 and covered < min_coverage * best:
         raise ValueError(
-            f"split softmax: word ids are not sorted by decreasing frequency. Its head cluster (ids < {s1}) holds "
-            f"{covered / counts.sum():.1%} of the training tokens, while the {k} most frequent words would hold "
-            f"{best / counts.sum():.1%}. Use a word-level tokenizer (hf_nlm.tokenization.train_word_level_tokenizer "
-            "sorts ids by frequency), or a softmax or tree head"
+            f"split softmax: word ids are not sorted by decreasing frequency. Its head cluster (ids < {s1}) "
+            f"holds {covered / counts.sum():.1%} of the training tokens, while the {k} most frequent words "
+            f"would hold {best / counts.sum():.1%}. Use a word-level tokenizer "
+            "(hf_nlm.tokenization.train_word_level_tokenizer sorts ids by frequency), or a softmax or tree "
+            "head"
         )
 
 
-@register_head("split")
+@register_head("split", place=7)  # the heads that factorise the vocabulary come last
 class SplitSoftmaxHead(OutputHead):
     """Frequency-split softmax: a head softmax over the s_1 most frequent words and m-1 tombstones.
 
@@ -124,7 +144,8 @@ class SplitSoftmaxHead(OutputHead):
         init_output_weights([self.weight, self.tombstone_weight], [self.bias, self.tombstone_bias], std)
 
     def check_training_counts(self, counts: torch.Tensor, special_ids=()) -> None:
-        """Training ids must be sorted by frequency for the split to pay off (:func:`check_frequency_order`)."""
+        """Training ids must be sorted by frequency for the split to pay off
+        (:func:`check_frequency_order`)."""
         check_frequency_order(self.cutoffs, counts, special_ids)
 
     # ------------------------------------------------------------------ pieces
@@ -158,9 +179,9 @@ class SplitSoftmaxHead(OutputHead):
     def check_resize(self, vocab_size: int) -> None:
         if self.cutoffs and vocab_size <= self.cutoffs[-1]:
             raise ValueError(
-                f"cannot resize the split softmax to {vocab_size} words: its last cut-off is {self.cutoffs[-1]}, "
-                f"so its last cluster would be empty. Keep more than {self.cutoffs[-1]} words, or build a new model "
-                "with smaller cutoffs"
+                f"cannot resize the split softmax to {vocab_size} words: its last cut-off is "
+                f"{self.cutoffs[-1]}, so its last cluster would be empty. Keep more than {self.cutoffs[-1]} "
+                "words, or build a new model with smaller cutoffs"
             )
 
     def resize(self, vocab_size: int, mean_init: bool = True) -> None:

@@ -20,6 +20,7 @@ softmax.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
@@ -28,12 +29,40 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from ..trees import WordTree
-from .base import OutputHead, Targets, refuse_arguments, register_head, upcast, write_unless_loaded
+from .base import (
+    OutputHead,
+    Targets,
+    head_options,
+    refuse_arguments,
+    register_head,
+    upcast,
+    write_unless_loaded,
+)
 from .softmax import init_output_weights
 
-# The config fields that record a tree head's shape, so that from_pretrained can build an empty head
-# of the right size before the saved tree (in the head's buffers) is loaded into it.
-TREE_FIELDS = ("tree_num_nodes", "tree_max_codes", "tree_max_depth")
+
+@head_options
+class TreeSoftmaxOptions:
+    r"""
+    The settings of the tree head: fields of every model's config
+    (:class:`~hf_nlm.configuration_utils.NLMConfig` lists this class among its bases), since every body can
+    take the tree head. They record the tree's shape, so that `from_pretrained` can build an empty head of the
+    right size before the saved tree (in the head's buffers) is loaded into it.
+
+    Args:
+        tree_num_nodes, tree_max_codes, tree_max_depth (`int`, *optional*):
+            With `head="tree"`: the word tree's shape (`hf_nlm.heads.tree_config_fields(tree)`), so that
+            `from_pretrained` can rebuild the head before loading the tree saved with the weights. Leave them
+            unset when building a fresh model with `XForCausalLM(config, tree=tree)`, which fills them.
+    """
+
+    tree_num_nodes: int | None = None
+    tree_max_codes: int | None = None
+    tree_max_depth: int | None = None
+
+
+#: The config fields that record a tree head's shape (:class:`TreeSoftmaxOptions`).
+TREE_FIELDS = tuple(f.name for f in dataclasses.fields(TreeSoftmaxOptions))
 
 
 def tree_config_fields(tree: WordTree) -> dict[str, int]:
@@ -50,7 +79,7 @@ def has_tree_shape(config) -> bool:
     return all(getattr(config, name, None) is not None for name in TREE_FIELDS)
 
 
-@register_head("tree")
+@register_head("tree", place=8)
 class TreeSoftmaxHead(OutputHead):
     """Binary tree softmax over a :class:`~hf_nlm.trees.WordTree`.
 
@@ -126,8 +155,8 @@ class TreeSoftmaxHead(OutputHead):
         self.register_buffer("tree_mask", mask.clone())
         if tree is not None:
             # Written from the tree just now: marked initialised (transformers' flag), so that post_init keeps
-            # them. Tensors materialised later (to_empty after the meta device) come unmarked, and init_weights
-            # writes them from the tree, kept here as numpy arrays (a WordTree), not as tensors.
+            # them. Tensors materialised later (to_empty after the meta device) come unmarked, and
+            # init_weights writes them from the tree, kept here as numpy arrays (a WordTree), not as tensors.
             for buffer in (self.tree_nodes, self.tree_bits, self.tree_mask):
                 buffer._is_hf_initialized = True
         self._source_tree = tree
@@ -156,7 +185,9 @@ class TreeSoftmaxHead(OutputHead):
         V = config.vocab_size
         if tree is not None:
             if tree.vocab_size != V:
-                raise ValueError(f"the word tree covers {tree.vocab_size} words but the config's vocab_size is {V}")
+                raise ValueError(
+                    f"the word tree covers {tree.vocab_size} words but the config's vocab_size is {V}"
+                )
             if has_tree_shape(config):
                 want = {name: getattr(config, name) for name in TREE_FIELDS}
                 have = tree_config_fields(tree)
@@ -188,8 +219,8 @@ class TreeSoftmaxHead(OutputHead):
         if given and len(given) != len(TREE_FIELDS):
             missing = [name for name in TREE_FIELDS if shape[name] is None]
             raise ValueError(
-                f"{owner}: head='tree' needs the tree's whole shape ({', '.join(TREE_FIELDS)}); missing {missing}. "
-                "hf_nlm.heads.tree_config_fields(tree) gives all three"
+                f"{owner}: head='tree' needs the tree's whole shape ({', '.join(TREE_FIELDS)}); missing "
+                f"{missing}. hf_nlm.heads.tree_config_fields(tree) gives all three"
             )
         for name in given:
             if shape[name] < 1:
@@ -228,10 +259,10 @@ class TreeSoftmaxHead(OutputHead):
     def check_resize(self, vocab_size: int) -> None:
         if vocab_size != self.vocab_size:
             raise ValueError(
-                f"a tree head cannot follow a vocabulary resized to {vocab_size} tokens: its word tree has a leaf "
-                f"for each of its {self.vocab_size} words and no place for another, and cutting words would "
-                "leave nodes with one child. Build a tree over the new vocabulary (hf_nlm.trees.huffman_tree, "
-                "random_tree, ...) and a new model over it (tree=...)"
+                f"a tree head cannot follow a vocabulary resized to {vocab_size} tokens: its word tree has a "
+                f"leaf for each of its {self.vocab_size} words and no place for another, and cutting words "
+                "would leave nodes with one child. Build a tree over the new vocabulary "
+                "(hf_nlm.trees.huffman_tree, random_tree, ...) and a new model over it (tree=...)"
             )
 
     def config_values(self) -> dict[str, int]:
@@ -346,8 +377,8 @@ class TreeSoftmaxHead(OutputHead):
         if torch.compiler.is_compiling():
             if cache is None:
                 raise RuntimeError(
-                    "TreeSoftmaxHead: run the model once eagerly before torch.compile / torch.export, so that "
-                    "the tables derived from its tree exist"
+                    "TreeSoftmaxHead: run the model once eagerly before torch.compile / torch.export, so "
+                    "that the tables derived from its tree exist"
                 )
             return cache[1]
         key = self._cache_key()
@@ -376,14 +407,14 @@ class TreeSoftmaxHead(OutputHead):
         if not bool(self.tree_mask.any()):
             raise ValueError(
                 "this TreeSoftmaxHead holds no tree yet (it was built from shapes only): load a state dict / "
-                "checkpoint that contains tree_nodes, tree_bits, tree_mask (or two of them), or build the model "
-                "with tree=..."
+                "checkpoint that contains tree_nodes, tree_bits, tree_mask (or two of them), or build the "
+                "model with tree=..."
             )
         nodes = self.tree_nodes[self.tree_mask]
         if bool((nodes < 0).any() or (nodes >= self.num_nodes).any()):
             raise ValueError(
-                f"this TreeSoftmaxHead's tree_nodes name nodes outside [0, {self.num_nodes}): its buffers hold no "
-                "valid tree (uninitialised memory, or a state dict of another tree shape)"
+                f"this TreeSoftmaxHead's tree_nodes name nodes outside [0, {self.num_nodes}): its buffers "
+                "hold no valid tree (uninitialised memory, or a state dict of another tree shape)"
             )
 
     # ------------------------------------------------------------------ full distribution

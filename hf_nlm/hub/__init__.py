@@ -4,4 +4,5 @@
 from .model_card import CARD_NAME, RESULTS_NAME, write_model_card, write_run_card
 from .push import NO_TOKEN, HubError, push_model, push_run
 
-__all__ = ["CARD_NAME", "NO_TOKEN", "RESULTS_NAME", "HubError", "push_model", "push_run", "write_model_card", "write_run_card"]
+__all__ = ["CARD_NAME", "NO_TOKEN", "RESULTS_NAME", "HubError", "push_model", "push_run", "write_model_card",
+           "write_run_card"]

@@ -15,23 +15,23 @@ import fnmatch
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .model_card import CARD_NAME, RESULTS_NAME, write_run_card
+from .model_card import CARD_NAME, RESULTS_NAME, CorpusCard, named_corpus, write_run_card
 
 # The files of a run folder that are uploaded (top level only): the model, tokenizer, generation config,
 # card, results, curves and a build-tree run's word tree. Checkpoints, best_model/ and log.jsonl stay local.
 RUN_FILE_PATTERNS = (
     "config.json", "generation_config.json", "model.safetensors", "model-*-of-*.safetensors",
     "model.safetensors.index.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-    "vocab.json", "vocab.txt", "merges.txt", "added_tokens.json", "chat_template.jinja", CARD_NAME, RESULTS_NAME,
-    "curves.png", "word_tree.json",
+    "vocab.json", "vocab.txt", "merges.txt", "added_tokens.json", "chat_template.jinja", CARD_NAME,
+    RESULTS_NAME, "curves.png", "word_tree.json",
 )
 LOAD_PLACEHOLDER = "path/to/this/folder"  # what the card's "How to load" names until the model has a repo id
 NO_TOKEN = (
-    "no Hugging Face token: log in with `hf auth login` (`huggingface-cli login` with older huggingface_hub), "
-    "set the HF_TOKEN environment variable, or pass token=..."
+    "no Hugging Face token: log in with `hf auth login` (`huggingface-cli login` with older "
+    "huggingface_hub), set the HF_TOKEN environment variable, or pass token=..."
 )
 
 
@@ -58,7 +58,8 @@ def _token(token: str | None) -> str:
 def _network_errors() -> tuple[type[BaseException], ...]:
     """Connection failures of the HTTP client huggingface_hub uses (httpx2, httpx or requests by version)."""
     errors: list[type[BaseException]] = [OSError]
-    for module, name in (("httpx2", "TransportError"), ("httpx", "TransportError"), ("requests", "ConnectionError")):
+    for module, name in (("httpx2", "TransportError"), ("httpx", "TransportError"),
+                         ("requests", "ConnectionError")):
         error = getattr(sys.modules.get(module), name, None)
         if isinstance(error, type) and issubclass(error, BaseException):
             errors.append(error)
@@ -105,13 +106,15 @@ def upload_files(
             commit_description=commit_description, revision=revision, create_pr=create_pr,
         )
     except OfflineModeIsEnabled as err:
-        raise HubError(f"cannot upload to {api.endpoint}: HF_HUB_OFFLINE is set (unset it to upload)") from err
+        raise HubError(f"cannot upload to {api.endpoint}: HF_HUB_OFFLINE is set "
+                       "(unset it to upload)") from err
     except HfHubHTTPError as err:
         status = err.response.status_code if err.response is not None else None
         hint = " (is the token valid and allowed to write to this repo?)" if status in (401, 403) else ""
         raise HubError(f"the Hub refused the upload to {repo_id}{hint}: {err}") from err
     except _network_errors() as err:
-        raise HubError(f"cannot reach the Hub at {api.endpoint} (network down, or a wrong HF_ENDPOINT?): {err}") from err
+        raise HubError(f"cannot reach the Hub at {api.endpoint} (network down, or a wrong HF_ENDPOINT?): "
+                       f"{err}") from err
 
 
 def push_run(
@@ -123,16 +126,18 @@ def push_run(
     commit_message: str | None = None,
     token: str | None = None,
     endpoint: str | None = None,
+    corpus_card: Callable[[str], CorpusCard | None] = named_corpus,
 ):
     """Upload a training run's folder (:data:`RUN_FILE_PATTERNS`) to ``repo_id``; a folder without a card
-    gets one first (:func:`hf_nlm.hub.model_card.write_run_card`). Returns the ``CommitInfo``.
-    Raises FileNotFoundError for a folder that is not a saved model, :class:`HubError` on Hub failures."""
+    gets one first (:func:`hf_nlm.hub.model_card.write_run_card`, with ``corpus_card``). Returns the
+    ``CommitInfo``. Raises FileNotFoundError for a folder that is not a saved model, :class:`HubError` on Hub
+    failures."""
     folder = Path(run_dir)
     if not (folder / "config.json").is_file():
         raise FileNotFoundError(f"{folder} is not a saved model folder (no config.json)")
     _token(token)  # fail before writing anything when there is no token
     if not (folder / CARD_NAME).is_file():
-        write_run_card(folder)
+        write_run_card(folder, corpus_card=corpus_card)
     return upload_files(run_files(folder), repo_id, private=private, revision=revision,
                         commit_message=commit_message, token=token, endpoint=endpoint)
 

@@ -49,7 +49,8 @@ _METRICS_DIR = Path(__file__).resolve().parent
 def discover_metrics(directory: Path = _METRICS_DIR) -> tuple[str, ...]:
     """The names of the metrics shipped in ``directory``, sorted: every folder ``<name>`` that holds a
     script ``<name>/<name>.py``."""
-    return tuple(sorted(path.parent.name for path in directory.glob("*/*.py") if path.stem == path.parent.name))
+    return tuple(sorted(path.parent.name for path in directory.glob("*/*.py")
+                        if path.stem == path.parent.name))
 
 
 #: Names accepted by :func:`load_metric` and :func:`metric_path`: the metric folders found here, so a new

@@ -1,24 +1,32 @@
-"""One folder per architecture, transformers-style (``configuration_x.py`` + ``modeling_x.py``), each declaring
-its :class:`ModelType` as ``MODEL_TYPE`` in its ``__init__.py``. :data:`MODEL_TYPES` collects them from the
-folders: ``import hf_nlm`` registers each with the Auto classes (:func:`register_auto_classes`) and the
-``hf-nlm`` command builds its ``--model`` choices and model flags from it, so a new architecture is a folder
-and nothing else."""
+"""One folder per architecture, transformers-style (``configuration_x.py`` + ``modeling_x.py``, the card text
+in ``card.toml``), each declaring its :class:`ModelType` as ``MODEL_TYPE`` in its ``__init__.py``.
+:data:`MODEL_TYPES` collects them from the folders: ``import hf_nlm`` registers each with the Auto classes
+(:func:`register_auto_classes`) and the ``hf-nlm`` command builds its ``--model`` choices and model flags from
+it, so a new architecture is a folder and nothing else. Folders outside this package (a package of your own
+laid out the same way) join with :func:`register_model_package`."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from types import ModuleType
 
 from .registry import ModelType
 from .registry import register_auto_classes as _register
 
 
-def _architectures() -> dict[str, ModelType]:
-    """``MODEL_TYPE`` of every subpackage (an architecture folder), by model type, in folder order."""
+def _architectures(package: ModuleType | None = None) -> dict[str, ModelType]:
+    """``MODEL_TYPE`` of every subpackage (an architecture folder) of ``package`` (default: this one), by
+    model type, in folder order."""
+    path, prefix = (__path__, __name__) if package is None else (package.__path__, package.__name__)
     found: dict[str, ModelType] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+    for info in sorted(pkgutil.iter_modules(path), key=lambda m: m.name):
         if info.ispkg:
-            model_type = importlib.import_module(f"{__name__}.{info.name}").MODEL_TYPE
+            folder = importlib.import_module(f"{prefix}.{info.name}")
+            model_type = getattr(folder, "MODEL_TYPE", None)
+            if not isinstance(model_type, ModelType):
+                raise TypeError(f"{folder.__file__}: an architecture folder's __init__.py must end with "
+                                f"MODEL_TYPE = ModelType(...), got {model_type!r}")
             found[model_type.name] = model_type
     return found
 
@@ -35,4 +43,23 @@ def register_auto_classes() -> None:
     _register(MODEL_TYPES.values())
 
 
-__all__ = ["MODEL_TYPES", "ModelType", "register_auto_classes", *sorted(c.__name__ for t in MODEL_TYPES.values() for c in t.classes)]
+def register_model_package(package: str) -> dict[str, ModelType]:
+    """Register the architecture folders of ``package``, an importable package laid out like this one: each of
+    its subpackages declares ``MODEL_TYPE`` in its ``__init__.py``. They join :data:`MODEL_TYPES`
+    (``hf-nlm train --model`` and its flags, the model cards) and the Auto classes, as this package's own
+    folders do; returns them.
+
+    Raises ``ValueError`` if a model type name is already registered by another config class."""
+    found = _architectures(importlib.import_module(package))
+    for name, model_type in found.items():
+        taken = MODEL_TYPES.get(name)
+        if taken is not None and taken.config_class is not model_type.config_class:
+            raise ValueError(f"{package}: model type {name!r} is already registered by "
+                             f"{taken.config_class.__module__}.{taken.config_class.__qualname__}")
+    MODEL_TYPES.update(found)
+    _register(found.values())
+    return found
+
+
+__all__ = ["MODEL_TYPES", "ModelType", "register_auto_classes", "register_model_package",
+           *sorted(c.__name__ for t in MODEL_TYPES.values() for c in t.classes)]

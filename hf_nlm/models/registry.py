@@ -19,8 +19,8 @@ class TrainingRecipe:
     """How to train a model type: values for the fields of :class:`~hf_nlm.training.TrainingConfig`
     (``training``), of the model's config (``model``) and of the tokenizer (``tokenizer``, keys of
     :data:`RECIPE_TOKENIZER_SETTINGS`). ``hf-nlm train`` uses them for every setting no flag gives;
-    :meth:`hf_nlm.training.TrainingConfig.for_model` does the same for ``training`` in Python.
-    ``description`` says where the values come from (a paper and its section, or what they were chosen for)."""
+    :meth:`hf_nlm.training.TrainingConfig.for_model` does the same for ``training`` in Python. ``description``
+    says where the values come from (a paper and its section, or what they were chosen for)."""
 
     description: str
     training: Mapping = field(default_factory=dict)
@@ -36,9 +36,15 @@ class TrainingRecipe:
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
 
-#: The training settings the ``default`` recipes share: Adam (Kingma & Ba 2015) at a constant rate and no weight
-#: decay, and with a time budget (``max_time_s``) training to its end, mid-epoch if need be.
-ADAM_CONSTANT = {"optimizer": "adam", "lr_scheduler": "constant", "weight_decay": 0.0, "max_time_within_epoch": True}
+#: The training settings the ``default`` recipes share: Adam (Kingma & Ba 2015) at a constant rate and no
+#: weight decay, and with a time budget (``max_time_s``) training to its end, mid-epoch if need be.
+ADAM_CONSTANT = {"optimizer": "adam", "lr_scheduler": "constant", "weight_decay": 0.0,
+                 "max_time_within_epoch": True}
+
+#: What the ``default`` recipes of the feed-forward n-gram models (NPLM, LBL, HLBL) share: Adam at a constant
+#: rate clipped at 1.0, blocks of 64 targets, early stopping after 2 epochs without improvement; each adds its
+#: rate and batch.
+FEED_FORWARD_DEFAULT = {**ADAM_CONSTANT, "max_grad_norm": 1.0, "block_size": 64, "early_stopping_patience": 2}
 
 #: The ``default`` recipe of the model types with no recipe of their own made for a million-word text.
 ADAM_DEFAULT = TrainingRecipe(
@@ -46,11 +52,13 @@ ADAM_DEFAULT = TrainingRecipe(
     training={**ADAM_CONSTANT, "learning_rate": 1e-3, "max_grad_norm": 1.0},
 )
 
-#: :class:`~hf_nlm.training.TrainingConfig`'s own defaults as a recipe, for the model types with no paper recipe.
+#: :class:`~hf_nlm.training.TrainingConfig`'s own defaults as a recipe, for the model types with no paper
+#: recipe.
 PLAIN_SGD = TrainingRecipe(
-    "plain SGD with the eps_t = eps_0 / (1 + r t) decay of Bengio et al. 2003, sec. 4 (eps_0 = 0.1, r = 1e-8, weight "
-    "decay 1e-4): TrainingConfig's own defaults, with the network of the config's defaults",
-    training={"optimizer": "sgd", "learning_rate": 0.1, "lr_scheduler": "bengio", "lr_decay": 1e-8, "weight_decay": 1e-4},
+    "plain SGD with the eps_t = eps_0 / (1 + r t) decay of Bengio et al. 2003, sec. 4 (eps_0 = 0.1, "
+    "r = 1e-8, weight decay 1e-4): TrainingConfig's own defaults, with the network of the config's defaults",
+    training={"optimizer": "sgd", "learning_rate": 0.1, "lr_scheduler": "bengio", "lr_decay": 1e-8,
+              "weight_decay": 1e-4},
 )
 
 
@@ -65,6 +73,8 @@ class ModelType:
     seq2seq_lm_class: type | None = None
     #: A tokenizer class of this package the type needs (``AutoTokenizer`` maps the type to it).
     tokenizer_class: type | None = None
+    #: The tokenizer a run trains for this type unless told otherwise (``TokenizerSpec.kind``).
+    default_tokenizer: str = "word"
     #: Named training recipes; :data:`DEFAULT_RECIPE` is the one used when none is named.
     recipes: Mapping[str, TrainingRecipe] = field(default_factory=dict)
 
@@ -73,7 +83,8 @@ class ModelType:
             raise ValueError(f"model type {self.name!r}: its recipes need one named {DEFAULT_RECIPE!r}")
 
     def recipe(self, name: str | None = None) -> TrainingRecipe:
-        """The recipe called ``name`` (:data:`DEFAULT_RECIPE` when None), or a ValueError listing the others."""
+        """The recipe called ``name`` (:data:`DEFAULT_RECIPE` when None), or a ValueError listing the
+        others."""
         name = name or DEFAULT_RECIPE
         if name not in self.recipes:
             known = ", ".join(self.recipes) or "none"
@@ -92,7 +103,8 @@ class ModelType:
 
     @property
     def classes(self) -> tuple[type, ...]:
-        return tuple(c for c in (self.config_class, self.base_model_class, self.causal_lm_class, self.seq2seq_lm_class) if c)
+        return tuple(c for c in (self.config_class, self.base_model_class, self.causal_lm_class,
+                                 self.seq2seq_lm_class) if c)
 
 
 def register_auto_classes(model_types: Iterable[ModelType]) -> None:

@@ -35,15 +35,17 @@ def window_tokens(
             "set config.bos_token_id or give at least context_size tokens"
         )
     if attention_mask is not None:
-        input_ids = input_ids.masked_fill(attention_mask.to(input_ids.device) == 0, fill_id if fill_id is not None else 0)
+        input_ids = input_ids.masked_fill(attention_mask.to(input_ids.device) == 0,
+                                          fill_id if fill_id is not None else 0)
     return input_ids
 
 
 def sliding_windows(sequence: torch.Tensor, fill: torch.Tensor, context_size: int) -> torch.Tensor:
-    """The n - 1 entries each position conditions on, most recent first: ``sequence`` (B, T, ...) -> (B, T, n - 1, ...).
+    """The n - 1 entries each position conditions on, most recent first: ``sequence`` (B, T, ...) ->
+    (B, T, n - 1, ...).
 
-    ``fill`` (B, 1, ...) stands for the positions before the start of the input. Works on token ids and on their
-    vectors alike."""
+    ``fill`` (B, 1, ...) stands for the positions before the start of the input. Works on token ids and on
+    their vectors alike."""
     before = fill.expand(-1, context_size - 1, *fill.shape[2:])
     # unfold puts the window last, oldest -> newest; move it next to the position and flip it to the
     # papers' order (w_{t-1} first).
@@ -63,16 +65,19 @@ class WindowModelMixin:
     def set_input_embeddings(self, value: torch.nn.Embedding) -> None:
         setattr(self, self.embedding_attr, value)
 
-    def _window_tokens(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None) -> torch.LongTensor:
+    def _window_tokens(self, input_ids: torch.LongTensor,
+                       attention_mask: torch.Tensor | None) -> torch.LongTensor:
         config = self.config
-        return window_tokens(input_ids, attention_mask, config.context_size, config.bos_token_id, config.model_type.upper())
+        return window_tokens(input_ids, attention_mask, config.context_size, config.bos_token_id,
+                             config.model_type.upper())
 
     def _fill_id(self, input_ids: torch.LongTensor) -> torch.LongTensor:
         """(B, 1) of ``bos_token_id``: what the context holds before the start of the input."""
         fill = self.config.bos_token_id if self.config.context_size > 1 else 0  # unused without a context
         return input_ids.new_full((input_ids.shape[0], 1), fill)
 
-    def contexts(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None) -> torch.LongTensor:
+    def contexts(self, input_ids: torch.LongTensor,
+                 attention_mask: torch.Tensor | None = None) -> torch.LongTensor:
         """The n - 1 token ids each position conditions on, most recent first: shape (B, T, n - 1).
 
         Position t sees w_t, w_{t-1}, ..., w_{t-n+2} and predicts w_{t+1}. Before the start of the
@@ -114,11 +119,12 @@ class WindowCausalLMMixin:
         or of ``shift_labels``; -100 ignored) and logits, as :meth:`lm_output` describes."""
         self.check_inputs(input_ids, labels, kwargs.get("shift_labels"))
         body = self.model(
-            input_ids, attention_mask=attention_mask, output_hidden_states=output_hidden_states, return_dict=True
+            input_ids, attention_mask=attention_mask, output_hidden_states=output_hidden_states,
+            return_dict=True,
         )
         return self.lm_output(
-            body.last_hidden_state, labels, logits_to_keep, return_dict, outputs={"hidden_states": body.hidden_states},
-            **kwargs,
+            body.last_hidden_state, labels, logits_to_keep, return_dict,
+            outputs={"hidden_states": body.hidden_states}, **kwargs,
         )
 
     @classmethod

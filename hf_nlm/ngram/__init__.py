@@ -1,4 +1,5 @@
-"""Count-based n-gram language models over token-id streams: the baselines the neural LMs are measured against.
+"""Count-based n-gram language models over token-id streams: the baselines the neural LMs are measured
+against.
 
 - :class:`KneserNeyLM`: interpolated modified Kneser-Ney (Chen & Goodman 1998), any order.
 - :class:`InterpolatedLM`: deleted interpolation / Jelinek-Mercer (Bengio et al.'s "interpolated trigram").
@@ -25,7 +26,12 @@ from .base import BackoffLM, NgramLM
 from .counts import NgramCounts, count_ngrams
 from .interpolated import InterpolatedLM
 from .kneser_ney import KneserNeyLM, modified_kn_discounts
-from .mixture import NgramMixtureLogitsProcessor, evaluate_mixture, fit_mixture_weight, mix_log_probs
+from .neural_interpolation import (
+    NgramMixtureLogitsProcessor,
+    evaluate_mixture,
+    fit_mixture_weight,
+    mix_log_probs,
+)
 
 __all__ = [
     "ArpaLM",

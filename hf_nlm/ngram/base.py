@@ -42,8 +42,9 @@ def level_arrays(
 class NgramLM:
     """Base class: an order-n LM over ids ``[0, vocab_size)``; subclasses supply the probabilities.
 
-    ``tokenizer_fingerprint``: the vocabulary fingerprint (:func:`hf_nlm.tokenization.tokenizer_fingerprint`) of
-    the tokenizer ``from_texts`` fitted with, saved with the model; :meth:`evaluate` refuses another tokenizer."""
+    ``tokenizer_fingerprint``: the vocabulary fingerprint (:func:`hf_nlm.tokenization.tokenizer_fingerprint`)
+    of the tokenizer ``from_texts`` fitted with, saved with the model; :meth:`evaluate` refuses another
+    tokenizer."""
 
     tokenizer_fingerprint: str | None = None
 
@@ -205,13 +206,14 @@ class NgramLM:
             found = tokenizer_fingerprint(tokenizer)
             if found != self.tokenizer_fingerprint:
                 raise ValueError(
-                    f"the tokenizer ({size} tokens, fingerprint {found[:12]}) is not the one this {type(self).__name__} "
-                    f"was fitted with ({self.vocab_size} tokens, fingerprint {self.tokenizer_fingerprint[:12]})"
+                    f"the tokenizer ({size} tokens, fingerprint {found[:12]}) is not the one this "
+                    f"{type(self).__name__} was fitted with ({self.vocab_size} tokens, fingerprint "
+                    f"{self.tokenizer_fingerprint[:12]})"
                 )
         elif size > self.vocab_size:
             raise ValueError(
-                f"the tokenizer has {size} tokens but this {type(self).__name__} knows {self.vocab_size} ids: "
-                "it was fitted with another tokenizer"
+                f"the tokenizer has {size} tokens but this {type(self).__name__} knows {self.vocab_size} "
+                "ids: it was fitted with another tokenizer"
             )
 
     def _model_ids(self, ids: np.ndarray, tokenizer) -> np.ndarray:
@@ -228,7 +230,8 @@ class NgramLM:
     # -- save / load -------------------------------------------------------------------------
 
     def save(self, path: PathLike) -> None:
-        """Write the model to the folder ``path``: ``ngram.json`` (metadata) and ``ngram.npz`` (arrays, no pickle)."""
+        """Write the model to the folder ``path``: ``ngram.json`` (metadata) and ``ngram.npz`` (arrays, no
+        pickle)."""
         if not self.is_fitted:
             raise RuntimeError(f"this {type(self).__name__} has not been fitted: nothing to save")
         folder = Path(path)

@@ -53,7 +53,8 @@ def as_id_array(ids: npt.ArrayLike, vocab_size: int, what: str = "data") -> np.n
 
 
 def text_ids(texts: Sequence[str], tokenizer) -> np.ndarray:
-    """``hf_nlm.data.lm.tokenize_corpus(texts, tokenizer)[0]`` as a numpy array: every line's ids, then ``<eos>``.
+    """``hf_nlm.data.lm.tokenize_corpus(texts, tokenizer)[0]`` as a numpy array: every line's ids, then
+    ``<eos>``.
 
     A word-level tokenizer (``tokenizers``' ``WordLevel`` model after a ``WhitespaceSplit``, no
     normalizer or ``Lowercase``, as ``train_word_level_tokenizer`` makes) on ASCII text is applied

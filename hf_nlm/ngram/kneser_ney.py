@@ -112,7 +112,8 @@ class KneserNeyLM(BackoffLM):
             for k, d in enumerate(discounts, start=1):
                 if not all(0 <= x <= r for r, x in enumerate(d, start=1)):
                     raise ValueError(
-                        f"discounts of order {k} must satisfy 0 <= D1 <= 1, 0 <= D2 <= 2, 0 <= D3+ <= 3, got {d}"
+                        f"discounts of order {k} must satisfy 0 <= D1 <= 1, 0 <= D2 <= 2, 0 <= D3+ <= 3, "
+                        f"got {d}"
                     )
         self.fixed_discounts = discounts
         self.discounts: list[tuple[float, float, float]] = []  # per order 1..n, filled by fit

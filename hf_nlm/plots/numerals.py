@@ -68,7 +68,8 @@ def project_2d(vectors: np.ndarray) -> np.ndarray:
     return centred @ vt[:2].T
 
 
-def plot_numeral_embeddings(model, tokenizer, path: str | Path, which: str = "output", label: int = 25) -> np.ndarray:
+def plot_numeral_embeddings(model, tokenizer, path: str | Path, which: str = "output",
+                            label: int = 25) -> np.ndarray:
     """Save the 2-D projection of the numeral vectors as a PNG, coloured by log10(1 + |value|);
     the ``label`` most frequent numerals (lowest ids) are written beside their points. Returns the
     projected points (one row per numeral, in :func:`numeral_vectors` order)."""
@@ -92,18 +93,20 @@ def plot_numeral_embeddings(model, tokenizer, path: str | Path, which: str = "ou
 
 
 @torch.no_grad()
-def numeral_density(model, tokenizer, context: str, points: int = 2000) -> tuple[np.ndarray, np.ndarray, float]:
+def numeral_density(model, tokenizer, context: str,
+                    points: int = 2000) -> tuple[np.ndarray, np.ndarray, float]:
     """The MoG head's density of the next numeral after ``context``: ``(v grid, density, median)``.
 
     The density is that of the Gaussians' variable u = T(v) (v itself, or sign(v) log(1 + |v|) under
     ``mog_transform="log"``), sum_k pi_k(h) N(u; mu_k, sigma_k), on a grid of v between the mixture's
     0.001 and 0.999 quantiles, evenly spaced in u; it integrates to 0.998 over u where the grid resolves
     the components (a component narrower than the grid's step shows as a spike of the wrong height)."""
-    from ..heads.numeral.mixture import forward_transform, inverse_transform
+    from ..heads.numeral.densities.gaussian_mixture import forward_transform, inverse_transform
 
     mixture = getattr(model.lm_head, "mixture", None)
     if mixture is None:
-        raise ValueError(f"a numeral density needs numeral_strategy='mog'; this model's is {model.config.head!r}")
+        raise ValueError(f"a numeral density needs numeral_strategy='mog'; this model's is "
+                         f"{model.config.head!r}")
     ids = tokenizer(context, return_tensors="pt", add_special_tokens=False).input_ids
     if ids.shape[1] == 0:
         ids = torch.tensor([[model.config.bos_token_id]])
@@ -111,7 +114,8 @@ def numeral_density(model, tokenizer, context: str, points: int = 2000) -> tuple
     weights, means, stds = mixture._mixture(hidden)
     low, high = (forward_transform(mixture.quantile(hidden, q), mixture.transform) for q in (0.001, 0.999))
     u = torch.linspace(float(low), float(high), points, dtype=torch.float64)
-    density = (weights * torch.exp(-0.5 * ((u[:, None] - means) / stds) ** 2) / (stds * (2 * np.pi) ** 0.5)).sum(-1)
+    density = (weights * torch.exp(-0.5 * ((u[:, None] - means) / stds) ** 2)
+               / (stds * (2 * np.pi) ** 0.5)).sum(-1)
     return inverse_transform(u, mixture.transform).numpy(), density.numpy(), float(mixture.median(hidden))
 
 
@@ -149,7 +153,8 @@ def density_figure(v: np.ndarray, density: np.ndarray, median: float, value: flo
     return fig
 
 
-def plot_numeral_density(model, tokenizer, context: str, path: str | Path, value: float | None = None) -> tuple:
+def plot_numeral_density(model, tokenizer, context: str, path: str | Path,
+                         value: float | None = None) -> tuple:
     """Save the MoG head's predicted density of the next numeral after ``context`` as a PNG (drawn by
     :func:`density_figure`), the median and (if given) the true ``value`` marked; returns
     :func:`numeral_density`'s arrays."""
@@ -165,14 +170,16 @@ def strategy_weights(model, tokenizer, text: str) -> tuple[list[str], np.ndarray
     ``(tokens, weights (T, 3))``, row t the weights for predicting token t (from what precedes it)."""
     head = model.lm_head
     if not hasattr(head, "strategy_log_weights"):
-        raise ValueError(f"strategy weights need numeral_strategy='combination'; this model's is {model.config.head!r}")
+        raise ValueError(f"strategy weights need numeral_strategy='combination'; this model's is "
+                         f"{model.config.head!r}")
     ids = tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids
     if ids.shape[1] == 0:
         raise ValueError("the text holds no token")
     # The first token is predicted from the sentence boundary: read it, then the text but its last token.
     inputs = torch.cat([torch.tensor([[model.config.bos_token_id]]), ids[:, :-1]], dim=1)
     hidden = model.eval()(inputs, output_hidden_states=True).hidden_states[-1][0]
-    return tokenizer.convert_ids_to_tokens(ids[0].tolist()), head.strategy_log_weights(hidden).exp().double().numpy()
+    return (tokenizer.convert_ids_to_tokens(ids[0].tolist()),
+            head.strategy_log_weights(hidden).exp().double().numpy())
 
 
 def plot_strategy_weights(model, tokenizer, text: str, path: str | Path) -> tuple[list[str], np.ndarray]:
@@ -194,8 +201,8 @@ def plot_strategy_weights(model, tokenizer, text: str, path: str | Path) -> tupl
 
 
 def plot_numeral_surprisal(model, tokenizer, text: str, path: str | Path) -> list[dict]:
-    """Save ``text`` as a PNG with every numeral coloured by its surprisal -log p(numeral | context) (nats) and
-    the model's expected value there (its median) written small above it; returns
+    """Save ``text`` as a PNG with every numeral coloured by its surprisal -log p(numeral | context) (nats)
+    and the model's expected value there (its median) written small above it; returns
     :func:`~hf_nlm.evaluation.find_unlikely_numbers`'s rows. Words are laid out by their drawn widths and
     wrapped at the colour bar."""
     from matplotlib import colormaps
@@ -207,12 +214,14 @@ def plot_numeral_surprisal(model, tokenizer, text: str, path: str | Path) -> lis
     rows = find_unlikely_numbers(model, tokenizer, [text])
     norm = Normalize(0, max([row["surprisal"] for row in rows] + [1.0]))
     cmap = colormaps["viridis_r"]
-    # Each word cut into pieces at its numerals ("27-17," is 27, "-", 17, ","): a numeral piece is highlighted.
+    # Each word cut into pieces at its numerals ("27-17," is 27, "-", 17, ","): a numeral piece is
+    # highlighted.
     words, position = [], 0
     for word in text.split():
         start = text.index(word, position)
         position = start + len(word)
-        inside = sorted((r for r in rows if start <= r["start"] and r["end"] <= position), key=lambda r: r["start"])
+        inside = sorted((r for r in rows if start <= r["start"] and r["end"] <= position),
+                        key=lambda r: r["start"])
         pieces, cursor = [], start
         for row in inside:
             pieces += [(text[cursor:row["start"]], None)] if row["start"] > cursor else []
@@ -233,7 +242,8 @@ def plot_numeral_surprisal(model, tokenizer, text: str, path: str | Path) -> lis
     gap.remove()
     placed, x, line = [], 0.01, 0
     for pieces in words:
-        drawn = [fig.text(0, 0, piece, fontsize=10, weight="bold" if row else "normal") for piece, row in pieces]
+        drawn = [fig.text(0, 0, piece, fontsize=10, weight="bold" if row else "normal")
+                 for piece, row in pieces]
         advance = sum(width(d) for d in drawn)
         if x + advance > 0.89 and x > 0.01:
             x, line = 0.01, line + 1
@@ -247,16 +257,21 @@ def plot_numeral_surprisal(model, tokenizer, text: str, path: str | Path) -> lis
         y = 1 - (line + 1) * line_h - 0.1 / fig.get_figheight()
         drawn.set_position((x, y))
         if row is not None:
-            drawn.set_bbox({"facecolor": cmap(norm(row["surprisal"])), "edgecolor": "none", "alpha": 0.55, "pad": 1})
+            drawn.set_bbox({"facecolor": cmap(norm(row["surprisal"])), "edgecolor": "none", "alpha": 0.55,
+                            "pad": 1})
             value = row["expected"]
-            label = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"  # short: it sits above one numeral
+            # short: it sits above one numeral
+            label = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
             fig.text(x, y + 0.45 * line_h, label, fontsize=7, color="dimgray")
-    bar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=fig.add_axes([0.92, 0.15, 0.012, 0.75]))
+    bar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap),
+                       cax=fig.add_axes([0.92, 0.15, 0.012, 0.75]))
     bar.set_label("surprisal (nats)", fontsize=8)
-    fig.text(0.01, 0.02 / fig.get_figheight(), "numerals coloured by -log p(numeral | context); small grey: the "
-             "model's median there", fontsize=7, color="dimgray")
+    fig.text(0.01, 0.02 / fig.get_figheight(), "numerals coloured by -log p(numeral | context); small grey: "
+             "the model's median there", fontsize=7, color="dimgray")
     _save(fig, path, tight=False)
     return rows
 
 
-__all__ = ["plot_numeral_surprisal", "plot_strategy_weights", "strategy_weights", "density_figure", "numeral_density", "numeral_vectors", "plot_numeral_density", "plot_numeral_embeddings", "project_2d"]
+__all__ = ["plot_numeral_surprisal", "plot_strategy_weights", "strategy_weights", "density_figure",
+           "numeral_density", "numeral_vectors", "plot_numeral_density", "plot_numeral_embeddings",
+           "project_2d"]

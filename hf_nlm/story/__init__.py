@@ -1,6 +1,7 @@
 """Story generation, title -> storyline -> story (Yao et al. 2019, "Plan-and-Write"):
 :mod:`~hf_nlm.story.storylines` extracts the storylines (RAKE keyword phrases, one per sentence) and
-writes the training texts; :mod:`~hf_nlm.story.generation` runs the two stages with any model of the package."""
+writes the training texts; :mod:`~hf_nlm.story.generation` runs the two stages with any model of the
+package."""
 
 from .generation import (
     generate_story,

@@ -49,12 +49,14 @@ def _pairs(example: dict, stage: str, max_words: int | None) -> dict:
 def storyline_pairs(stories, max_words: int | None = 3):
     """(title -> storyline) pairs (``source`` / ``target`` columns) from :func:`hf_nlm.data.load_rocstories`'
     output (a ``DatasetDict`` or one split), for the seq2seq approach's first stage."""
-    return stories.map(_pairs, fn_kwargs={"stage": "storyline", "max_words": max_words}, desc="title -> storyline")
+    return stories.map(_pairs, fn_kwargs={"stage": "storyline", "max_words": max_words},
+                       desc="title -> storyline")
 
 
 def story_pairs(stories, max_words: int | None = 3):
     """(``"title <sep> storyline"`` -> story) pairs for the seq2seq approach's second stage."""
-    return stories.map(_pairs, fn_kwargs={"stage": "story", "max_words": max_words}, desc="storyline -> story")
+    return stories.map(_pairs, fn_kwargs={"stage": "story", "max_words": max_words},
+                       desc="storyline -> story")
 
 
 def _is_seq2seq(model) -> bool:
@@ -62,7 +64,8 @@ def _is_seq2seq(model) -> bool:
 
 
 @torch.no_grad()
-def _continue(model, tokenizer, prompt: str, stop_ids: list[int], max_new_tokens: int, **generate_kwargs) -> list[int]:
+def _continue(model, tokenizer, prompt: str, stop_ids: list[int], max_new_tokens: int,
+              **generate_kwargs) -> list[int]:
     """A causal LM's continuation of ``prompt`` (ids), cut before the first of ``stop_ids``."""
     ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False).input_ids.to(model.device)
     out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
@@ -85,8 +88,9 @@ def _transduce(model, tokenizer, source: str, max_new_tokens: int, **generate_kw
 def _separator_id(tokenizer, token: str) -> int:
     token_id = tokenizer.convert_tokens_to_ids(token)
     if token_id is None or token_id == tokenizer.unk_token_id:
-        raise ValueError(f"the tokenizer has no {token!r} token: this LM was not trained on the storyline format "
-                         f"'title {SEP} k1 {KEYWORD_SEP} k2 ... {SEP} story' (hf_nlm.story.storylines.storyline_lm_dataset)")
+        raise ValueError(f"the tokenizer has no {token!r} token: this LM was not trained on the storyline "
+                         f"format 'title {SEP} k1 {KEYWORD_SEP} k2 ... {SEP} story' "
+                         "(hf_nlm.story.storylines.storyline_lm_dataset)")
     return token_id
 
 
@@ -98,7 +102,8 @@ def generate_storyline(model, tokenizer, title: str, **generate_kwargs) -> list[
     """Stage 1: the keyword phrases of a story with ``title``, one per planned sentence."""
     max_new_tokens = generate_kwargs.pop("max_new_tokens", MAX_STORYLINE_TOKENS)
     if _is_seq2seq(model):
-        return _split_keywords(_transduce(model, tokenizer, storyline_source(title), max_new_tokens, **generate_kwargs))
+        return _split_keywords(_transduce(model, tokenizer, storyline_source(title), max_new_tokens,
+                                          **generate_kwargs))
     sep = _separator_id(tokenizer, SEP)
     ids = _continue(model, tokenizer, f"{title.strip()} {SEP}", [sep, tokenizer.eos_token_id], max_new_tokens,
                     **generate_kwargs)
@@ -111,8 +116,8 @@ def generate_story(model, tokenizer, title: str, keywords: Sequence[str], **gene
     if _is_seq2seq(model):
         return _transduce(model, tokenizer, story_source(title, keywords), max_new_tokens, **generate_kwargs)
     _separator_id(tokenizer, SEP)
-    ids = _continue(model, tokenizer, storyline_text(title, keywords), [tokenizer.eos_token_id], max_new_tokens,
-                    **generate_kwargs)
+    ids = _continue(model, tokenizer, storyline_text(title, keywords), [tokenizer.eos_token_id],
+                    max_new_tokens, **generate_kwargs)
     return tokenizer.decode(ids, skip_special_tokens=True).strip()
 
 

@@ -29,19 +29,21 @@ def check_tokenizer(model, tokenizer) -> None:
     """Raise ``ValueError`` if ``tokenizer`` is not the one ``model`` (or its config) was trained with.
 
     A config that records ``tokenizer_fingerprint`` (``hf-nlm train`` and the trainer write it) must match
-    :func:`tokenizer_fingerprint`; a config without one must have the tokenizer's size as ``vocab_size`` and its
-    bos / eos / pad ids. The message names the model (its folder when loaded from one) and both vocabularies."""
+    :func:`tokenizer_fingerprint`; a config without one must have the tokenizer's size as ``vocab_size`` and
+    its bos / eos / pad ids. The message names the model (its folder when loaded from one) and both
+    vocabularies."""
     config = getattr(model, "config", model)
-    where = getattr(model, "name_or_path", None) or getattr(config, "_name_or_path", None) or type(model).__name__
+    where = (getattr(model, "name_or_path", None) or getattr(config, "_name_or_path", None)
+             or type(model).__name__)
     vocab_size, size = getattr(config, "vocab_size", None), len(tokenizer)
     expected = getattr(config, "tokenizer_fingerprint", None)
     if expected is not None:
         found = tokenizer_fingerprint(tokenizer)
         if found != expected:
             raise ValueError(
-                f"the tokenizer ({size} tokens, fingerprint {found[:12]}) is not the one the model in {where} was "
-                f"trained with ({vocab_size} tokens, fingerprint {expected[:12]}): load the tokenizer saved with "
-                "the model"
+                f"the tokenizer ({size} tokens, fingerprint {found[:12]}) is not the one the model in "
+                f"{where} was trained with ({vocab_size} tokens, fingerprint {expected[:12]}): load the "
+                "tokenizer saved with the model"
             )
         return
     wrong = []
@@ -49,12 +51,13 @@ def check_tokenizer(model, tokenizer) -> None:
         wrong.append(f"{size} tokens, the model's vocab_size is {vocab_size}")
     for name, value in _special_ids(tokenizer).items():
         said = getattr(config, name, None)
-        if value is not None and said is not None and value not in (said if isinstance(said, list) else [said]):
+        if (value is not None and said is not None
+                and value not in (said if isinstance(said, list) else [said])):
             wrong.append(f"{name} {value}, the model's is {said}")
     if wrong:
         raise ValueError(
-            f"the tokenizer does not match the model in {where}: {'; '.join(wrong)}. Load the tokenizer saved "
-            "with the model"
+            f"the tokenizer does not match the model in {where}: {'; '.join(wrong)}. Load the tokenizer "
+            "saved with the model"
         )
 
 

@@ -105,11 +105,15 @@ def encode_digits(canonical: str, width: int = DIGITS_WIDTH) -> list[int]:
     [11, 2, 10, 5, 12, 13]
     """
     if len(canonical) + 1 > width:
-        raise ValueError(f"numeral {canonical!r} has {len(canonical)} symbols; a row of width {width} holds {width - 1}")
+        raise ValueError(
+            f"numeral {canonical!r} has {len(canonical)} symbols; a row of width {width} holds {width - 1}"
+        )
     try:
         ids = [_SYMBOL_ID[symbol] for symbol in canonical]
     except KeyError as err:
-        raise ValueError(f"numeral {canonical!r} is not canonical: {err.args[0]!r} is not one of {DIGIT_SYMBOLS!r}") from None
+        raise ValueError(
+            f"numeral {canonical!r} is not canonical: {err.args[0]!r} is not one of {DIGIT_SYMBOLS!r}"
+        ) from None
     return ids + [DIGIT_END] + [DIGIT_PAD] * (width - len(ids) - 1)
 
 
@@ -161,7 +165,8 @@ class Numeral:
 
 #: Full-width digits and number punctuation -> their ASCII forms, one character for one (what NFKC
 #: does for these, without NFKC's expansions of other characters).
-WIDTH_FOLD = {chr(0xFF10 + d): str(d) for d in range(10)} | {"．": ".", "，": ",", "－": "-", "＋": "+", "％": "%"}
+WIDTH_FOLD = ({chr(0xFF10 + d): str(d) for d in range(10)}
+              | {"．": ".", "，": ",", "－": "-", "＋": "+", "％": "%"})
 _FOLD_TABLE = str.maketrans(WIDTH_FOLD)
 
 
@@ -278,7 +283,8 @@ class NumeracyTokenizerFast(PreTrainedTokenizerFast):
         else:
             batched = isinstance(text, (list, tuple))
         if not batched:  # one code path: a batch of one, un-batched at the end exactly as transformers does
-            text, text_pair = [text], ([text_pair] if text_pair else None)  # an empty pair is no pair there too
+            # an empty pair is no pair there too
+            text, text_pair = [text], ([text_pair] if text_pair else None)
         return_tensors = kwargs.pop("return_tensors", None)
         output = super()._encode_plus(text, text_pair, return_tensors=None, **kwargs)
         self._relabel_unknown_numerals(output, text, text_pair, split_into_words)
@@ -307,7 +313,8 @@ class NumeracyTokenizerFast(PreTrainedTokenizerFast):
                 if parse_numeral(source[start:end]) is not None:
                     ids[j] = unk_num
 
-    def tokenize(self, text: str, pair: str | None = None, add_special_tokens: bool = False, **kwargs) -> list[str]:
+    def tokenize(self, text: str, pair: str | None = None, add_special_tokens: bool = False,
+                 **kwargs) -> list[str]:
         ids = self._encode_plus(text, pair, add_special_tokens=add_special_tokens, **kwargs)["input_ids"]
         return self.convert_ids_to_tokens(ids)
 
@@ -350,7 +357,8 @@ class NumeracyTokenizerFast(PreTrainedTokenizerFast):
 
 
 def numeracy_normalizer(lowercase: bool = False) -> normalizers.Normalizer:
-    """Full-width digits and number punctuation folded to ASCII (:data:`WIDTH_FOLD`), then lowercasing if asked.
+    """Full-width digits and number punctuation folded to ASCII (:data:`WIDTH_FOLD`), then lowercasing if
+    asked.
 
     Not NFKC: NFKC also expands characters into several (``½`` -> ``1⁄2``), and then the pieces cut
     from the expansion all point at the one original character, so a piece's own text (what its
@@ -371,7 +379,8 @@ def numeracy_pre_tokenizer(split_punctuation: bool = False) -> pre_tokenizers.Pr
     )
 
 
-def numeracy_token_counts(texts: Iterable[str], lowercase: bool = False, split_punctuation: bool = False) -> Counter:
+def numeracy_token_counts(texts: Iterable[str], lowercase: bool = False,
+                          split_punctuation: bool = False) -> Counter:
     """Counts of the tokens (words and numerals) of ``texts``, cut exactly as the tokenizer cuts them."""
     normalizer, pre_tokenizer = numeracy_normalizer(lowercase), numeracy_pre_tokenizer(split_punctuation)
     counts: Counter = Counter()
@@ -415,12 +424,12 @@ def train_numeracy_tokenizer(
 
 
 def register_numeracy_tokenizer(config_class) -> None:
-    """Let ``AutoTokenizer.from_pretrained`` load a saved :class:`NumeracyTokenizerFast` (offline, no remote code)
-    for the model type of ``config_class``.
+    """Let ``AutoTokenizer.from_pretrained`` load a saved :class:`NumeracyTokenizerFast` (offline, no remote
+    code) for the model type of ``config_class``.
 
-    transformers resolves the ``tokenizer_class`` of ``tokenizer_config.json`` by name among the classes given to
-    ``AutoTokenizer.register``. Importing :mod:`hf_nlm` registers it with the numeracy LM's config, which is all a
-    folder of tokenizer files alone needs; call this for another model type that uses the tokenizer.
+    transformers resolves the ``tokenizer_class`` of ``tokenizer_config.json`` by name among the classes given
+    to ``AutoTokenizer.register``. Importing :mod:`hf_nlm` registers it with the numeracy LM's config, which
+    is all a folder of tokenizer files alone needs; call this for another model type that uses the tokenizer.
     """
     AutoTokenizer.register(config_class, tokenizer_class=NumeracyTokenizerFast, exist_ok=True)
 

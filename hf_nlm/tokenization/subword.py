@@ -63,8 +63,9 @@ def _check_trained(tokenizer: Tokenizer, vocab_size: int, units: str) -> None:
     # oversized vocabulary means the characters alone did not fit; its size is the minimum needed.
     if size > vocab_size:
         raise ValueError(
-            f"vocab_size={vocab_size} is too small for this text: the {len(SPECIAL_TOKENS)} special tokens and "
-            f"{units} already take {size} entries; use vocab_size >= {size} (and larger, to learn any merges)"
+            f"vocab_size={vocab_size} is too small for this text: the {len(SPECIAL_TOKENS)} special tokens "
+            f"and {units} already take {size} entries; use vocab_size >= {size} (and larger, to learn any "
+            "merges)"
         )
 
 

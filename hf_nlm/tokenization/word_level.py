@@ -46,7 +46,8 @@ def wrap_tokenizer(
 
 
 def ranked_vocabulary(
-    counts: Counter, special_tokens: tuple[str, ...], min_frequency: int = 1, max_vocab_size: int | None = None
+    counts: Counter, special_tokens: tuple[str, ...], min_frequency: int = 1,
+    max_vocab_size: int | None = None,
 ) -> dict[str, int]:
     """token -> id: ``special_tokens`` first, then the tokens seen at least ``min_frequency`` times by
     descending count (ties alphabetical, so the vocabulary is deterministic), cut to ``max_vocab_size``
@@ -59,16 +60,18 @@ def ranked_vocabulary(
     tokens = sorted((t for t, c in counts.items() if c >= min_frequency), key=lambda t: (-counts[t], t))
     if max_vocab_size is not None:
         if max_vocab_size <= len(special_tokens):
-            raise ValueError(f"max_vocab_size must exceed the {len(special_tokens)} special tokens, got {max_vocab_size}")
+            raise ValueError(
+                f"max_vocab_size must exceed the {len(special_tokens)} special tokens, got {max_vocab_size}"
+            )
         tokens = tokens[: max_vocab_size - len(special_tokens)]
     return {tok: i for i, tok in enumerate([*special_tokens, *tokens])}
 
 
 #: Punctuation cut off a word by ``split_punctuation``: a punctuation character at a word's start or end
 #: (``Nation,`` -> ``Nation`` ``,``; ``"people"`` -> ``"`` ``people`` ``"``), never one between two letters or
-#: digits (``don't``, ``mid-1990s``, ``22,000``), nor an apostrophe that starts a clitic (``'s``, ``'re``), nor
-#: the last point of an abbreviation written with points (``U.S.``). Text tokenized already (Penn Treebank:
-#: ``n't``, ``'s``, ``<unk>``) keeps its tokens.
+#: digits (``don't``, ``mid-1990s``, ``22,000``), nor an apostrophe that starts a clitic (``'s``, ``'re``),
+#: nor the last point of an abbreviation written with points (``U.S.``). Text tokenized already (Penn
+#: Treebank: ``n't``, ``'s``, ``<unk>``) keeps its tokens.
 EDGE_PUNCTUATION = r"(?<!\w)(?!'\w)\p{P}|(?<!\.\w)\p{P}(?!\w)"
 
 #: Under ``split_punctuation=None`` punctuation is cut off when at least this share of the training words
@@ -98,7 +101,8 @@ def word_pre_tokenizer(split_punctuation: bool = False) -> pre_tokenizers.PreTok
 
 
 def word_counts(texts: Iterable[str], lowercase: bool = False, split_punctuation: bool = False) -> Counter:
-    """Counts of the words of ``texts`` (after lowercasing if asked), cut as :func:`word_pre_tokenizer` cuts them."""
+    """Counts of the words of ``texts`` (after lowercasing if asked), cut as :func:`word_pre_tokenizer` cuts
+    them."""
     counts: Counter = Counter()
     if not split_punctuation:
         for text in texts:
@@ -106,7 +110,8 @@ def word_counts(texts: Iterable[str], lowercase: bool = False, split_punctuation
         return counts
     pre_tokenizer = word_pre_tokenizer(True)
     for text in texts:
-        counts.update(piece for piece, _ in pre_tokenizer.pre_tokenize_str(text.lower() if lowercase else text))
+        counts.update(piece for piece, _ in
+                      pre_tokenizer.pre_tokenize_str(text.lower() if lowercase else text))
     return counts
 
 
@@ -148,3 +153,42 @@ def word_decoder() -> decoders.Decoder:
     prompt's text) then stays separated from the prompt, as GPT-2's space-marked tokens are.
     """
     return decoders.Sequence([decoders.Replace(Regex("^"), " "), decoders.Fuse()])
+
+
+#: A word-level or numeracy vocabulary leaving more than this share of the training tokens unknown is refused,
+#: with settings that leave at most :data:`SUGGESTED_UNKNOWN_SHARE`.
+MAX_UNKNOWN_SHARE = 0.5
+SUGGESTED_UNKNOWN_SHARE = 0.1
+
+
+def check_vocabulary_coverage(tokenizer, counts: dict[str, int], min_frequency: int, vocab_size: int | None,
+                              specials: tuple[str, ...] = ("<unk>", "<eos>")) -> None:
+    """Refuse a vocabulary under which more than :data:`MAX_UNKNOWN_SHARE` of the training tokens (``counts``,
+    token -> count as the tokenizer splits the text) are unknown, naming the setting that cut it and a value
+    that keeps :data:`SUGGESTED_UNKNOWN_SHARE` or less unknown. ``specials``: the tokenizer's special tokens,
+    those starting with ``<unk`` being its unknowns."""
+    vocab = tokenizer.get_vocab()
+    unknown_tokens = {t for t in specials if t.startswith("<unk")}
+    total = sum(counts.values())
+    unknown = sum(c for t, c in counts.items() if t not in vocab or t in unknown_tokens)
+    if not total or unknown <= MAX_UNKNOWN_SHARE * total:
+        return
+    words = len(vocab) - len(specials)
+    ranked = sorted((c for t, c in counts.items() if t not in specials), reverse=True)
+    # The share left unknown keeping the `kept` most frequent words (an <unk> written in the text stays
+    # unknown).
+    left = total - sum(c for t, c in counts.items() if t in specials and t not in unknown_tokens)
+    kept = 0
+    while kept < len(ranked) and left > SUGGESTED_UNKNOWN_SHARE * total:
+        left -= ranked[kept]
+        kept += 1
+    cut_by_size = vocab_size is not None and sum(1 for c in ranked if c >= min_frequency) > words
+    if cut_by_size:
+        flag, fix = f"--vocab-size {vocab_size}", f"--vocab-size {kept + len(specials)}"
+    else:
+        flag, fix = f"--min-frequency {min_frequency}", f"--min-frequency {ranked[kept - 1] if kept else 1}"
+    raise ValueError(
+        f"{flag} keeps {words:,} of the {len(ranked):,} distinct training words: {unknown:,} of the "
+        f"{total:,} training tokens ({unknown / total:.1%}) would be unknown, more than "
+        f"{MAX_UNKNOWN_SHARE:.0%}; {fix} leaves at most {SUGGESTED_UNKNOWN_SHARE:.0%} unknown"
+    )

@@ -37,7 +37,8 @@ class WeightAverager:
 
     def __init__(self, model: nn.Module) -> None:
         # named_parameters() lists a tied weight once, so it is averaged (and swapped) once.
-        self.names, self.params = zip(*[(n, p) for n, p in model.named_parameters() if p.requires_grad], strict=True)
+        self.names, self.params = zip(*[(n, p) for n, p in model.named_parameters() if p.requires_grad],
+                                      strict=True)
         self.averages: list[torch.Tensor] | None = None
         self.count = 0
 
@@ -78,7 +79,8 @@ class WeightAverager:
         """The averages by parameter name (for a safetensors checkpoint); empty before the first update."""
         if self.averages is None:
             return {}
-        return {f"average.{n}": a.detach().contiguous().cpu() for n, a in zip(self.names, self.averages, strict=True)}
+        return {f"average.{n}": a.detach().contiguous().cpu()
+                for n, a in zip(self.names, self.averages, strict=True)}
 
     def load_state_tensors(self, tensors: dict[str, torch.Tensor], count: int) -> None:
         if count == 0:
@@ -87,5 +89,6 @@ class WeightAverager:
         missing = [n for n in self.names if f"average.{n}" not in tensors]
         if missing:
             raise ValueError(f"the checkpoint's averaged weights lack {missing[:5]}")
-        self.averages = [tensors[f"average.{n}"].to(p.device, p.dtype) for n, p in zip(self.names, self.params, strict=True)]
+        self.averages = [tensors[f"average.{n}"].to(p.device, p.dtype)
+                         for n, p in zip(self.names, self.params, strict=True)]
         self.count = count

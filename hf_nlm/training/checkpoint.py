@@ -50,7 +50,8 @@ def list_checkpoints(output_dir: str | os.PathLike) -> list[Path]:
     root = checkpoints_dir(output_dir)
     if not root.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in root.iterdir() if p.is_dir() and (m := _CHECKPOINT_RE.match(p.name))]
+    found = [(int(m.group(1)), p) for p in root.iterdir()
+             if p.is_dir() and (m := _CHECKPOINT_RE.match(p.name))]
     return [p for _, p in sorted(found)]
 
 
@@ -62,7 +63,8 @@ def checkpoint_problem(folder: str | os.PathLike) -> str | None:
     left to the loader, which says so."""
     folder = Path(folder)
     checks = [(folder / TRAINER_STATE, lambda p: json.loads(p.read_text(encoding="utf-8")))]
-    checks += [(p, lambda p: torch.load(p, map_location="cpu", weights_only=True)) for p in sorted(folder.glob("*.pt"))]
+    checks += [(p, lambda p: torch.load(p, map_location="cpu", weights_only=True))
+               for p in sorted(folder.glob("*.pt"))]
     checks += [(p, _safetensors_keys) for p in sorted(folder.glob("*.safetensors"))]
     for path, read in checks:
         if not path.is_file():
@@ -99,7 +101,8 @@ def resolve_checkpoint(resume_from_checkpoint: str | os.PathLike, output_dir: st
     if str(resume_from_checkpoint) == "latest":
         found = list_checkpoints(output_dir)
         if not found:
-            raise FileNotFoundError(f"resume_from_checkpoint='latest' but {checkpoints_dir(output_dir)} holds no checkpoint")
+            raise FileNotFoundError(f"resume_from_checkpoint='latest' but {checkpoints_dir(output_dir)} "
+                                    "holds no checkpoint")
         return _newest_complete(found)
     path = Path(resume_from_checkpoint)
     if not path.is_dir():
@@ -109,7 +112,8 @@ def resolve_checkpoint(resume_from_checkpoint: str | os.PathLike, output_dir: st
         found = list_checkpoints(path)
         if found:
             return _newest_complete(found)
-        raise FileNotFoundError(f"resume_from_checkpoint: {path} has no {TRAINER_STATE} and no checkpoints/ folder")
+        raise FileNotFoundError(f"resume_from_checkpoint: {path} has no {TRAINER_STATE} "
+                                "and no checkpoints/ folder")
     problem = checkpoint_problem(path)
     if problem is not None:
         older = [p for p in list_checkpoints(path.parent.parent) if p != path and _step(p) < _step(path)]
@@ -137,7 +141,8 @@ def quiet_progress_bars() -> Iterator[None]:
 
 
 def _replace_dir(src: Path, dst: Path) -> None:
-    """Rename ``src`` to ``dst``; an existing ``dst`` is moved aside first (rename cannot replace a non-empty folder)."""
+    """Rename ``src`` to ``dst``; an existing ``dst`` is moved aside first (rename cannot replace a non-empty
+    folder)."""
     old = None
     if dst.exists():
         old = dst.with_name(f".{dst.name}.old-{uuid.uuid4().hex[:8]}")
@@ -241,8 +246,8 @@ def load_model_weights(folder: str | os.PathLike, model) -> None:
     missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
     if missing or unexpected:
         raise ValueError(
-            f"{folder}: the saved weights do not fit this model (missing {missing[:5]}, unexpected {unexpected[:5]}); "
-            "was it trained with other hyperparameters?"
+            f"{folder}: the saved weights do not fit this model (missing {missing[:5]}, unexpected "
+            f"{unexpected[:5]}); was it trained with other hyperparameters?"
         )
 
 

@@ -20,9 +20,9 @@ MIXED_PRECISION = ("no", "fp16", "bf16")
 #: the per-process batch (the global batch is checked) and the device. Every other field shapes the updates
 #: (data order, optimizer, schedule, averaging) and must be the checkpoint's.
 RESUME_CHANGEABLE = (
-    "output_dir", "resume_from_checkpoint", "overwrite_output_dir", "batch_size", "eval_batch_size", "num_epochs",
-    "max_steps", "max_time_s", "max_time_within_epoch", "early_stopping_patience", "logging_steps", "save_steps",
-    "save_total_limit", "cpu", "progress_bar", "eval_test",
+    "output_dir", "resume_from_checkpoint", "overwrite_output_dir", "batch_size", "eval_batch_size",
+    "num_epochs", "max_steps", "max_time_s", "max_time_within_epoch", "early_stopping_patience",
+    "logging_steps", "save_steps", "save_total_limit", "cpu", "progress_bar", "eval_test",
 )
 
 
@@ -40,7 +40,7 @@ def _f(default, help: str, **kwargs):
     return field(default=default, metadata={"help": help, **kwargs})
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainingConfig:
     """How :func:`hf_nlm.training.train_lm` trains a model.
 
@@ -68,43 +68,49 @@ class TrainingConfig:
     )
     variable_bptt: bool = _f(
         False,
-        "recurrent models: draw each chunk's length around block_size as Merity et al. 2018 do (N(block_size, 5), "
-        "with probability 0.05 N(block_size / 2, 5), at least 5) and scale the learning rate by length / block_size",
+        "recurrent models: draw each chunk's length around block_size as Merity et al. 2018 do "
+        "(N(block_size, 5), with probability 0.05 N(block_size / 2, 5), at least 5) and scale the learning "
+        "rate by length / block_size",
     )
     # Paired (source, target) data: encoder-decoder models (hf_nlm.data.pairs).
-    source_column: str = _f("source", "encoder-decoder models: the column of each split holding the source text")
-    target_column: str = _f("target", "encoder-decoder models: the column of each split holding the target text")
+    source_column: str = _f("source",
+                            "encoder-decoder models: the column of each split holding the source text")
+    target_column: str = _f("target",
+                            "encoder-decoder models: the column of each split holding the target text")
     max_source_length: int | None = _f(
-        None, "encoder-decoder models: keep at most this many source tokens (<eos> included); truncations are "
-        "counted in the results; None = no limit",
+        None, "encoder-decoder models: keep at most this many source tokens (<eos> included); truncations "
+        "are counted in the results; None = no limit",
     )
     max_target_length: int | None = _f(
-        None, "encoder-decoder models: keep at most this many target tokens (<eos> included); truncations are "
-        "counted in the results; None = no limit",
+        None, "encoder-decoder models: keep at most this many target tokens (<eos> included); truncations "
+        "are counted in the results; None = no limit",
     )
     group_by_length: bool = _f(
         False,
-        "encoder-decoder models: batch examples of similar length together (sorted within windows of 50 global "
-        "batches, the batches then shuffled), which cuts padding",
+        "encoder-decoder models: batch examples of similar length together (sorted within windows of 50 "
+        "global batches, the batches then shuffled), which cuts padding",
     )
     eval_batch_size: int = _f(
         64,
-        "blocks per batch when computing validation/test perplexity (recurrent models: columns for the per-epoch "
-        "validation; the final validation/test perplexities use one column, which is exact; encoder-decoder "
-        "models: examples, exact at any size)",
+        "blocks per batch when computing validation/test perplexity (recurrent models: columns for the "
+        "per-epoch validation; the final validation/test perplexities use one column, which is exact; "
+        "encoder-decoder models: examples, exact at any size)",
     )
 
     # Length of training.
     num_epochs: int = _f(10, "maximum number of passes over the training split")
-    max_steps: int | None = _f(None, "stop after this many optimizer updates in total (across epochs); None = no limit")
+    max_steps: int | None = _f(None, "stop after this many optimizer updates in total "
+                                     "(across epochs); None = no limit")
     max_time_s: float | None = _f(
-        None, "time budget: start no further epoch that would end after this many seconds of the run; None = no limit"
+        None, "time budget: start no further epoch that would end after this many seconds of the run; "
+              "None = no limit"
     )
     max_time_within_epoch: bool = _f(
         False,
-        "with max_time_s: stop after the update during which the budget runs out, even in the middle of an epoch; "
-        "the weights reached are validated (and kept if they are the best so far) and a checkpoint lets a resumed "
-        "run finish the epoch. Gives runs of exactly equal training time, where whole epochs would not",
+        "with max_time_s: stop after the update during which the budget runs out, even in the middle of an "
+        "epoch; the weights reached are validated (and kept if they are the best so far) and a checkpoint "
+        "lets a resumed run finish the epoch. Gives runs of exactly equal training time, "
+        "where whole epochs would not",
     )
 
     # Optimiser.
@@ -132,9 +138,9 @@ class TrainingConfig:
     # Averaged SGD (Merity et al. 2018, sec. 3).
     nt_asgd: bool = _f(
         False,
-        "NT-ASGD: once an epoch's validation loss is worse than the best of all epochs but the last `nonmono`, "
-        "keep a running average of the weights from that update on; validation, the best model and the final "
-        "model then use the averaged weights",
+        "NT-ASGD: once an epoch's validation loss is worse than the best of all epochs but the last "
+        "`nonmono`, keep a running average of the weights from that update on; validation, the best model "
+        "and the final model then use the averaged weights",
     )
     nonmono: int = _f(5, "NT-ASGD's non-monotone interval: how many recent epochs the trigger leaves out")
     fine_tune: bool = _f(
@@ -150,7 +156,8 @@ class TrainingConfig:
 
     # Bookkeeping.
     logging_steps: int = _f(50, "write a train-loss record to log.jsonl every this many updates")
-    save_steps: int | None = _f(None, "also checkpoint every this many updates (a checkpoint is always written per epoch)")
+    save_steps: int | None = _f(None, "also checkpoint every this many updates "
+                                      "(a checkpoint is always written per epoch)")
     save_total_limit: int | None = _f(2, "keep only the newest this many checkpoints; None = keep all")
     seed: int = _f(42, "seed of the per-epoch shuffling (epoch e uses seed + e) and of the training RNG")
     overwrite_output_dir: bool = _f(
@@ -162,7 +169,8 @@ class TrainingConfig:
     )
 
     # Hardware.
-    mixed_precision: str = _f("no", "no | fp16 | bf16 (passed to accelerate.Accelerator)", choices=MIXED_PRECISION)
+    mixed_precision: str = _f("no", "no | fp16 | bf16 (passed to accelerate.Accelerator)",
+                              choices=MIXED_PRECISION)
     cpu: bool = _f(False, "train on the CPU even when a GPU is available")
 
     # Extras.
@@ -179,7 +187,8 @@ class TrainingConfig:
         for name in ["max_source_length", "max_target_length"]:
             value = getattr(self, name)
             if value is not None and value < 2:
-                raise ValueError(f"TrainingConfig.{name} must be >= 2 (a token and <eos>) or None, got {value}")
+                raise ValueError(f"TrainingConfig.{name} must be >= 2 "
+                                 f"(a token and <eos>) or None, got {value}")
         for name in ["max_steps", "save_steps", "save_total_limit"]:
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -189,21 +198,27 @@ class TrainingConfig:
         if self.max_time_s is not None and not self.max_time_s > 0:
             raise ValueError(f"TrainingConfig.max_time_s must be > 0 seconds or None, got {self.max_time_s}")
         if self.early_stopping_patience is not None and self.early_stopping_patience < 1:
-            raise ValueError(f"TrainingConfig.early_stopping_patience must be >= 1 or None, got {self.early_stopping_patience}")
-        for name, choices in [("optimizer", OPTIMIZERS), ("lr_scheduler", LR_SCHEDULERS), ("mixed_precision", MIXED_PRECISION)]:
+            raise ValueError("TrainingConfig.early_stopping_patience must be >= 1 or None, got "
+                             f"{self.early_stopping_patience}")
+        for name, choices in [("optimizer", OPTIMIZERS), ("lr_scheduler", LR_SCHEDULERS),
+                              ("mixed_precision", MIXED_PRECISION)]:
             if getattr(self, name) not in choices:
-                raise ValueError(f"TrainingConfig.{name} must be one of {', '.join(choices)}; got {getattr(self, name)!r}")
+                raise ValueError(f"TrainingConfig.{name} must be one of {', '.join(choices)}; "
+                                 f"got {getattr(self, name)!r}")
         if not (self.learning_rate > 0 and math.isfinite(self.learning_rate)):
-            raise ValueError(f"TrainingConfig.learning_rate must be a positive number, got {self.learning_rate}")
+            raise ValueError("TrainingConfig.learning_rate must be a positive number, "
+                             f"got {self.learning_rate}")
         for name in ["momentum", "weight_decay", "lr_decay", "warmup_steps"]:
             if getattr(self, name) < 0:
                 raise ValueError(f"TrainingConfig.{name} must be >= 0, got {getattr(self, name)}")
         if self.momentum and self.optimizer != "sgd":
-            raise ValueError(f"TrainingConfig.momentum applies to optimizer='sgd' only (got optimizer={self.optimizer!r})")
+            raise ValueError("TrainingConfig.momentum applies to optimizer='sgd' only "
+                             f"(got optimizer={self.optimizer!r})")
         if not (0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1):
             raise ValueError(f"Adam betas must lie in [0, 1), got ({self.adam_beta1}, {self.adam_beta2})")
         if self.nt_asgd and self.fine_tune:
-            raise ValueError("TrainingConfig: nt_asgd waits for a trigger, fine_tune averages from the start; choose one")
+            raise ValueError("TrainingConfig: nt_asgd waits for a trigger, "
+                             "fine_tune averages from the start; choose one")
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
             raise ValueError(f"TrainingConfig.max_grad_norm must be > 0 or None, got {self.max_grad_norm}")
 
@@ -212,15 +227,17 @@ class TrainingConfig:
         """The settings of ``model_type``'s training recipe (``recipe``, default the ``"default"`` one), with
         ``fields`` over them: ``TrainingConfig.for_model("awd_lstm", output_dir="runs/awd", max_time_s=300)``.
 
-        ``model_type``: a model type name (``"nplm"``), or a model or config with a ``model_type``. The recipes
-        are in :data:`hf_nlm.models.MODEL_TYPES` (``MODEL_TYPES["nplm"].recipes``); each also gives model and
-        tokenizer settings, which ``hf-nlm train`` applies and Python code passes to the config and tokenizer.
+        ``model_type``: a model type name (``"nplm"``), or a model or config with a ``model_type``. The
+        recipes are in :data:`hf_nlm.models.MODEL_TYPES` (``MODEL_TYPES["nplm"].recipes``); each also gives
+        model and tokenizer settings, which ``hf-nlm train`` applies and Python code passes to the config and
+        tokenizer.
         """
         from ..models import MODEL_TYPES
 
         name = getattr(getattr(model_type, "config", model_type), "model_type", model_type)
         if name not in MODEL_TYPES:
-            raise ValueError(f"TrainingConfig.for_model: unknown model type {name!r}; known: {', '.join(MODEL_TYPES)}")
+            raise ValueError(f"TrainingConfig.for_model: unknown model type {name!r}; "
+                             f"known: {', '.join(MODEL_TYPES)}")
         return cls(**recipe_training_values(MODEL_TYPES[name].recipe(recipe), fields), **fields)
 
     def to_dict(self) -> dict:

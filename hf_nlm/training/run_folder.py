@@ -1,10 +1,15 @@
 """The output folder of a training run: a writable folder, held by one run at a time.
 
+* :func:`prepare_output_dir`: the folder checked and claimed for a run (a fresh run refuses to replace another
+  run's checkpoints or saved model unless told to);
 * :func:`check_output_dir` creates the folder and makes sure files can be written in it;
 * :func:`acquire_lock` writes ``.hf-nlm-train.lock`` (the holder's pid and host) and refuses a folder
   that a live run holds; a lock left by a process that has ended is taken over, with a message;
 * :func:`output_dir_error` turns an ``OSError`` writing the folder (disk full, read-only, a file
-  where a folder should be) into one :class:`RunFolderError` naming the folder and what to do.
+  where a folder should be) into one :class:`RunFolderError` naming the folder and what to do;
+* :func:`save_final_model` and :func:`write_results`: what a finished run leaves besides its checkpoints and
+  log, the model with its tokenizer and generation config, the model card (``README.md``, written once, with
+  the results), ``results.json`` and ``curves.png``.
 """
 
 from __future__ import annotations
@@ -18,9 +23,15 @@ import socket
 import uuid
 from pathlib import Path
 
+from ..hub.model_card import RESULTS_NAME, write_model_card
+from .checkpoint import checkpoints_dir, list_checkpoints, quiet_progress_bars
+from .run_log import plot_curves
+
 logger = logging.getLogger(__name__)
 
 LOCK_FILE = ".hf-nlm-train.lock"
+#: Where a run keeps the best weights so far (by validation perplexity) while it trains.
+BEST_MODEL_DIR = "best_model"
 _HELD: set[Path] = set()  # the locks this process holds
 _DISK_FULL_ERRNOS = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 # What a disk-full error says when a library wraps it (safetensors' Rust writer, torch's zip writer).
@@ -28,7 +39,8 @@ _DISK_FULL_TEXT = ("no space left on device", "storagefull", "os error 28", "une
 
 
 class RunFolderError(ValueError):
-    """The output folder cannot be used: another run holds it, it is not a writable folder, or its disk is full."""
+    """The output folder cannot be used: another run holds it, it is not a writable folder, or its disk is
+    full."""
 
 
 def is_disk_full(err: BaseException | None) -> bool:
@@ -55,7 +67,8 @@ def _free_space(path: Path) -> str:
 
 
 def output_dir_error(path: str | os.PathLike, err: BaseException, after: str = "") -> RunFolderError:
-    """One message for an error writing into the output folder ``path``; ``after`` is appended to a full disk's."""
+    """One message for an error writing into the output folder ``path``; ``after`` is appended to a full
+    disk's."""
     path = Path(path)
     if is_disk_full(err):
         return RunFolderError(f"the disk is full: cannot write into {path} ({_free_space(path)} free there); "
@@ -71,7 +84,8 @@ def output_dir_error(path: str | os.PathLike, err: BaseException, after: str = "
 
 
 def check_output_dir(path: str | os.PathLike) -> None:
-    """Create ``path`` (and its parents) and write a file in it; raises :class:`RunFolderError` if it cannot."""
+    """Create ``path`` (and its parents) and write a file in it; raises :class:`RunFolderError` if it
+    cannot."""
     path = Path(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -123,8 +137,8 @@ def lock_holder(output_dir: str | os.PathLike) -> dict | None:
 def _in_use(output_dir: Path, holder: dict) -> RunFolderError:
     lock = output_dir / LOCK_FILE
     return RunFolderError(
-        f"{output_dir} is in use by another training run (process {holder['pid']} on {holder.get('host')}): wait for "
-        f"it to end or pick another output_dir (--output-dir); if no run is using it, delete {lock}"
+        f"{output_dir} is in use by another training run (process {holder['pid']} on {holder.get('host')}): "
+        f"wait for it to end or pick another output_dir (--output-dir); if no run is using it, delete {lock}"
     )
 
 
@@ -136,7 +150,8 @@ def check_unlocked(output_dir: str | os.PathLike) -> None:
 
 
 def _create_exclusive(lock: Path, text: str) -> None:
-    """Create ``lock`` holding ``text`` in one step (FileExistsError if it exists): a written temp file, hard-linked."""
+    """Create ``lock`` holding ``text`` in one step (FileExistsError if it exists): a written temp file,
+    hard-linked."""
     tmp = lock.with_name(f"{lock.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}")
     tmp.write_text(text, encoding="utf-8")
     try:
@@ -152,8 +167,9 @@ def _create_exclusive(lock: Path, text: str) -> None:
 
 
 def acquire_lock(output_dir: str | os.PathLike) -> Path:
-    """Hold ``output_dir`` for this process: write its lock file, or raise :class:`RunFolderError` if a live run
-    holds it. A lock left by a process that has ended is taken over. Returns the lock file for :func:`release_lock`."""
+    """Hold ``output_dir`` for this process: write its lock file, or raise :class:`RunFolderError` if a live
+    run holds it. A lock left by a process that has ended is taken over. Returns the lock file for
+    :func:`release_lock`."""
     output_dir = Path(output_dir)
     lock = output_dir / LOCK_FILE
     me = {"pid": os.getpid(), "host": socket.gethostname()}
@@ -184,3 +200,59 @@ def release_lock(lock: Path) -> None:
     holder = _read_lock(lock)
     if holder is not None and holder["pid"] == os.getpid() and holder.get("host") == socket.gethostname():
         lock.unlink(missing_ok=True)
+
+
+def previous_run(output_dir: Path) -> str | None:
+    """What a fresh run in ``output_dir`` would overwrite: another run's checkpoints or a saved model (or
+    None)."""
+    if list_checkpoints(output_dir):
+        return "checkpoints of a run"
+    saved = [name for name in ("config.json", "model.safetensors", "pytorch_model.bin", "results.json")
+             if (output_dir / name).exists()]
+    return f"a saved model ({', '.join(saved)})" if saved else None
+
+
+def prepare_output_dir(output_dir: str | os.PathLike, resuming: bool, overwrite: bool,
+                       main_process: bool = True, wait_for_everyone=lambda: None) -> None:
+    """Make ``output_dir`` ready for a run: a writable folder no live run holds. A fresh run (not
+    ``resuming``) refuses a folder holding another run's checkpoints or a saved model, unless ``overwrite``,
+    which deletes them. Several processes: each looks (``wait_for_everyone`` between) and the main one
+    writes."""
+    output_dir = Path(output_dir)
+    if main_process:
+        check_output_dir(output_dir)
+        check_unlocked(output_dir)
+    held = previous_run(output_dir)
+    if resuming or not held:
+        return
+    if not overwrite:
+        raise ValueError(
+            f"{output_dir} already holds {held}: resume it (resume_from_checkpoint / --resume), "
+            "pick another output_dir, or set overwrite_output_dir (--overwrite-output-dir) to replace it"
+        )
+    wait_for_everyone()  # every process has looked before the main one deletes
+    if main_process:
+        shutil.rmtree(checkpoints_dir(output_dir), ignore_errors=True)
+        shutil.rmtree(output_dir / BEST_MODEL_DIR, ignore_errors=True)
+
+
+def save_final_model(output_dir: str | os.PathLike, model, tokenizer) -> None:
+    """The trained model, its tokenizer and generation config in ``output_dir``; the card comes with the
+    results (:func:`write_results`), so that a run that dies while evaluating still leaves its model."""
+    with quiet_progress_bars():
+        model.save_pretrained(output_dir, safe_serialization=True, model_card=False)
+    tokenizer.save_pretrained(output_dir)
+
+
+def write_results(output_dir: str | os.PathLike, config, results: dict, evaluations: dict,
+                  dataset: str | None, training: dict, num_parameters: int,
+                  log_path: str | os.PathLike) -> None:
+    """The model card (``config``'s model type, the ``evaluations``, the corpus and training settings),
+    ``results.json`` (``results``: what ``hf-nlm card`` needs to write the card again) and ``curves.png``
+    (from the run's ``log_path``)."""
+    output_dir = Path(output_dir)
+    write_model_card(output_dir, config, results=evaluations, dataset=dataset, training=training,
+                     num_parameters=num_parameters)
+    with open(output_dir / RESULTS_NAME, "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=2, sort_keys=True)
+    plot_curves(log_path, output_dir / "curves.png", results=results)

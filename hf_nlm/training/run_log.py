@@ -52,7 +52,8 @@ _ANNOTATE_AT_MOST = 3
 def _annotate(ax, xs, ys, color, fmt: str) -> None:
     if len(xs) <= _ANNOTATE_AT_MOST:
         for x, y in zip(xs, ys, strict=True):
-            ax.annotate(format(y, fmt), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8, color=color)
+            ax.annotate(format(y, fmt), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8,
+                        color=color)
 
 
 def logging_windows(records: list[dict]) -> list[tuple[int, int, float]]:
@@ -91,8 +92,8 @@ def curves_figure(log_path: str | os.PathLike, results: dict | None = None):
     if windows:
         # Each window's mean drawn at the window's centre, where a mean over those updates belongs.
         xs = [(first + last) / 2 for first, last, _ in windows]
-        ax_loss.plot(xs, [loss for *_, loss in windows], "^--", lw=1, ms=6, mfc="white", color=train, zorder=3,
-                     label="train, mean of each logging window")
+        ax_loss.plot(xs, [loss for *_, loss in windows], "^--", lw=1, ms=6, mfc="white", color=train,
+                     zorder=3, label="train, mean of each logging window")
     starts = [0] + [r["global_step"] for r in epochs[:-1]]
     if epochs:
         # An epoch's mean at the epoch's centre update too, so the two train curves are comparable.
@@ -113,7 +114,8 @@ def curves_figure(log_path: str | os.PathLike, results: dict | None = None):
             ax_ppl.plot(xs, ys, "s-", color=val_color, label="validation, at each epoch's end")
             _annotate(ax_ppl, xs, ys, val_color, ".4g")
     if evals:
-        for ax, x_key, y_key, fmt in ((ax_loss, "global_step", "val_loss", ".3f"), (ax_ppl, "epoch", "val_ppl", ".4g")):
+        for ax, x_key, y_key, fmt in ((ax_loss, "global_step", "val_loss", ".3f"),
+                                      (ax_ppl, "epoch", "val_ppl", ".4g")):
             xs, ys = [r[x_key] for r in evals], [r[y_key] for r in evals]
             ax.plot(xs, ys, "D", color=val_color, label="validation, at the run's end")
             _annotate(ax, xs, ys, val_color, fmt)
@@ -123,15 +125,16 @@ def curves_figure(log_path: str | os.PathLike, results: dict | None = None):
         for ax, x, y, fmt in ((ax_loss, last.get("global_step", 0), test["loss"], ".3f"),
                               (ax_ppl, done, math.exp(min(test["loss"], 50.0)), ".4g")):
             ax.plot([x], [y], "*", ms=11, color=test_color, label="test, final model")
-            ax.annotate(format(y, fmt), (x, y), textcoords="offset points", xytext=(-6, -12), ha="right", fontsize=8,
-                        color=test_color)
+            ax.annotate(format(y, fmt), (x, y), textcoords="offset points", xytext=(-6, -12), ha="right",
+                        fontsize=8, color=test_color)
     ax_loss.set(xlabel="update", ylabel="NLL per token (nats)", title="loss")
     ax_ppl.set(xlabel="epoch", ylabel="perplexity", title="perplexity", yscale="log")
     ax_ppl.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:.6g}"))  # 15.4, not 1.54 x 10^1
     if ax_ppl.lines:
         low, high = ax_ppl.get_ylim()
         # Within a decade the ticks are minor ones: label them; over decades, the decades only.
-        ax_ppl.yaxis.set_minor_formatter(FuncFormatter(lambda y, _: f"{y:.6g}") if high < 10 * low else NullFormatter())
+        ax_ppl.yaxis.set_minor_formatter(FuncFormatter(lambda y, _: f"{y:.6g}") if high < 10 * low
+                                         else NullFormatter())
     for ax in (ax_loss, ax_ppl):
         ax.grid(alpha=0.3)
         if ax.lines:
@@ -140,7 +143,8 @@ def curves_figure(log_path: str | os.PathLike, results: dict | None = None):
     return fig
 
 
-def plot_curves(log_path: str | os.PathLike, out_path: str | os.PathLike, results: dict | None = None) -> str | None:
+def plot_curves(log_path: str | os.PathLike, out_path: str | os.PathLike,
+                results: dict | None = None) -> str | None:
     """Draw the training loss (the mean of each logging window and of each epoch), validation and
     (with ``results``) test loss per update, and the perplexities per epoch, to a PNG; train, validation
     and test keep one colour each (:data:`SPLIT_COLORS`) in both panels and every run.

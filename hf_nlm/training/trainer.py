@@ -24,10 +24,8 @@ budget, checkpoints, several processes) is shared.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -42,11 +40,11 @@ from accelerate import Accelerator
 from accelerate.utils import gather_object
 from tqdm.auto import tqdm
 
-from ..data.batching import PairedBatching, batching_for
+from ..data.batching import PairedBatching, batching_for, is_encoder_decoder
 from ..data.pairs import PairFormat
+from ..data.registry import corpus_card
 from ..evaluation import evaluate_lm, evaluate_seq2seq, score_split
 from ..heads import OutputHead
-from ..hub.model_card import write_model_card
 from ..modeling_utils import check_checkpoint_model_type
 from ..tokenization import tokenizer_fingerprint
 from .averaging import WeightAverager, nt_asgd_triggered
@@ -56,7 +54,6 @@ from .checkpoint import (
     list_checkpoints,
     load_model_weights,
     load_training_tensors,
-    quiet_progress_bars,
     read_trainer_state,
     resolve_checkpoint,
     restore_rng_state,
@@ -67,16 +64,16 @@ from .checkpoint import (
 from .config import RESUME_CHANGEABLE, TrainingConfig
 from .optim import build_lr_scheduler, build_optimizer
 from .run_folder import (
+    BEST_MODEL_DIR,
     acquire_lock,
-    check_output_dir,
-    check_unlocked,
     is_disk_full,
     output_dir_error,
+    prepare_output_dir,
     release_lock,
+    save_final_model,
+    write_results,
 )
 from .run_log import append_jsonl, plot_curves, truncate_log
-
-BEST_MODEL_DIR = "best_model"
 
 
 @dataclass
@@ -127,7 +124,8 @@ class _DeferredInterrupt:
 
     def check(self) -> None:
         if self.received is not None:
-            raise KeyboardInterrupt(f"{self.received} received; training stopped after the last completed update")
+            raise KeyboardInterrupt(f"{self.received} received; "
+                                    "training stopped after the last completed update")
 
     def __exit__(self, *exc) -> None:
         for sig, handler in self._old.items():
@@ -148,9 +146,9 @@ class LMTrainer:
         config: the :class:`TrainingConfig`.
         accelerator: an ``accelerate.Accelerator`` to use; by default one is made from ``config``.
         dataset_name: shown in the model card.
-        run_settings: what else made the run, as a JSON-able dict (``hf-nlm train`` records its corpus, data
-            files and tokenizer settings): kept in every checkpoint's ``trainer_state.json`` and in
-            ``results.json``, so that a resumed run can be compared with it.
+        run_spec: the run's specification (:meth:`hf_nlm.training.RunSpec.to_dict`) when
+            :func:`hf_nlm.training.train` made the run: kept in every checkpoint's ``trainer_state.json`` and
+            in ``results.json``, so that :meth:`~hf_nlm.training.RunSpec.from_run_folder` reads it back.
     """
 
     def __init__(
@@ -161,10 +159,10 @@ class LMTrainer:
         config: TrainingConfig,
         accelerator: Accelerator | None = None,
         dataset_name: str | None = None,
-        run_settings: dict | None = None,
+        run_spec: dict | None = None,
     ) -> None:
         self.config = config
-        self.run_settings = run_settings
+        self.run_spec = run_spec
         self.tokenizer = tokenizer
         if getattr(model.config, "tokenizer_fingerprint", False) is None:
             model.config.tokenizer_fingerprint = tokenizer_fingerprint(tokenizer)  # saved with the model
@@ -174,35 +172,27 @@ class LMTrainer:
         launched = int(os.environ.get("WORLD_SIZE", "1"))
         if acc.num_processes != launched:
             raise RuntimeError(
-                f"launched as {launched} processes (WORLD_SIZE) but the Accelerator sees {acc.num_processes}: "
-                "each process would train alone. On a machine without GPUs pass Accelerator(cpu=True)."
+                f"launched as {launched} processes (WORLD_SIZE) but the Accelerator sees "
+                f"{acc.num_processes}: each process would train alone. On a machine without GPUs pass "
+                "Accelerator(cpu=True)."
             )
         self.output_dir = Path(config.output_dir)
-        if acc.is_main_process:
-            check_output_dir(self.output_dir)
-            check_unlocked(self.output_dir)
+        prepare_output_dir(self.output_dir, resuming=bool(config.resume_from_checkpoint),
+                           overwrite=config.overwrite_output_dir, main_process=acc.is_main_process,
+                           wait_for_everyone=acc.wait_for_everyone)
         self.log_path = self.output_dir / "log.jsonl"
-        held = previous_run(self.output_dir)
-        if not config.resume_from_checkpoint and held:
-            if not config.overwrite_output_dir:
-                raise ValueError(
-                    f"{self.output_dir} already holds {held}: resume it (resume_from_checkpoint / --resume), "
-                    "pick another output_dir, or set overwrite_output_dir (--overwrite-output-dir) to replace it"
-                )
-            acc.wait_for_everyone()  # every process has looked before the main one deletes
-            if acc.is_main_process:
-                shutil.rmtree(checkpoints_dir(self.output_dir), ignore_errors=True)
-                shutil.rmtree(self.output_dir / BEST_MODEL_DIR, ignore_errors=True)
 
         if "train" not in datasets:
             raise ValueError(f"datasets needs a 'train' split, got {list(datasets)}")
         self.datasets = datasets
         if config.nt_asgd and "validation" not in datasets:
-            raise ValueError("nt_asgd is triggered by the validation loss: the datasets need a 'validation' split")
+            raise ValueError("nt_asgd is triggered by the validation loss: "
+                             "the datasets need a 'validation' split")
         # Feed-forward models train on shuffled blocks; recurrent ones on columns of the stream with
         # the state carried from batch to batch (truncated BPTT); encoder-decoder models on shuffled
         # (source, target) examples. The batching decides which.
-        self.batching = batching_for(model, tokenizer, config.block_size, pairs=pair_format(config))
+        self.batching = batching_for(model, tokenizer, config.block_size,
+                                     pairs=pair_format(config) if is_encoder_decoder(model) else None)
         train_stream, self.train_stats = self.batching.encode_split(datasets["train"], "train")
         self.batches = self.batching.training_batches(
             train_stream, config.batch_size, acc.num_processes, acc.process_index, seed=config.seed,
@@ -261,8 +251,8 @@ class LMTrainer:
         everyone = acc.gather(mine[None]).cpu()
         if not (everyone == everyone[0]).all():
             raise RuntimeError(
-                f"the processes built different training data (tokens, vocabulary per process: {everyone.tolist()}); "
-                "every process must load the same corpus and the same tokenizer"
+                "the processes built different training data (tokens, vocabulary per process: "
+                f"{everyone.tolist()}); every process must load the same corpus and the same tokenizer"
             )
 
     def _state_dict(self) -> dict:
@@ -274,8 +264,8 @@ class LMTrainer:
             steps_per_epoch=self.batches.steps(self.state.epoch),
             model_type=self.unwrapped_model.config.model_type,
         )
-        if self.run_settings is not None:
-            state["run_settings"] = self.run_settings
+        if self.run_spec is not None:
+            state["run_spec"] = self.run_spec
         return state
 
     def _say(self, line: str) -> None:
@@ -286,7 +276,8 @@ class LMTrainer:
 
     def summary_lines(self) -> list[str]:
         """What the run trains on and with: each split's lines and tokens, the vocabulary and the share of
-        ``<unk>`` among the training tokens, the model and its parameter count, the device and torch threads."""
+        ``<unk>`` among the training tokens, the model and its parameter count, the device and torch
+        threads."""
         splits = []
         for split, stats in (("train", self.train_stats), ("validation", self.val_stats), ("test", None)):
             if split in self.datasets:
@@ -298,8 +289,8 @@ class LMTrainer:
         processes = f" x {acc.num_processes} processes" if acc.num_processes > 1 else ""
         return [
             f"corpus: {'; '.join(splits)}",
-            f"vocabulary: {len(self.tokenizer):,} tokens; {self.tokenizer.unk_token or '<unk>'} is {100 * unk:.2f}% "
-            "of the training tokens",
+            f"vocabulary: {len(self.tokenizer):,} tokens; {self.tokenizer.unk_token or '<unk>'} is "
+            f"{100 * unk:.2f}% of the training tokens",
             f"model: {model.config.model_type}, {sum(p.numel() for p in model.parameters()):,} parameters",
             f"device: {acc.device}{processes}, {torch.get_num_threads()} torch threads",
         ]
@@ -329,8 +320,8 @@ class LMTrainer:
         tensors = self._training_tensors(collective)
         if acc.is_main_process:
             save_checkpoint(
-                folder, self.unwrapped_model, self.tokenizer, self.optimizer, self.scheduler, self._state_dict(),
-                rng_states, tensors,
+                folder, self.unwrapped_model, self.tokenizer, self.optimizer, self.scheduler,
+                self._state_dict(), rng_states, tensors,
             )
             rotate_checkpoints(self.output_dir, self.config.save_total_limit, protect=folder)
         if collective:
@@ -369,7 +360,8 @@ class LMTrainer:
             for name, saved_value, now in [
                 ("seed", saved_config.get("seed"), self.config.seed),
                 ("block_size", saved_config.get("block_size"), self.config.block_size),
-                ("global batch size (batch_size x processes)", saved.get("global_batch_size"), self.batches.global_batch_size),
+                ("global batch size (batch_size x processes)", saved.get("global_batch_size"),
+                 self.batches.global_batch_size),
                 ("variable_bptt", saved_config.get("variable_bptt", False), self.config.variable_bptt),
                 ("group_by_length", saved_config.get("group_by_length", False), self.config.group_by_length),
                 ("max_source_length", saved_config.get("max_source_length"), self.config.max_source_length),
@@ -377,7 +369,8 @@ class LMTrainer:
             ]
             if saved_value != now
         ]
-        checked = {"seed", "block_size", "variable_bptt", "group_by_length", "max_source_length", "max_target_length"}
+        checked = {"seed", "block_size", "variable_bptt", "group_by_length", "max_source_length",
+                   "max_target_length"}
         mismatched += [
             f"{name}: checkpoint {saved_config[name]} != now {getattr(self.config, name)}"
             for name in (f.name for f in dataclasses.fields(TrainingConfig))
@@ -390,8 +383,10 @@ class LMTrainer:
             load_model_weights(folder, self.unwrapped_model)
         except RuntimeError as err:
             raise ValueError(f"{folder}: the saved weights do not fit this model ({err})") from err
-        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location="cpu", weights_only=True))
-        self.scheduler.load_state_dict(torch.load(folder / "scheduler.pt", map_location="cpu", weights_only=True))
+        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location="cpu",
+                                                  weights_only=True))
+        self.scheduler.load_state_dict(torch.load(folder / "scheduler.pt", map_location="cpu",
+                                                  weights_only=True))
         rng_file = folder / f"rng_state_{acc.process_index}.pt"
         if rng_file.is_file():
             restore_rng_state(torch.load(rng_file, weights_only=True))
@@ -406,7 +401,8 @@ class LMTrainer:
 
     # ------------------------------------------------------------------ training
 
-    def training_step(self, batch: dict[str, torch.Tensor], global_targets: int, lr_scale: float = 1.0) -> float:
+    def training_step(self, batch: dict[str, torch.Tensor], global_targets: int,
+                      lr_scale: float = 1.0) -> float:
         """One update on this process's share of a global batch. Returns the global batch's summed NLL.
 
         Each process's ``loss`` is the mean over its own ``n`` targets; DDP averages gradients over the
@@ -428,7 +424,8 @@ class LMTrainer:
 
         # One host sync per update: a non-finite loss must be caught before it reaches the weights.
         if acc.num_processes > 1:
-            check = torch.stack([loss.detach().float() * local_targets, (~torch.isfinite(loss.detach())).float()])
+            check = torch.stack([loss.detach().float() * local_targets,
+                                 (~torch.isfinite(loss.detach())).float()])
             nll_sum, bad = acc.reduce(check, reduction="sum").tolist()
         else:
             value = loss.item()
@@ -479,9 +476,9 @@ class LMTrainer:
                     # Every process saw the same flag, so the checkpoint can be written collectively.
                     self.save_checkpoint()
                     raise FloatingPointError(
-                        f"{err} at update {st.global_step + 1} (epoch {st.epoch + 1}, batch {st.step_in_epoch + 1}); "
-                        f"training stopped; the last good state is saved in {checkpoints_dir(self.output_dir)}"
-                        f"/checkpoint-{st.global_step}"
+                        f"{err} at update {st.global_step + 1} (epoch {st.epoch + 1}, batch "
+                        f"{st.step_in_epoch + 1}); training stopped; the last good state is saved in "
+                        f"{checkpoints_dir(self.output_dir)}/checkpoint-{st.global_step}"
                     ) from None
                 # The update is done: move the counters before anything else can interrupt.
                 st.step_in_epoch += 1
@@ -508,7 +505,8 @@ class LMTrainer:
                         "elapsed_s": self._elapsed(),
                     }
                     self._log(record)
-                    bar.set_postfix(loss=f"{loss:.3f}", ppl=f"{record['train_ppl']:.1f}", lr=f"{self._last_lr:.3g}")
+                    bar.set_postfix(loss=f"{loss:.3f}", ppl=f"{record['train_ppl']:.1f}",
+                                    lr=f"{self._last_lr:.3g}")
                     st.window_nll_sum, st.window_tokens, window_start = 0.0, 0, now
                 st.epoch_time_s = time.perf_counter() - epoch_start
 
@@ -535,10 +533,12 @@ class LMTrainer:
         if self.val_stream is None:
             return None
         total, count = score_split(
-            self.batching, self.unwrapped_model, self.val_stream, config.eval_batch_size, acc.device, acc.num_processes, acc.process_index
+            self.batching, self.unwrapped_model, self.val_stream, config.eval_batch_size, acc.device,
+            acc.num_processes, acc.process_index
         )
         if acc.num_processes > 1:
-            sums = acc.reduce(torch.tensor([total, count], dtype=torch.float64, device=acc.device), reduction="sum")
+            sums = acc.reduce(torch.tensor([total, count], dtype=torch.float64, device=acc.device),
+                              reduction="sum")
             total, count = sums.tolist()
         return total / count
 
@@ -553,13 +553,15 @@ class LMTrainer:
                 if st.best_val_ppl is None or val_ppl < st.best_val_ppl:
                     st.best_val_ppl, st.best_epoch, st.epochs_without_improvement = val_ppl, st.epoch, 0
                     if acc.is_main_process:
-                        save_pretrained_atomic(self.output_dir / BEST_MODEL_DIR, self.unwrapped_model, self.tokenizer)
+                        save_pretrained_atomic(self.output_dir / BEST_MODEL_DIR, self.unwrapped_model,
+                                               self.tokenizer)
                 else:
                     st.epochs_without_improvement += 1
         switched = False
         if val_loss is not None:
             st.val_losses.append(val_loss)
-            if config.nt_asgd and st.averaging_since_step is None and nt_asgd_triggered(st.val_losses, config.nonmono):
+            if config.nt_asgd and st.averaging_since_step is None \
+                    and nt_asgd_triggered(st.val_losses, config.nonmono):
                 st.averaging_since_step, switched = st.global_step, True
         train_loss = st.epoch_nll_sum / max(st.epoch_tokens, 1)
         record = {
@@ -579,10 +581,11 @@ class LMTrainer:
         if switched:
             record["asgd_from_step"] = st.global_step
         self._log(record)
-        self._say(f"epoch {st.epoch + 1}/{config.num_epochs}: {st.step_in_epoch} steps, train loss {train_loss:.4f} "
-                  f"(ppl {record['train_ppl']:.2f}), {st.epoch_time_s:.1f} s")
+        self._say(f"epoch {st.epoch + 1}/{config.num_epochs}: {st.step_in_epoch} steps, train loss "
+                  f"{train_loss:.4f} (ppl {record['train_ppl']:.2f}), {st.epoch_time_s:.1f} s")
         if val_ppl is not None:
-            self._say(f"validation after epoch {st.epoch + 1}: ppl {val_ppl:.2f} (best so far {st.best_val_ppl:.2f})")
+            self._say(f"validation after epoch {st.epoch + 1}: ppl {val_ppl:.2f} "
+                      f"(best so far {st.best_val_ppl:.2f})")
         if switched:
             self._say(f"NT-ASGD: averaging the weights from update {st.global_step} on")
         st.epoch += 1
@@ -595,13 +598,15 @@ class LMTrainer:
             self._last_plot = time.perf_counter()
 
     def evaluate(self, split: str) -> dict:
-        """The final report on ``self.datasets[split]``: ``evaluate_lm``, or ``evaluate_seq2seq`` for pairs."""
+        """The final report on ``self.datasets[split]``: ``evaluate_lm``, or ``evaluate_seq2seq`` for
+        pairs."""
         config, acc = self.config, self.accelerator
         if isinstance(self.batching, PairedBatching):
             return evaluate_seq2seq(
-                self.unwrapped_model, self.datasets[split], self.tokenizer, config.source_column, config.target_column,
-                config.max_source_length, config.max_target_length, batch_size=config.eval_batch_size,
-                device=acc.device, show_progress=config.progress_bar, split=split,
+                self.unwrapped_model, self.datasets[split], self.tokenizer, config.source_column,
+                config.target_column, config.max_source_length, config.max_target_length,
+                batch_size=config.eval_batch_size, device=acc.device, show_progress=config.progress_bar,
+                split=split,
             )
         return evaluate_lm(
             self.unwrapped_model,
@@ -622,8 +627,9 @@ class LMTrainer:
         return self.config.max_time_s is not None and self._elapsed() >= self.config.max_time_s
 
     def _out_of_time(self) -> bool:
-        """Is the budget spent (``max_time_within_epoch``; never before this run's first update), or else would
-        another epoch, as long as the last one, end past ``max_time_s``? (Whole epochs: never before the first.)"""
+        """Is the budget spent (``max_time_within_epoch``; never before this run's first update), or else
+        would another epoch, as long as the last one, end past ``max_time_s``? (Whole epochs: never before the
+        first.)"""
         budget = self.config.max_time_s
         if self.config.max_time_within_epoch:
             return self.state.global_step > self._first_step and self._budget_spent()
@@ -688,7 +694,8 @@ class LMTrainer:
                     epoch_started = time.perf_counter()
                     completed = self.train_epoch(interrupt)
                     if not completed:  # max_steps, or the budget with max_time_within_epoch, mid-epoch
-                        max_steps_reached = config.max_steps is not None and st.global_step >= config.max_steps
+                        max_steps_reached = (config.max_steps is not None
+                                             and st.global_step >= config.max_steps)
                         st.stop_reason = "max_steps" if max_steps_reached else "max_time"
                         # A time budget's last updates count; max_steps validates only when no epoch was.
                         # Before the checkpoint, so that a resumed run knows the best perplexity so far.
@@ -726,16 +733,18 @@ class LMTrainer:
             if st.best_val_ppl is None or val_ppl < st.best_val_ppl:
                 st.best_val_ppl, st.best_epoch = val_ppl, st.epoch
                 if acc.is_main_process:
-                    save_pretrained_atomic(self.output_dir / BEST_MODEL_DIR, self.unwrapped_model, self.tokenizer)
+                    save_pretrained_atomic(self.output_dir / BEST_MODEL_DIR, self.unwrapped_model,
+                                           self.tokenizer)
         steps = max(self.batches.steps(st.epoch), 1)
         self._say(f"validation after {st.step_in_epoch} steps of epoch {st.epoch + 1}: ppl {val_ppl:.2f} "
                   f"(best {st.best_val_ppl:.2f})")
-        self._log({"type": "eval", "epoch": st.epoch + st.step_in_epoch / steps, "global_step": st.global_step,
-                   "val_loss": val_loss, "val_ppl": val_ppl, "best_val_ppl": st.best_val_ppl,
-                   "elapsed_s": self._elapsed()})
+        self._log({"type": "eval", "epoch": st.epoch + st.step_in_epoch / steps,
+                   "global_step": st.global_step, "val_loss": val_loss, "val_ppl": val_ppl,
+                   "best_val_ppl": st.best_val_ppl, "elapsed_s": self._elapsed()})
 
     def finish(self) -> dict:
-        """Load the best weights, save model + tokenizer into output_dir, evaluate, write the card and results."""
+        """Load the best weights, save model + tokenizer into output_dir, evaluate, write the card and results
+        (:mod:`.run_folder`)."""
         config, st, acc = self.config, self.state, self.accelerator
         acc.wait_for_everyone()
         best_dir = self.output_dir / BEST_MODEL_DIR
@@ -746,9 +755,7 @@ class LMTrainer:
         results: dict = {}
         if acc.is_main_process:
             model = self.unwrapped_model
-            with quiet_progress_bars():
-                model.save_pretrained(self.output_dir, safe_serialization=True)
-            self.tokenizer.save_pretrained(self.output_dir)
+            save_final_model(self.output_dir, model, self.tokenizer)
             evaluations = {}
             for split in ("validation", "test"):
                 if split in self.datasets and (split != "test" or config.eval_test):
@@ -768,39 +775,24 @@ class LMTrainer:
                 "num_parameters": num_parameters,
                 "num_processes": acc.num_processes,
             }
-            training = {k: v for k, v in config.to_dict().items() if k not in ("output_dir", "resume_from_checkpoint")}
+            training = {k: v for k, v in config.to_dict().items()
+                        if k not in ("output_dir", "resume_from_checkpoint")}
             training.update(stop_reason=st.stop_reason, epochs_completed=st.epoch, global_step=st.global_step)
             # What `hf-nlm card RUN_DIR` needs to write the card again.
             results.update(dataset=self.dataset_name, training_config=training)
-            if self.run_settings is not None:
-                results["run_settings"] = self.run_settings
-            write_model_card(
-                self.output_dir,
-                model.config,
-                results=evaluations,
-                dataset=self.dataset_name,
-                training=training,
-                num_parameters=num_parameters,
-            )
-            with open(self.output_dir / "results.json", "w", encoding="utf-8") as f:
-                json.dump(results, f, indent=2, sort_keys=True)
-            plot_curves(self.log_path, self.output_dir / "curves.png", results=results)
+            if self.run_spec is not None:
+                results["run_spec"] = self.run_spec
+            write_results(self.output_dir, model.config, results, evaluations, corpus_card(self.dataset_name),
+                          training, num_parameters, self.log_path)
         acc.wait_for_everyone()
         return results
 
 
-def previous_run(output_dir: Path) -> str | None:
-    """What a fresh run in ``output_dir`` would overwrite: another run's checkpoints or a saved model (or None)."""
-    if list_checkpoints(output_dir):
-        return "checkpoints of a run"
-    saved = [name for name in ("config.json", "model.safetensors", "pytorch_model.bin", "results.json")
-             if (output_dir / name).exists()]
-    return f"a saved model ({', '.join(saved)})" if saved else None
-
-
 def pair_format(config: TrainingConfig) -> PairFormat:
-    """How the run reads paired examples (encoder-decoder models): the config's columns and maximum lengths."""
-    return PairFormat(config.source_column, config.target_column, config.max_source_length, config.max_target_length)
+    """How the run reads paired examples (encoder-decoder models): the config's columns and maximum
+    lengths."""
+    return PairFormat(config.source_column, config.target_column, config.max_source_length,
+                      config.max_target_length)
 
 
 def make_accelerator(config: TrainingConfig) -> Accelerator:
@@ -816,7 +808,7 @@ def make_accelerator(config: TrainingConfig) -> Accelerator:
 
 
 def train_lm(model, tokenizer, datasets, config: TrainingConfig, accelerator: Accelerator | None = None,
-             dataset_name: str | None = None, run_settings: dict | None = None) -> dict:
+             dataset_name: str | None = None, run_spec: dict | None = None) -> dict:
     """Train a causal LM, or an encoder-decoder model on paired examples, with :class:`TrainingConfig` and
     return the results (also in ``results.json``).
 
@@ -825,5 +817,5 @@ def train_lm(model, tokenizer, datasets, config: TrainingConfig, accelerator: Ac
     ``results.json``, ``log.jsonl``, ``curves.png``, ``checkpoints/`` and ``best_model/``.
     ``model`` is trained in place and holds the best weights afterwards.
     """
-    return LMTrainer(model, tokenizer, datasets, config, accelerator, dataset_name, run_settings).train()
+    return LMTrainer(model, tokenizer, datasets, config, accelerator, dataset_name, run_spec).train()
 

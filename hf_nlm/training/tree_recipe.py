@@ -137,8 +137,10 @@ def train_with_data_tree(
 
     Args:
         config: the HLBL's configuration (its tree fields are filled from each tree).
-        tokenizer, datasets: as for ``train_lm`` (``datasets`` has ``train``, ideally ``validation``/``test``).
-        training: a :class:`hf_nlm.training.TrainingConfig`; its ``seed`` also seeds both models' initial weights.
+        tokenizer, datasets: as for ``train_lm`` (``datasets`` has ``train``, ideally
+            ``validation``/``test``).
+        training: a :class:`hf_nlm.training.TrainingConfig`; its ``seed`` also seeds both models' initial
+            weights.
         mode, eps: the tree of step 3 (``"adaptive"`` / ``"balanced"``; ``eps`` for ADAPTIVE(eps)).
     """
     check_tree_mode(mode, eps)

@@ -39,7 +39,8 @@ def check_tree_mode(mode: str, eps: float, flags: bool = False) -> None:
         raise ValueError(f"{eps_name} must lie in [0, 0.5), got {eps!r}")
     if eps > 0 and mode != "adaptive":
         raise ValueError(
-            f"{eps_name} applies to {mode_is.format('adaptive')} only (words down both branches), not {mode_is.format(mode)}"
+            f"{eps_name} applies to {mode_is.format('adaptive')} only (words down both branches), not "
+            f"{mode_is.format(mode)}"
         )
 
 

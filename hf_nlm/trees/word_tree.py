@@ -226,7 +226,8 @@ class WordTree:
                     )
                 if int(code[0][0]) != 0:
                     raise ValueError(
-                        f"word {w}, code {c} starts at node {code[0][0]}; every code starts at the root, node 0"
+                        f"word {w}, code {c} starts at node {code[0][0]}; every code starts at the root, "
+                        "node 0"
                     )
                 for i, (node, bit) in enumerate(code):
                     node, bit = int(node), int(bit)
@@ -377,10 +378,13 @@ class WordTree:
                 branches, rank = np.unique(parent_branch, return_inverse=True)
                 node[:, :, level][here] = next_id + rank
                 next_id += branches.size
-        # Every step (w, c, l) is an edge from its node to the next step's node, or to the leaf of code (w, c).
+        # Every step (w, c, l) is an edge from its node to the next step's node, or to the leaf of code (w,
+        # c).
         w, c, step = np.nonzero(on)
         if w.size == 0 or (node[on] < 0).any() or (bit is not None and ((bit < 0) | (bit > 1)).any()):
-            raise ValueError("the arrays hold no tree (no code, negative node ids or bits other than 0 and 1)")
+            raise ValueError(
+                "the arrays hold no tree (no code, negative node ids or bits other than 0 and 1)"
+            )
         parent = node[w, c, step]
         M = int(parent.max()) + 1
         if M > w.size:  # more nodes than steps on all the paths: ids that no tree numbers so
@@ -399,7 +403,9 @@ class WordTree:
             count = np.bincount(pairs[:, 0], minlength=M)
             if (count != 2).any():
                 n = int(np.flatnonzero(count != 2)[0])
-                raise ValueError(f"node {n} has {int(count[n])} children in these arrays; a word tree is binary")
+                raise ValueError(
+                    f"node {n} has {int(count[n])} children in these arrays; a word tree is binary"
+                )
             value = np.where(pairs[:, 1] < M, pairs[:, 1], -((pairs[:, 1] - M) // C) - 1)
             children[pairs[0::2, 0], 0], children[pairs[1::2, 0], 1] = value[0::2], value[1::2]
         if (children == np.iinfo(np.int64).min).any():
@@ -408,8 +414,11 @@ class WordTree:
         tree = cls(children, V)
         rebuilt = tree.to_tensors()
         for name, a in arrays.items():
-            if getattr(rebuilt, name).shape != a.shape or not np.array_equal(getattr(rebuilt, name).numpy(), a):
-                raise ValueError(f"the arrays do not describe one tree numbered breadth-first ({name} differs)")
+            if (getattr(rebuilt, name).shape != a.shape
+                    or not np.array_equal(getattr(rebuilt, name).numpy(), a)):
+                raise ValueError(
+                    f"the arrays do not describe one tree numbered breadth-first ({name} differs)"
+                )
         return tree
 
     def renumbered_breadth_first(self) -> WordTree:
@@ -444,7 +453,8 @@ class WordTree:
             raise ValueError(f'{os.fspath(path)}: not a word tree file (expected "format": "{_FORMAT}")')
         if data.get("version") != _VERSION:
             raise ValueError(
-                f"{os.fspath(path)}: word tree format version {data.get('version')}, this code reads {_VERSION}"
+                f"{os.fspath(path)}: word tree format version {data.get('version')}, this code reads "
+                f"{_VERSION}"
             )
         try:
             return cls(data["children"], int(data["vocab_size"]))

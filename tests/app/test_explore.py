@@ -27,7 +27,8 @@ from hf_nlm.models import NumeracyLMConfig, NumeracyLMForCausalLM
 from hf_nlm.tokenization import train_numeracy_tokenizer, train_word_level_tokenizer
 from hf_nlm.trees import random_tree
 
-NUMERAL_TEXTS = ["in 1990 the deficit was 3.5 billion , up 12 % .", "we spent 3.5 billion on 7 programs in 1991 ."] * 4
+NUMERAL_TEXTS = ["in 1990 the deficit was 3.5 billion , up 12 % .",
+                 "we spent 3.5 billion on 7 programs in 1991 ."] * 4
 
 
 def next_log_probs(model, ids: list[int]) -> torch.Tensor:
@@ -40,7 +41,8 @@ def next_log_probs(model, ids: list[int]) -> torch.Tensor:
 def test_each_hypothesis_carries_the_models_probability_of_each_token(nplm_run, search):
     run = nplm_run
     prompt = "the cat"
-    result = continue_prompt(run, prompt, search=search, num_beams=3, num_return_sequences=2, max_new_tokens=4)
+    result = continue_prompt(run, prompt, search=search, num_beams=3, num_return_sequences=2,
+                             max_new_tokens=4)
     assert len(result["hypotheses"]) == (1 if search == "greedy" else 2)
     for hypothesis in result["hypotheses"]:
         ids = run.tokenizer(prompt, add_special_tokens=False).input_ids
@@ -54,7 +56,8 @@ def test_each_hypothesis_carries_the_models_probability_of_each_token(nplm_run, 
             total += float(log_p[i])
             ids.append(i)
         assert hypothesis["log_prob"] == pytest.approx(total, rel=1e-4)
-        assert hypothesis["text"] == run.tokenizer.decode([i for i in ids[2:] if i != run.tokenizer.eos_token_id]).strip()
+        assert hypothesis["text"] == run.tokenizer.decode(
+            [i for i in ids[2:] if i != run.tokenizer.eos_token_id]).strip()
 
 
 def test_a_hypothesis_ends_at_its_end_of_text(nplm_run):
@@ -63,7 +66,8 @@ def test_a_hypothesis_ends_at_its_end_of_text(nplm_run):
     eos = run.tokenizer.eos_token_id
     with torch.no_grad():  # the end of text likely after every word, so that beams end at different lengths
         run.model.lm_head.bias[eos] += 3.0
-    result = continue_prompt(run, "the cat", search="beam", num_beams=4, num_return_sequences=4, max_new_tokens=6)
+    result = continue_prompt(run, "the cat", search="beam", num_beams=4, num_return_sequences=4,
+                             max_new_tokens=6)
     lengths = [len(h["tokens"]) for h in result["hypotheses"]]
     assert min(lengths) < max(lengths)  # padding after the shorter ones' end of text is not shown
     for h in result["hypotheses"]:
@@ -72,7 +76,8 @@ def test_a_hypothesis_ends_at_its_end_of_text(nplm_run):
 
 
 def test_beam_search_keeps_the_best_hypothesis_first_when_nothing_else_ranks(nplm_run):
-    result = continue_prompt(nplm_run, "the dog", search="beam", num_beams=4, num_return_sequences=4, max_new_tokens=3)
+    result = continue_prompt(nplm_run, "the dog", search="beam", num_beams=4, num_return_sequences=4,
+                             max_new_tokens=3)
     scores = [h["log_prob"] for h in result["hypotheses"]]
     assert scores == sorted(scores, reverse=True)
 
@@ -90,19 +95,22 @@ def test_next_words_are_the_top_of_each_models_distribution(nplm_run):
     table = kn.log_prob([ids[-2:]] * len(run.tokenizer), list(range(len(run.tokenizer))))
     # (n-gram probabilities tie: the order among equals is free)
     assert [p for _, p in result["ngram"]] == pytest.approx(sorted(map(math.exp, table), reverse=True)[:4])
-    assert all(p == pytest.approx(math.exp(table[run.tokenizer.convert_tokens_to_ids(t)])) for t, p in result["ngram"])
+    assert all(p == pytest.approx(math.exp(table[run.tokenizer.convert_tokens_to_ids(t)]))
+               for t, p in result["ngram"])
 
 
 def test_surprisal_of_a_text_is_what_the_evaluation_says(nplm_run):
     run = nplm_run
     text = "the dog sat on the mat"
     result = text_surprisal(run, text)
-    assert result["perplexity"] == pytest.approx(evaluate_lm(run.model, [text], run.tokenizer)["perplexity"], rel=1e-5)
+    assert result["perplexity"] == pytest.approx(evaluate_lm(run.model, [text], run.tokenizer)["perplexity"],
+                                                 rel=1e-5)
     # Token by token: the model asked at each position (the stream starts at the sentence boundary).
     ids = [run.tokenizer.bos_token_id] + run.tokenizer(text, add_special_tokens=False).input_ids
     for t, (token, bits) in enumerate(result["tokens"][: len(ids) - 1]):
         assert token == run.tokenizer.convert_ids_to_tokens(ids[t + 1])
-        assert bits == pytest.approx(-float(next_log_probs(run.model, ids[: t + 1])[ids[t + 1]]) / math.log(2), rel=1e-4)
+        assert bits == pytest.approx(-float(next_log_probs(run.model, ids[: t + 1])[ids[t + 1]])
+                                     / math.log(2), rel=1e-4)
     assert len(result["ngram_tokens"]) == len(result["tokens"]) and result["ngram_perplexity"] > 1
 
 
@@ -144,8 +152,10 @@ def test_folders_that_do_not_load_are_named_and_the_rest_served(nplm_run, tmp_pa
     broken.mkdir()
     (broken / "config.json").write_text("{not json", encoding="utf-8")
     runs, problems = load_runs([nplm_run.folder, tmp_path / "missing", broken])
-    assert [r.name for r in runs] == ["nplm"] and runs[0].kind == {"lm"} and runs[0].ngram_name == "kneser-ney-3gram"
-    assert len(problems) == 2 and "missing is not a saved model folder" in problems[0] and "broken" in problems[1]
+    assert ([r.name for r in runs] == ["nplm"] and runs[0].kind == {"lm"}
+            and runs[0].ngram_name == "kneser-ney-3gram")
+    assert (len(problems) == 2 and "missing is not a saved model folder" in problems[0]
+            and "broken" in problems[1])
 
 
 # ----------------------------------------------------------------------------- numeracy, tree, story
@@ -160,8 +170,9 @@ def test_next_numeral_renormalises_the_heads_numerals(tmp_path, numeracy_tokeniz
     tok = numeracy_tokenizer
     torch.manual_seed(0)
     config = NumeracyLMConfig(vocab_size=len(tok), embedding_size=8, hidden_size=8, numeral_strategy=strategy,
-                              numeral_vocab=tok.numeral_vocab, mog_components=3, bos_token_id=tok.eos_token_id,
-                              eos_token_id=tok.eos_token_id, pad_token_id=tok.eos_token_id)
+                              numeral_vocab=tok.numeral_vocab, mog_components=3,
+                              bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id,
+                              pad_token_id=tok.eos_token_id)
     run = load_run(save(NumeracyLMForCausalLM(config), tok, tmp_path / strategy))
     assert "numeracy" in run.kind
     result = next_numeral(run, "the deficit was", k=50)
@@ -169,18 +180,21 @@ def test_next_numeral_renormalises_the_heads_numerals(tmp_path, numeracy_tokeniz
     vocab = tok.numeral_vocab
     p_numeral = float(log_p[list(vocab.values())].exp().sum())
     assert result["p_numeral"] == pytest.approx(p_numeral, rel=1e-5)
-    assert dict(result["numerals"]) == pytest.approx({t: math.exp(float(log_p[i])) / p_numeral for t, i in vocab.items()})
+    assert dict(result["numerals"]) == pytest.approx({t: math.exp(float(log_p[i])) / p_numeral
+                                                      for t, i in vocab.items()})
     assert sum(p for _, p in result["numerals"]) == pytest.approx(1.0)
     assert result["low"] <= result["median"] <= result["high"]
     assert (result["unseen"] is None) == (strategy == "softmax")
     if result["unseen"] is not None:  # one numeral outside the vocabulary: part of <unk_num>'s share
-        assert result["unseen"][0] not in vocab and 0 < result["unseen"][1] <= dict(result["numerals"])["<unk_num>"]
+        assert (result["unseen"][0] not in vocab
+                and 0 < result["unseen"][1] <= dict(result["numerals"])["<unk_num>"])
 
 
 def test_tree_path_multiplies_to_the_words_probability(tmp_path, word_tokenizer):
     tok = word_tokenizer
     torch.manual_seed(0)
-    config = HLBLConfig(vocab_size=len(tok), context_size=2, hidden_size=4, initializer_range=0.5, **special_ids(tok))
+    config = HLBLConfig(vocab_size=len(tok), context_size=2, hidden_size=4, initializer_range=0.5,
+                        **special_ids(tok))
     model = HLBLForCausalLM(config, tree=random_tree(len(tok), seed=1))
     with torch.no_grad():
         model.lm_head.bias.uniform_(-1, 1)

@@ -1,5 +1,5 @@
-"""The web demo's page (hf_nlm.app.page): its tabs follow the loaded runs, a bad input becomes a message in the
-page, and, where Chromium is installed, a real browser types a prompt and reads the answer back."""
+"""The web demo's page (hf_nlm.app.page): its tabs follow the loaded runs, a bad input becomes a message in
+the page, and, where Chromium is installed, a real browser types a prompt and reads the answer back."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ def test_a_bad_input_is_a_message_in_the_page_and_the_server_goes_on():
         return "text", "<table></table>", ""
 
     assert handler("value") == (None, None, "**Error:** Type a prompt first: the prompt is empty.")
-    assert handler("bug") == (None, None, "**Error:** the model failed on this input (RuntimeError: index out of range)")
+    assert handler("bug") == (None, None,
+                              "**Error:** the model failed on this input (RuntimeError: index out of range)")
     assert handler("fine") == ("text", "<table></table>", "")
     assert message("2 of the 2 tokens read as <unk>") == "**Note:** 2 of the 2 tokens read as &lt;unk&gt;"
 
@@ -94,13 +95,16 @@ def test_a_browser_types_a_prompt_and_reads_the_continuation_and_the_n_best_tabl
             box.clear()
             box.send_keys("the dog")
             browser.find_element(By.ID, "continue").click()
-            shown = wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "#continuation textarea").get_attribute("value"))
-            rows = [row.text for row in wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#nbest tbody tr"))]
+            shown = wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "#continuation textarea")
+                               .get_attribute("value"))
+            rows = [row.text
+                    for row in wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#nbest tbody tr"))]
             whole_page_screenshot(browser, tmp_path / "continue.png")
     finally:
         browser.quit()
     # The page's defaults: beam search, 5 beams, 3 hypotheses, 15 new tokens.
-    expected = continue_prompt(nplm_run, "the dog", search="beam", num_beams=5, num_return_sequences=3, max_new_tokens=15)
+    expected = continue_prompt(nplm_run, "the dog", search="beam", num_beams=5, num_return_sequences=3,
+                               max_new_tokens=15)
     assert shown == f"the dog {expected['hypotheses'][0]['text']}"
     assert len(rows) == 3
     for rank, (row, hypothesis) in enumerate(zip(rows, expected["hypotheses"], strict=True), 1):

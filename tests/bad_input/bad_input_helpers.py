@@ -9,8 +9,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from hf_nlm import NPLMConfig, NPLMForCausalLM
-from hf_nlm.cli import main
 from hf_nlm.tokenization import tokenizer_fingerprint, train_word_level_tokenizer
+from hf_nlm_cli import main
 
 TEXTS = ["the cat sat on the mat", "the dog sat on the log", "a cat saw a dog", "the president spoke"]
 

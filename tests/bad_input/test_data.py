@@ -1,6 +1,6 @@
 """A training run never destroys the user's data: it refuses an output folder holding a saved model, holds its
-folder against a second run, says plainly when the folder cannot be written or the disk is full, never leaves a
-half-written checkpoint, and skips a truncated one. Every refusal is one line and exit status 2."""
+folder against a second run, says plainly when the folder cannot be written or the disk is full, never leaves
+a half-written checkpoint, and skips a truncated one. Every refusal is one line and exit status 2."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from hf_nlm.cli import main
 from hf_nlm.training import checkpoint as checkpoint_module
 from hf_nlm.training.checkpoint import list_checkpoints, resolve_checkpoint
 from hf_nlm.training.run_folder import LOCK_FILE
+from hf_nlm_cli import main
 
 TRAIN = ["train", "--no-progress-bar", "--no-eval-test", "--max-steps", "2", "--optimizer", "adam",
          "--learning-rate", "1e-3", "--context-size", "2", "--embedding-size", "8", "--hidden-size", "8",
@@ -46,7 +46,8 @@ def two_checkpoints(small_txt, tmp_path_factory) -> Path:
 
 
 def refused(capsys, small_txt: Path, output_dir: Path, *extra: str) -> str:
-    """stderr of an `hf-nlm train` that must refuse: exit status 2, no traceback, one `hf-nlm train: error:` line."""
+    """stderr of an `hf-nlm train` that must refuse: exit status 2, no traceback, one `hf-nlm train: error:`
+    line."""
     capsys.readouterr()
     try:
         code = main(train_args(small_txt, output_dir, *extra))

@@ -74,7 +74,8 @@ def test_plot_numerals_to_a_path_that_cannot_be_written(tmp_path, capsys):
     eos = tokenizer.eos_token_id
     model = NumeracyLMForCausalLM(NumeracyLMConfig(
         vocab_size=len(tokenizer), embedding_size=8, hidden_size=8, numeral_vocab=tokenizer.numeral_vocab,
-        bos_token_id=eos, eos_token_id=eos, pad_token_id=eos, tokenizer_fingerprint=tokenizer_fingerprint(tokenizer),
+        bos_token_id=eos, eos_token_id=eos, pad_token_id=eos,
+        tokenizer_fingerprint=tokenizer_fingerprint(tokenizer),
     ))
     folder = save_folder(tmp_path / "run", model, tokenizer)
     (tmp_path / "a-file").write_text("")

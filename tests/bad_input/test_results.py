@@ -36,7 +36,8 @@ def test_weights_of_another_model_type_are_refused(tmp_path, capsys):
     other = LBLForCausalLM(LBLConfig(vocab_size=len(tokenizer), context_size=2, hidden_size=8))
     other.save_pretrained(tmp_path / "lbl")
     (folder / "model.safetensors").write_bytes((tmp_path / "lbl" / "model.safetensors").read_bytes())
-    with pytest.raises(ValueError, match="does not hold the weights of this NPLMForCausalLM: missing") as info:
+    with pytest.raises(ValueError,
+                       match="does not hold the weights of this NPLMForCausalLM: missing") as info:
         NPLMForCausalLM.from_pretrained(folder)
     assert "model.C.weight" in str(info.value) and "unexpected" in str(info.value)
     assert "output_loading_info=True" in str(info.value)
@@ -57,14 +58,16 @@ def test_a_missing_key_is_refused_unless_a_partial_load_is_asked_for(tmp_path):
     assert info["missing_keys"] == {"model.H.weight"}
 
 
-@pytest.mark.parametrize("other_texts", [TEXTS[:2], OTHER_TEXTS, TEXTS + OTHER_TEXTS], ids=["smaller", "same-ish", "larger"])
+@pytest.mark.parametrize("other_texts", [TEXTS[:2], OTHER_TEXTS, TEXTS + OTHER_TEXTS],
+                         ids=["smaller", "same-ish", "larger"])
 def test_a_tokenizer_from_another_run_is_refused(tmp_path, capsys, other_texts):
     tokenizer, other = word_tokenizer(), word_tokenizer(other_texts)
     folder = save_folder(tmp_path / "run", nplm(tokenizer))
     other.save_pretrained(folder)  # another run's tokenizer beside the model
     (tmp_path / "test.txt").write_text("\n".join(TEXTS) + "\n")
     err = cli_error(["evaluate", str(folder), "--test-file", str(tmp_path / "test.txt")], capsys)
-    assert str(folder) in err and f"{len(other)} tokens, fingerprint {tokenizer_fingerprint(other)[:12]}" in err
+    assert (str(folder) in err
+            and f"{len(other)} tokens, fingerprint {tokenizer_fingerprint(other)[:12]}" in err)
     assert tokenizer_fingerprint(tokenizer)[:12] in err
     model = NPLMForCausalLM.from_pretrained(folder)
     with pytest.raises(ValueError, match="is not the one the model in .* was trained with"):
@@ -77,7 +80,8 @@ def test_a_model_without_a_fingerprint_checks_size_and_special_ids(tmp_path):
     model = nplm(tokenizer)
     model.config.tokenizer_fingerprint = None
     check_tokenizer(model, tokenizer)
-    with pytest.raises(ValueError, match=rf"{len(word_tokenizer(OTHER_TEXTS))} tokens, the model's vocab_size is {len(tokenizer)}"):
+    with pytest.raises(ValueError, match=rf"{len(word_tokenizer(OTHER_TEXTS))} tokens, the model's "
+                                         rf"vocab_size is {len(tokenizer)}"):
         check_tokenizer(model, word_tokenizer(OTHER_TEXTS))
 
 

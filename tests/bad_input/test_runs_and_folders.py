@@ -22,8 +22,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, pipeline
 
 import hf_nlm  # noqa: F401  (registers the model types with the Auto classes)
 from hf_nlm import AWDLSTMConfig, AWDLSTMForCausalLM, NPLMConfig, NPLMForCausalLM
-from hf_nlm.cli import main
 from hf_nlm.tokenization import train_word_level_tokenizer
+from hf_nlm_cli import main
 
 LOADERS = [NPLMForCausalLM.from_pretrained, AutoModelForCausalLM.from_pretrained]
 
@@ -46,7 +46,8 @@ def test_corrupted_weights_name_the_file(run_copy, capsys, damage):
     weights = run_copy / "model.safetensors"
     data = weights.read_bytes()
     # A cut-off download, or a header length that points past the end of the file.
-    weights.write_bytes(data[: len(data) // 2] if damage == "truncated" else (10**12).to_bytes(8, "little") + data[8:])
+    weights.write_bytes(data[: len(data) // 2] if damage == "truncated"
+                        else (10**12).to_bytes(8, "little") + data[8:])
     for load in LOADERS:
         with pytest.raises(OSError, match="truncated or corrupted") as info:
             load(run_copy)
@@ -57,7 +58,8 @@ def test_corrupted_weights_name_the_file(run_copy, capsys, damage):
 @pytest.mark.parametrize("value, expected", [("abc", "int"), (8.5, "int"), (None, "int")])
 def test_config_field_of_the_wrong_type_is_named(run_copy, capsys, value, expected):
     edit_config(run_copy, hidden_size=value)
-    with pytest.raises(ValueError, match=rf"config\.json: field 'hidden_size' must be {expected}, got {value!r}"):
+    with pytest.raises(ValueError, match=rf"config\.json: field 'hidden_size' must be {expected}, "
+                                         rf"got {value!r}"):
         NPLMForCausalLM.from_pretrained(run_copy)
     err = cli_error(["generate", str(run_copy), "the"], capsys)
     assert "'hidden_size' must be int" in err and "config.json" in err
@@ -95,7 +97,8 @@ def test_config_sizes_that_do_not_match_the_weights(run_copy, capsys, transforme
             load(run_copy)
         message = str(info.value)
         assert str(run_copy / "config.json") in message
-        assert f"model.C.weight: {saved} in the weights, {(saved[0] + 3, saved[1])} from the config" in message
+        assert (f"model.C.weight: {saved} in the weights, {(saved[0] + 3, saved[1])} from the config"
+                in message)
     assert "model.C.weight" in cli_error(["generate", str(run_copy), "the"], capsys)
     # Only our message: the sizes are checked before transformers loads, so its LOAD REPORT table never shows.
     assert _load_reports(transformers_records) == []
@@ -121,7 +124,8 @@ def test_any_failure_to_load_a_folder_exits_2(run_copy, capsys):
 def test_resume_from_a_broken_checkpoint_exits_2(run_copy, capsys):
     (checkpoint,) = (run_copy / "checkpoints").iterdir()
     (checkpoint / "model.safetensors").write_bytes(b"\0" * 4)
-    err = cli_error(["train", "--output-dir", str(run_copy), "--resume", str(checkpoint)], capsys)  # the run's data
+    # the run's data
+    err = cli_error(["train", "--output-dir", str(run_copy), "--resume", str(checkpoint)], capsys)
     assert str(checkpoint / "model.safetensors") in err
 
 
@@ -146,7 +150,8 @@ def test_empty_prompt_starts_from_the_sentence_boundary(tokenizer, kind):
     expected = model.generate(bos, attention_mask=torch.ones_like(bos), max_new_tokens=4, do_sample=False)
     empty = torch.zeros((2, 0), dtype=torch.long)
     assert torch.equal(model.generate(empty, max_new_tokens=4, do_sample=False), expected)
-    assert torch.equal(model.generate(input_ids=empty, attention_mask=torch.ones_like(empty), max_new_tokens=4), expected)
+    assert torch.equal(model.generate(input_ids=empty, attention_mask=torch.ones_like(empty),
+                                      max_new_tokens=4), expected)
 
 
 @pytest.fixture
@@ -161,9 +166,10 @@ def unk_lover(run_copy) -> Path:
 
 def test_generated_unknown_words_stay_visible(unk_lover, capsys):
     capsys.readouterr()
-    # the saved generation config keeps <unk> out and forbids repeats: lifted here, to see how <unk> is decoded
-    assert main(["generate", str(unk_lover), "zzz qqq the", "--max-new-tokens", "8", "--json", "--allow-unknown",
-                 "--no-repeat-ngram-size", "0"]) == 0
+    # the saved generation config keeps <unk> out and forbids repeats: lifted here, to see how <unk> is
+    # decoded
+    assert main(["generate", str(unk_lover), "zzz qqq the", "--max-new-tokens", "8", "--json",
+                 "--allow-unknown", "--no-repeat-ngram-size", "0"]) == 0
     captured = capsys.readouterr()
     (generation,) = json.loads(captured.out)["generations"]
     assert generation.split() == ["<unk>"] * 8  # 8 new tokens, 8 words: none dropped
@@ -179,14 +185,18 @@ def test_generated_unknown_words_stay_visible(unk_lover, capsys):
 
 def test_generation_settings_are_checked_up_front(tiny_run, capsys):
     run = str(tiny_run)
-    assert "--top-p must be in (0, 1]" in cli_error(["generate", run, "the", "--do-sample", "--top-p", "1.5"], capsys)
-    assert "--temperature must be > 0" in cli_error(["generate", run, "the", "--do-sample", "--temperature", "0"], capsys)
-    assert "--top-k must be >= 0" in cli_error(["generate", run, "the", "--do-sample", "--top-k", "-1"], capsys)
+    assert "--top-p must be in (0, 1]" in cli_error(
+        ["generate", run, "the", "--do-sample", "--top-p", "1.5"], capsys)
+    assert "--temperature must be > 0" in cli_error(
+        ["generate", run, "the", "--do-sample", "--temperature", "0"], capsys)
+    assert "--top-k must be >= 0" in cli_error(
+        ["generate", run, "the", "--do-sample", "--top-k", "-1"], capsys)
     assert "need --do-sample" in cli_error(["generate", run, "the", "--temperature", "0.7"], capsys)
     assert "--num-return-sequences 2 needs --do-sample or --num-beams >= 2" in cli_error(
         ["generate", run, "the", "--num-return-sequences", "2"], capsys)
     for ok in (["--num-beams", "2"], ["--do-sample", "--top-p", "0.9", "--temperature", "0.7"]):
-        assert main(["generate", run, "the", "--num-return-sequences", "2", "--max-new-tokens", "2", "--json", *ok]) == 0
+        assert main(["generate", run, "the", "--num-return-sequences", "2", "--max-new-tokens", "2", "--json",
+                     *ok]) == 0
         assert len(json.loads(capsys.readouterr().out)["generations"]) == 2
 
 
@@ -200,7 +210,8 @@ def test_max_steps_before_the_first_epoch_ends_keeps_a_validated_model(tiny_run)
     assert results["best_val_ppl"] == pytest.approx(results["validation"]["perplexity"], rel=1e-5)
     best = NPLMForCausalLM.from_pretrained(tiny_run / "best_model")
     final = NPLMForCausalLM.from_pretrained(tiny_run)
-    assert all(torch.equal(a, b) for a, b in zip(best.state_dict().values(), final.state_dict().values(), strict=True))
+    assert all(torch.equal(a, b)
+               for a, b in zip(best.state_dict().values(), final.state_dict().values(), strict=True))
     records = [json.loads(line) for line in (tiny_run / "log.jsonl").read_text().splitlines()]
     (point,) = [r for r in records if r["type"] == "eval"]
     assert point["global_step"] == 2 and 0 < point["epoch"] < 1
@@ -239,7 +250,7 @@ def test_ctrl_c_prints_the_resume_command_and_exits_130(tmp_path):
     corpus.write_text("the cat sat on the mat\nthe dog sat on the log\na cat saw a dog\n" * 200)
     out = tmp_path / "run"
     argv = ["train", "--train-file", str(corpus), "--output-dir", str(out), *TINY_TRAIN]
-    err, checkpoint = interrupt_training([sys.executable, "-m", "hf_nlm.cli", *argv], out)
+    err, checkpoint = interrupt_training([sys.executable, "-m", "hf_nlm_cli", *argv], out)
     command = next(line for line in err.splitlines() if line.startswith("continue with: "))
     resume = shlex.split(command.removeprefix("continue with: "))
     assert resume[:2] == ["hf-nlm", "train"] and resume[-1] == "--resume"
@@ -255,8 +266,8 @@ def test_ctrl_c_in_the_example_script_prints_its_resume_command(tmp_path):
     corpus = tmp_path / "train.txt"
     corpus.write_text("the cat sat on the mat\nthe dog sat on the log\na cat saw a dog\n" * 200)
     out = tmp_path / "run"
-    err, _ = interrupt_training([sys.executable, str(script), "--train-file", str(corpus), "--output-dir", str(out),
-                                 *TINY_TRAIN], out)
+    err, _ = interrupt_training([sys.executable, str(script), "--train-file", str(corpus),
+                                 "--output-dir", str(out), *TINY_TRAIN], out)
     command = next(line for line in err.splitlines() if line.startswith("continue with: "))
     resume = shlex.split(command.removeprefix("continue with: "))
     assert resume[:2] == ["python", str(script)] and resume[-1] == "--resume" and str(out) in resume

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from bad_input_helpers import cli_error
 
-from hf_nlm.cli import main
 from hf_nlm.data import load_text_files
+from hf_nlm_cli import main
 
 TRAIN = ["train", "--no-progress-bar", "--no-eval-test", "--max-steps", "2", "--optimizer", "adam",
          "--learning-rate", "1e-3", "--context-size", "2", "--embedding-size", "4", "--hidden-size", "4",
@@ -112,8 +112,8 @@ def test_resume_refuses_changed_settings_and_keeps_the_runs(tmp_path, capsys):
     assert results["training_config"]["learning_rate"] == 0.003
     assert results["training_config"]["optimizer"] == "adam"
     assert results["global_step"] == 4
-    assert results["run_settings"]["train_file"] == [str(train.resolve())]
-    assert results["run_settings"]["min_frequency"] == 2
+    assert results["run_spec"]["data"]["train_file"] == [str(train.resolve())]
+    assert results["run_spec"]["tokenizer"]["min_frequency"] == 2
     assert json.loads((run / "config.json").read_text())["hidden_size"] == 4
     lrs = {json.loads(line).get("lr") for line in (run / "log.jsonl").read_text().splitlines()} - {None}
     assert max(lrs) <= 0.003

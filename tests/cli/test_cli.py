@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from hf_nlm.cli import main
+from hf_nlm_cli import main
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -31,8 +31,9 @@ def write_corpus(folder: Path) -> dict[str, Path]:
     return files
 
 
-TINY = ["--context-size", "2", "--embedding-size", "8", "--hidden-size", "8", "--block-size", "8", "--batch-size", "4",
-        "--learning-rate", "0.5", "--no-progress-bar", "--early-stopping-patience", "none"]
+TINY = ["--context-size", "2", "--embedding-size", "8", "--hidden-size", "8", "--block-size", "8",
+        "--batch-size", "4", "--learning-rate", "0.5", "--no-progress-bar",
+        "--early-stopping-patience", "none"]
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +49,8 @@ def trained(tmp_path_factory):
 
 def test_train_writes_a_loadable_model(trained):
     out, _ = trained
-    for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json",
-                 "README.md", "results.json", "log.jsonl", "curves.png"):
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+                 "generation_config.json", "README.md", "results.json", "log.jsonl", "curves.png"):
         assert (out / name).is_file(), name
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -73,7 +74,8 @@ def test_evaluate_and_generate(trained, capsys):
     saved = json.loads((out / "results.json").read_text())["test"]
     assert result["split"] == "test"
     assert result["perplexity"] == pytest.approx(saved["perplexity"], rel=1e-5)
-    assert main(["generate", str(out), "the cat", "a", "--num-beams", "3", "--max-new-tokens", "4", "--json"]) == 0
+    assert main(["generate", str(out), "the cat", "a", "--num-beams", "3", "--max-new-tokens", "4",
+                 "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["prompt"] for r in lines] == ["the cat", "a"]
     assert all(len(r["generations"]) == 1 for r in lines)
@@ -106,7 +108,8 @@ def test_bad_input_exits_2_with_a_message(tmp_path, capsys):
     expect_usage_error([*base, "--corpus", "wikipedia"], capsys, "invalid choice: 'wikipedia'")
     expect_usage_error([*base], capsys, "give --corpus")
     expect_usage_error([*base, "--train-file", str(tmp_path / "missing.txt")], capsys, "missing.txt")
-    expect_usage_error([*with_files, "--learning-rate", "-1"], capsys, "learning_rate must be a positive number")
+    expect_usage_error([*with_files, "--learning-rate", "-1"], capsys,
+                       "learning_rate must be a positive number")
     expect_usage_error([*with_files, "--learning-rate", "fast"], capsys, "invalid float value")
     expect_usage_error([*with_files, "--optimizer", "rmsprop"], capsys, "invalid choice: 'rmsprop'")
     expect_usage_error([*with_files, "--context-size", "0"], capsys, "context_size")
@@ -116,7 +119,8 @@ def test_bad_input_exits_2_with_a_message(tmp_path, capsys):
     expect_usage_error(["train"], capsys, "--output-dir")
     expect_usage_error(["evaluate", str(tmp_path / "nowhere"), "--test-file", str(files["test"])], capsys,
                        "not a saved model folder")
-    expect_usage_error(["generate", str(tmp_path), "hi", "--max-new-tokens", "0"], capsys, "--max-new-tokens must be >= 1")
+    expect_usage_error(["generate", str(tmp_path), "hi", "--max-new-tokens", "0"], capsys,
+                       "--max-new-tokens must be >= 1")
 
 
 def test_resume_from_another_model_type_exits_2(tmp_path, capsys):
@@ -125,8 +129,8 @@ def test_resume_from_another_model_type_exits_2(tmp_path, capsys):
     checkpoint.mkdir(parents=True)
     (checkpoint / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
     (checkpoint / "trainer_state.json").write_text("{}")
-    expect_usage_error(["train", "--train-file", str(files["train"]), "--output-dir", str(tmp_path / "run"), "--resume"],
-                       capsys, "model_type='gpt2'")
+    expect_usage_error(["train", "--train-file", str(files["train"]), "--output-dir", str(tmp_path / "run"),
+                        "--resume"], capsys, "model_type='gpt2'")
 
 
 def test_download_is_delegated(capsys):

@@ -13,11 +13,12 @@ import sys
 import pytest
 import torch
 
-from hf_nlm.cli import main
 from hf_nlm.training.run_log import read_jsonl
+from hf_nlm_cli import main
 
-TINY = ["--context-size", "2", "--embedding-size", "8", "--hidden-size", "8", "--block-size", "8", "--batch-size", "4",
-        "--learning-rate", "0.5", "--no-progress-bar", "--early-stopping-patience", "none"]
+TINY = ["--context-size", "2", "--embedding-size", "8", "--hidden-size", "8", "--block-size", "8",
+        "--batch-size", "4", "--learning-rate", "0.5", "--no-progress-bar",
+        "--early-stopping-patience", "none"]
 
 
 def write_corpus(folder):
@@ -42,7 +43,8 @@ def run(tmp_path_factory):
     capture.setattr(sys, "stdout", stdout)
     try:
         status = main(["train", "--train-file", str(files["train"]), "--validation-file", str(files["valid"]),
-                       "--test-file", str(files["test"]), "--output-dir", str(out), "--num-epochs", "2", *TINY])
+                       "--test-file", str(files["test"]), "--output-dir", str(out), "--num-epochs", "2",
+                       *TINY])
     finally:
         capture.undo()
     assert status == 0
@@ -55,13 +57,14 @@ def test_train_prints_a_summary_and_each_epoch_without_the_progress_bar(run):
     out, files, stdout, err = run
     results = json.loads((out / "results.json").read_text())
     # stdout: the one JSON line of results, as before
-    assert json.loads(stdout) == {k: results[k] for k in ("validation", "test", "best_val_ppl", "stop_reason")}
+    assert json.loads(stdout) == {k: results[k]
+                                  for k in ("validation", "test", "best_val_ppl", "stop_reason")}
     lines = err.splitlines()
     tokenizer = AutoTokenizer.from_pretrained(out)
     model = AutoModelForCausalLM.from_pretrained(out)
     train_lines = len(files["train"].read_text().splitlines())
-    assert f"corpus: train {train_lines} lines, {results['train']['num_tokens']:,} tokens; validation 12 lines, " \
-           f"{results['validation']['num_tokens']} tokens; test 12 lines" in lines
+    assert f"corpus: train {train_lines} lines, {results['train']['num_tokens']:,} tokens; " \
+           f"validation 12 lines, {results['validation']['num_tokens']} tokens; test 12 lines" in lines
     unk = 100 * results["train"]["num_unk"] / results["train"]["num_tokens"]
     assert f"vocabulary: {len(tokenizer):,} tokens; <unk> is {unk:.2f}% of the training tokens" in lines
     assert f"model: nplm, {model.num_parameters():,} parameters" in lines
@@ -74,15 +77,16 @@ def test_train_prints_a_summary_and_each_epoch_without_the_progress_bar(run):
         said = [line for line in lines if line.startswith(f"epoch {r['epoch'] + 1}/2: ")]
         assert len(said) == 1
         assert f": {steps} steps, train loss {r['train_loss']:.4f} (ppl {r['train_ppl']:.2f}), " in said[0]
-        assert f"validation after epoch {r['epoch'] + 1}: ppl {r['val_ppl']:.2f} (best so far {r['best_val_ppl']:.2f})" \
-            in lines
+        assert f"validation after epoch {r['epoch'] + 1}: ppl {r['val_ppl']:.2f} " \
+               f"(best so far {r['best_val_ppl']:.2f})" in lines
     assert f"(best so far {results['best_val_ppl']:.2f})" in lines[-1]
 
 
 def test_saved_weights_have_the_permissions_of_the_other_files(run):
     out = run[0]
     for folder in (out, out / "best_model"):
-        assert (folder / "model.safetensors").stat().st_mode & 0o777 == (folder / "config.json").stat().st_mode & 0o777
+        assert ((folder / "model.safetensors").stat().st_mode & 0o777
+                == (folder / "config.json").stat().st_mode & 0o777)
     expected = 0o666 & ~_umask()
     assert (out / "model.safetensors").stat().st_mode & 0o777 == expected
 
@@ -112,14 +116,15 @@ def test_an_error_names_the_help_not_the_usage(argv, message, capsys):
 
 
 def test_model_flag_help_keeps_abbreviations_whole():
-    from hf_nlm.cli.main import build_parser
+    from hf_nlm_cli import build_parser
 
     train = build_parser()._subparsers._group_actions[0].choices["train"]
     helps = {action.dest: action.help for action in train._actions}
     # "(Luong et al. sec. 3.1), turned into weights ...": not cut after "et al." or "sec."
     assert "Luong et al. sec. 3.1), turned into weights" in helps["attention"]
     assert "Luong et al. sec. 3.3: the previous attentional vector" in helps["input_feeding"]
-    assert "i.e. the embedding size" in helps["hidden_size"] or "i.e. the embedding size" in helps["embedding_size"]
+    assert ("i.e. the embedding size" in helps["hidden_size"]
+            or "i.e. the embedding size" in helps["embedding_size"])
 
 
 def test_generated_text_starts_with_its_first_word(run, capsys):
@@ -150,12 +155,13 @@ def test_plot_numerals_names_the_flag(tmp_path, capsys):
     from hf_nlm.models import NumeracyLMConfig, NumeracyLMForCausalLM
     from hf_nlm.tokenization import train_numeracy_tokenizer
 
-    texts = ["in 1990 the deficit was 3.5 billion dollars , up 12 % .", "we spent 3.5 billion on 7 programs ."] * 5
+    texts = ["in 1990 the deficit was 3.5 billion dollars , up 12 % .",
+             "we spent 3.5 billion on 7 programs ."] * 5
     tokenizer = train_numeracy_tokenizer(texts, max_vocab_size=24)
     torch.manual_seed(0)
     model = NumeracyLMForCausalLM(NumeracyLMConfig(vocab_size=len(tokenizer), embedding_size=8, hidden_size=8,
-                                                   numeral_strategy="mog", numeral_vocab=tokenizer.numeral_vocab,
-                                                   mog_components=2))
+                                                   numeral_strategy="mog",
+                                                   numeral_vocab=tokenizer.numeral_vocab, mog_components=2))
     model.save_pretrained(tmp_path / "mog")
     tokenizer.save_pretrained(tmp_path / "mog")
     with pytest.raises(SystemExit) as exit_info:
@@ -173,11 +179,13 @@ def test_plot_numerals_surprisal_along_a_text(tmp_path, capsys):
     from hf_nlm.plots.numerals import plot_numeral_surprisal
     from hf_nlm.tokenization import train_numeracy_tokenizer
 
-    texts = ["in 1990 the deficit was 3.5 billion dollars , up 12 % .", "we spent 3.5 billion on 7 programs ."] * 5
+    texts = ["in 1990 the deficit was 3.5 billion dollars , up 12 % .",
+             "we spent 3.5 billion on 7 programs ."] * 5
     tokenizer = train_numeracy_tokenizer(texts, max_vocab_size=24)
     torch.manual_seed(0)
     model = NumeracyLMForCausalLM(NumeracyLMConfig(vocab_size=len(tokenizer), embedding_size=8, hidden_size=8,
-                                                   numeral_strategy="dexp", numeral_vocab=tokenizer.numeral_vocab))
+                                                   numeral_strategy="dexp",
+                                                   numeral_vocab=tokenizer.numeral_vocab))
     model.save_pretrained(tmp_path / "dexp")
     tokenizer.save_pretrained(tmp_path / "dexp")
     text = "in 1991 the deficit was 4.25 billion dollars , up 13 % ."

@@ -43,7 +43,8 @@ FILL = {"char_len": -1, "ends": -7}
 
 
 def spans_features(text: str, spans: list[tuple[int, int]]) -> dict[str, np.ndarray]:
-    """A toy feature of each token's own text: its length, and (2-D) the codes of its first and last letter."""
+    """A toy feature of each token's own text: its length, and (2-D) the codes of its first and last
+    letter."""
     words = [text[start:end] for start, end in spans]
     return {
         "char_len": np.array([len(w) for w in words], dtype=np.int64),
@@ -76,12 +77,14 @@ def brute_force(tokenizer) -> dict[str, torch.Tensor]:
 
 
 def padded(values: torch.Tensor, front: int, back: int, fill) -> torch.Tensor:
-    return torch.cat([values.new_full((front, *values.shape[1:]), fill), values, values.new_full((back, *values.shape[1:]), fill)])
+    return torch.cat([values.new_full((front, *values.shape[1:]), fill), values,
+                      values.new_full((back, *values.shape[1:]), fill)])
 
 
 def tiny_nplm(tokenizer) -> NPLMForCausalLM:
     torch.manual_seed(0)
-    return NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=8, hidden_size=12))
+    return NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=8,
+                                      hidden_size=12))
 
 
 def tiny_awd(tokenizer) -> AWDLSTMForCausalLM:
@@ -141,14 +144,16 @@ def test_block_fields_are_position_aligned_like_labels(tokenizer, block_size, co
     stream, _ = tokenize_stream(TEXTS, tokenizer, FEATURES)
     blocks = group_into_blocks(stream, block_size, context_size, tokenizer.eos_token_id, fill=FILL)
     plain = group_into_blocks(stream["input_ids"], block_size, context_size, tokenizer.eos_token_id)
-    assert torch.equal(blocks["input_ids"], plain["input_ids"]) and torch.equal(blocks["labels"], plain["labels"])
+    assert (torch.equal(blocks["input_ids"], plain["input_ids"])
+            and torch.equal(blocks["labels"], plain["labels"]))
     expected = brute_force(tokenizer)
     n, width = len(expected["input_ids"]), context_size + block_size
     tail = blocks["input_ids"].shape[0] * block_size - n
     for name, fill in FILL.items():
         # Block b, position j is stream position b * block_size + j - context_size.
         full = padded(expected[name], context_size, tail, fill)
-        want = torch.stack([full[b * block_size : b * block_size + width] for b in range(len(blocks["labels"]))])
+        want = torch.stack([full[b * block_size : b * block_size + width]
+                            for b in range(len(blocks["labels"]))])
         assert torch.equal(blocks[name], want), name
     # Every target's field is its own token's: the same brute-force value, in the same place as its label.
     targets = blocks["labels"] != IGNORE_INDEX
@@ -163,7 +168,8 @@ def test_sampler_batches_carry_the_fields_and_two_processes_split_the_global_bat
     one = BlockBatches(data, batch_size=4, seed=3)
     two = [BlockBatches(data, batch_size=2, num_processes=2, process_index=p, seed=3) for p in range(2)]
     for epoch in range(2):
-        for step, (whole, *shares) in enumerate(zip(one.epoch(epoch), *(t.epoch(epoch) for t in two), strict=True)):
+        for step, (whole, *shares) in enumerate(zip(one.epoch(epoch), *(t.epoch(epoch) for t in two),
+                                                    strict=True)):
             indices = one.sampler.global_batches(epoch)[step]
             for name, values in data.blocks.items():
                 assert torch.equal(whole[0][name], values[indices]), name
@@ -183,7 +189,8 @@ def test_serving_an_epoch_leaves_the_global_random_stream_alone(tokenizer):
     batches = BlockBatches(data, batch_size=4, seed=3)
     torch.manual_seed(0)
     before = torch.get_rng_state()
-    served = [batch for batch, _, _ in batches.epoch(0)] + [batch for batch, _, _ in batches.epoch(1, start=1)]
+    served = ([batch for batch, _, _ in batches.epoch(0)]
+              + [batch for batch, _, _ in batches.epoch(1, start=1)])
     assert served and torch.equal(torch.get_rng_state(), before)
 
 
@@ -197,7 +204,8 @@ def test_column_fields_are_target_aligned_like_shift_labels(tokenizer, num_colum
     expected = brute_force(tokenizer)
     n, length = len(expected["input_ids"]), columns.length
     for name, fill in FILL.items():
-        want = padded(expected[name], 0, num_columns * length - n, fill).view(num_columns, length, *expected[name].shape[1:])
+        want = padded(expected[name], 0, num_columns * length - n, fill).view(num_columns, length,
+                                                                              *expected[name].shape[1:])
         assert torch.equal(columns.extras[name], want), name
     chunk = columns.chunk(2, 3, slice(1, None))
     assert set(chunk) == {"input_ids", "shift_labels", *FILL}
@@ -240,7 +248,8 @@ def test_the_model_decides_the_batching_in_one_place(tokenizer, tmp_path):
     assert isinstance(columns.training_batches(stream, 2), StreamBatches)
     trainer_config = dict(block_size=4, batch_size=2, progress_bar=False, cpu=True)
     for model, kind in [(nplm, BlockBatching), (awd, StreamBatching)]:
-        trainer = LMTrainer(model, tokenizer, {"train": TEXTS}, TrainingConfig(output_dir=str(tmp_path), **trainer_config))
+        trainer = LMTrainer(model, tokenizer, {"train": TEXTS},
+                            TrainingConfig(output_dir=str(tmp_path), **trainer_config))
         assert type(trainer.batching) is kind
 
 
@@ -262,7 +271,8 @@ def test_models_take_whole_batches_with_extra_fields(tokenizer):
             ids, log_probs, _ = token_log_probs(model, TEXTS, tokenizer, block_size=4, batch_size=2)
             del tokenizer.token_features
             assert evaluate_lm(model, TEXTS, tokenizer, block_size=4, batch_size=2) == with_fields
-            assert torch.equal(token_log_probs(model, TEXTS, tokenizer, block_size=4, batch_size=2)[1], log_probs)
+            assert torch.equal(token_log_probs(model, TEXTS, tokenizer, block_size=4, batch_size=2)[1],
+                               log_probs)
             tokenizer.token_features = FEATURES
     finally:
         vars(tokenizer).pop("token_features", None)

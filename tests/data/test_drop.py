@@ -20,16 +20,24 @@ from pathlib import Path
 
 import pytest
 
-from hf_nlm.data import CorpusFormatError, EmptySplitError, download, load_drop_passages, loader_counts
-from hf_nlm.data.download import (
+from hf_nlm.data import (
+    CorpusFormatError,
+    EmptySplitError,
+    download,
+    fetching,
+    load_drop_passages,
+    loader_counts,
+)
+from hf_nlm.data.corpora import drop
+from hf_nlm.data.corpora.drop import (
     DROP_FILE,
     DROP_TASK_DIR,
     DROP_TASKS,
-    data_home,
     drop_title,
     extract_drop_passages,
 )
-from hf_nlm.data.registry import CORPORA, corpus_entry, resolve
+from hf_nlm.data.reading import data_home
+from hf_nlm.data.registry import CORPORA, corpus_entry
 from hf_nlm.data.splits import hash_unit, split_index
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "drop"
@@ -49,7 +57,8 @@ def fixture_tasks() -> dict[str, bytes]:
     return {task: (FIXTURES / "tasks" / task / "task.json").read_bytes() for task in DROP_TASKS}
 
 
-def fake_sdist(folder: Path, tasks: dict[str, bytes] | None = None, extra: dict[str, bytes] | None = None) -> Path:
+def fake_sdist(folder: Path, tasks: dict[str, bytes] | None = None,
+               extra: dict[str, bytes] | None = None) -> Path:
     """A .tar.gz laid out like bigbench-1.0.0.tar.gz: the task files under bigbench-1.0.0/bigbench/..., among
     other members."""
     members = {"bigbench-1.0.0/setup.py": b"raise SystemExit('never run')\n",
@@ -86,9 +95,10 @@ def test_extraction_dedups_in_first_seen_order(tmp_path: Path) -> None:
     # subtask027 / 028 repeat passages before " \nQuestion: ..."; the passage itself is cut out exactly.
     assert texts[6] == ("After 7 weeks of siege, the garrison of 4,000 surrendered on 3 May 1521, and 1,500 "
                         "prisoners were exchanged.")
-    assert texts[1].startswith("(1999 Springfield Isotopes season) In Week 2")  # kept as written, space and all
-    assert [r["title"] for r in records] == [ISOTOPES, ISOTOPES, "2003 Ogdenville Otters season", "", "", "", "",
-                                             ISOTOPES]
+    # kept as written, space and all
+    assert texts[1].startswith("(1999 Springfield Isotopes season) In Week 2")
+    assert [r["title"] for r in records] == [ISOTOPES, ISOTOPES, "2003 Ogdenville Otters season", "", "", "",
+                                             "", ISOTOPES]
 
 
 def test_drop_title() -> None:
@@ -103,11 +113,12 @@ def test_extraction_names_the_task_and_example(tmp_path: Path) -> None:
     task = json.loads(tasks[DROP_TASKS[1]])
     task["examples"][2]["input"] = "Question: where is the passage?"
     tasks[DROP_TASKS[1]] = json.dumps(task).encode()
-    with pytest.raises(RuntimeError, match=r"subtask027_drop_answer_type_generation/task.json, example 2: 'input' "
-                                           r"should start with 'Passage: ', got 'Question: where"):
+    with pytest.raises(RuntimeError, match=r"subtask027_drop_answer_type_generation/task.json, example 2: "
+                                           r"'input' should start with 'Passage: ', got 'Question: where"):
         extract_drop_passages(fake_sdist(tmp_path, tasks), tmp_path / "out")
     tasks[DROP_TASKS[1]] = b'{"examples": [{"input": "Passage: a"}, '
-    with pytest.raises(RuntimeError, match=r"subtask027_drop_answer_type_generation/task.json: not a UTF-8 JSON"):
+    with pytest.raises(RuntimeError,
+                       match=r"subtask027_drop_answer_type_generation/task.json: not a UTF-8 JSON"):
         extract_drop_passages(fake_sdist(tmp_path, tasks), tmp_path / "out")
     tasks[DROP_TASKS[1]] = b'{"examples": [{"input": "Passage: a"}, {"target": "b"}]}'
     with pytest.raises(RuntimeError, match=r"task.json, example 1: expected an object with a string 'input'"):
@@ -124,20 +135,21 @@ def test_extraction_of_a_tarball_without_the_tasks(tmp_path: Path) -> None:
         extract_drop_passages(fake_sdist(tmp_path, tasks), tmp_path / "out")
 
 
-def test_fetch_downloads_into_scratch_and_checks_the_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fetch_downloads_into_scratch_and_checks_the_count(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The fetcher with the download replaced: the sdist lands in the scratch folder and is deleted there."""
     scratches = []
 
-    def fake_download(filename, sha256, scratch, name):
-        assert (filename, sha256, name) == (download.DROP_SDIST, download.DROP_SDIST_SHA256, "drop")
+    def fake_download(filename, sha256, scratch, name, by_hand):
+        assert (filename, sha256, name) == (drop.DROP_SDIST, drop.DROP_SDIST_SHA256, "drop")
         scratches.append(scratch)
         return fake_sdist(scratch)
 
-    monkeypatch.setattr(download, "_download_sdist", fake_download)
+    monkeypatch.setattr(drop, "download_checked", fake_download)
     with pytest.raises(RuntimeError, match="held 8 distinct DROP passages, expected 6,107"):
         download.download(["drop"], dest=tmp_path / "data")
     assert list((tmp_path / "data").iterdir()) == []  # no staging left behind
-    monkeypatch.setattr(download, "DROP_PASSAGE_COUNT", 8)
+    monkeypatch.setattr(drop, "DROP_PASSAGE_COUNT", 8)
     folders = download.download(["drop"], dest=tmp_path / "data")
     assert folders == {"drop": tmp_path / "data" / "drop"}
     assert (folders["drop"] / DROP_FILE).read_bytes() == PASSAGES.read_bytes()
@@ -155,8 +167,10 @@ def fake_pypi(sdist: bytes, fail: bool = False):
         if isinstance(request, urllib.request.Request):
             assert request.full_url == "https://pypi.org/simple/bigbench/"
             assert request.get_header("Accept") == "application/vnd.pypi.simple.v1+json"
-            return io.BytesIO(json.dumps({"files": [{"filename": "bigbench-0.0.1.tar.gz", "url": "elsewhere"},
-                                                    {"filename": "bigbench-1.0.0.tar.gz", "url": url}]}).encode())
+            return io.BytesIO(json.dumps({"files": [
+                {"filename": "bigbench-0.0.1.tar.gz", "url": "elsewhere"},
+                {"filename": "bigbench-1.0.0.tar.gz", "url": url},
+            ]}).encode())
         assert request == url
         return io.BytesIO(sdist)
 
@@ -165,15 +179,17 @@ def fake_pypi(sdist: bytes, fail: bool = False):
 
 def test_download_checks_the_sha256(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sdist = fake_sdist(tmp_path).read_bytes()
-    monkeypatch.setattr(download.urllib.request, "urlopen", fake_pypi(sdist))
-    with pytest.raises(RuntimeError, match=r"bigbench-1.0.0.tar.gz has SHA-256 [0-9a-f]{64}, expected 1bb398a5"):
+    monkeypatch.setattr(fetching.urllib.request, "urlopen", fake_pypi(sdist))
+    with pytest.raises(RuntimeError,
+                       match=r"bigbench-1.0.0.tar.gz has SHA-256 [0-9a-f]{64}, expected 1bb398a5"):
         download.download(["drop"], dest=tmp_path / "data")
-    monkeypatch.setattr(download, "DROP_SDIST_SHA256", hashlib.sha256(sdist).hexdigest())
-    monkeypatch.setattr(download, "DROP_PASSAGE_COUNT", 8)
+    monkeypatch.setattr(drop, "DROP_SDIST_SHA256", hashlib.sha256(sdist).hexdigest())
+    monkeypatch.setattr(drop, "DROP_PASSAGE_COUNT", 8)
     folder = download.download(["drop"], dest=tmp_path / "data")["drop"]
     assert (folder / DROP_FILE).read_bytes() == PASSAGES.read_bytes()
-    monkeypatch.setattr(download.urllib.request, "urlopen", fake_pypi(sdist, fail=True))
-    with pytest.raises(RuntimeError, match=r"reading https://pypi.org/simple/bigbench/ failed .*extract_drop_passages"):
+    monkeypatch.setattr(fetching.urllib.request, "urlopen", fake_pypi(sdist, fail=True))
+    with pytest.raises(RuntimeError,
+                       match=r"reading https://pypi.org/simple/bigbench/ failed .*extract_drop_passages"):
         download.download(["drop"], dest=tmp_path / "data", force=True)
     assert (folder / DROP_FILE).is_file()  # a failed fetch leaves the complete copy as it was
 
@@ -252,7 +268,8 @@ def test_fractions_roughly_kept_and_no_title_in_two_splits(tmp_path: Path) -> No
 
 def test_empty_split_is_an_error(tmp_path: Path) -> None:
     path = tmp_path / DROP_FILE
-    path.write_text(json.dumps({"title": "", "text": "Only one, 1 passage.", "source": "x"}) + "\n", encoding="utf-8")
+    path.write_text(json.dumps({"title": "", "text": "Only one, 1 passage.", "source": "x"}) + "\n",
+                    encoding="utf-8")
     with pytest.raises(EmptySplitError, match="load_drop_passages: the .* split is empty"):
         load_drop_passages(path)
 
@@ -275,17 +292,23 @@ GOOD = json.dumps({"title": "", "text": "In 1648, 2,500 people.", "source": "t"}
 @pytest.mark.parametrize(("content", "message"), [
     (b"", rf"{DROP_FILE} is empty"),
     (b"\n\n", rf"{DROP_FILE} holds no passage"),
-    (f"{GOOD}\n".encode() + b'{"title": "", "text": "caf\xe9"}\n', rf"{DROP_FILE}, line 2: byte 0xe9 .*not valid UTF-8"),
-    (f'{GOOD}\n{{"title": "", "text": \n'.encode(), rf"{DROP_FILE}, line 2: not valid JSON .*one JSON object"),
+    (f"{GOOD}\n".encode() + b'{"title": "", "text": "caf\xe9"}\n',
+     rf"{DROP_FILE}, line 2: byte 0xe9 .*not valid UTF-8"),
+    (f'{GOOD}\n{{"title": "", "text": \n'.encode(),
+     rf"{DROP_FILE}, line 2: not valid JSON .*one JSON object"),
     (f"{GOOD}\n[1, 2]\n".encode(), rf"{DROP_FILE}, line 2: expected one JSON object .*got a JSON list"),
-    (b'{"title": "", "source": "t"}\n', rf"{DROP_FILE}, line 1, field 'text': expected a string, got no such field"),
-    (b'{"title": 3, "text": "a", "source": "t"}\n', rf"{DROP_FILE}, line 1, field 'title': expected a string, got a int"),
-    (b'{"title": "", "text": "  ", "source": "t"}\n', rf"{DROP_FILE}, line 1, field 'text': the passage is empty"),
+    (b'{"title": "", "source": "t"}\n',
+     rf"{DROP_FILE}, line 1, field 'text': expected a string, got no such field"),
+    (b'{"title": 3, "text": "a", "source": "t"}\n',
+     rf"{DROP_FILE}, line 1, field 'title': expected a string, got a int"),
+    (b'{"title": "", "text": "  ", "source": "t"}\n',
+     rf"{DROP_FILE}, line 1, field 'text': the passage is empty"),
     (b'{"title": "1999 Season", "text": "No title here, 1 game.", "source": "t"}\n',
-     rf"{DROP_FILE}, line 1, field 'title': '1999 Season' does not match the passage, which starts with no title "
-     r"in parentheses"),
+     rf"{DROP_FILE}, line 1, field 'title': '1999 Season' does not match the passage, which starts with no "
+     r"title in parentheses"),
     (b'{"title": "", "text": "(2003 Season)Won 3 games.", "source": "t"}\n',
-     rf"{DROP_FILE}, line 1, field 'title': '' does not match the passage, which starts with the title \(2003 Season\)"),
+     rf"{DROP_FILE}, line 1, field 'title': '' does not match the passage, which starts with the title "
+     r"\(2003 Season\)"),
     (f"{GOOD}\n\n{GOOD}\n".encode(), rf"{DROP_FILE}, line 3: repeats the passage of line 1"),
 ])
 def test_malformed_passages_file(tmp_path: Path, content: bytes, message: str) -> None:
@@ -303,8 +326,8 @@ def test_malformed_passages_file(tmp_path: Path, content: bytes, message: str) -
 def test_registry_entry() -> None:
     entry = corpus_entry("drop")
     assert entry is CORPORA["drop"]
-    assert resolve(entry.loader) is load_drop_passages
-    assert resolve(entry.fetcher) is download.DROP and not entry.fetch_by_default
+    assert entry is drop.CORPUS and entry.loader is load_drop_passages
+    assert entry.fetcher is not None and not entry.fetch_by_default
     assert entry.options == ("split_fractions", "seed")
     assert entry.card.hub_id is None and "ucinlp/drop" in entry.card.description
     assert "CC BY-SA 4.0" in entry.card.description and "Dua et al. 2019" in entry.card.description
@@ -317,4 +340,4 @@ def test_real_drop_if_present(monkeypatch: pytest.MonkeyPatch) -> None:
     if not (data_home(create=False) / "drop" / DROP_FILE).is_file():
         pytest.skip(f"DROP not downloaded in {data_home(create=False)} (run `hf-nlm download drop`)")
     corpus = load_drop_passages()
-    assert sum(len(split) for split in corpus.values()) == download.DROP_PASSAGE_COUNT
+    assert sum(len(split) for split in corpus.values()) == drop.DROP_PASSAGE_COUNT

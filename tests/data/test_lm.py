@@ -41,7 +41,8 @@ def test_word_level_decode_round_trip_and_save_load(tmp_path, toy_texts):
     assert again.eos_token_id == 1
 
 
-@pytest.mark.parametrize("kw, msg", [({"min_frequency": 0}, "min_frequency"), ({"max_vocab_size": 2}, "max_vocab_size")])
+@pytest.mark.parametrize("kw, msg", [({"min_frequency": 0}, "min_frequency"),
+                                     ({"max_vocab_size": 2}, "max_vocab_size")])
 def test_word_level_bad_arguments(kw, msg, toy_texts):
     with pytest.raises(ValueError, match=msg):
         train_word_level_tokenizer(toy_texts, **kw)
@@ -101,7 +102,8 @@ def brute_force_nll(model, ids: list[int], bos: int) -> float:
 def test_evaluate_lm_equals_brute_force_for_any_block_size(toy_texts):
     tok = train_word_level_tokenizer(toy_texts[1:3])  # 'mat' is out of vocabulary: scored as <unk>
     torch.manual_seed(0)
-    model = NPLMForCausalLM(NPLMConfig(vocab_size=len(tok), context_size=3, embedding_size=5, hidden_size=4)).eval()
+    model = NPLMForCausalLM(NPLMConfig(vocab_size=len(tok), context_size=3, embedding_size=5,
+                                       hidden_size=4)).eval()
     ids, num_words = tokenize_corpus(toy_texts, tok)
     expected = brute_force_nll(model, ids.tolist(), tok.bos_token_id) / ids.numel()
     for block_size, batch_size in [(1, 7), (4, 3), (100, 2)]:
@@ -122,4 +124,5 @@ def test_evaluate_lm_rejects_a_datasetdict(toy_texts):
         evaluate_lm(model, dd, tok)
     with pytest.raises(KeyError, match="sentence"):
         evaluate_lm(model, dd["test"], tok, text_column="sentence")
-    assert evaluate_lm(model, dd["test"], tok)["num_tokens"] == build_lm_dataset(toy_texts, tok, 8, 2)[1]["num_tokens"]
+    assert (evaluate_lm(model, dd["test"], tok)["num_tokens"]
+            == build_lm_dataset(toy_texts, tok, 8, 2)[1]["num_tokens"])

@@ -69,7 +69,8 @@ def many_notes(n_subjects: int, notes_each: int) -> list[list]:
     records, row_id = [], 1
     for subject in range(1, n_subjects + 1):
         for k in range(notes_each):
-            text = f"Note {k} of patient [**Known lastname {subject}**]:\nBP {100 + k}/{60 + k}, HR {70 + subject % 30}."
+            text = (f"Note {k} of patient [**Known lastname {subject}**]:\n"
+                    f"BP {100 + k}/{60 + k}, HR {70 + subject % 30}.")
             records.append(iii_record(row_id, subject, text))
             row_id += 1
     return records
@@ -80,7 +81,7 @@ def many_notes(n_subjects: int, notes_each: int) -> list[list]:
 
 
 def test_mimic_iii_rows_columns_and_counts(cache: Path, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="hf_nlm.data.mimic"):
+    with caplog.at_level(logging.INFO, logger="hf_nlm.data.corpora.mimic"):
         corpus = load_mimic_iii_notes(MIMIC_III, split_fractions=(0.6, 0.2, 0.2), seed=4, cache_dir=cache)
     assert list(corpus) == ["train", "validation", "test"]
     assert corpus["train"].column_names == [
@@ -123,15 +124,18 @@ def test_mimic_iii_keep_deid_and_gzip(tmp_path: Path, cache: Path) -> None:
 
 
 def test_deid_mapping() -> None:
-    assert replace_mimic_iii_deid("[**2101-10-20**] [**10-20**] [**2101**] [**Month (only) 3**] "
-                                  "[**Year (4 digits) **] [**Date range (1) 7**]") == " ".join(["<deid_date>"] * 6)
-    assert replace_mimic_iii_deid("[**Known lastname 1**] [**First Name8 (NamePattern2) **] [**Name (NI) 2**] "
-                                  "[**Doctor First Name 3**] [**Initials (NamePattern4) **]") == " ".join(
-        ["<deid_name>"] * 5)
+    assert (replace_mimic_iii_deid("[**2101-10-20**] [**10-20**] [**2101**] [**Month (only) 3**] "
+                                   "[**Year (4 digits) **] [**Date range (1) 7**]")
+            == " ".join(["<deid_date>"] * 6))
+    assert (replace_mimic_iii_deid("[**Known lastname 1**] [**First Name8 (NamePattern2) **] "
+                                   "[**Name (NI) 2**] [**Doctor First Name 3**] "
+                                   "[**Initials (NamePattern4) **]")
+            == " ".join(["<deid_name>"] * 5))
     assert replace_mimic_iii_deid("[**Hospital1 18**] [**Hospital Ward Name 5**] [**Telephone/Fax (1) 9**] "
                                   "[**Age over 90 **] [** **]") == " ".join(["<deid>"] * 5)
     assert replace_mimic_iii_deid("at[**Location (un) 1**], [**unclosed") == "at<deid>, [**unclosed"
-    assert replace_mimic_iv_deid("Name: ___ Unit: ___. Sign: ______ or ____") == "Name: <deid> Unit: <deid>. Sign: ______ or ____"
+    assert (replace_mimic_iv_deid("Name: ___ Unit: ___. Sign: ______ or ____")
+            == "Name: <deid> Unit: <deid>. Sign: ______ or ____")
 
 
 def test_mimic_iii_categories(cache: Path) -> None:
@@ -180,7 +184,8 @@ def test_split_is_deterministic_and_order_free(tmp_path: Path, cache: Path) -> N
 
 def test_changed_file_is_read_again(tmp_path: Path, cache: Path) -> None:
     path = write_iii(tmp_path / "NOTEEVENTS.csv", [iii_record(1, 1, "Old note 1.")])
-    assert load_mimic_iii_notes(path, split_fractions=(1, 0, 0), cache_dir=cache)["train"]["text"] == ["Old note 1."]
+    assert (load_mimic_iii_notes(path, split_fractions=(1, 0, 0), cache_dir=cache)["train"]["text"]
+            == ["Old note 1."])
     write_iii(path, [iii_record(1, 1, "New note, 22 mg.")])
     assert load_mimic_iii_notes(path, split_fractions=(1, 0, 0), cache_dir=cache)["train"]["text"] == [
         "New note, 22 mg."]
@@ -192,7 +197,8 @@ def test_streaming_memory_stays_far_below_file_size(tmp_path: Path, cache: Path)
     filler = "Vitals stable; 2 L NC, SpO2 96%, UOP 40 mL/h. " * 50
     peaks, sizes = [], []
     for n in (1000, 3000):
-        records = [iii_record(i, i % 4000, f"Note {i}: {filler}\nPlan: day {i % 14} of 14.") for i in range(n)]
+        records = [iii_record(i, i % 4000, f"Note {i}: {filler}\nPlan: day {i % 14} of 14.")
+                   for i in range(n)]
         path = write_iii(tmp_path / f"NOTEEVENTS-{n}.csv", records)
         del records
         tracemalloc.start()
@@ -207,7 +213,8 @@ def test_streaming_memory_stays_far_below_file_size(tmp_path: Path, cache: Path)
     assert sizes[1] > 7_000_000
     assert peaks[1] < sizes[1] / 10, f"peak Python memory {peaks[1]} bytes for a {sizes[1]}-byte file"
     # Per note, only index arrays (tens of bytes) grow, not the text.
-    assert peaks[1] - peaks[0] < (sizes[1] - sizes[0]) / 20, f"peak memory grows with the file: {peaks} for {sizes} bytes"
+    assert peaks[1] - peaks[0] < (sizes[1] - sizes[0]) / 20, (
+        f"peak memory grows with the file: {peaks} for {sizes} bytes")
 
 
 # ---------------------------------------------------------------------------------------
@@ -223,7 +230,8 @@ def test_mimic_iv_folder_and_file(cache: Path) -> None:
     assert loader_counts(corpus)["left_out"] == {"empty": 1}
     assert {r["note_id"] for r in corpus["train"]} == {"19000001-DS-3", "19000001-RR-7"}  # one patient
     discharge = rows["19000001-DS-3"]["text"]
-    assert discharge.startswith("\nName:  <deid>                     Unit No:   <deid>\n \nAdmission Date:  <deid>")
+    assert discharge.startswith("\nName:  <deid>                     Unit No:   <deid>\n"
+                                " \nAdmission Date:  <deid>")
     assert "2. Potassium Chloride 20 mEq PO BID\nSignature: __________\n" in discharge
     assert rows["19000001-RR-7"]["hadm_id"] is None and rows["19000001-RR-7"]["note_seq"] == 7
     assert rows["19000004-AR-2"]["storetime"] is None
@@ -253,7 +261,8 @@ def test_arxiv_hash_split(cache: Path) -> None:
     for split_number, split in enumerate(corpus):
         for paper in corpus[split]["id"]:
             assert split_index(hash_unit(paper, 0), (0.5, 0.25, 0.25)) == split_number
-    assert rows_of(load_arxiv_abstracts(ARXIV, split_fractions=(0.5, 0.25, 0.25), cache_dir=cache)) == rows_of(corpus)
+    assert (rows_of(load_arxiv_abstracts(ARXIV, split_fractions=(0.5, 0.25, 0.25), cache_dir=cache))
+            == rows_of(corpus))
 
 
 def test_arxiv_date_split_and_categories(cache: Path) -> None:
@@ -294,17 +303,20 @@ def test_arxiv_argument_errors(cache: Path) -> None:
 
 
 def test_missing_files_say_where_to_get_them(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match=r"nope.csv does not exist.*physionet.org/content/mimiciii/1.4"):
+    with pytest.raises(FileNotFoundError,
+                       match=r"nope.csv does not exist.*physionet.org/content/mimiciii/1.4"):
         load_mimic_iii_notes(tmp_path / "nope.csv")
     with pytest.raises(FileNotFoundError, match=r"No NOTEEVENTS file.*credentialed access"):
         load_mimic_iii_notes(tmp_path)
     with pytest.raises(FileNotFoundError, match=r"empty_data_home.*physionet.org/content/mimiciii"):
         load_mimic_iii_notes()
-    with pytest.raises(FileNotFoundError, match=r"discharge.csv or radiology.csv.*physionet.org/content/mimic-iv-note"):
+    with pytest.raises(FileNotFoundError,
+                       match=r"discharge.csv or radiology.csv.*physionet.org/content/mimic-iv-note"):
         load_mimic_iv_notes(tmp_path)
     with pytest.raises(FileNotFoundError, match=r"Kaggle.*Cornell-University/arxiv"):
         load_arxiv_abstracts(tmp_path / "arxiv.json")
-    with pytest.raises(FileNotFoundError, match=r"No arxiv-metadata-oai-snapshot.json.*Cornell-University/arxiv"):
+    with pytest.raises(FileNotFoundError,
+                       match=r"No arxiv-metadata-oai-snapshot.json.*Cornell-University/arxiv"):
         load_arxiv_abstracts(tmp_path)
 
 
@@ -333,7 +345,8 @@ def test_truncated_quoted_field_names_its_first_line(tmp_path: Path, cache: Path
     path = tmp_path / "NOTEEVENTS.csv"
     path.write_text(III_HEADER_LINE + '1,2,3,2150-01-01,,,Nursing,Report,,,"complete"\n'
                     '2,5,6,2150-01-01,,,Nursing,Report,,,"cut off\nin the middle\nof a ', encoding="utf-8")
-    with pytest.raises(CorpusFormatError, match=r"NOTEEVENTS.csv, line 3: the file ends inside a quoted field.*truncated"):
+    with pytest.raises(CorpusFormatError,
+                       match=r"NOTEEVENTS.csv, line 3: the file ends inside a quoted field.*truncated"):
         load_mimic_iii_notes(path, cache_dir=cache)
 
 
@@ -353,12 +366,14 @@ def test_non_utf8_bytes_name_line_and_offset(tmp_path: Path, cache: Path) -> Non
 
 def test_bad_values_name_the_field(tmp_path: Path, cache: Path) -> None:
     path = write_iii(tmp_path / "a.csv", [iii_record(1, 1, "fine"), iii_record(2, 1, "flag?", iserror="yes")])
-    with pytest.raises(CorpusFormatError, match=r"a.csv, line 3, field ISERROR: expected 1 or empty, got 'yes'"):
+    with pytest.raises(CorpusFormatError,
+                       match=r"a.csv, line 3, field ISERROR: expected 1 or empty, got 'yes'"):
         load_mimic_iii_notes(path, cache_dir=cache)
     bad_subject = iii_record(1, 1, "multi\nline")
     bad_subject[1] = "P-17"
     path = write_iii(tmp_path / "b.csv", [iii_record(3, 1, "x\ny\nz"), bad_subject])
-    with pytest.raises(CorpusFormatError, match=r"b.csv, line 5, field SUBJECT_ID: expected an integer, got 'P-17'"):
+    with pytest.raises(CorpusFormatError,
+                       match=r"b.csv, line 5, field SUBJECT_ID: expected an integer, got 'P-17'"):
         load_mimic_iii_notes(path, cache_dir=cache)
 
 
@@ -410,7 +425,8 @@ def test_bad_split_fractions(fractions, message: str, cache: Path) -> None:
 
 def test_empty_split_is_an_error(cache: Path, tmp_path: Path) -> None:
     # Seed 0 hashes all five invented patients to train.
-    with pytest.raises(EmptySplitError, match=r"load_mimic_iii_notes: the validation split is empty.*Too few patients"):
+    with pytest.raises(EmptySplitError,
+                       match=r"load_mimic_iii_notes: the validation split is empty.*Too few patients"):
         load_mimic_iii_notes(MIMIC_III, split_fractions=(0.6, 0.2, 0.2), seed=0, cache_dir=cache)
     only_errors = write_iii(tmp_path / "e.csv", [iii_record(1, 1, "x", iserror="1")])
     with pytest.raises(EmptySplitError, match="train split is empty"):
@@ -424,7 +440,8 @@ def test_loader_counts_needs_a_loader_dataset() -> None:
         loader_counts(Dataset.from_dict({"text": ["a"]}))
 
 
-def test_fixture_copies_load_from_a_data_home(tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fixture_copies_load_from_a_data_home(tmp_path: Path, cache: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
     shutil.copytree(MIMIC_IV, home / "mimic-iv-note")
     (home / "arxiv").mkdir()

@@ -83,7 +83,8 @@ def test_rocstories_splits_depend_only_on_the_story_id(tmp_path):
     # The files in the other order, and the spring file alone with its rows reversed: same splits.
     reordered = load_rocstories([WINTER, SPRING], split_fractions=fractions, seed=3)
     rows = csv_rows(SPRING)
-    alone = load_rocstories(write_csv(tmp_path / "s.csv", rows[0], rows[:0:-1]), split_fractions=fractions, seed=3)
+    alone = load_rocstories(write_csv(tmp_path / "s.csv", rows[0], rows[:0:-1]), split_fractions=fractions,
+                            seed=3)
 
     def split_of(corpus):
         return {sid: split for split in corpus for sid in corpus[split]["storyid"]}
@@ -139,7 +140,8 @@ def test_rocstories_strict_raises_on_the_first_bad_row(tmp_path):
 
 
 def test_rocstories_fatal_file_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"nope\.csv does not exist.*cs\.rochester\.edu/nlp/rocstories"):
+    with pytest.raises(FileNotFoundError,
+                       match=r"nope\.csv does not exist.*cs\.rochester\.edu/nlp/rocstories"):
         load_rocstories(tmp_path / "nope.csv")
     with pytest.raises(FileNotFoundError, match=r"holds none of the ROCStories files.*request them"):
         load_rocstories(tmp_path)
@@ -153,8 +155,10 @@ def test_rocstories_fatal_file_errors(tmp_path):
     with pytest.raises(CorpusFormatError, match=r"empty\.csv is empty"):
         load_rocstories(empty)
     truncated = tmp_path / "truncated.csv"
-    truncated.write_text(",".join(ROC_HEADER) + '\na,T,One.,Two.,Three.,Four.,Five.\nb,T,"One.,Two.\n', encoding="utf-8")
-    with pytest.raises(CorpusFormatError, match=r"truncated\.csv, line 3: the file ends inside a quoted field"):
+    truncated.write_text(",".join(ROC_HEADER) + '\na,T,One.,Two.,Three.,Four.,Five.\nb,T,"One.,Two.\n',
+                         encoding="utf-8")
+    with pytest.raises(CorpusFormatError,
+                       match=r"truncated\.csv, line 3: the file ends inside a quoted field"):
         load_rocstories(truncated)
 
 
@@ -189,7 +193,8 @@ def test_story_cloze_bad_rows(tmp_path):
     assert cloze["storyid"] == ["c1"]
     counts = loader_counts(cloze)
     assert counts["records"] == 6
-    assert counts["left_out"] == {"bad_answer": 1, "duplicate_id": 1, "empty_field": 2, "wrong_field_count": 1}
+    assert counts["left_out"] == {"bad_answer": 1, "duplicate_id": 1, "empty_field": 2,
+                                  "wrong_field_count": 1}
     assert any(f"{path}, line 3: AnswerRightEnding is '3', expected 1 or 2" in b for b in counts["bad_rows"])
     assert any(f"{path}, line 6: field RandomFifthSentenceQuiz1 is empty" in b for b in counts["bad_rows"])
     with pytest.raises(CorpusFormatError, match=r"line 3: AnswerRightEnding is '3'"):
@@ -198,7 +203,8 @@ def test_story_cloze_bad_rows(tmp_path):
 
 def test_story_cloze_file_errors(tmp_path):
     blind = write_csv(tmp_path / "blind.csv", CLOZE_HEADER[:-1], [["c1", "a", "b", "c", "d", "e", "f"]])
-    with pytest.raises(CorpusFormatError, match=r"blind\.csv, line 1: the header has no column AnswerRightEnding"):
+    with pytest.raises(CorpusFormatError,
+                       match=r"blind\.csv, line 1: the header has no column AnswerRightEnding"):
         load_story_cloze(blind)
     with pytest.raises(FileNotFoundError, match=r"is a folder: pass the Story Cloze file itself.*blind\.csv"):
         load_story_cloze(tmp_path)
@@ -235,7 +241,8 @@ def test_rake_ties_case_and_fallbacks():
     assert extract_keywords("It was him.") == "was"  # only stopwords: the longest word, the first on ties
     assert extract_keywords("... !") == ""
     # Apostrophes and hyphens stay inside words; other punctuation cuts phrases.
-    assert candidate_phrases("Marta's all-nighter (long) ended") == [["Marta's", "all-nighter"], ["long"], ["ended"]]
+    assert candidate_phrases("Marta's all-nighter (long) ended") == [["Marta's", "all-nighter"], ["long"],
+                                                                      ["ended"]]
     with pytest.raises(ValueError, match="max_words"):
         extract_keywords("a b", max_words=0)
 

@@ -26,11 +26,12 @@ def numeracy_tokenizer():
 
 def numeracy_model(tokenizer, strategy: str) -> NumeracyLMForCausalLM:
     torch.manual_seed(0)
-    config = NumeracyLMConfig(vocab_size=len(tokenizer), embedding_size=8, hidden_size=8, numeral_strategy=strategy,
-                              numeral_vocab=tokenizer.numeral_vocab)
+    config = NumeracyLMConfig(vocab_size=len(tokenizer), embedding_size=8, hidden_size=8,
+                              numeral_strategy=strategy, numeral_vocab=tokenizer.numeral_vocab)
     model = NumeracyLMForCausalLM(config).eval()
     if strategy in ("mog", "combination", "dexp"):
-        density = model.lm_head.value_branch.density if strategy == "combination" else model.lm_head.branch.density
+        density = (model.lm_head.value_branch.density if strategy == "combination"
+                   else model.lm_head.branch.density)
         density.initialize_from(torch.tensor([1990.0, 3.5, 12.0, 1200.0, 7.0, 2.25]))
     return model
 

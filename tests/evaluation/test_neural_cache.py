@@ -9,7 +9,6 @@ import random
 import pytest
 import torch
 
-from hf_nlm.cli import main
 from hf_nlm.data.lm import tokenize_corpus
 from hf_nlm.evaluation import perplexity_report
 from hf_nlm.evaluation.neural_cache import (
@@ -22,6 +21,7 @@ from hf_nlm.evaluation.neural_cache import (
 from hf_nlm.models.awd_lstm import AWDLSTMConfig, AWDLSTMForCausalLM
 from hf_nlm.models.nplm import NPLMConfig, NPLMForCausalLM
 from hf_nlm.tokenization import train_word_level_tokenizer
+from hf_nlm_cli import main
 
 
 def corpus(num_lines: int = 9, seed: int = 0) -> list[str]:
@@ -68,7 +68,8 @@ def whole_stream_hidden(model, inputs: torch.Tensor) -> torch.Tensor:
 
 
 def brute_force_log_probs(
-    vocab_log_probs: torch.Tensor, hidden: torch.Tensor, targets: torch.Tensor, window: int, theta: float, lam: float
+    vocab_log_probs: torch.Tensor, hidden: torch.Tensor, targets: torch.Tensor, window: int, theta: float,
+    lam: float
 ) -> list[float]:
     """Eq. 2 and the interpolation written token by token, in float64 Python arithmetic."""
     h = hidden.double().tolist()
@@ -102,7 +103,8 @@ def test_lambda_zero_is_the_carried_state_perplexity(model, texts, tokenizer, bp
     assert result["total_nll"] == pytest.approx(float(nll) * n, rel=1e-6)
     assert result["perplexity"] == pytest.approx(math.exp(float(nll)), rel=1e-6)
     assert result["cache_lambda"] == 0.0 and result["cache_window"] == 10 and result["bptt"] == bptt
-    with_cache = evaluate_with_neural_cache(model, texts, tokenizer, window=10, theta=5.0, lambda_=0.3, bptt=bptt)
+    with_cache = evaluate_with_neural_cache(model, texts, tokenizer, window=10, theta=5.0, lambda_=0.3,
+                                            bptt=bptt)
     assert with_cache["total_nll"] != pytest.approx(result["total_nll"], rel=1e-4)
     # evaluate_lm's result format, plus the settings.
     settings = {"cache_window", "cache_theta", "cache_lambda", "bptt"}
@@ -141,7 +143,8 @@ def test_vectorised_equals_brute_force(model, texts, tokenizer, window, theta, l
     hidden = whole_stream_hidden(model, inputs)
     with torch.no_grad():
         vocab = head_log_probs(model, hidden)
-    expected = torch.tensor(brute_force_log_probs(vocab, hidden, targets, window, theta, lam), dtype=torch.float64)
+    expected = torch.tensor(brute_force_log_probs(vocab, hidden, targets, window, theta, lam),
+                            dtype=torch.float64)
     start = tokenizer.eos_token_id
     got = neural_cache_log_probs(model, targets, start, window=window, theta=theta, lambda_=lam, bptt=bptt)
     assert got.shape == expected.shape
@@ -191,7 +194,8 @@ def test_split_head_model(texts, tokenizer):
         vocab = head_log_probs(model, hidden)
     assert torch.allclose(vocab.exp().sum(-1), torch.ones(len(targets)), atol=1e-5)
     expected = torch.tensor(brute_force_log_probs(vocab, hidden, targets, 5, 30.0, 0.3), dtype=torch.float64)
-    got = neural_cache_log_probs(model, targets, tokenizer.eos_token_id, window=5, theta=30.0, lambda_=0.3, bptt=6)
+    got = neural_cache_log_probs(model, targets, tokenizer.eos_token_id, window=5, theta=30.0, lambda_=0.3,
+                                 bptt=6)
     assert torch.allclose(got, expected, atol=1e-5, rtol=0)
 
 
@@ -218,7 +222,8 @@ def test_bad_arguments(model, texts, tokenizer, kwargs, message):
 
 
 def test_feed_forward_model_is_refused(texts, tokenizer):
-    nplm = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=4, hidden_size=4))
+    nplm = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=4,
+                                      hidden_size=4))
     with pytest.raises(ValueError, match="needs a recurrent model.*NPLMForCausalLM has no recurrent state"):
         evaluate_with_neural_cache(nplm, texts, tokenizer)
     with pytest.raises(ValueError, match="recurrent"):
@@ -258,7 +263,8 @@ def test_cli_neural_cache(tmp_path, model, texts, tokenizer, capsys):
     usage_error([*plain, "--cache-window", "7"], "--cache-window needs --neural-cache")
     usage_error([*plain, "--neural-cache", "--cache-lambda", "2"], "lambda")
     usage_error([*plain, "--neural-cache", "--cache-window", "0"], "window")
-    nplm = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=4, hidden_size=4))
+    nplm = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=4,
+                                      hidden_size=4))
     nplm.save_pretrained(tmp_path / "nplm")
     tokenizer.save_pretrained(tmp_path / "nplm")
     usage_error(["evaluate", str(tmp_path / "nplm"), "--test-file", str(test_file), "--neural-cache"],

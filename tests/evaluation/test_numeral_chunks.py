@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from numeral_test_cases import ALL_AT_ONCE, STRATEGIES, TEXTS, numeracy_model, numeracy_tokenizer, record_rows
 
-HELD_OUT = ["in 1995 the surplus was 3.5 billion dollars , up 12 % .", "the budget fell 9 % to 1,250 million in 1990 .",
-            "we spent 7 billion on 12 programs in 1991 ."]
+HELD_OUT = ["in 1995 the surplus was 3.5 billion dollars , up 12 % .",
+            "the budget fell 9 % to 1,250 million in 1990 .", "we spent 7 billion on 12 programs in 1991 ."]
 NUM_NUMERALS = 9  # in HELD_OUT
 #: The float32 model's matrix products may round the last bit differently for a different number of rows.
 FLOAT32 = 1e-6
@@ -32,12 +32,14 @@ def test_predictions_and_cost_breakdown_do_not_depend_on_the_chunk(tokenizer, st
         for statistic in ("mean", "median", "mode"):
             expected = whole if statistic == "mean" else predict_numbers(
                 model, tokenizer, HELD_OUT, statistic, block_size=5, numeral_chunk_size=ALL_AT_ONCE)
-            got = predict_numbers(model, tokenizer, HELD_OUT, statistic, block_size=5, numeral_chunk_size=chunk)
+            got = predict_numbers(model, tokenizer, HELD_OUT, statistic, block_size=5,
+                                  numeral_chunk_size=chunk)
             assert [(p["index"], p["value"]) for p in got] == [(p["index"], p["value"]) for p in expected]
             assert got == [pytest.approx(p, rel=FLOAT32) for p in expected], (statistic, chunk)
         chunked = numeral_cost_breakdown(model, tokenizer, HELD_OUT, block_size=5, numeral_chunk_size=chunk)
         assert chunked == pytest.approx(costs, rel=FLOAT32)
-    report = evaluate_number_prediction(model, tokenizer, HELD_OUT, TEXTS, "median", block_size=5, numeral_chunk_size=3)
+    report = evaluate_number_prediction(model, tokenizer, HELD_OUT, TEXTS, "median", block_size=5,
+                                        numeral_chunk_size=3)
     expected = evaluate_number_prediction(model, tokenizer, HELD_OUT, TEXTS, "median", block_size=5,
                                           numeral_chunk_size=ALL_AT_ONCE)
     assert report.pop("statistic") == expected.pop("statistic") == "median"
@@ -65,7 +67,7 @@ def test_the_adjusted_perplexity_scores_numerals_batch_by_batch(tokenizer, strat
     """evaluate_lm (APP) scores each numeral by its own digits or value, a batch at a time: the d-RNN's
     full-vocabulary scoring (its trie over every digit string) never runs on the split at once."""
     from hf_nlm.evaluation import evaluate_lm
-    from hf_nlm.heads.numeral.digit_rnn import DigitRNN
+    from hf_nlm.heads.numeral.densities.digit_rnn import DigitRNN
 
     model = numeracy_model(tokenizer, strategy)
     all_strings: list[int] = []
@@ -96,7 +98,8 @@ def test_a_chunk_size_below_one_is_refused_naming_the_flag(tokenizer, bad):
 
 
 @pytest.mark.parametrize("strategy", ["drnn", "mog"])
-def test_a_chunk_that_cannot_fit_is_refused_before_scoring_with_a_size_that_fits(tokenizer, strategy, monkeypatch):
+def test_a_chunk_that_cannot_fit_is_refused_before_scoring_with_a_size_that_fits(tokenizer, strategy,
+                                                                                   monkeypatch):
     import re
 
     from hf_nlm.evaluation import numeracy
@@ -124,11 +127,12 @@ def test_the_cli_flag_reaches_the_scoring_and_is_checked_first(tokenizer, tmp_pa
     import json
 
     from hf_nlm.cli import evaluate as cli_evaluate
-    from hf_nlm.cli.main import build_parser, main
     from hf_nlm.evaluation import number_prediction
     from hf_nlm.evaluation.numeracy import DEFAULT_NUMERAL_CHUNK_SIZE
+    from hf_nlm_cli import build_parser, main
 
-    assert build_parser().parse_args(["predict-numbers", str(tmp_path)]).numeral_chunk_size == DEFAULT_NUMERAL_CHUNK_SIZE
+    assert (build_parser().parse_args(["predict-numbers", str(tmp_path)]).numeral_chunk_size
+            == DEFAULT_NUMERAL_CHUNK_SIZE)
     with pytest.raises(SystemExit):  # refused before the (missing) model is loaded
         main(["predict-numbers", str(tmp_path), "--numeral-chunk-size", "0"])
     assert "--numeral-chunk-size must be >= 1, got 0" in capsys.readouterr().err

@@ -11,7 +11,7 @@ import math
 import pytest
 import torch
 
-from hf_nlm.heads.numeral.digit_rnn import DigitRNN, encode_numerals, numeral_grammar_allows
+from hf_nlm.heads.numeral.densities.digit_rnn import DigitRNN, encode_numerals, numeral_grammar_allows
 from hf_nlm.tokenization.numerals import (
     DIGIT_END,
     DIGIT_PAD,

@@ -9,12 +9,13 @@ import math
 import pytest
 import torch
 
-from hf_nlm.heads.numeral.exponent import NumeralExponentDensity
+from hf_nlm.heads.numeral.densities.discrete_exponent import NumeralExponentDensity
 
 
 def density(**kwargs) -> NumeralExponentDensity:
     torch.manual_seed(0)
-    d = NumeralExponentDensity(4, **{"min_exponent": -1, "max_exponent": 1, "max_precision": 2, **kwargs}).double()
+    d = NumeralExponentDensity(4, **{"min_exponent": -1, "max_exponent": 1, "max_precision": 2,
+                                     **kwargs}).double()
     with torch.no_grad():  # spread the classes and mantissas so that every class matters
         d.class_logits.bias.normal_()
         d.mantissa_mean.bias.uniform_(-3, 3)
@@ -39,29 +40,35 @@ def test_the_numerals_of_one_precision_share_exactly_its_probability():
     d = density()
     h = torch.randn(3, 4, dtype=torch.float64)
     for r in (0, 1):
-        # Every r-decimal numeral whose interval meets (-100, 100): together they cover it, and beyond is nothing.
+        # Every r-decimal numeral whose interval meets (-100, 100): together they cover it, and beyond is
+        # nothing.
         values = torch.arange(-100 * 10**r, 100 * 10**r + 1, dtype=torch.float64) / 10**r
         total = d.vocabulary_log_probs(h, values, torch.full_like(values, r, dtype=torch.long)).exp().sum(-1)
         torch.testing.assert_close(total, d.log_precision_probs(h)[:, r].exp())
 
 
-@pytest.mark.parametrize("value, precision", [(3.5, 1), (-42.0, 0), (9.96, 1), (0.15, 2), (57.0, 0), (-10.0, 0)])
+@pytest.mark.parametrize("value, precision",
+                         [(3.5, 1), (-42.0, 0), (9.96, 1), (0.15, 2), (57.0, 0), (-10.0, 0)])
 def test_an_interval_gets_the_integral_of_the_density(value, precision):
     """Against the trapezoid rule on the density written out; 9.96 +- 0.05 crosses 10, a class boundary."""
     d = density()
     h = torch.randn(4, dtype=torch.float64)
     half = 0.5 * 10**-precision
     ends = [value - half, value + half]
-    cuts = sorted({*ends, *(s * 10.0**e for s in (-1, 1) for e in range(-1, 3) if ends[0] < s * 10.0**e < ends[1])})
+    cuts = sorted({*ends, *(s * 10.0**e for s in (-1, 1) for e in range(-1, 3)
+                            if ends[0] < s * 10.0**e < ends[1])})
     # The trapezoid rule on each side of a class boundary, where the density jumps.
-    expected = math.log(sum(float(torch.trapezoid(pdf(d, h, xs), xs)) for lo, hi in zip(cuts, cuts[1:], strict=False)
+    expected = math.log(sum(float(torch.trapezoid(pdf(d, h, xs), xs))
+                            for lo, hi in zip(cuts, cuts[1:], strict=False)
                             for xs in [torch.linspace(lo, hi, 200_001, dtype=torch.float64)]))
-    got = d.log_interval_probability(h[None], torch.tensor([value], dtype=torch.float64), torch.tensor([precision]))
+    got = d.log_interval_probability(h[None], torch.tensor([value], dtype=torch.float64),
+                                     torch.tensor([precision]))
     assert got.item() == pytest.approx(expected, rel=1e-6)
     # log P(v, r | h) is that plus log P(r | h), and the vocabulary-wide scorer agrees with the exact one.
     exact = d.log_prob(h[None], torch.tensor([value], dtype=torch.float64), torch.tensor([precision]))
     assert exact.item() == pytest.approx(expected + d.log_precision_probs(h)[precision].item(), rel=1e-6)
-    vocab = d.vocabulary_log_probs(h[None], torch.tensor([value], dtype=torch.float64), torch.tensor([precision]))
+    vocab = d.vocabulary_log_probs(h[None], torch.tensor([value], dtype=torch.float64),
+                                   torch.tensor([precision]))
     torch.testing.assert_close(vocab[:, 0], exact.double())
 
 
@@ -73,7 +80,8 @@ def test_zero_gets_the_zero_class_and_the_small_powers_of_ten_around_it():
     xs = torch.linspace(0.1, 0.5, 100_001, dtype=torch.float64)
     side = float(torch.trapezoid(pdf(d, h, xs), xs) + torch.trapezoid(pdf(d, h, -xs.flip(0)), -xs.flip(0)))
     expected = math.log(float(probs[d.num_exponents]) + side)
-    got = d.log_interval_probability(h[None], torch.zeros(1, dtype=torch.float64), torch.zeros(1, dtype=torch.long))
+    got = d.log_interval_probability(h[None], torch.zeros(1, dtype=torch.float64),
+                                     torch.zeros(1, dtype=torch.long))
     assert got.item() == pytest.approx(expected, rel=1e-6)
 
 
@@ -109,9 +117,11 @@ def test_samples_follow_the_interval_probabilities():
     h = torch.randn(4, dtype=torch.float64)
     n = 40_000
     values, precisions, texts = d.sample(h.expand(n, 4), generator=torch.Generator().manual_seed(0))
-    assert set(precisions.tolist()) == {0} and all(float(t) == v for t, v in zip(texts[:50], values[:50].tolist(), strict=False))
+    assert set(precisions.tolist()) == {0} and all(
+        float(t) == v for t, v in zip(texts[:50], values[:50].tolist(), strict=False))
     for target in (-3.0, 0.0, 2.0, 7.0, 40.0):
-        p = float(d.log_prob(h[None], torch.tensor([target], dtype=torch.float64), torch.zeros(1, dtype=torch.long)).exp())
+        p = float(d.log_prob(h[None], torch.tensor([target], dtype=torch.float64),
+                             torch.zeros(1, dtype=torch.long)).exp())
         share = float((values == target).double().mean())
         assert share == pytest.approx(p, abs=4 * math.sqrt(p * (1 - p) / n) + 1e-4)
 
@@ -124,4 +134,5 @@ def test_training_numerals_set_the_class_prior():
         counts[d.class_of(torch.tensor([value]))] += 1
     torch.testing.assert_close(d.class_logits.bias.detach().softmax(-1), counts / counts.sum())
     # Classes in the order of the real line: -10^1 .. -10^-1, zero, 10^-1 .. 10^1.
-    assert d.class_of(torch.tensor([-50.0, -0.5, 0.0, 0.05, 0.5, 5.0, 99.0])).tolist() == [0, 2, 3, 3, 4, 5, 6]
+    assert (d.class_of(torch.tensor([-50.0, -0.5, 0.0, 0.05, 0.5, 5.0, 99.0])).tolist()
+            == [0, 2, 3, 3, 4, 5, 6])

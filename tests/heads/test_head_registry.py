@@ -59,8 +59,10 @@ def tokenizer(data):
 
 
 BODIES = {
-    "nplm": lambda V: NPLMConfig(vocab_size=V, context_size=2, embedding_size=4, hidden_size=5, head="unigram"),
-    "lbl": lambda V: LBLConfig(vocab_size=V, context_size=2, hidden_size=4, head="unigram", tie_word_embeddings=False),
+    "nplm": lambda V: NPLMConfig(vocab_size=V, context_size=2, embedding_size=4, hidden_size=5,
+                                 head="unigram"),
+    "lbl": lambda V: LBLConfig(vocab_size=V, context_size=2, hidden_size=4, head="unigram",
+                               tie_word_embeddings=False),
     "awd_lstm": lambda V: AWDLSTMConfig(vocab_size=V, embedding_size=4, hidden_size=6, num_hidden_layers=2,
                                         head="unigram", tie_word_embeddings=False),
 }
@@ -92,14 +94,15 @@ def test_a_head_registered_in_a_test_works_with_every_body(body, unigram_head, t
 
     before = kl()
     config = TrainingConfig(output_dir=str(tmp_path / "run"), block_size=6, batch_size=2, num_epochs=3,
-                            optimizer="adam", learning_rate=0.1, progress_bar=False, early_stopping_patience=None)
+                            optimizer="adam", learning_rate=0.1, progress_bar=False,
+                            early_stopping_patience=None)
     train_lm(model, tokenizer, data, config)
     assert kl() < 0.5 * before
 
     # generate(): the distribution ignores the context, so greedy search repeats argmax b.
     model.eval()
-    out = model.generate(ids[:, :3], attention_mask=torch.ones_like(ids[:, :3]), max_new_tokens=4, do_sample=False,
-                         pad_token_id=tokenizer.pad_token_id, eos_token_id=None)
+    out = model.generate(ids[:, :3], attention_mask=torch.ones_like(ids[:, :3]), max_new_tokens=4,
+                         do_sample=False, pad_token_id=tokenizer.pad_token_id, eos_token_id=None)
     assert out[0, 3:].tolist() == [int(model.lm_head.bias.argmax())] * 4
 
     # save / load through the Auto classes: the head comes back by its registered name.
@@ -125,7 +128,8 @@ def test_unknown_and_clashing_head_names_are_refused(unigram_head):
     with pytest.raises(TypeError, match="OutputHead subclasses"):
         register_head("plain")(nn.Linear)
     # A tied head needs a word matrix: the unigram head has none.
-    with pytest.raises(ValueError, match="tie_word_embeddings=True needs a head whose weight is a word matrix"):
+    with pytest.raises(ValueError,
+                       match="tie_word_embeddings=True needs a head whose weight is a word matrix"):
         LBLConfig(vocab_size=9, head="unigram", tie_word_embeddings=True)
     assert LBLConfig(vocab_size=9, head="unigram").tie_word_embeddings is False  # unset: ties where it can
 
@@ -134,7 +138,8 @@ def test_unknown_and_clashing_head_names_are_refused(unigram_head):
     ("make", "spoil", "message"),
     [
         (lambda: NPLMConfig(vocab_size=9), {"head": "split"}, "needs cutoffs"),
-        (lambda: NPLMConfig(vocab_size=9, head="split", cutoffs=[3]), {"cutoffs": [3, 12]}, "cutoff 12 is outside"),
+        (lambda: NPLMConfig(vocab_size=9, head="split", cutoffs=[3]), {"cutoffs": [3, 12]},
+         "cutoff 12 is outside"),
         (lambda: NPLMConfig(vocab_size=9), {"context_size": 0}, r"context_size \(n - 1\) must be >= 1"),
         (lambda: LBLConfig(vocab_size=9), {"head": "tree"}, "tie_word_embeddings=False"),
         (lambda: AWDLSTMConfig(vocab_size=9, embedding_size=4, hidden_size=4), {"last_hidden_size": 6},
@@ -155,7 +160,8 @@ def test_a_config_spoiled_after_construction_refuses_to_save(make, spoil, messag
 
 
 def test_a_model_with_a_spoiled_config_writes_nothing(tmp_path):
-    model = MODEL_TYPES["nplm"].lm_class(NPLMConfig(vocab_size=9, context_size=2, embedding_size=3, hidden_size=3))
+    model = MODEL_TYPES["nplm"].lm_class(NPLMConfig(vocab_size=9, context_size=2, embedding_size=3,
+                                                    hidden_size=3))
     model.config.head = "tree"  # no tree shape, no tree: from_pretrained could not rebuild the head
     with pytest.raises(ValueError, match="would not load back"):
         model.save_pretrained(tmp_path / "m")
@@ -163,7 +169,8 @@ def test_a_model_with_a_spoiled_config_writes_nothing(tmp_path):
 
 
 def test_return_dict_false_gives_tuples():
-    model = MODEL_TYPES["nplm"].lm_class(NPLMConfig(vocab_size=9, context_size=2, embedding_size=3, hidden_size=3))
+    model = MODEL_TYPES["nplm"].lm_class(NPLMConfig(vocab_size=9, context_size=2, embedding_size=3,
+                                                    hidden_size=3))
     ids = torch.tensor([[1, 2, 3, 4]])
     out = model(ids, labels=ids)
     tup = model(ids, labels=ids, return_dict=False)
@@ -175,16 +182,18 @@ def test_return_dict_false_gives_tuples():
 
 
 def test_the_model_registry_drives_auto_classes_and_cli():
-    from hf_nlm.cli import build_parser, model_flags
+    from hf_nlm.training.spec import model_settings
+    from hf_nlm_cli import build_parser
 
     for name, model_type in MODEL_TYPES.items():
         assert AutoConfig.for_model(name).__class__ is model_type.config_class
         auto = AutoModelForCausalLM if model_type.causal_lm_class is not None else AutoModelForSeq2SeqLM
         assert auto._model_mapping[model_type.config_class] is model_type.lm_class
     parser = build_parser()
-    train = next(a for a in parser._subparsers._group_actions[0].choices.values() if a.prog.endswith(" train"))
-    assert list(next(a for a in train._actions if a.dest == "model").choices) == list(MODEL_TYPES)
-    flags = model_flags(MODEL_TYPES)
+    train = next(a for a in parser._subparsers._group_actions[0].choices.values()
+                 if a.prog.endswith(" train"))
+    assert list(next(a for a in train._actions if a.dest == "model_type").choices) == list(MODEL_TYPES)
+    flags = model_settings(MODEL_TYPES)
     # Each model's flags are exactly its config's own fields (the LBL's D under its attribute_map name).
     assert flags["embedding_size"] == {"nplm": "embedding_size", "lbl": "hidden_size", "hlbl": "hidden_size",
                                        "awd_lstm": "embedding_size", "numeracy_lm": "embedding_size",
@@ -201,13 +210,18 @@ def test_generated_model_flags_reach_the_config(tmp_path):
     """Every flag sets the config field it names; unset flags leave the config's defaults."""
     import argparse
 
-    from hf_nlm.cli import add_model_arguments, build_config
+    from hf_nlm.training.arguments import add_train_arguments, spec_from_arguments
+    from hf_nlm.training.run import build_config
 
-    parser = argparse.ArgumentParser()
-    add_model_arguments(parser)
+    parser = add_train_arguments(argparse.ArgumentParser())
     tokenizer = train_word_level_tokenizer(SENTENCES)
-    config = build_config(parser.parse_args(["--model", "awd_lstm", "--dropout", "0.2", "--num-hidden-layers", "2",
-                                             "--head", "tree"]), tokenizer)
+
+    def config_of(*argv):
+        args = parser.parse_args(["--output-dir", str(tmp_path), "--train-file", "t.txt", *argv])
+        return build_config(spec_from_arguments(args), tokenizer)
+
+    config = config_of("--model", "awd_lstm", "--dropout", "0.2", "--num-hidden-layers", "2",
+                       "--head", "tree")
     assert (config.dropout, config.num_hidden_layers, config.head) == (0.2, 2, "tree")
     assert config.tie_word_embeddings is False  # a tree head cannot be tied
     # an unset flag: the default recipe's value, else the config's default
@@ -216,7 +230,7 @@ def test_generated_model_flags_reach_the_config(tmp_path):
     recipe = MODEL_TYPES["awd_lstm"].recipes["default"].model
     assert config.dropout_input == recipe.get("dropout_input", AWDLSTMConfig().dropout_input)
     assert config.initializer_range == recipe.get("initializer_range", AWDLSTMConfig().initializer_range)
-    config = build_config(parser.parse_args(["--model", "nplm", "--no-direct"]), tokenizer)
+    config = config_of("--model", "nplm", "--no-direct")
     assert config.direct_connections is False and config.context_size == NPLMConfig().context_size
     assert math.isclose(config.initializer_range, NPLMConfig().initializer_range)
 
@@ -252,7 +266,8 @@ def test_a_field_of_the_wrong_type_is_refused_by_the_config(tmp_path):
 
 
 def test_a_model_whose_config_is_spoiled_says_why_before_writing(tmp_path):
-    model = MODEL_TYPES["nplm"].lm_class(NPLMConfig(vocab_size=9, context_size=2, embedding_size=3, hidden_size=3))
+    model = MODEL_TYPES["nplm"].lm_class(NPLMConfig(vocab_size=9, context_size=2, embedding_size=3,
+                                                    hidden_size=3))
     model.config.head = "split"  # no cut-offs
     with pytest.raises(ValueError, match="not saving NPLMConfig .* would not load back.*needs cutoffs"):
         model.save_pretrained(tmp_path / "m")
@@ -260,7 +275,8 @@ def test_a_model_whose_config_is_spoiled_says_why_before_writing(tmp_path):
 
 
 def test_an_architecture_folder_is_registered_by_being_there(tmp_path, monkeypatch):
-    """A new model type is a folder under hf_nlm/models whose __init__ declares MODEL_TYPE: nothing else is edited."""
+    """A new model type is a folder under hf_nlm/models whose __init__ declares MODEL_TYPE: nothing else is
+    edited."""
     import sys
     import textwrap
 
@@ -290,7 +306,7 @@ def test_an_architecture_folder_is_registered_by_being_there(tmp_path, monkeypat
     assert folders == sorted(MODEL_TYPES)
 
 
-# ----------------------------------------------------------------------------- heads register by living in their folder
+# ------------------------------------------------------------------- heads register by living in their folder
 
 
 def test_every_module_of_the_heads_folder_is_imported_and_every_head_in_it_registered():
@@ -310,7 +326,8 @@ def test_every_module_of_the_heads_folder_is_imported_and_every_head_in_it_regis
     assert [name for name in modules if name not in sys.modules] == []
     defined = {
         cls for name in modules for cls in vars(importlib.import_module(name)).values()
-        if inspect.isclass(cls) and issubclass(cls, OutputHead) and cls.__module__ == name and vars(cls).get("head_name")
+        if inspect.isclass(cls) and issubclass(cls, OutputHead) and cls.__module__ == name
+           and vars(cls).get("head_name")
     }
     assert {cls.head_name: cls for cls in defined} == {name: cls for name, cls in HEAD_REGISTRY.items()}
     assert sorted(HEAD_REGISTRY) == sorted(
@@ -351,7 +368,8 @@ def test_a_head_file_dropped_into_the_heads_folder_is_registered_with_no_other_e
     path = Path(hf_nlm.heads.__file__).parent / f"{name}.py"
     path.write_text(_PROBE_HEAD.format(name=name))
     script = (
-        "import sys, torch\nfrom hf_nlm import NPLMConfig\nfrom hf_nlm.heads import HEAD_REGISTRY, build_head\n"
+        "import sys, torch\nfrom hf_nlm import NPLMConfig\n"
+        "from hf_nlm.heads import HEAD_REGISTRY, build_head\n"
         "config = NPLMConfig(vocab_size=7, head=sys.argv[1])\n"
         "head = build_head(config, 4)\n"
         "print(type(head).__module__, tuple(head.log_probs(torch.zeros(2, 4)).shape))"

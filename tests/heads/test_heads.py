@@ -136,8 +136,8 @@ def test_gradients_match_finite_differences(name, which):
 
 
 def split_by_hand(head: SplitSoftmaxHead, h: torch.Tensor) -> torch.Tensor:
-    """The split cross-entropy of Merity et al.'s awd-lstm-lm with explicit softmaxes: head over [s_0, s_1) + tombstones,
-    then tails."""
+    """The split cross-entropy of Merity et al.'s awd-lstm-lm with explicit softmaxes: head over [s_0, s_1) +
+    tombstones, then tails."""
     W, b = head.weight, head.bias
     s = [0, *head.cutoffs, V]
     Y_head = h @ torch.cat([W[: s[1]], head.tombstone_weight]).T + torch.cat([b[: s[1]], head.tombstone_bias])
@@ -205,15 +205,16 @@ def test_softmax_fused_nll_equals_cross_entropy(dtype, bias):
     tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else {}
     torch.testing.assert_close(fused, reference, **tol)
     assert fused[0, 0] == 0
-    for a, b in zip(torch.autograd.grad((fused * w).sum(), params), torch.autograd.grad((reference * w).sum(), params),
-                    strict=True):
+    for a, b in zip(torch.autograd.grad((fused * w).sum(), params),
+                    torch.autograd.grad((reference * w).sum(), params), strict=True):
         torch.testing.assert_close(a, b, **tol)
     with torch.no_grad():  # the forward-only path (no gradient buffer kept)
         torch.testing.assert_close(head.nll(h, t), reference, **tol)
 
 
 def test_softmax_fused_nll_gradient_to_the_inputs_it_is_asked_for():
-    """A frozen output layer (weight without grad) and hidden states without grad each still train the other."""
+    """A frozen output layer (weight without grad) and hidden states without grad each still train the
+    other."""
     torch.manual_seed(1)
     head = SoftmaxHead(D, V).double()
     h = torch.randn(6, D, dtype=torch.float64)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from hf_nlm.heads.numeral.mixture import (
+from hf_nlm.heads.numeral.densities.gaussian_mixture import (
     NumeralMixture,
     _log_mass_exact,
     _log_mass_small_width,
@@ -45,8 +45,8 @@ def lip(values, precisions, weights, means, stds, transform="none"):
     precisions = torch.as_tensor(precisions).reshape(-1).expand(values.shape)
     log_w = torch.log(torch.as_tensor(weights, dtype=F64)).expand(values.shape[0], -1)
     return log_interval_probability(
-        values, precisions, log_w, torch.as_tensor(means, dtype=F64), torch.log(torch.as_tensor(stds, dtype=F64)),
-        transform,
+        values, precisions, log_w, torch.as_tensor(means, dtype=F64),
+        torch.log(torch.as_tensor(stds, dtype=F64)), transform,
     )
 
 
@@ -58,7 +58,8 @@ MIXTURES = {
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
-@pytest.mark.parametrize("value,precision", [(3.0, 0), (-2.35, 2), (0.0, 1), (-9.5, 1), (12.25, 2), (0.123, 3)])
+@pytest.mark.parametrize("value,precision",
+                         [(3.0, 0), (-2.35, 2), (0.0, 1), (-9.5, 1), (12.25, 2), (0.123, 3)])
 def test_interval_probability_equals_numerical_integration(k, value, precision):
     weights, means, stds = (torch.tensor(x, dtype=F64) for x in MIXTURES[k])
     half = 0.5 * 10.0**-precision
@@ -72,7 +73,8 @@ def test_per_row_components_and_float32_values_broadcast_like_shared_ones():
     values, precisions = torch.tensor([-9.5, 0.25, 8.0]), torch.tensor([1, 2, 0])  # float32 values
     shared = log_interval_probability(values, precisions, weights.log().expand(3, -1), means, stds.log())
     per_row = log_interval_probability(
-        values.double(), precisions, weights.log().expand(3, -1), means.expand(3, -1), stds.log().expand(3, -1)
+        values.double(), precisions, weights.log().expand(3, -1), means.expand(3, -1),
+        stds.log().expand(3, -1),
     )
     assert torch.equal(shared, per_row)
     with pytest.raises(TypeError):
@@ -118,7 +120,8 @@ def test_small_width_form_matches_the_exact_difference_where_both_are_computable
 def test_probabilities_of_a_partition_sum_to_one(precision):
     weights, means, stds = MIXTURES[3]
     scale = 10**precision
-    values = torch.arange(-40 * scale, 40 * scale + 1, dtype=F64) / scale  # every numeral with r decimals in [-40, 40]
+    # every numeral with r decimals in [-40, 40]
+    values = torch.arange(-40 * scale, 40 * scale + 1, dtype=F64) / scale
     probs = torch.exp(lip(values, [precision], weights, means, stds))
     assert float(probs.sum()) == pytest.approx(1.0, abs=1e-9)
 
@@ -128,7 +131,8 @@ def test_log_transform_keeps_interval_probabilities():
 
     def expected_mass(lo, hi):
         t = [math.copysign(math.log1p(abs(x)), x) for x in (lo, hi)]
-        return sum(w * (normal_cdf((t[1] - m) / s) - normal_cdf((t[0] - m) / s)) for w, m, s in zip(weights, means, stds, strict=True))
+        return sum(w * (normal_cdf((t[1] - m) / s) - normal_cdf((t[0] - m) / s))
+                   for w, m, s in zip(weights, means, stds, strict=True))
 
     # the integers of [-3000, 3000] (r = 0) partition [-3000.5, 3000.5]
     values = torch.arange(-3000, 3001, dtype=F64)
@@ -188,7 +192,8 @@ def test_gradients_are_finite_and_correct(transform):
 
 def test_float32_module_stays_finite():
     head = NumeralMixture(4, 2, trainable=True)
-    out = head.log_prob(torch.randn(3, 4), torch.tensor([1e23, -7.5, 0.1], dtype=F64), torch.tensor([0, 1, 1]))
+    out = head.log_prob(torch.randn(3, 4), torch.tensor([1e23, -7.5, 0.1], dtype=F64),
+                        torch.tensor([0, 1, 1]))
     assert out.dtype == torch.float32 and torch.isfinite(out).all()
     assert float(out[0].detach()) == torch.finfo(torch.float32).min  # -z^2/2 ~ -5e45 is below float32's range
     out.sum().backward()
@@ -233,7 +238,8 @@ def test_em_floors_the_variance_and_refuses_bad_values():
 def make_head(transform="none", k=3, seed=0, **kwargs):
     torch.manual_seed(seed)
     head = NumeralMixture(5, k, transform=transform, **kwargs).double()
-    means, stds = ([-10.0, 0.0, 8.0], [1.0, 0.5, 1.5]) if transform == "none" else ([0.5, 2.0, 4.0], [0.5, 0.3, 0.8])
+    means, stds = (([-10.0, 0.0, 8.0], [1.0, 0.5, 1.5]) if transform == "none"
+                   else ([0.5, 2.0, 4.0], [0.5, 0.3, 0.8]))
     head.means.copy_(torch.tensor(means[:k], dtype=F64))
     head.log_stds.copy_(torch.log(torch.tensor(stds[:k], dtype=F64)))
     return head
@@ -253,7 +259,8 @@ def test_module_partition_sums_to_the_precision_probability():
     assert total <= 1.0
     # a precision above max_precision is scored as max_precision; a negative one is refused
     value = torch.tensor([1.5], dtype=F64)
-    assert torch.equal(head.log_prob(hidden, value, torch.tensor([9])), head.log_prob(hidden, value, torch.tensor([3])))
+    assert torch.equal(head.log_prob(hidden, value, torch.tensor([9])),
+                       head.log_prob(hidden, value, torch.tensor([3])))
     with pytest.raises(ValueError):
         head.log_prob(hidden, value, torch.tensor([-1]))
 
@@ -280,7 +287,8 @@ def test_mean_median_mode_of_a_known_mixture():
     assert torch.allclose(head.mean(hidden), (weights * means).sum(-1))
     median = head.median(hidden)
     for w, m in zip(weights.tolist(), median.tolist(), strict=True):
-        cdf = sum(wk * normal_cdf((m - mu) / s) for wk, mu, s in zip(w, means.tolist(), stds.tolist(), strict=True))
+        cdf = sum(wk * normal_cdf((m - mu) / s)
+                  for wk, mu, s in zip(w, means.tolist(), stds.tolist(), strict=True))
         assert cdf == pytest.approx(0.5, abs=1e-12)
     # against the median of a large sample drawn here
     gen = torch.Generator().manual_seed(0)
@@ -306,11 +314,14 @@ def test_mean_and_median_under_the_log_transform():
         assert float(head.mean(hidden)[row]) == pytest.approx(expected_mean, rel=1e-6)
         median = float(head.median(hidden)[row])
         um = math.copysign(math.log1p(abs(median)), median)
-        cdf = sum(w * normal_cdf((um - m) / s) for w, m, s in zip(weights[row].tolist(), means.tolist(), stds.tolist(), strict=True))
+        cdf = sum(w * normal_cdf((um - m) / s)
+                  for w, m, s in zip(weights[row].tolist(), means.tolist(), stds.tolist(), strict=True))
         assert cdf == pytest.approx(0.5, abs=1e-12)
-        assert float(head.cdf(hidden[row : row + 1], torch.tensor([median], dtype=F64))) == pytest.approx(0.5, abs=1e-12)
+        assert float(head.cdf(hidden[row : row + 1], torch.tensor([median], dtype=F64))) == pytest.approx(
+            0.5, abs=1e-12)
     modes = head.mode(hidden)
-    assert all(any(math.isclose(m, math.expm1(c), rel_tol=1e-12) for c in means.tolist()) for m in modes.tolist())
+    assert all(any(math.isclose(m, math.expm1(c), rel_tol=1e-12) for c in means.tolist())
+               for m in modes.tolist())
 
 
 @pytest.mark.parametrize("transform", ["none", "log"])

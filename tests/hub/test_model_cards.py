@@ -16,8 +16,8 @@ from huggingface_hub import ModelCard
 from huggingface_hub.repocard_data import model_index_to_eval_results
 
 from hf_nlm import NPLMConfig, NPLMForCausalLM
-from hf_nlm.cli import main
 from hf_nlm.models import MODEL_TYPES
+from hf_nlm_cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 CARDS = ROOT / "model_cards"
@@ -50,18 +50,27 @@ def _metadata(card: ModelCard) -> tuple[dict, dict[str, float]]:
     return meta, {e.dataset_split: e.metric_value for e in evals}
 
 
+def committed_templates() -> set[Path]:
+    """The card templates in the repository: one beside each model type's code, one per n-gram
+    baseline."""
+    return {*(ROOT / "hf_nlm" / "models").glob("*/card.md"),
+            *(ROOT / "hf_nlm" / "ngram" / "cards").glob("*.md")}
+
+
 def test_committed_cards_are_what_generate_writes(generate, tmp_path):
     assert generate.main(["--check"]) == 0
     expected = set(generate.cards())
-    committed = {str(p.relative_to(CARDS)) for p in CARDS.rglob("*.md")}
+    committed = {str(p.relative_to(ROOT)) for p in [*CARDS.rglob("*.md"), *committed_templates()]}
     assert committed == expected
-    assert {f"templates/{t}.md" for t in MODEL_TYPES} <= expected
+    assert {f"hf_nlm/models/{t}/card.md" for t in MODEL_TYPES} <= expected
+    assert {"hf_nlm/ngram/cards/kneser_ney.md", "hf_nlm/ngram/cards/interpolated.md"} <= expected
 
 
 def test_reference_cards_load_and_report_the_results_files(generate):
     folders = sorted(p.parent.name for p in CARDS.glob("*/README.md"))
     assert folders == sorted(ref.name for ref in generate.REFERENCES)
-    assert {"nplm-brown-mlp1", "kneser-ney-5gram-brown", "hlbl-brown-adaptive", "awd-lstm-ptb"} <= set(folders)
+    assert {"nplm-brown-mlp1", "kneser-ney-5gram-brown", "hlbl-brown-adaptive",
+            "awd-lstm-ptb"} <= set(folders)
     for ref in generate.REFERENCES:
         card = ModelCard.load(CARDS / ref.name / "README.md")
         meta, perplexities = _metadata(card)
@@ -70,7 +79,8 @@ def test_reference_cards_load_and_report_the_results_files(generate):
         assert meta["model-index"][0]["name"] == ref.name
         assert meta["license"] == "apache-2.0" and meta["language"] == "en"
         assert meta["pipeline_tag"] == "text-generation" and "hf-nlm" in meta["tags"]
-        assert meta["library_name"] == ("hf-nlm" if ref.model_type in ("kneser_ney", "interpolated") else "transformers")
+        assert meta["library_name"] == ("hf-nlm" if ref.model_type in ("kneser_ney", "interpolated")
+                                        else "transformers")
         if ref.benchmark.corpus == "ptb":
             assert meta["datasets"] == ["ptb_text_only"]
         else:  # Brown: no Hub dataset holds Bengio et al.'s split
@@ -83,9 +93,12 @@ def test_reference_cards_load_and_report_the_results_files(generate):
 
 
 def test_templates_load(generate):
-    for path in (CARDS / "templates").glob("*.md"):
+    templates = committed_templates()
+    assert len(templates) == len(MODEL_TYPES) + len(generate.NGRAM_TYPES)
+    for path in templates:
         card = ModelCard.load(path)
-        assert card.data.license == "apache-2.0" and path.stem in card.data.tags
+        model_type = path.parent.name if path.name == "card.md" else path.stem
+        assert card.data.license == "apache-2.0" and model_type in card.data.tags
         assert "## Citation" in card.content and "model-index" not in card.data.to_dict()
 
 

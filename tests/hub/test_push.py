@@ -24,9 +24,9 @@ from huggingface_hub import constants as hub_constants
 from huggingface_hub.repocard_data import model_index_to_eval_results
 
 from hf_nlm import NPLMConfig, NPLMForCausalLM
-from hf_nlm.cli import main
 from hf_nlm.hub.push import NO_TOKEN, HubError, push_run
 from hf_nlm.tokenization import train_word_level_tokenizer
+from hf_nlm_cli import main
 
 TOKEN = "hf_local_test_token"
 
@@ -52,10 +52,13 @@ def _handler(hub: FakeHub, base_url: str):
         def _body(self) -> bytes:
             return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
-        def _send(self, status: int, payload=None, headers: dict | None = None, body: bytes | None = None) -> None:
-            data = body if body is not None else (json.dumps(payload).encode() if payload is not None else b"")
+        def _send(self, status: int, payload=None, headers: dict | None = None,
+                  body: bytes | None = None) -> None:
+            data = body if body is not None else (json.dumps(payload).encode() if payload is not None
+                                                  else b"")
             self.send_response(status)
-            self.send_header("Content-Type", "application/json" if body is None else "application/octet-stream")
+            self.send_header("Content-Type",
+                             "application/json" if body is None else "application/octet-stream")
             for k, v in (headers or {}).items():
                 self.send_header(k, v)
             self.send_header("Content-Length", str(len(data)))
@@ -75,7 +78,8 @@ def _handler(hub: FakeHub, base_url: str):
             self._send(200, headers={"ETag": f'"{etag}"', "X-Repo-Commit": "0" * 40}, body=content)
 
         def do_HEAD(self) -> None:
-            if self.path.startswith("/api/agent-harnesses"):  # huggingface_hub's best-effort user-agent lookup
+            # huggingface_hub's best-effort user-agent lookup
+            if self.path.startswith("/api/agent-harnesses"):
                 self._send(404, {"error": "not here"})
                 return
             hub.auth.add(self.headers.get("Authorization"))
@@ -95,7 +99,8 @@ def _handler(hub: FakeHub, base_url: str):
             parts = path.strip("/").split("/")
             if path == "/api/repos/create":
                 request = json.loads(body)
-                repo_id = f"{request['organization']}/{request['name']}" if request.get("organization") else request["name"]
+                repo_id = (f"{request['organization']}/{request['name']}" if request.get("organization")
+                           else request["name"])
                 repo = hub.repos.setdefault(repo_id, {"branches": {"main": {}}})
                 repo["private"] = request.get("visibility") == "private" or request.get("private") is True
                 self._send(200, {"url": f"{base_url}/{repo_id}", "name": repo_id})
@@ -111,8 +116,8 @@ def _handler(hub: FakeHub, base_url: str):
                     self._send(200, {})
                 elif action == "preupload":
                     files = json.loads(body)["files"]
-                    self._send(200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
-                                               for f in files]})
+                    self._send(200, {"files": [{"path": f["path"], "uploadMode": "regular",
+                                                "shouldIgnore": False} for f in files]})
                 elif action == "commit":
                     lines = [json.loads(line) for line in body.decode().splitlines() if line.strip()]
                     header = next(item["value"] for item in lines if item["key"] == "header")
@@ -122,8 +127,8 @@ def _handler(hub: FakeHub, base_url: str):
                         self._send(404, {"error": "Revision not found"}, {"X-Error-Code": "RevisionNotFound"})
                         return
                     hub.repos[repo_id]["branches"][revision].update(files)
-                    hub.commits.append({"repo_id": repo_id, "revision": revision, "summary": header["summary"],
-                                        "files": files})
+                    hub.commits.append({"repo_id": repo_id, "revision": revision,
+                                        "summary": header["summary"], "files": files})
                     oid = hashlib.sha1(str(len(hub.commits)).encode()).hexdigest()
                     self._send(200, {"commitUrl": f"{base_url}/{repo_id}/commit/{oid}", "commitOid": oid,
                                      "pullRequestUrl": None})
@@ -150,10 +155,12 @@ def hub(monkeypatch, tmp_path):
     # Only 127.0.0.1 is reachable from here: lift conftest's offline mode for these tests.
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(hub_constants, "ENDPOINT", url)
-    monkeypatch.setattr(hub_constants, "HUGGINGFACE_CO_URL_TEMPLATE", url + "/{repo_id}/resolve/{revision}/{filename}")
+    monkeypatch.setattr(hub_constants, "HUGGINGFACE_CO_URL_TEMPLATE",
+                        url + "/{repo_id}/resolve/{revision}/{filename}")
     monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
     monkeypatch.setattr(hub_constants, "AGENT_HARNESSES_PATH", str(tmp_path / "agent-harnesses.json"))
-    monkeypatch.setattr(transformers_hub, "_hf_api", None)  # transformers' shared HfApi, rebuilt on the new endpoint
+    # transformers' shared HfApi, rebuilt on the new endpoint
+    monkeypatch.setattr(transformers_hub, "_hf_api", None)
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     yield state
     server.shutdown()
@@ -192,7 +199,8 @@ def test_push_run_commits_the_run_files_and_its_card(hub, run_dir):
     assert card.data.license == "apache-2.0" and card.data.library_name == "transformers"
     assert "datasets" not in card.data.to_dict()  # local files: no Hub dataset
     _, evals = model_index_to_eval_results(card.data.to_dict()["model-index"])
-    assert {e.dataset_split: e.metric_value for e in evals} == {s: results[s]["perplexity"] for s in ("validation", "test")}
+    assert ({e.dataset_split: e.metric_value for e in evals}
+            == {s: results[s]["perplexity"] for s in ("validation", "test")})
     # The uploaded card loads the model from the repo, not from a local folder.
     assert 'from_pretrained("someone/nplm-toy")' in card.content and "path/to/this/folder" not in card.content
 
@@ -201,15 +209,18 @@ def test_cli_push_to_a_branch(hub, run_dir, capsys):
     assert main(["push", str(run_dir), "--repo-id", "someone/nplm-toy", "--revision", "v1",
                  "--commit-message", "to v1"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed["repo_id"] == "someone/nplm-toy" and printed["commit_url"].startswith(hub_constants.ENDPOINT)
+    assert (printed["repo_id"] == "someone/nplm-toy"
+            and printed["commit_url"].startswith(hub_constants.ENDPOINT))
     assert [(c["revision"], c["summary"]) for c in hub.commits] == [("v1", "to v1")]
-    assert "model.safetensors" in hub.files("someone/nplm-toy", "v1") and not hub.files("someone/nplm-toy", "main")
+    assert ("model.safetensors" in hub.files("someone/nplm-toy", "v1")
+            and not hub.files("someone/nplm-toy", "main"))
 
 
 def test_model_and_tokenizer_push_to_hub_carry_the_package_card(hub, toy_texts):
     tokenizer = train_word_level_tokenizer(toy_texts)
-    model = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=4, hidden_size=4,
-                                       eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.eos_token_id,
+    model = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=4,
+                                       hidden_size=4, eos_token_id=tokenizer.eos_token_id,
+                                       bos_token_id=tokenizer.eos_token_id,
                                        pad_token_id=tokenizer.pad_token_id))
     model.push_to_hub("someone/nplm-tiny", commit_message="model", tags=["toy"])
     tokenizer.push_to_hub("someone/nplm-tiny", commit_message="tokenizer")

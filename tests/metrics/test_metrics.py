@@ -226,7 +226,8 @@ ppl = evaluate.load(ppl_file, keep_in_memory=True)
 bleu = evaluate.load(bleu_dir, keep_in_memory=True)
 print(json.dumps({
     "ppl": ppl.compute(nll=[12.5, 3.25, 40.0], num_tokens=[5, 2, 17])["perplexity"],
-    "bleu": bleu.compute(predictions=["the cat sat on the mat"], references=[["the cat sat on the mat"]])["score"],
+    "bleu": bleu.compute(predictions=["the cat sat on the mat"],
+                         references=[["the cat sat on the mat"]])["score"],
     "classes": [type(ppl).__name__, type(bleu).__name__],
 }))
 """
@@ -311,8 +312,8 @@ def test_a_metric_folder_dropped_into_the_package_is_available_with_no_other_edi
         script = ("import sys\nfrom hf_nlm.metrics import AVAILABLE_METRICS, load_metric\n"
                   "assert sys.argv[1] in AVAILABLE_METRICS, AVAILABLE_METRICS\n"
                   "print(load_metric(sys.argv[1], keep_in_memory=True).compute(x=[1.5, 2.0])['total'])")
-        completed = subprocess.run([sys.executable, "-c", script, name], env=env, capture_output=True, text=True,
-                                   timeout=120)
+        completed = subprocess.run([sys.executable, "-c", script, name], env=env, capture_output=True,
+                                   text=True, timeout=120)
     finally:
         for path in sorted(folder.rglob("*"), reverse=True):
             path.unlink() if path.is_file() else path.rmdir()

@@ -28,8 +28,9 @@ EXAMPLE = {"predictions": PREDICTIONS, "references": REFERENCES}
 TRAIN = [20.0, 2.0, 6.0, 4.0]
 
 
-# Berg-Kirkpatrick & Spokoyny's scores of the example: |log10 pred - log10 ref| = log10 of 50/45, 5/4, 1, 13/10;
-# every prediction has its reference's power of ten (45 and 50, 5 and 4, 200, 13 and 10).
+# Berg-Kirkpatrick & Spokoyny's scores of the example:
+# |log10 pred - log10 ref| = log10 of 50/45, 5/4, 1, 13/10; every prediction has its reference's power of
+# ten (45 and 50, 5 and 4, 200, 13 and 10).
 LOG_SCORES = {
     "logmae": pytest.approx(math.log10(50 / 45 * 5 / 4 * 13 / 10) / 4, rel=1e-12),
     "num_logmae_left_out": 0,
@@ -43,7 +44,8 @@ def test_magnitude_scores_count_signs_zeros_and_powers_of_ten():
     assert result["exponent_accuracy"] == pytest.approx(0.2)
     # LogMAE over the positions with no 0: -30/30 (0), 99/100, 0.5/0.09.
     assert result["num_logmae_left_out"] == 2
-    assert result["logmae"] == pytest.approx((0 + math.log10(100 / 99) + math.log10(0.5 / 0.09)) / 3, rel=1e-12)
+    assert result["logmae"] == pytest.approx((0 + math.log10(100 / 99) + math.log10(0.5 / 0.09)) / 3,
+                                             rel=1e-12)
     assert number_prediction_report([1.0], [0.0])["logmae"] is None
 
 
@@ -232,28 +234,52 @@ def _with(**changes) -> dict:
 @pytest.mark.parametrize(
     "inputs, message",
     [
-        (_with(predictions=[45.0, float("nan"), 200.0, 13.0]), r"predictions must be finite, got nan at position 1"),
+        (
+            _with(predictions=[45.0, float("nan"), 200.0, 13.0]),
+            r"predictions must be finite, got nan at position 1",
+        ),
         (_with(references=[50.0, 4.0, 200.0, math.inf]), r"references must be finite, got inf at position 3"),
-        (_with(predictions=[-math.inf] + PREDICTIONS[1:]), r"predictions must be finite, got -inf at position 0"),
-        (_with(references=REFERENCES[:3]), r"one entry per numeral position, got lengths predictions=4, references=3"),
+        (
+            _with(predictions=[-math.inf] + PREDICTIONS[1:]),
+            r"predictions must be finite, got -inf at position 0",
+        ),
+        (
+            _with(references=REFERENCES[:3]),
+            r"one entry per numeral position, got lengths predictions=4, references=3",
+        ),
         (_with(predictions=PREDICTIONS + [1.0]), r"predictions=5, references=4"),
-        (_with(predictions=[45.0, None, 200.0, 13.0]), r"predictions must be numbers, got None .* position 1"),
-        (_with(references=["50", "4", "200", "10"]), r"references must be numbers, got '50' \(str\) at position 0"),
+        (
+            _with(predictions=[45.0, None, 200.0, 13.0]),
+            r"predictions must be numbers, got None .* position 1",
+        ),
+        (
+            _with(references=["50", "4", "200", "10"]),
+            r"references must be numbers, got '50' \(str\) at position 0",
+        ),
         (_with(references=[True, False, True, True]), r"references must be numbers, got True \(bool\)"),
         (_with(references=[50, 4, 200, 10**400]), r"references must be finite float64 values, .* position 3"),
         (_with(predictions="45 5 200 13"), r"predictions must be a list of numbers.* single string"),
-        (_with(predictions=[[45.0]] * 4), r"one predictions value per position, got an array of shape \(4, 1\)"),
+        (
+            _with(predictions=[[45.0]] * 4),
+            r"one predictions value per position, got an array of shape \(4, 1\)",
+        ),
         (_with(references=None), r"missing: references"),
         ({"predictions": [], "references": []}, r"(zero numerals|empty batch)"),
         (_with(train_values=[]), r"train_values is empty"),
         (_with(train_values=[1.0, float("nan")]), r"train_values must be finite, got nan at index 1"),
         (_with(train_values=["1"]), r"train_values must be numbers, got '1'"),
-        (_with(references=[1e-300] + REFERENCES[1:], predictions=[1e10] + PREDICTIONS[1:]), r"overflows float64"),
+        (
+            _with(references=[1e-300] + REFERENCES[1:], predictions=[1e10] + PREDICTIONS[1:]),
+            r"overflows float64",
+        ),
         (
             _with(references=[-1e308] + REFERENCES[1:], predictions=[1e308] + PREDICTIONS[1:]),
             r"error of the predictions at position 0 overflows",
         ),
-        (_with(references=[1e-300] + REFERENCES[1:], train_values=[1e10]), r"training-mean baseline at position 0"),
+        (
+            _with(references=[1e-300] + REFERENCES[1:], train_values=[1e10]),
+            r"training-mean baseline at position 0",
+        ),
     ],
 )
 def test_bad_input_is_a_clear_error(inputs, message):

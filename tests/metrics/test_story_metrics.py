@@ -16,7 +16,8 @@ from hf_nlm.evaluation import story_cloze_accuracy
 from hf_nlm.metrics import Distinct, Repetition, StoryCloze, load_metric
 from hf_nlm.tokenization import train_word_level_tokenizer
 
-CLOZE = Path(__file__).parents[1] / "fixtures" / "rocstories" / "cloze_test_val__spring2016 - cloze_test_ALL_val.csv"
+CLOZE = (Path(__file__).parents[1] / "fixtures" / "rocstories"
+         / "cloze_test_val__spring2016 - cloze_test_ALL_val.csv")
 
 
 @pytest.fixture
@@ -119,7 +120,8 @@ def test_story_metrics_load_offline(offline):
 def brute_force_scores(model, tokenizer, example) -> list[tuple[float, int]]:
     """Each ending alone: one unpadded forward pass over [bos] + context + ending, log-softmax of the
     logits, summed over the ending's positions."""
-    context = [tokenizer.eos_token_id] + tokenizer(" ".join(example["sentences"]), add_special_tokens=False)["input_ids"]
+    context = [tokenizer.eos_token_id] + tokenizer(" ".join(example["sentences"]),
+                                                   add_special_tokens=False)["input_ids"]
     scores = []
     for ending in example["endings"]:
         ending_ids = tokenizer(" " + ending, add_special_tokens=False)["input_ids"]
@@ -134,7 +136,8 @@ def brute_force_scores(model, tokenizer, example) -> list[tuple[float, int]]:
 @pytest.fixture(scope="module")
 def cloze_and_tokenizer():
     cloze = load_story_cloze(CLOZE)
-    texts = [" ".join(s) + " " + " ".join(e) for s, e in zip(cloze["sentences"], cloze["endings"], strict=True)]
+    texts = [" ".join(s) + " " + " ".join(e)
+             for s, e in zip(cloze["sentences"], cloze["endings"], strict=True)]
     # min_frequency=2 leaves rare words out, so some context and ending tokens are <unk>.
     return cloze, train_word_level_tokenizer(texts[:3], min_frequency=2)
 
@@ -163,11 +166,12 @@ def test_story_cloze_accuracy_equals_brute_force(cloze_and_tokenizer, make_model
     sums = [[s for s, _ in pair] for pair in expected]
     lengths = [[n for _, n in pair] for pair in expected]
     assert result["ending_num_tokens"] == lengths
-    torch.testing.assert_close(torch.tensor(result["ending_log_probs"], dtype=torch.float64), torch.tensor(sums, dtype=torch.float64),
-                               rtol=0, atol=1e-5)
+    torch.testing.assert_close(torch.tensor(result["ending_log_probs"], dtype=torch.float64),
+                               torch.tensor(sums, dtype=torch.float64), rtol=0, atol=1e-5)
     labels = cloze["label"]
     right = [max(range(2), key=lambda k: pair[k]) == label for pair, label in zip(sums, labels, strict=True)]
-    normalised = [max(range(2), key=lambda k: pair[k] / n[k]) == label for pair, n, label in zip(sums, lengths, labels, strict=True)]
+    normalised = [max(range(2), key=lambda k: pair[k] / n[k]) == label
+                  for pair, n, label in zip(sums, lengths, labels, strict=True)]
     assert result["accuracy"] == sum(right) / len(right)
     assert result["accuracy_length_normalized"] == sum(normalised) / len(normalised)
     assert result["num_examples"] == 4

@@ -97,8 +97,8 @@ def test_embedding_dropout_drops_whole_rows():
 
 
 def test_input_embedding_hooks_see_the_lookup():
-    # transformers' enable_input_require_grads (adapters with frozen weights, gradient checkpointing) hooks the
-    # input embedding module: the body must call it, in training with embedding dropout too.
+    # transformers' enable_input_require_grads (adapters with frozen weights, gradient checkpointing) hooks
+    # the input embedding module: the body must call it, in training with embedding dropout too.
     model = AWDLSTMForCausalLM(tiny_config(dropout_embedding=0.1)).train()
     for parameter in model.parameters():
         parameter.requires_grad_(False)

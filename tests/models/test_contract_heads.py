@@ -1,8 +1,8 @@
-"""What transformers expects of every tensor of a model, checked for every registered model type and head
-(the cases of tests/models/test_model_contract.py): each is a parameter or a buffer that ``init_weights`` can write
-again, so that a model built on the meta device (as ``from_pretrained`` builds it) and a checkpoint that
-lacks a key both give a working model; and ``resize_token_embeddings`` either follows with every head or
-refuses, saying what to do instead."""
+"""What transformers expects of every tensor of a model, checked for every registered model type and head (the
+cases of tests/models/test_model_contract.py): each is a parameter or a buffer that ``init_weights`` can write
+again, so that a model built on the meta device (as ``from_pretrained`` builds it) and a checkpoint that lacks
+a key both give a working model; and ``resize_token_embeddings`` either follows with every head or refuses,
+saying what to do instead."""
 
 from __future__ import annotations
 
@@ -81,7 +81,8 @@ def plain_tensors(module: torch.nn.Module, prefix: str) -> list[str]:
 
 @pytest.mark.parametrize(("name", "head"), CASES, ids=IDS)
 def test_no_module_holds_a_plain_tensor(name, head):
-    """State in a plain tensor attribute is lost on the meta device (and missed by ``.to()`` and the state dict)."""
+    """State in a plain tensor attribute is lost on the meta device (and missed by ``.to()`` and the state
+    dict)."""
     model = tiny(name, head)
     ids = batch()
     model.train()
@@ -94,9 +95,10 @@ def test_no_module_holds_a_plain_tensor(name, head):
 
 @pytest.mark.parametrize(("name", "head"), CASES, ids=IDS)
 def test_built_on_the_meta_device_then_init_weights_writes_every_buffer(name, head):
-    """transformers' own path: build on meta, materialise (``to_empty``: whatever the memory holds), initialise.
-    Every buffer comes back as the model built on the CPU has it (a tree given at construction included), every
-    parameter is drawn, and with the CPU model's parameters the two give the same distribution."""
+    """transformers' own path: build on meta, materialise (``to_empty``: whatever the memory holds),
+    initialise. Every buffer comes back as the model built on the CPU has it (a tree given at construction
+    included), every parameter is drawn, and with the CPU model's parameters the two give the same
+    distribution."""
     real = tiny(name, head).eval()
     with torch.device("meta"):
         empty = MODEL_TYPES[name].lm_class(real.config, tree=same_tree(real))
@@ -121,7 +123,8 @@ def checkpoints_each_without_one_key(model, folder: Path) -> dict[str, Path]:
     key in its weights file: {key: folder}."""
     model.save_pretrained(folder / "full")
     weights = load_file(folder / "full" / "model.safetensors")
-    keys = [k for k in weights if k.startswith("lm_head.")] + [next(k for k in weights if not k.startswith("lm_head."))]
+    keys = ([k for k in weights if k.startswith("lm_head.")]
+            + [next(k for k in weights if not k.startswith("lm_head."))])
     out = {}
     for i, key in enumerate(keys):
         model.save_pretrained(folder / str(i))
@@ -146,8 +149,9 @@ def garbage_memory(monkeypatch):
 
 @pytest.mark.parametrize(("name", "head"), CASES, ids=IDS)
 def test_from_pretrained_initialises_the_key_a_checkpoint_lacks(name, head, tmp_path, garbage_memory):
-    """A checkpoint missing one key loads when a partial load is asked for: the key's tensor is initialised (a buffer written as the model
-    builds it, a lost tree buffer rebuilt from the two others), never left on meta, empty or garbage."""
+    """A checkpoint missing one key loads when a partial load is asked for: the key's tensor is initialised (a
+    buffer written as the model builds it, a lost tree buffer rebuilt from the two others), never left on
+    meta, empty or garbage."""
     real = tiny(name, head).eval()
     saved = real.state_dict()
     ids = batch()
@@ -159,7 +163,8 @@ def test_from_pretrained_initialises_the_key_a_checkpoint_lacks(name, head, tmp_
         assert all(torch.isfinite(t).all() for t in state.values() if t.is_floating_point()), key
         for other, value in saved.items():  # what was in the checkpoint is what loaded (ties aside)
             if state[other].data_ptr() != state[key].data_ptr():
-                torch.testing.assert_close(state[other], value, rtol=0, atol=0, msg=f"{other} (without {key})")
+                torch.testing.assert_close(state[other], value, rtol=0, atol=0,
+                                           msg=f"{other} (without {key})")
         got = log_probs(loaded, ids)
         assert torch.isfinite(got).all(), key
         # A proper distribution over the vocabulary, whatever was lost.
@@ -168,7 +173,8 @@ def test_from_pretrained_initialises_the_key_a_checkpoint_lacks(name, head, tmp_
             # Which branch is bit 1 is lost with it: the same words under each node, maybe mirrored.
             assert loaded.lm_head.tree().code_lengths() == real.lm_head.tree().code_lengths()
         elif key not in dict(real.named_parameters()):
-            # A buffer follows from the config (or, for a tree, from the two others): the model is the saved one.
+            # A buffer follows from the config (or, for a tree, from the two others): the model is the saved
+            # one.
             torch.testing.assert_close(state[key], saved[key], rtol=0, atol=0, msg=key)
             torch.testing.assert_close(got, expected, msg=key)
 
@@ -176,7 +182,8 @@ def test_from_pretrained_initialises_the_key_a_checkpoint_lacks(name, head, tmp_
 TREE_CASES = [case for case in CASES if case[1] == "tree" or case[0] == "hlbl"]
 
 
-@pytest.mark.parametrize(("name", "head"), TREE_CASES, ids=[f"{name}-{head or 'default'}" for name, head in TREE_CASES])
+@pytest.mark.parametrize(("name", "head"), TREE_CASES,
+                         ids=[f"{name}-{head or 'default'}" for name, head in TREE_CASES])
 def test_a_tree_the_checkpoint_lacks_comes_from_the_tree_given(name, head, tmp_path):
     """Without any tree buffer, the tree comes from ``tree=`` (passed on to the model); without one either,
     using the model says what to do."""
@@ -209,13 +216,15 @@ def multi_code_tree() -> WordTree:
 @pytest.mark.parametrize("lost", ["nodes", "bits", "mask"])
 def test_word_tree_from_two_of_its_three_arrays(tree, lost):
     stored = tree.renumbered_breadth_first().to_tensors()
-    rebuilt = WordTree.from_partial_tensors(**{k: v for k, v in stored._asdict().items() if k != lost}).to_tensors()
+    rebuilt = WordTree.from_partial_tensors(**{k: v for k, v in stored._asdict().items()
+                                               if k != lost}).to_tensors()
     for name in ("nodes", "bits", "mask"):
         if name != "bits" or lost != "bits":
             torch.testing.assert_close(getattr(rebuilt, name), getattr(stored, name), rtol=0, atol=0)
     if lost == "bits":  # the same words below each node: equal after mirroring where the bits differ
         assert rebuilt.bits.shape == stored.bits.shape
-        assert WordTree.from_tensors(*rebuilt).code_lengths() == tree.renumbered_breadth_first().code_lengths()
+        assert (WordTree.from_tensors(*rebuilt).code_lengths()
+                == tree.renumbered_breadth_first().code_lengths())
 
 
 def test_word_tree_from_arrays_that_hold_no_tree():
@@ -276,7 +285,8 @@ def test_resize_token_embeddings_follows_or_refuses(name, head, mean_resizing, t
     torch.testing.assert_close(log_probs(model, ids), before)
 
 
-@pytest.mark.parametrize("strategy", ["softmax", "softmax_digits", "hsoftmax", "drnn", "mog", "combination", "dexp"])
+@pytest.mark.parametrize("strategy",
+                         ["softmax", "softmax_digits", "hsoftmax", "drnn", "mog", "combination", "dexp"])
 def test_resize_never_cuts_a_numeral(strategy):
     model = tiny("numeracy_lm", strategy)
     with pytest.raises(ValueError, match=r"cut the numeral '-0.25' \(id 20\).*keep at least 21 tokens"):

@@ -1,9 +1,9 @@
 """transformers' per-layer contract, for every registered model type (hf_nlm.models.MODEL_TYPES):
 
-* activation checkpointing goes through transformers' own ``GradientCheckpointingLayer``: the model's recurrent
-  layers are such layers, so ``activation_checkpointing_enable(every_n_layers=n)`` recomputes exactly every n-th
-  one in the backward pass, with the gradients of plain training (the recomputation draws the same dropout masks),
-  and ``activation_checkpointing_disable()`` stops it;
+* activation checkpointing goes through transformers' own ``GradientCheckpointingLayer``: the model's
+  recurrent layers are such layers, so ``activation_checkpointing_enable(every_n_layers=n)`` recomputes
+  exactly every n-th one in the backward pass, with the gradients of plain training (the recomputation draws
+  the same dropout masks), and ``activation_checkpointing_disable()`` stops it;
 * ``hidden_states`` (and attention weights) are the tensors the output is computed from: ``retain_grad()`` on
   each returned tensor gives the loss's gradient there, as interpretability code expects.
 
@@ -25,7 +25,8 @@ DROPOUTS = ("dropout", "dropout_hidden", "dropout_input", "dropout_embedding", "
 
 
 def test_the_recurrent_models_take_part():
-    """The checkpointing tests below are not vacuous: the AWD-LSTM and the numeracy LM, which reuses its body."""
+    """The checkpointing tests below are not vacuous: the AWD-LSTM and the numeracy LM, which reuses its
+    body."""
     assert {"awd_lstm", "numeracy_lm"} <= set(CHECKPOINTING)
 
 
@@ -47,8 +48,8 @@ def checkpointing_layers(model) -> list[torch.nn.Module]:
 
 def gradients(model, ids: torch.LongTensor, seed: int = 1) -> tuple[list[torch.Tensor], list[bool]]:
     """The parameters' gradients of one training step from RNG seed ``seed``, and for each checkpointing layer
-    whether the backward pass ran it again: a submodule's forward pre-hook fires during ``backward()`` (a forward
-    hook might not: the recomputation stops once it has every tensor the backward pass needs)."""
+    whether the backward pass ran it again: a submodule's forward pre-hook fires during ``backward()`` (a
+    forward hook might not: the recomputation stops once it has every tensor the backward pass needs)."""
     layers = checkpointing_layers(model)
     calls = [0] * len(layers)
     handles = []
@@ -70,7 +71,8 @@ def gradients(model, ids: torch.LongTensor, seed: int = 1) -> tuple[list[torch.T
 
 @pytest.mark.parametrize("name", CHECKPOINTING)
 def test_each_recurrent_layer_is_a_transformers_checkpointing_layer(name):
-    """transformers finds the layers to checkpoint by their class; no other module keeps an on/off flag of its own."""
+    """transformers finds the layers to checkpoint by their class; no other module keeps an on/off flag of its
+    own."""
     model = stacked(name)
     layers = checkpointing_layers(model)
     assert len(layers) == model.config.num_hidden_layers
@@ -105,9 +107,9 @@ def test_every_n_layers_recomputes_exactly_those_layers(name, every_n_layers, en
 @pytest.mark.parametrize("dropout", [True, False], ids=["dropout", "no-dropout"])
 @pytest.mark.parametrize("name", CHECKPOINTING)
 def test_checkpointed_training_gives_the_plain_gradients(name, dropout):
-    """The recomputation restores the RNG state, so weight drop (drawn inside each layer) draws the forward pass's
-    mask again. With dropout on, another seed gives other gradients: the equality is not that of a model
-    without randomness."""
+    """The recomputation restores the RNG state, so weight drop (drawn inside each layer) draws the forward
+    pass's mask again. With dropout on, another seed gives other gradients: the equality is not that of a
+    model without randomness."""
     model = stacked(name, layers=2, dropout=dropout)
     ids = batch(T=12)
     plain, _ = gradients(model, ids)
@@ -198,7 +200,8 @@ def test_states_continued_from_a_cache_get_the_loss_gradient(name):
 
 @pytest.mark.parametrize(("name", "head"), CASES, ids=IDS)
 def test_the_head_reads_the_last_returned_state_itself(name, head):
-    """``hidden_states[-1]`` (``decoder_hidden_states[-1]``) is the very tensor the head is called with, not a copy."""
+    """``hidden_states[-1]`` (``decoder_hidden_states[-1]``) is the very tensor the head is called with, not a
+    copy."""
     model = tiny(name, head).eval()
     seen = []
     handle = model.lm_head.register_forward_hook(lambda module, args, output: seen.append(args[0]))
@@ -212,14 +215,15 @@ def test_the_head_reads_the_last_returned_state_itself(name, head):
 
 @pytest.mark.parametrize(("name", "head"), CASES, ids=IDS)
 def test_attention_outputs_have_transformers_shapes(name, head):
-    """Every attention output is a tuple with one (batch, heads, target, source) tensor per attention layer, each
-    row a distribution over the source; a model without attention returns none rather than a tensor of its own
-    shape."""
+    """Every attention output is a tuple with one (batch, heads, target, source) tensor per attention layer,
+    each row a distribution over the source; a model without attention returns none rather than a tensor of
+    its own shape."""
     model = tiny(name, head).eval()
     ids = batch()
     with torch.no_grad():
         out = forward_with_everything(model, ids)
-    fields = [f for f in ("attentions", "cross_attentions", "encoder_attentions", "decoder_attentions") if f in out]
+    fields = [f for f in ("attentions", "cross_attentions", "encoder_attentions", "decoder_attentions")
+              if f in out]
     if not model.config.is_encoder_decoder:
         assert fields == [], f"{name} has no attention but returned {fields}"
         return
@@ -237,8 +241,9 @@ def test_attention_outputs_have_transformers_shapes(name, head):
 
 @pytest.mark.parametrize(("name", "head"), CASES, ids=IDS)
 def test_enable_input_require_grads_reaches_the_loss_with_every_weight_frozen(name, head):
-    """transformers' ``enable_input_require_grads`` (adapters over frozen weights, gradient checkpointing) hooks
-    the input embedding module: every body calls that module, so the loss depends on a tensor needing a gradient."""
+    """transformers' ``enable_input_require_grads`` (adapters over frozen weights, gradient checkpointing)
+    hooks the input embedding module: every body calls that module, so the loss depends on a tensor needing a
+    gradient."""
     model = tiny(name, head).train()
     for parameter in model.parameters():
         parameter.requires_grad_(False)

@@ -224,17 +224,19 @@ def build(body: str, head: str):
     head_kw = {"softmax": {}, "split": {"cutoffs": [2, 5]}, "tree": {}}[head]
     tree = multi_code_tree() if head == "tree" else None
     if body == "nplm":
-        config = NPLMConfig(vocab_size=V, context_size=3, embedding_size=4, hidden_size=5, initializer_range=0.5,
-                            head=head, **head_kw)
+        config = NPLMConfig(vocab_size=V, context_size=3, embedding_size=4, hidden_size=5,
+                            initializer_range=0.5, head=head, **head_kw)
         return NPLMForCausalLM(config, tree=tree)
     if body == "hlbl":
-        return HLBLForCausalLM(HLBLConfig(vocab_size=V, context_size=3, hidden_size=4, initializer_range=0.5), tree=tree)
+        return HLBLForCausalLM(HLBLConfig(vocab_size=V, context_size=3, hidden_size=4, initializer_range=0.5),
+                               tree=tree)
     config = LBLConfig(vocab_size=V, context_size=3, hidden_size=4, initializer_range=0.5, head=head,
                        tie_word_embeddings=head != "tree", **head_kw)
     return LBLForCausalLM(config, tree=tree)
 
 
-BODY_HEADS = [("nplm", h) for h in ("softmax", "split", "tree")] + [("lbl", h) for h in ("softmax", "split", "tree")]
+BODY_HEADS = ([("nplm", h) for h in ("softmax", "split", "tree")]
+              + [("lbl", h) for h in ("softmax", "split", "tree")])
 
 
 @pytest.mark.parametrize("body, head", BODY_HEADS + [("hlbl", "tree")])
@@ -246,7 +248,8 @@ def test_training_loss_is_minus_log_of_the_full_distribution(body, head):
     with torch.no_grad():
         logp = torch.log_softmax(model(IDS).logits, -1)
         torch.testing.assert_close(logp.exp().sum(-1), torch.ones(IDS.shape), rtol=1e-5, atol=1e-5)
-    nlls = [-logp[b, t - 1, labels[b, t]] for b in range(2) for t in range(1, IDS.shape[1]) if labels[b, t] != -100]
+    nlls = [-logp[b, t - 1, labels[b, t]] for b in range(2) for t in range(1, IDS.shape[1])
+            if labels[b, t] != -100]
     expected = torch.stack(nlls).mean()
     model.train()
     out = model(IDS, labels=labels)  # the head's fast nll path, no |V|-wide logits
@@ -257,7 +260,8 @@ def test_training_loss_is_minus_log_of_the_full_distribution(body, head):
         assert p.grad is not None, name
 
 
-@pytest.mark.parametrize("body, head", [("nplm", "tree"), ("nplm", "split"), ("lbl", "split"), ("hlbl", "tree")])
+@pytest.mark.parametrize("body, head",
+                         [("nplm", "tree"), ("nplm", "split"), ("lbl", "split"), ("hlbl", "tree")])
 def test_every_head_type_initialises_uniformly(body, head):
     model = build(body, head)
     r = model.config.initializer_range
@@ -285,7 +289,8 @@ def test_beam_search_with_enough_beams_equals_exhaustive_search(body):
     else:
         model = HLBLForCausalLM(HLBLConfig(**common), tree=balanced_tree(4)).eval()
     prompt, steps = [1, 3], 3
-    best = max(itertools.product(range(4), repeat=steps), key=lambda c: sequence_logprob(model, prompt, list(c)))
+    best = max(itertools.product(range(4), repeat=steps),
+               key=lambda c: sequence_logprob(model, prompt, list(c)))
     out = model.generate(
         torch.tensor([prompt]), num_beams=4 ** (steps - 1), max_new_tokens=steps, do_sample=False,
         length_penalty=0.0, early_stopping=True,
@@ -295,7 +300,8 @@ def test_beam_search_with_enough_beams_equals_exhaustive_search(body):
 
 @pytest.mark.parametrize("body", ["lbl", "hlbl"])
 def test_greedy_sampling_and_left_padding(body):
-    model = tiny_lbl(eos_token_id=None, pad_token_id=0) if body == "lbl" else tiny_hlbl(eos_token_id=None, pad_token_id=0)
+    model = (tiny_lbl(eos_token_id=None, pad_token_id=0) if body == "lbl"
+             else tiny_hlbl(eos_token_id=None, pad_token_id=0))
     prompt = [4, 2, 6, 1, 3]
     out = model.generate(torch.tensor([prompt]), max_new_tokens=4, do_sample=False)[0].tolist()
     seq = list(prompt)
@@ -323,10 +329,12 @@ def test_greedy_sampling_and_left_padding(body):
 
 def test_auto_classes_know_lbl_and_hlbl(tmp_path):
     assert hf_nlm.LBLConfig.model_type == "lbl" and hf_nlm.HLBLConfig.model_type == "hlbl"
-    lbl = AutoModelForCausalLM.from_config(AutoConfig.for_model("lbl", vocab_size=9, hidden_size=3, context_size=2))
+    lbl = AutoModelForCausalLM.from_config(AutoConfig.for_model("lbl", vocab_size=9, hidden_size=3,
+                                                                context_size=2))
     assert isinstance(lbl, LBLForCausalLM)
     tree = random_tree(9, seed=1)
-    cfg = AutoConfig.for_model("hlbl", vocab_size=9, hidden_size=3, context_size=2, **tree_config_fields(tree))
+    cfg = AutoConfig.for_model("hlbl", vocab_size=9, hidden_size=3, context_size=2,
+                               **tree_config_fields(tree))
     assert isinstance(cfg, HLBLConfig) and cfg.tie_word_embeddings is False
     hlbl = HLBLForCausalLM(cfg, tree=tree)
     for i, model in enumerate([lbl, hlbl]):
@@ -349,7 +357,8 @@ def test_loading_an_hlbl_checkpoint_as_lbl_is_refused(tmp_path):
 @pytest.mark.parametrize(
     "config_class, kw, message",
     [
-        (LBLConfig, {"head": "hierarchical"}, "head must be one of softmax, .*split, tree; got 'hierarchical'"),
+        (LBLConfig, {"head": "hierarchical"},
+         "head must be one of softmax, .*split, tree; got 'hierarchical'"),
         (NPLMConfig, {"head": "adaptive"}, "head must be one of"),
         (LBLConfig, {"head": "split"}, "needs cutoffs"),
         (NPLMConfig, {"head": "split", "cutoffs": [3, 7]}, r"cutoff 7 is outside \(0, vocab_size=7\)"),
@@ -357,7 +366,8 @@ def test_loading_an_hlbl_checkpoint_as_lbl_is_refused(tmp_path):
         (LBLConfig, {"head": "split", "cutoffs": [4, 2]}, "strictly increasing"),
         (LBLConfig, {"cutoffs": [2]}, "cutoffs applies to head='split' only"),
         (LBLConfig, {"head": "tree", "tie_word_embeddings": False, "tree_num_nodes": 6}, "missing"),
-        (LBLConfig, {"tree_num_nodes": 6, "tree_max_codes": 1, "tree_max_depth": 3}, "apply to head='tree' only"),
+        (LBLConfig, {"tree_num_nodes": 6, "tree_max_codes": 1, "tree_max_depth": 3},
+         "apply to head='tree' only"),
         (LBLConfig, {"head": "tree", "tie_word_embeddings": True}, "tie_word_embeddings=False"),
         (HLBLConfig, {"head": "softmax"}, "HLBLConfig.head must be 'tree'"),
         (HLBLConfig, {"tree_num_nodes": 3, "tree_max_codes": 1, "tree_max_depth": 3}, "too small"),
@@ -413,12 +423,13 @@ def write_corpus(folder):
         lines = [f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(objects)}" for _ in range(n)]
         files[split] = folder / f"{split}.txt"
         files[split].write_text("\n".join(lines) + "\n")
-    return ["--train-file", str(files["train"]), "--validation-file", str(files["valid"]), "--test-file", str(files["test"])]
+    return ["--train-file", str(files["train"]), "--validation-file", str(files["valid"]),
+            "--test-file", str(files["test"])]
 
 
-TINY = ["--context-size", "2", "--embedding-size", "6", "--block-size", "8", "--batch-size", "4", "--optimizer", "adam",
-        "--learning-rate", "0.05", "--lr-scheduler", "constant", "--no-progress-bar", "--early-stopping-patience", "none",
-        "--num-epochs", "1", "--max-steps", "3"]
+TINY = ["--context-size", "2", "--embedding-size", "6", "--block-size", "8", "--batch-size", "4",
+        "--optimizer", "adam", "--learning-rate", "0.05", "--lr-scheduler", "constant", "--no-progress-bar",
+        "--early-stopping-patience", "none", "--num-epochs", "1", "--max-steps", "3"]
 
 
 @pytest.mark.parametrize(
@@ -431,7 +442,7 @@ TINY = ["--context-size", "2", "--embedding-size", "6", "--block-size", "8", "--
     ],
 )
 def test_cli_trains_every_model_and_head(tmp_path, flags, head):
-    from hf_nlm.cli import main
+    from hf_nlm_cli import main
 
     out = tmp_path / "run"
     assert main(["train", *write_corpus(tmp_path), "--output-dir", str(out), *TINY, *flags]) == 0
@@ -453,7 +464,7 @@ def test_cli_trains_every_model_and_head(tmp_path, flags, head):
     ],
 )
 def test_cli_bad_model_flags_exit_2(tmp_path, capsys, flags, message):
-    from hf_nlm.cli import main
+    from hf_nlm_cli import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["train", *write_corpus(tmp_path), "--output-dir", str(tmp_path / "run"), *TINY, *flags])
@@ -462,7 +473,7 @@ def test_cli_bad_model_flags_exit_2(tmp_path, capsys, flags, message):
 
 
 def test_build_tree_runs_the_papers_recipe(tmp_path, capsys):
-    from hf_nlm.cli import main
+    from hf_nlm_cli import main
 
     out = tmp_path / "hlbl"
     status = main(["build-tree", *write_corpus(tmp_path), "--output-dir", str(out), *TINY,
@@ -486,10 +497,11 @@ def test_build_tree_runs_the_papers_recipe(tmp_path, capsys):
 
 
 def test_build_tree_bad_eps_exits_2(tmp_path, capsys):
-    from hf_nlm.cli import main
+    from hf_nlm_cli import main
 
     with pytest.raises(SystemExit) as exit_info:
-        main(["build-tree", *write_corpus(tmp_path), "--output-dir", str(tmp_path / "x"), *TINY, "--eps", "0.5"])
+        main(["build-tree", *write_corpus(tmp_path), "--output-dir", str(tmp_path / "x"), *TINY,
+              "--eps", "0.5"])
     assert exit_info.value.code == 2 and "--eps must lie in [0, 0.5)" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["build-tree", *write_corpus(tmp_path), "--output-dir", str(tmp_path / "x"), *TINY,
@@ -506,7 +518,8 @@ def test_word_vectors_from_model_equal_word_vectors_from_predictions(toy_texts):
 
     tok = train_word_level_tokenizer(toy_texts)
     torch.manual_seed(0)
-    model = HLBLForCausalLM(HLBLConfig(vocab_size=len(tok), context_size=2, hidden_size=3), tree=random_tree(len(tok)))
+    model = HLBLForCausalLM(HLBLConfig(vocab_size=len(tok), context_size=2, hidden_size=3),
+                            tree=random_tree(len(tok)))
     streamed = word_vectors_from_model(model, toy_texts, tok, block_size=4, batch_size=2)
     data, _ = build_lm_dataset(toy_texts, tok, block_size=1000, context_size=2)
     batch = data.__getitems__(list(range(len(data))))
@@ -521,12 +534,13 @@ def test_example_train_hlbl_runs(tmp_path, monkeypatch, capsys):
 
     script = Path(__file__).resolve().parents[2] / "examples" / "train_hlbl.py"
     out = tmp_path / "run"
-    monkeypatch.setattr("sys.argv", ["train_hlbl.py", *write_corpus(tmp_path), "--output-dir", str(out), *TINY,
-                                     "--tree-mode", "balanced"])
+    monkeypatch.setattr("sys.argv", ["train_hlbl.py", *write_corpus(tmp_path), "--output-dir", str(out),
+                                     *TINY, "--tree-mode", "balanced"])
     runpy.run_path(str(script), run_name="__main__")
     printed = capsys.readouterr().out
     assert "balanced tree: test perplexity" in printed
-    assert (out / "word_tree.json").is_file() and isinstance(AutoModelForCausalLM.from_pretrained(out), HLBLForCausalLM)
+    assert (out / "word_tree.json").is_file() and isinstance(AutoModelForCausalLM.from_pretrained(out),
+                                                             HLBLForCausalLM)
 
 
 def test_pipeline_text_generation_with_hlbl(tmp_path, toy_texts):
@@ -536,7 +550,8 @@ def test_pipeline_text_generation_with_hlbl(tmp_path, toy_texts):
 
     tok = train_word_level_tokenizer(toy_texts)
     torch.manual_seed(0)
-    model = HLBLForCausalLM(HLBLConfig(vocab_size=len(tok), context_size=2, hidden_size=4), tree=random_tree(len(tok)))
+    model = HLBLForCausalLM(HLBLConfig(vocab_size=len(tok), context_size=2, hidden_size=4),
+                            tree=random_tree(len(tok)))
     model.save_pretrained(tmp_path)
     tok.save_pretrained(tmp_path)
     gen = pipeline("text-generation", model=str(tmp_path), tokenizer=str(tmp_path))

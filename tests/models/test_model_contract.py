@@ -1,9 +1,9 @@
 """transformers' model contract, checked for every registered model type (hf_nlm.models.MODEL_TYPES):
 a new model joins these tests by registering, not by copying them.
 
-An encoder-decoder model (``config.is_encoder_decoder``, the story seq2seq) reads a test batch as its source and,
-shifted right behind ``decoder_start_token_id``, as its target (:func:`inputs`); where the contract differs for
-it (labels already aligned with the decoder positions, AutoModelForSeq2SeqLM) the test says so."""
+An encoder-decoder model (``config.is_encoder_decoder``, the story seq2seq) reads a test batch as its source
+and, shifted right behind ``decoder_start_token_id``, as its target (:func:`inputs`); where the contract
+differs for it (labels already aligned with the decoder positions, AutoModelForSeq2SeqLM) the test says so."""
 
 from __future__ import annotations
 
@@ -51,8 +51,9 @@ def tiny(model_type: str, head: str | None = None):
 
 CASES = [(name, None) for name in MODEL_TYPES] + [
     ("nplm", "split"), ("nplm", "tree"), ("awd_lstm", "tree"),
-    ("numeracy_lm", "softmax_digits"), ("numeracy_lm", "hsoftmax"), ("numeracy_lm", "drnn"), ("numeracy_lm", "mog"),
-    ("numeracy_lm", "combination"), ("numeracy_lm", "dexp"), ("story_seq2seq", "tree"),
+    ("numeracy_lm", "softmax_digits"), ("numeracy_lm", "hsoftmax"), ("numeracy_lm", "drnn"),
+    ("numeracy_lm", "mog"), ("numeracy_lm", "combination"), ("numeracy_lm", "dexp"),
+    ("story_seq2seq", "tree"),
 ]
 IDS = [f"{name}-{head or 'default'}" for name, head in CASES]
 
@@ -67,8 +68,8 @@ def batch(seed: int = 0, B: int = 3, T: int = 7) -> torch.LongTensor:
 
 
 def inputs(model, ids: torch.LongTensor) -> dict[str, torch.LongTensor]:
-    """What forward() reads for ``ids``: a causal LM the ids; an encoder-decoder model the ids as its source and as
-    its target (shifted right behind the decoder start, as its own labels are)."""
+    """What forward() reads for ``ids``: a causal LM the ids; an encoder-decoder model the ids as its source
+    and as its target (shifted right behind the decoder start, as its own labels are)."""
     if not model.config.is_encoder_decoder:
         return {"input_ids": ids}
     from hf_nlm.models.story_seq2seq import shift_tokens_right
@@ -115,7 +116,8 @@ def test_return_dict_false_and_hidden_states(model):
     assert all(h.shape[:2] == ids.shape for h in hidden)
     # The last hidden state is what the head reads: scoring it gives the model's logits.
     torch.testing.assert_close(model.lm_head(hidden[-1]), out.logits)
-    assert decoder_hidden_states(model(**inputs(model, ids))) is None  # off by default (config.output_hidden_states)
+    # off by default (config.output_hidden_states)
+    assert decoder_hidden_states(model(**inputs(model, ids))) is None
 
 
 def test_trainer_trains_and_evaluates(model, tmp_path):
@@ -123,9 +125,10 @@ def test_trainer_trains_and_evaluates(model, tmp_path):
     model's own mean loss over the evaluation set."""
     rows = [batch(seed, B=1, T=9)[0].tolist() for seed in range(8)]
     data = Dataset.from_dict({"input_ids": rows, "labels": rows})
-    args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=4, per_device_eval_batch_size=4,
-                             max_steps=6, learning_rate=0.05, report_to=[], use_cpu=True, save_strategy="no",
-                             logging_strategy="no", disable_tqdm=True, seed=0)
+    args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=4,
+                             per_device_eval_batch_size=4, max_steps=6, learning_rate=0.05, report_to=[],
+                             use_cpu=True, save_strategy="no", logging_strategy="no", disable_tqdm=True,
+                             seed=0)
     model.train()
     trainer = Trainer(model=model, args=args, train_dataset=data, eval_dataset=data)
     before = trainer.evaluate()["eval_loss"]
@@ -150,7 +153,8 @@ def test_built_on_the_meta_device_then_initialised_and_loaded(name):
     empty.init_weights()
     ids = batch()
     if config.head == "tree":
-        assert {k: getattr(config, k) for k in tree_config_fields(real.lm_head.tree())} == real.lm_head.config_values()
+        assert ({k: getattr(config, k) for k in tree_config_fields(real.lm_head.tree())}
+                == real.lm_head.config_values())
         with pytest.raises(ValueError, match="holds no tree yet"):
             empty.eval()(**inputs(real, ids))
     else:
@@ -218,7 +222,8 @@ def test_generate_scores_equal_forward_log_probs(model):
                          do_sample=False, length_penalty=0.0, eos_token_id=None, pad_token_id=1,
                          return_dict_in_generate=True, output_scores=True)
     seq = out.sequences
-    if model.config.is_encoder_decoder:  # the prompt is the source; the sequence is the decoder's, from its start token
+    # the prompt is the source; the sequence is the decoder's, from its start token
+    if model.config.is_encoder_decoder:
         with torch.no_grad():
             log_p = torch.log_softmax(model(prompt, decoder_input_ids=seq).logits[:, :-1].float(), dim=-1)
         expected = log_p.gather(-1, seq[:, 1:, None]).sum()

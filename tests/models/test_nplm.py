@@ -15,7 +15,8 @@ from hf_nlm.tokenization import train_word_level_tokenizer
 
 def tiny(**kw) -> NPLMForCausalLM:
     torch.manual_seed(0)
-    cfg = dict(vocab_size=7, context_size=3, embedding_size=4, hidden_size=5, initializer_range=0.5, eos_token_id=None)
+    cfg = dict(vocab_size=7, context_size=3, embedding_size=4, hidden_size=5, initializer_range=0.5,
+               eos_token_id=None)
     cfg.update(kw)
     return NPLMForCausalLM(NPLMConfig(**cfg)).eval()
 
@@ -56,8 +57,8 @@ def test_forward_equals_paper_formula(kw):
 
 
 def test_dropout_acts_on_z_in_training_only():
-    """Evaluation ignores dropout (the paper's formula holds); training zeroes entries of z = [tanh(d + H x); x]
-    with probability p and scales the rest by 1 / (1 - p), seen through the output layer's gradient."""
+    """Evaluation ignores dropout (the paper's formula holds); training zeroes entries of z = [tanh(d + H x);
+    x] with probability p and scales the rest by 1 / (1 - p), seen through the output layer's gradient."""
     model = tiny(dropout=0.5)
     ids = torch.tensor([[3, 0, 6, 2, 5, 4, 1]])
     with torch.no_grad():
@@ -119,7 +120,8 @@ def sequence_logprob(model, prompt: list[int], continuation: list[int]) -> float
 def test_beam_search_with_enough_beams_equals_exhaustive_search():
     model = tiny(vocab_size=4, bos_token_id=0, eos_token_id=None, pad_token_id=0)
     prompt, steps = [1, 3], 3
-    best = max(itertools.product(range(4), repeat=steps), key=lambda c: sequence_logprob(model, prompt, list(c)))
+    best = max(itertools.product(range(4), repeat=steps),
+               key=lambda c: sequence_logprob(model, prompt, list(c)))
     out = model.generate(
         torch.tensor([prompt]), num_beams=4 ** (steps - 1), max_new_tokens=steps, do_sample=False,
         length_penalty=0.0, early_stopping=True,
@@ -214,7 +216,8 @@ def test_pipeline_text_generation(tmp_path, toy_texts):
     model.save_pretrained(tmp_path)
     tok.save_pretrained(tmp_path)
     gen = pipeline("text-generation", model=str(tmp_path), tokenizer=str(tmp_path))
-    out = gen("the cat", max_new_tokens=4, min_new_tokens=4, num_beams=2, do_sample=False, skip_special_tokens=False)[0]["generated_text"]
+    out = gen("the cat", max_new_tokens=4, min_new_tokens=4, num_beams=2, do_sample=False,
+              skip_special_tokens=False)[0]["generated_text"]
     assert out.startswith("the cat ")
     assert len(out.split()) == 6 and all(w in tok.get_vocab() for w in out.split())
 

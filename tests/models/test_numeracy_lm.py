@@ -19,14 +19,16 @@ WORD_IDS = [i for i in range(V) if i not in NUMERALS.values()]
 
 
 def density_of(head):
-    """The density over numbers of an open head: the mixture of ``mog`` / ``combination``, the exponent density of ``dexp``."""
+    """The density over numbers of an open head: the mixture of ``mog`` / ``combination``, the exponent
+    density of ``dexp``."""
     return head.value_branch.density if hasattr(head, "value_branch") else head.branch.density
 
 
 def model(strategy: str, **kwargs) -> NumeracyLMForCausalLM:
     torch.manual_seed(0)
     config = NumeracyLMConfig(
-        vocab_size=V, embedding_size=D, hidden_size=D, numeral_strategy=strategy, numeral_vocab=NUMERALS, **kwargs
+        vocab_size=V, embedding_size=D, hidden_size=D, numeral_strategy=strategy, numeral_vocab=NUMERALS,
+        **kwargs,
     )
     return NumeracyLMForCausalLM(config).eval()
 
@@ -117,7 +119,8 @@ def test_bad_numeral_vocab_and_strategy_are_refused():
     with pytest.raises(ValueError, match="head must be one of"):
         NumeracyLMConfig(vocab_size=V, numeral_strategy="mixture_of_everything")
     with pytest.raises(ValueError, match="needs words besides the numerals"):
-        NumeracyLMConfig(vocab_size=3, numeral_strategy="hsoftmax", numeral_vocab={"<unk_num>": 0, "1": 1, "2": 2})
+        NumeracyLMConfig(vocab_size=3, numeral_strategy="hsoftmax",
+                         numeral_vocab={"<unk_num>": 0, "1": 1, "2": 2})
 
 
 def test_bad_numeral_loss_weight_is_refused():
@@ -145,8 +148,10 @@ def test_numeral_loss_weight_weighs_numeral_targets_in_the_training_loss_only(st
     m.train()  # no dropout left: training mode differs only in the loss
     trained = m(ids, labels=ids)
     torch.testing.assert_close(trained.nll.double(), nll.mean(), rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(trained.loss.double(), (weights * nll).sum() / weights.sum(), rtol=1e-5, atol=1e-6)
-    assert abs(float((trained.loss - trained.nll).detach())) > 1e-3  # the weighting is not the plain mean here
+    torch.testing.assert_close(trained.loss.double(), (weights * nll).sum() / weights.sum(), rtol=1e-5,
+                               atol=1e-6)
+    # the weighting is not the plain mean here
+    assert abs(float((trained.loss - trained.nll).detach())) > 1e-3
 
 
 @pytest.mark.parametrize("strategy", ["softmax", "softmax_digits", "hsoftmax"])
@@ -178,7 +183,8 @@ TEXTS = [
     "we spent 3.5 billion on 7 programs .",
     "in 1991 the deficit was 2.25 billion dollars .",
 ] * 5
-HELD_OUT = ["in 1995 the surplus was 3.5 billion dollars , up 12 % .", "the budget fell 9 % to 1,250 million in 1990 ."]
+HELD_OUT = ["in 1995 the surplus was 3.5 billion dollars , up 12 % .",
+            "the budget fell 9 % to 1,250 million in 1990 ."]
 
 
 @pytest.fixture(scope="module")
@@ -190,8 +196,8 @@ def numeracy_tokenizer():
 
 def tokenized_model(tokenizer, strategy: str) -> NumeracyLMForCausalLM:
     torch.manual_seed(0)
-    config = NumeracyLMConfig(vocab_size=len(tokenizer), embedding_size=D, hidden_size=D, numeral_strategy=strategy,
-                              numeral_vocab=tokenizer.numeral_vocab)
+    config = NumeracyLMConfig(vocab_size=len(tokenizer), embedding_size=D, hidden_size=D,
+                              numeral_strategy=strategy, numeral_vocab=tokenizer.numeral_vocab)
     return NumeracyLMForCausalLM(config).eval()
 
 
@@ -208,16 +214,19 @@ def test_evaluate_lm_reports_adjusted_perplexity_as_computed_by_hand(numeracy_to
     model = tokenized_model(tok, strategy)
     report = evaluate_lm(model, HELD_OUT, tok, block_size=5, batch_size=1)
 
-    pieces = [p for line in HELD_OUT for p in [*line.split(), "<eos>"]]  # the held-out text is space-separated
+    # the held-out text is space-separated
+    pieces = [p for line in HELD_OUT for p in [*line.split(), "<eos>"]]
     ids = [tok.eos_token_id if p == "<eos>" else tok.convert_tokens_to_ids(p) for p in pieces]
     unknown_ids = {tok.unk_token_id, tok.unk_num_token_id}
     with torch.no_grad():  # the stream starts with <eos>, "a sentence starts here"
         log_probs = torch.log_softmax(model(torch.tensor([[tok.eos_token_id, *ids[:-1]]])).logits[0], -1)
     target_lp = [log_probs[t, i].item() for t, i in enumerate(ids)]
     numeral = [p != "<eos>" and parse_numeral(p) is not None for p in pieces]
-    oov = {kind: {p for p, i, n in zip(pieces, ids, numeral, strict=True) if i in unknown_ids and n == kind} for kind in (False, True)}
+    oov = {kind: {p for p, i, n in zip(pieces, ids, numeral, strict=True) if i in unknown_ids and n == kind}
+           for kind in (False, True)}
     assert oov[True] == {"1995", "9", "1,250"} and "surplus" in oov[False]
-    adjusted = [lp - (math.log(len(oov[n])) if i in unknown_ids else 0.0) for lp, i, n in zip(target_lp, ids, numeral, strict=True)]
+    adjusted = [lp - (math.log(len(oov[n])) if i in unknown_ids else 0.0)
+                for lp, i, n in zip(target_lp, ids, numeral, strict=True)]
 
     def ppl(values):
         return math.exp(-sum(values) / len(values))
@@ -235,14 +244,15 @@ def test_evaluate_lm_reports_adjusted_perplexity_as_computed_by_hand(numeracy_to
 def test_train_evaluate_save_load_and_generate_through_the_cli(tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer, pipeline
 
-    from hf_nlm.cli import main
     from hf_nlm.tokenization import NumeracyTokenizerFast
+    from hf_nlm_cli import main
 
     for split, lines in (("train", TEXTS), ("valid", HELD_OUT), ("test", HELD_OUT)):
         (tmp_path / f"{split}.txt").write_text("\n".join(lines) + "\n")
     out = tmp_path / "run"
     status = main([
-        "train", "--model", "numeracy_lm", "--numeral-strategy", "hsoftmax", "--train-file", str(tmp_path / "train.txt"),
+        "train", "--model", "numeracy_lm", "--numeral-strategy", "hsoftmax",
+        "--train-file", str(tmp_path / "train.txt"),
         "--validation-file", str(tmp_path / "valid.txt"), "--test-file", str(tmp_path / "test.txt"),
         "--output-dir", str(out), "--embedding-size", "8", "--hidden-size", "8", "--block-size", "6",
         "--batch-size", "2", "--num-epochs", "2", "--optimizer", "adam", "--learning-rate", "0.01",
@@ -254,7 +264,8 @@ def test_train_evaluate_save_load_and_generate_through_the_cli(tmp_path):
     tokenizer = AutoTokenizer.from_pretrained(out)
     model = AutoModelForCausalLM.from_pretrained(out)
     assert isinstance(tokenizer, NumeracyTokenizerFast) and isinstance(model, NumeracyLMForCausalLM)
-    assert model.config.numeral_strategy == "hsoftmax" and model.config.numeral_vocab == tokenizer.numeral_vocab
+    assert (model.config.numeral_strategy == "hsoftmax"
+            and model.config.numeral_vocab == tokenizer.numeral_vocab)
     text = pipeline("text-generation", model=model, tokenizer=tokenizer)("the deficit was", max_new_tokens=4,
                                                                           do_sample=False)[0]["generated_text"]
     assert text.startswith("the deficit was") and len(text.split()) == 7
@@ -304,13 +315,15 @@ def test_awkward_numerals_train_with_a_finite_loss(strategy):
     config = NumeracyLMConfig(vocab_size=len(tok), embedding_size=D, hidden_size=D, numeral_strategy=strategy,
                               numeral_vocab=tok.numeral_vocab)
     model = NumeracyLMForCausalLM(config).train()
-    batch = group_into_blocks(stream, block_size=8, context_size=1, bos_token_id=tok.eos_token_id, fill=tok.token_features.fill)
+    batch = group_into_blocks(stream, block_size=8, context_size=1, bos_token_id=tok.eos_token_id,
+                              fill=tok.token_features.fill)
     loss = model(**batch).loss
     loss.backward()
-    assert torch.isfinite(loss) and all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+    assert torch.isfinite(loss) and all(torch.isfinite(p.grad).all()
+                                        for p in model.parameters() if p.grad is not None)
 
 
-# ----------------------------------------------------------------------------- open numeral vocabularies ----------
+# ----------------------------------------------------------------------- open numeral vocabularies ----------
 
 @pytest.mark.parametrize("strategy", ["drnn", "mog", "dexp"])
 def test_open_numeral_heads_are_distributions_with_unk_num_holding_the_rest(strategy):  # (combination: below)
@@ -329,7 +342,8 @@ def test_open_numeral_heads_are_distributions_with_unk_num_holding_the_rest(stra
         values = torch.tensor([7.0, 1200.0, -3.25, 2019.0], dtype=torch.float64)
         precisions = torch.tensor([0, 0, 2, 0])
         density = density_of(head)
-        expected = torch.stack([density.log_prob(h, values[k].expand(4), precisions[k].expand(4)) for k in range(4)], -1)
+        expected = torch.stack([density.log_prob(h, values[k].expand(4), precisions[k].expand(4))
+                                for k in range(4)], -1)
     torch.testing.assert_close(branch[:, 1:], expected)
     # ... and <unk_num> (row 0) everything else: one minus their sum.
     torch.testing.assert_close(branch[:, 0].exp(), 1 - expected.exp().sum(-1))
@@ -364,7 +378,8 @@ def test_open_numeral_heads_score_a_numeral_target_as_itself(strategy):
     torch.testing.assert_close(nll[2], -full[2, NUMERALS["7"]])
     # Without the fields the unseen numeral is scored as <unk_num>: the vocabulary-wide distribution.
     torch.testing.assert_close(head.nll(h, ids)[1], -full[1, NUMERALS["<unk_num>"]])
-    # So is a numeral id whose fields say "no numeral" (the text "<unk_num>" written literally), beside exact ones.
+    # So is a numeral id whose fields say "no numeral" (the text "<unk_num>" written literally), beside exact
+    # ones.
     literal = {name: value.clone() for name, value in fields.items()}
     literal["numeral_mask"][1] = False
     mixed = head.nll(h, Targets(ids, literal))
@@ -372,7 +387,9 @@ def test_open_numeral_heads_score_a_numeral_target_as_itself(strategy):
     torch.testing.assert_close(mixed[2], nll[2])
 
 
-def test_mog_head_fits_its_gaussians_to_the_training_numerals_and_app_leaves_numerals_alone(numeracy_tokenizer, tmp_path):
+def test_mog_head_fits_its_gaussians_to_the_training_numerals_and_app_leaves_numerals_alone(
+    numeracy_tokenizer, tmp_path
+):
     from hf_nlm.evaluation import evaluate_lm
     from hf_nlm.training import TrainingConfig, train_lm
 
@@ -385,8 +402,9 @@ def test_mog_head_fits_its_gaussians_to_the_training_numerals_and_app_leaves_num
     from datasets import Dataset, DatasetDict
 
     data = DatasetDict({k: Dataset.from_dict({"text": v}) for k, v in splits.items()})
-    train_lm(m, tok, data, TrainingConfig(output_dir=str(tmp_path / "run"), num_epochs=1, block_size=6, batch_size=2,
-                                          optimizer="adam", learning_rate=0.01, progress_bar=False, eval_test=False))
+    train_lm(m, tok, data, TrainingConfig(output_dir=str(tmp_path / "run"), num_epochs=1, block_size=6,
+                                          batch_size=2, optimizer="adam", learning_rate=0.01,
+                                          progress_bar=False, eval_test=False))
     # EM put the (log-space) means where the training values are: 1990, 3.5, 12, 1,200, 7, 2.25, 1991.
     means = torch.sort(m.lm_head.mixture.means).values
     assert means[0] < 2.0 and means[-1] > 6.5  # log1p(3.5) ~ 1.5 ... log1p(2019) ~ 7.6
@@ -404,18 +422,21 @@ def test_mog_trainable_trains_the_gaussians_on_from_em_and_saves_them(numeracy_t
     from hf_nlm.training import TrainingConfig, train_lm
 
     tok = numeracy_tokenizer
-    data = DatasetDict({"train": Dataset.from_dict({"text": TEXTS}), "validation": Dataset.from_dict({"text": HELD_OUT})})
+    data = DatasetDict({"train": Dataset.from_dict({"text": TEXTS}),
+                        "validation": Dataset.from_dict({"text": HELD_OUT})})
     trained = {}
     for trainable in (False, True):
         torch.manual_seed(0)
-        config = NumeracyLMConfig(vocab_size=len(tok), embedding_size=D, hidden_size=D, numeral_strategy=strategy,
-                                  numeral_vocab=tok.numeral_vocab, mog_components=3, mog_trainable=trainable)
+        config = NumeracyLMConfig(vocab_size=len(tok), embedding_size=D, hidden_size=D,
+                                  numeral_strategy=strategy, numeral_vocab=tok.numeral_vocab,
+                                  mog_components=3, mog_trainable=trainable)
         m = NumeracyLMForCausalLM(config)
         mixture = density_of(m.lm_head)
         assert any(p is mixture.means for p in m.parameters()) == trainable
         out = tmp_path / f"run_{trainable}"
         train_lm(m, tok, data, TrainingConfig(output_dir=str(out), num_epochs=2, block_size=6, batch_size=2,
-                                              optimizer="adam", learning_rate=0.05, progress_bar=False, eval_test=False))
+                                              optimizer="adam", learning_rate=0.05, progress_bar=False,
+                                              eval_test=False))
         trained[trainable] = (m, out)
     frozen, learned = (density_of(trained[k][0].lm_head) for k in (False, True))
     # Both started from the same EM fit; the frozen components are still there, the trainable ones moved,
@@ -430,7 +451,8 @@ def test_mog_trainable_trains_the_gaussians_on_from_em_and_saves_them(numeracy_t
 
 
 @pytest.mark.parametrize("strategy", ["softmax", "hsoftmax", "drnn"])
-def test_numeral_cost_breakdown_splits_the_numeral_perplexity_into_class_and_branch(numeracy_tokenizer, strategy):
+def test_numeral_cost_breakdown_splits_the_numeral_perplexity_into_class_and_branch(numeracy_tokenizer,
+                                                                                     strategy):
     """The class cost against the model's own numbers (the h-softmax's class branch; a softmax's mass on
     the numeral ids, summed by hand), and class + branch against evaluate_lm's numeral perplexities."""
     import math
@@ -456,9 +478,12 @@ def test_numeral_cost_breakdown_splits_the_numeral_perplexity_into_class_and_bra
         report["perplexity_numerals"], rel=1e-5)
     assert math.exp(split["numeral_class_nll"] + split["numeral_branch_nll_adjusted"]) == pytest.approx(
         report["adjusted_perplexity_numerals"], rel=1e-5)
-    unknown = split["num_unknown_numerals"]  # 1995, 9, 1,250; the d-RNN spells them, so APP counts none as OOV
-    assert unknown == 3 and split["num_oov_numeral_types"] == report["num_oov_numeral_types"] == (0 if strategy == "drnn" else 3)
-    assert (split["numeral_branch_nll_known"] * (len(positions) - unknown) + split["numeral_branch_nll_unknown"] * unknown
+    # 1995, 9, 1,250; the d-RNN spells them, so APP counts none as OOV
+    unknown = split["num_unknown_numerals"]
+    assert unknown == 3 and (split["num_oov_numeral_types"] == report["num_oov_numeral_types"]
+                             == (0 if strategy == "drnn" else 3))
+    assert (split["numeral_branch_nll_known"] * (len(positions) - unknown)
+            + split["numeral_branch_nll_unknown"] * unknown
             ) / len(positions) == pytest.approx(split["numeral_branch_nll"], rel=1e-9)
     charged = split["numeral_branch_nll_adjusted"] - split["numeral_branch_nll"]
     expected = 0.0 if strategy == "drnn" else unknown * math.log(3) / len(positions)  # the d-RNN spells them
@@ -489,7 +514,8 @@ def _hidden_before_each_token(model, tok, texts):
 
 @pytest.mark.parametrize("strategy", ["hsoftmax", "combination"])
 @pytest.mark.parametrize("statistic", ["mean", "median", "mode"])
-def test_numeral_predictions_from_the_vocabulary_distribution_by_hand(numeracy_tokenizer, statistic, strategy):
+def test_numeral_predictions_from_the_vocabulary_distribution_by_hand(numeracy_tokenizer, statistic,
+                                                                       strategy):
     from hf_nlm.evaluation.number_prediction import predict_numbers
     from hf_nlm.tokenization.numerals import parse_numeral
 
@@ -542,7 +568,8 @@ def test_generated_unk_num_is_written_out_by_the_numeral_decoder(numeracy_tokeni
     m = tokenized_model(tok, strategy)
     if strategy != "drnn":
         density_of(m.lm_head).initialize_from(torch.tensor([1990.0, 3.5, 12.0, 1200.0, 7.0]))
-    seq = torch.tensor([tok(["the deficit was"], add_special_tokens=False)["input_ids"][0] + [tok.unk_num_token_id]])
+    seq = torch.tensor([tok(["the deficit was"], add_special_tokens=False)["input_ids"][0]
+                        + [tok.unk_num_token_id]])
     written = write_unknown_numerals(m, seq)[0]
     assert list(written) == [3]
     text = written[3]
@@ -565,13 +592,14 @@ def test_generated_unk_num_is_written_out_by_the_numeral_decoder(numeracy_tokeni
 def test_mog_density_picture_integrates_to_one_and_marks_the_median(numeracy_tokenizer, tmp_path):
     import numpy as np
 
-    from hf_nlm.heads.numeral.mixture import forward_transform
+    from hf_nlm.heads.numeral.densities.gaussian_mixture import forward_transform
     from hf_nlm.plots.numerals import plot_numeral_density
 
     tok = numeracy_tokenizer
     torch.manual_seed(0)
-    m = NumeracyLMForCausalLM(NumeracyLMConfig(vocab_size=len(tok), embedding_size=D, hidden_size=D, numeral_strategy="mog",
-                                               numeral_vocab=tok.numeral_vocab, mog_components=2)).eval()
+    m = NumeracyLMForCausalLM(NumeracyLMConfig(vocab_size=len(tok), embedding_size=D, hidden_size=D,
+                                               numeral_strategy="mog", numeral_vocab=tok.numeral_vocab,
+                                               mog_components=2)).eval()
     m.lm_head.mixture.initialize_from(torch.tensor([1990.0, 3.5, 12.0, 1200.0, 7.0, 2.25]))
     v, density, median = plot_numeral_density(m, tok, "the deficit was", tmp_path / "d.png", value=3.5)
     assert (tmp_path / "d.png").stat().st_size > 1000
@@ -633,7 +661,7 @@ def test_scoring_targets_never_runs_the_digit_rnn_over_the_vocabulary(strategy, 
     numeral). Recorded by patching the vocabulary-wide scorer; the vocabulary-wide logits, which do need
     it, are asked for with ``logits_to_keep`` and run it once."""
     from hf_nlm.evaluation.scoring import NO_LOGITS
-    from hf_nlm.heads.numeral.digit_rnn import DigitRNN
+    from hf_nlm.heads.numeral.densities.digit_rnn import DigitRNN
     from hf_nlm.tokenization.numerals import DIGIT_PAD, DIGITS_WIDTH, encode_digits
 
     calls = []
@@ -723,8 +751,9 @@ def test_joint_beam_search_equals_exhaustive_search(strategy):
     for seq, score in frontier:
         if score > best_score:
             best_score, best_seq = score, seq
-    out = m.generate(torch.tensor([prompt]), max_new_tokens=steps, num_beams=8 ** (steps - 1), do_sample=False,
-                     length_penalty=0.0, return_dict_in_generate=True, output_scores=True, pad_token_id=0)
+    out = m.generate(torch.tensor([prompt]), max_new_tokens=steps, num_beams=8 ** (steps - 1),
+                     do_sample=False, length_penalty=0.0, return_dict_in_generate=True, output_scores=True,
+                     pad_token_id=0)
     assert out.sequences[0].tolist() == best_seq
     assert float(out.sequences_scores[0]) == pytest.approx(best_score, abs=1e-4)
     unk_positions = [t for t, w in enumerate(best_seq) if w == 2]
@@ -739,8 +768,8 @@ def test_joint_greedy_takes_the_best_joint_token_each_step_and_cache_changes_not
     for _ in range(4):
         seq.append(int(joint_next_scores(m, seq).argmax()))
     for kwargs in ({"num_beams": 1}, {"num_beams": 3}):
-        cached = m.generate(torch.tensor([prompt]), max_new_tokens=4, do_sample=False, use_cache=True, pad_token_id=0,
-                            **kwargs)
+        cached = m.generate(torch.tensor([prompt]), max_new_tokens=4, do_sample=False, use_cache=True,
+                            pad_token_id=0, **kwargs)
         uncached = m.generate(torch.tensor([prompt]), max_new_tokens=4, do_sample=False, use_cache=False,
                               pad_token_id=0, **kwargs)
         assert torch.equal(cached, uncached)
@@ -756,8 +785,8 @@ def test_generated_numerals_come_back_with_the_output_and_suppression_still_hold
     others = [i for i in range(8) if i != 2]
     for do_sample in (False, True):
         torch.manual_seed(0)
-        out = m.generate(torch.tensor([[3, 5]]), max_new_tokens=3, do_sample=do_sample, suppress_tokens=others,
-                         return_dict_in_generate=True, pad_token_id=0)
+        out = m.generate(torch.tensor([[3, 5]]), max_new_tokens=3, do_sample=do_sample,
+                         suppress_tokens=others, return_dict_in_generate=True, pad_token_id=0)
         assert out.sequences[0, 2:].tolist() == [2, 2, 2]
         assert sorted(out.numerals[0]) == [2, 3, 4]
         with torch.no_grad():
@@ -767,9 +796,11 @@ def test_generated_numerals_come_back_with_the_output_and_suppression_still_hold
             if not do_sample:  # greedy: the decoder's best numeral outside the vocabulary at that state
                 # (the search's own, from the cached state: equal to the recomputed one up to float noise)
                 written, again = parse_numeral(text), parse_numeral(m.lm_head.write_numeral(hidden[t - 1]))
-                assert written.precision == again.precision and written.value == pytest.approx(again.value, rel=1e-6)
+                assert (written.precision == again.precision
+                        and written.value == pytest.approx(again.value, rel=1e-6))
     # The joint score is put in before the other processors: a suppressed <unk_num> stays suppressed.
-    out = m.generate(torch.tensor([[3, 5]]), max_new_tokens=5, do_sample=False, suppress_tokens=[2], pad_token_id=0)
+    out = m.generate(torch.tensor([[3, 5]]), max_new_tokens=5, do_sample=False, suppress_tokens=[2],
+                     pad_token_id=0)
     assert 2 not in out[0, 2:].tolist()
 
 
@@ -785,7 +816,8 @@ def test_story_cloze_scores_an_unseen_numeral_as_itself(numeracy_tokenizer, stra
     head = m.lm_head
     context = "in 1990 the deficit was 3.5 billion dollars ."
     endings = ["up 47 % .", "up 12 % .", "up 48.5 % ."]  # 47 and 48.5 are outside the vocabulary
-    result = story_cloze_accuracy(m, tok, [{"sentences": [context], "endings": endings, "label": 1}], batch_size=2)
+    result = story_cloze_accuracy(m, tok, [{"sentences": [context], "endings": endings, "label": 1}],
+                                  batch_size=2)
 
     for ending, score in zip(endings, result["ending_log_probs"][0], strict=True):
         ids = [tok.eos_token_id] + tok(f"{context} {ending}", add_special_tokens=False)["input_ids"]
@@ -801,10 +833,13 @@ def test_story_cloze_scores_an_unseen_numeral_as_itself(numeracy_tokenizer, stra
                     expected += full[t - 1, ids[t]].item()
                 elif strategy == "drnn":
                     digits = torch.tensor([encode_digits(numeral.canonical)])
-                    expected += (log_numeral[t - 1] + head.digit_rnn.log_prob(hidden[t - 1:t], digits)[0]).item()
+                    expected += (log_numeral[t - 1]
+                                 + head.digit_rnn.log_prob(hidden[t - 1:t], digits)[0]).item()
                 else:
-                    value, precision = torch.tensor([numeral.value], dtype=torch.float64), torch.tensor([numeral.precision])
-                    expected += (log_numeral[t - 1] + density_of(head).log_prob(hidden[t - 1:t], value, precision)[0]).item()
+                    value, precision = (torch.tensor([numeral.value], dtype=torch.float64),
+                                        torch.tensor([numeral.precision]))
+                    expected += (log_numeral[t - 1]
+                                 + density_of(head).log_prob(hidden[t - 1:t], value, precision)[0]).item()
         m.float()
         assert score == pytest.approx(expected, rel=1e-4, abs=1e-4)
     # The two unseen numerals are told apart (as <unk_num> they would score the same up to "%").

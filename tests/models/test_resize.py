@@ -22,9 +22,12 @@ from hf_nlm.trees import balanced_tree
 V = 40
 
 MODELS = {
-    "nplm": lambda: NPLMForCausalLM(NPLMConfig(vocab_size=V, context_size=2, embedding_size=6, hidden_size=5)),
+    "nplm": lambda: NPLMForCausalLM(
+        NPLMConfig(vocab_size=V, context_size=2, embedding_size=6, hidden_size=5)
+    ),
     "nplm_split": lambda: NPLMForCausalLM(
-        NPLMConfig(vocab_size=V, context_size=2, embedding_size=6, hidden_size=5, head="split", cutoffs=[8, 20])
+        NPLMConfig(vocab_size=V, context_size=2, embedding_size=6, hidden_size=5, head="split",
+                   cutoffs=[8, 20])
     ),
     "lbl": lambda: LBLForCausalLM(LBLConfig(vocab_size=V, context_size=2, hidden_size=6)),
     "awd_lstm": lambda: AWDLSTMForCausalLM(
@@ -87,7 +90,8 @@ def test_heads_that_cannot_follow_refuse_clearly():
     with pytest.raises(ValueError, match="last cut-off is 20"):
         split.resize_token_embeddings(15)
     tree = balanced_tree(V)
-    hlbl = HLBLForCausalLM(HLBLConfig(vocab_size=V, context_size=2, hidden_size=6, **tree_config_fields(tree)), tree=tree)
+    hlbl = HLBLForCausalLM(HLBLConfig(vocab_size=V, context_size=2, hidden_size=6,
+                                      **tree_config_fields(tree)), tree=tree)
     with pytest.raises(ValueError, match="tree"):
         hlbl.resize_token_embeddings(V + 1)
     assert hlbl.get_input_embeddings().weight.shape[0] == V  # refused before anything changed

@@ -1,5 +1,6 @@
-"""The attention seq2seq model (model_type="story_seq2seq"): decoding against exhaustive search, the cache against
-recomputation, padding against one-by-one, attention weights against a hand computation, save / load."""
+"""The attention seq2seq model (model_type="story_seq2seq"): decoding against exhaustive search, the cache
+against recomputation, padding against one-by-one, attention weights against a hand computation, save /
+load."""
 
 from __future__ import annotations
 
@@ -24,10 +25,11 @@ PAD, START, EOS = 0, 1, 2
 V = 7
 
 
-def tiny(attention: str = "general", input_feeding: bool = True, seed: int = 0, **kwargs) -> StorySeq2SeqForConditionalGeneration:
-    values = dict(vocab_size=V, embedding_size=8, hidden_size=8, attention=attention, input_feeding=input_feeding,
-                  dropout=0.0, pad_token_id=PAD, bos_token_id=START, eos_token_id=EOS, decoder_start_token_id=START,
-                  initializer_range=0.5)
+def tiny(attention: str = "general", input_feeding: bool = True, seed: int = 0,
+         **kwargs) -> StorySeq2SeqForConditionalGeneration:
+    values = dict(vocab_size=V, embedding_size=8, hidden_size=8, attention=attention,
+                  input_feeding=input_feeding, dropout=0.0, pad_token_id=PAD, bos_token_id=START,
+                  eos_token_id=EOS, decoder_start_token_id=START, initializer_range=0.5)
     values.update(kwargs)
     torch.manual_seed(seed)
     tree = random_tree(V, seed=0) if values.get("head") == "tree" else None
@@ -49,7 +51,8 @@ def sources(seed: int = 0, B: int = 3, S: int = 6) -> tuple[torch.Tensor, torch.
 
 
 def target_log_probs(model, src, mask, labels) -> torch.Tensor:
-    """log p(labels[:, t] | ...) of every position by one teacher-forced forward: (B, T), 0 where labels are -100."""
+    """log p(labels[:, t] | ...) of every position by one teacher-forced forward: (B, T), 0 where labels
+    are -100."""
     with torch.no_grad():
         logits = model(src, attention_mask=mask, decoder_input_ids=shift_tokens_right(labels, PAD, START),
                        use_cache=False).logits
@@ -59,14 +62,16 @@ def target_log_probs(model, src, mask, labels) -> torch.Tensor:
 
 # ---------------------------------------------------------------------------------------------- beam search
 def all_hypotheses(max_new: int) -> list[tuple[int, ...]]:
-    """Every output of at most ``max_new`` tokens: ending in EOS (none before), or ``max_new`` tokens without EOS."""
+    """Every output of at most ``max_new`` tokens: ending in EOS (none before), or ``max_new`` tokens without
+    EOS."""
     words = [w for w in range(V) if w != EOS]
     hyps = [(*prefix, EOS) for n in range(max_new) for prefix in itertools.product(words, repeat=n)]
     return hyps + list(itertools.product(words, repeat=max_new))
 
 
 def exhaustive_scores(model, src, mask, hyps, length_penalty: float) -> list[float]:
-    """sum_t log p(y_t) / len(y) ** length_penalty of each hypothesis, each scored by a teacher-forced forward."""
+    """sum_t log p(y_t) / len(y) ** length_penalty of each hypothesis, each scored by a teacher-forced
+    forward."""
     T = max(map(len, hyps))
     labels = torch.tensor([list(h) + [-100] * (T - len(h)) for h in hyps])
     total = target_log_probs(model, src.expand(len(hyps), -1), mask.expand(len(hyps), -1), labels).sum(-1)
@@ -74,9 +79,10 @@ def exhaustive_scores(model, src, mask, hyps, length_penalty: float) -> list[flo
 
 
 def beam_outputs(model, src, mask, max_new: int, num_beams: int, length_penalty: float, n: int):
-    out = model.generate(src, attention_mask=mask, max_new_tokens=max_new, num_beams=num_beams, num_return_sequences=n,
-                         length_penalty=length_penalty, early_stopping="never", do_sample=False, eos_token_id=EOS,
-                         pad_token_id=PAD, return_dict_in_generate=True, output_scores=True)
+    out = model.generate(src, attention_mask=mask, max_new_tokens=max_new, num_beams=num_beams,
+                         num_return_sequences=n, length_penalty=length_penalty, early_stopping="never",
+                         do_sample=False, eos_token_id=EOS, pad_token_id=PAD, return_dict_in_generate=True,
+                         output_scores=True)
     hyps = []
     for row in out.sequences[:, 1:].tolist():  # drop decoder_start_token_id
         hyps.append(tuple(row[: row.index(EOS) + 1]) if EOS in row else tuple(row))
@@ -92,18 +98,20 @@ def test_beam_search_with_enough_beams_is_exhaustive_search(length_penalty):
     hyps = all_hypotheses(3)
     scores = exhaustive_scores(model, src, mask, hyps, length_penalty)
     ranked = sorted(zip(scores, hyps, strict=True), reverse=True)[:5]
-    found, found_scores = beam_outputs(model, src, mask, 3, num_beams=len(hyps), length_penalty=length_penalty, n=5)
+    found, found_scores = beam_outputs(model, src, mask, 3, num_beams=len(hyps),
+                                       length_penalty=length_penalty, n=5)
     assert found == [h for _, h in ranked]
     assert found_scores == pytest.approx([s for s, _ in ranked], abs=1e-4)
 
 
 def test_length_penalty_ranks_by_length_normalised_log_probability():
-    """The length-normalised (1/t) sum log p is length_penalty=1: here it picks another winner than the summed log-probability
-    (length_penalty=0), and beam search follows each ranking."""
+    """The length-normalised (1/t) sum log p is length_penalty=1: here it picks another winner than the summed
+    log-probability (length_penalty=0), and beam search follows each ranking."""
     model = tiny("additive", seed=3)
     src, mask = sources(B=1)
     hyps = all_hypotheses(3)
-    best = {lp: max(zip(exhaustive_scores(model, src, mask, hyps, lp), hyps, strict=True))[1] for lp in (0.0, 1.0, 2.0)}
+    best = {lp: max(zip(exhaustive_scores(model, src, mask, hyps, lp), hyps, strict=True))[1]
+            for lp in (0.0, 1.0, 2.0)}
     assert best[0.0] != best[1.0]  # the case is one where the length normalisation matters
     assert len(best[0.0]) < len(best[1.0]) <= len(best[2.0])
     for lp, winner in best.items():
@@ -127,8 +135,8 @@ def test_cached_step_by_step_decoding_equals_the_full_forward(attention, input_f
         encoder_outputs = model.get_encoder()(src, mask)
         state, steps = None, []
         for t in range(dec.shape[1]):
-            out = model(attention_mask=mask, decoder_input_ids=dec[:, t : t + 1], encoder_outputs=encoder_outputs,
-                        cache=state, use_cache=True)
+            out = model(attention_mask=mask, decoder_input_ids=dec[:, t : t + 1],
+                        encoder_outputs=encoder_outputs, cache=state, use_cache=True)
             state = out.cache
             steps.append(out.logits)
     assert isinstance(state, Seq2SeqRecurrentCache) and state.get_seq_length() == dec.shape[1]
@@ -140,8 +148,8 @@ def test_cached_step_by_step_decoding_equals_the_full_forward(attention, input_f
 def test_generate_with_the_cache_equals_generate_without(input_feeding):
     model = tiny("general", input_feeding)
     src, mask = sources()
-    kwargs = dict(attention_mask=mask, max_new_tokens=6, num_beams=3, num_return_sequences=2, eos_token_id=EOS,
-                  pad_token_id=PAD, return_dict_in_generate=True, output_scores=True)
+    kwargs = dict(attention_mask=mask, max_new_tokens=6, num_beams=3, num_return_sequences=2,
+                  eos_token_id=EOS, pad_token_id=PAD, return_dict_in_generate=True, output_scores=True)
     cached = model.generate(src, use_cache=True, **kwargs)
     uncached = model.generate(src, use_cache=False, **kwargs)
     assert isinstance(cached.cache, Seq2SeqRecurrentCache)
@@ -156,17 +164,20 @@ def test_greedy_sampling_and_beams_through_generate():
     # Greedy = the argmax of a teacher-forced forward over greedy's own output, at every step.
     with torch.no_grad():
         logits = model(src, attention_mask=mask, decoder_input_ids=greedy[:, :-1]).logits
-    done = torch.cumsum(greedy[:, 1:] == EOS, dim=1) - (greedy[:, 1:] == EOS).long() > 0  # after an EOS: padding
+    # after an EOS: padding
+    done = torch.cumsum(greedy[:, 1:] == EOS, dim=1) - (greedy[:, 1:] == EOS).long() > 0
     assert torch.equal(logits.argmax(-1)[~done], greedy[:, 1:][~done])
     torch.manual_seed(0)
-    sampled = model.generate(src, attention_mask=mask, max_new_tokens=5, do_sample=True, num_return_sequences=4)
+    sampled = model.generate(src, attention_mask=mask, max_new_tokens=5, do_sample=True,
+                             num_return_sequences=4)
     assert sampled.shape[0] == 12 and (sampled[:, 0] == START).all()
     beams = model.generate(src, attention_mask=mask, max_new_tokens=5, num_beams=4, num_return_sequences=3)
     assert beams.shape[0] == 9
 
 
 # ---------------------------------------------------------------------------------------------- padding
-@pytest.mark.parametrize(("attention", "input_feeding"), [("general", True), ("concat", False), ("none", True)])
+@pytest.mark.parametrize(("attention", "input_feeding"),
+                         [("general", True), ("concat", False), ("none", True)])
 def test_a_padded_batch_equals_the_examples_one_by_one(attention, input_feeding):
     model = tiny(attention, input_feeding, bidirectional_encoder=True, encoder_layers=2)
     src, mask = sources()
@@ -178,8 +189,10 @@ def test_a_padded_batch_equals_the_examples_one_by_one(attention, input_feeding)
         n, t = int(mask[b].sum()), int((labels[b] != -100).sum())
         alone = target_log_probs(model, src[b : b + 1, :n], mask[b : b + 1, :n], labels[b : b + 1, :t])
         torch.testing.assert_close(batch[b, :t], alone[0])
-        one = model.generate(src[b : b + 1, :n], max_new_tokens=4, num_beams=2, eos_token_id=EOS, pad_token_id=PAD)
-        many = model.generate(src, attention_mask=mask, max_new_tokens=4, num_beams=2, eos_token_id=EOS, pad_token_id=PAD)
+        one = model.generate(src[b : b + 1, :n], max_new_tokens=4, num_beams=2, eos_token_id=EOS,
+                             pad_token_id=PAD)
+        many = model.generate(src, attention_mask=mask, max_new_tokens=4, num_beams=2, eos_token_id=EOS,
+                              pad_token_id=PAD)
         assert many[b, : one.shape[1]].tolist() == one[0].tolist()
 
 
@@ -192,7 +205,8 @@ def test_left_padding_reads_the_same_source():
     for b, n in enumerate(lengths.tolist()):
         left[b, src.shape[1] - n :], left_mask[b, src.shape[1] - n :] = src[b, :n], 1
     labels = torch.randint(3, V, (3, 4), generator=torch.Generator().manual_seed(3))
-    torch.testing.assert_close(target_log_probs(model, left, left_mask, labels), target_log_probs(model, src, mask, labels))
+    torch.testing.assert_close(target_log_probs(model, left, left_mask, labels),
+                               target_log_probs(model, src, mask, labels))
 
 
 # ---------------------------------------------------------------------------------------------- attention
@@ -202,7 +216,8 @@ def test_attention_weights_sum_to_one_and_skip_source_padding(attention):
     src, mask = sources()
     dec = torch.randint(3, V, (3, 4), generator=torch.Generator().manual_seed(4))
     with torch.no_grad():
-        out = model(src, attention_mask=mask, decoder_input_ids=dec, output_attentions=True, output_hidden_states=True)
+        out = model(src, attention_mask=mask, decoder_input_ids=dec, output_attentions=True,
+                    output_hidden_states=True)
     assert isinstance(out.cross_attentions, tuple) and len(out.cross_attentions) == 1  # one attention layer
     assert out.cross_attentions[0].shape == (3, 1, 4, src.shape[1])  # (B, heads, T_target, T_source)
     a = out.cross_attentions[0][:, 0]
@@ -247,7 +262,8 @@ def test_forward_and_backward_give_finite_gradients_to_every_parameter(attention
 
 
 def test_loss_is_the_mean_nll_of_the_labels_and_the_head_reads_the_last_decoder_hidden_state():
-    """The training seam's contract: -lm_head.nll(decoder_hidden_states[-1], labels) is log p of each label."""
+    """The training seam's contract: -lm_head.nll(decoder_hidden_states[-1], labels) is log p of each
+    label."""
     model = tiny("concat")
     src, mask = sources()
     labels = torch.randint(3, V, (3, 5), generator=torch.Generator().manual_seed(6))
@@ -274,10 +290,11 @@ def test_a_non_softmax_head_works_with_the_seq2seq_body(head):
     torch.testing.assert_close(out.loss, -target_log_probs(model, src, mask, labels).mean())
     hyps, scores = beam_outputs(model, src[:1, :5], mask[:1, :5], 3, num_beams=3, length_penalty=0.0, n=1)
     labels = torch.tensor([list(hyps[0])])
-    assert scores[0] == pytest.approx(target_log_probs(model, src[:1, :5], mask[:1, :5], labels).sum().item(), abs=1e-4)
+    assert scores[0] == pytest.approx(target_log_probs(model, src[:1, :5], mask[:1, :5], labels).sum().item(),
+                                      abs=1e-4)
 
 
-# ---------------------------------------------------------------------------------------------- saving, registry
+# ------------------------------------------------------------------------------------------- saving, registry
 @pytest.mark.parametrize("tie", [True, False])
 def test_save_and_load_keep_the_outputs(tmp_path, tie):
     model = tiny("additive", tie_word_embeddings=tie, input_feeding=not tie)
@@ -288,7 +305,8 @@ def test_save_and_load_keep_the_outputs(tmp_path, tie):
     assert type(loaded) is StorySeq2SeqForConditionalGeneration
     src, mask = sources()
     labels = torch.randint(3, V, (3, 4), generator=torch.Generator().manual_seed(8))
-    torch.testing.assert_close(target_log_probs(loaded, src, mask, labels), target_log_probs(model, src, mask, labels))
+    torch.testing.assert_close(target_log_probs(loaded, src, mask, labels),
+                               target_log_probs(model, src, mask, labels))
     kwargs = dict(attention_mask=mask, max_new_tokens=5, num_beams=2)
     assert torch.equal(loaded.generate(src, **kwargs), model.generate(src, **kwargs))
     emb = loaded.model.encoder.embed_tokens.weight
@@ -300,13 +318,17 @@ def test_save_and_load_keep_the_outputs(tmp_path, tie):
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"attention": "bilinear"}, r"attention must be one of 'dot', 'general', 'additive', 'concat', 'none'; got 'bilinear'"),
-        ({"hidden_size": 7, "embedding_size": 7}, r"hidden_size must be even with bidirectional_encoder=True"),
-        ({"embedding_size": 6}, r"tie_word_embeddings=True scores .*\(embedding_size=6\): the two must be equal"),
+        ({"attention": "bilinear"},
+         r"attention must be one of 'dot', 'general', 'additive', 'concat', 'none'; got 'bilinear'"),
+        ({"hidden_size": 7, "embedding_size": 7},
+         r"hidden_size must be even with bidirectional_encoder=True"),
+        ({"embedding_size": 6},
+         r"tie_word_embeddings=True scores .*\(embedding_size=6\): the two must be equal"),
         ({"dropout": 1.0}, r"dropout is a probability and must be in \[0, 1\), got 1.0"),
         ({"decoder_layers": 0}, r"decoder_layers must be >= 1, got 0"),
         ({"is_encoder_decoder": False}, r"is_encoder_decoder must be True"),
-        ({"decoder_start_token_id": 9}, r"decoder_start_token_id must be a token id in \[0, vocab_size=7\), got 9"),
+        ({"decoder_start_token_id": 9},
+         r"decoder_start_token_id must be a token id in \[0, vocab_size=7\), got 9"),
         ({"head": "nope"}, r"head must be one of"),
         ({"input_feeding": "yes"}, r"field 'input_feeding' must be bool, got 'yes'"),
     ],
@@ -330,7 +352,7 @@ def test_bad_inputs_are_refused_clearly():
         model(src, labels=torch.full((3, 2), -100))
 
 
-# ---------------------------------------------------------------------------------------------- attention plot
+# --------------------------------------------------------------------------------------------- attention plot
 def test_plot_attention_writes_the_heatmap_of_the_weights_used_while_generating(tmp_path, toy_texts):
     from hf_nlm.plots.attention import plot_attention
     from hf_nlm.tokenization import train_word_level_tokenizer
@@ -338,9 +360,9 @@ def test_plot_attention_writes_the_heatmap_of_the_weights_used_while_generating(
     tokenizer = train_word_level_tokenizer(toy_texts)
     eos = tokenizer.eos_token_id
     torch.manual_seed(0)
-    config = StorySeq2SeqConfig(vocab_size=len(tokenizer), embedding_size=8, hidden_size=8, attention="general",
-                                dropout=0.0, pad_token_id=eos, bos_token_id=eos, eos_token_id=eos,
-                                decoder_start_token_id=eos, initializer_range=0.5)
+    config = StorySeq2SeqConfig(vocab_size=len(tokenizer), embedding_size=8, hidden_size=8,
+                                attention="general", dropout=0.0, pad_token_id=eos, bos_token_id=eos,
+                                eos_token_id=eos, decoder_start_token_id=eos, initializer_range=0.5)
     model = StorySeq2SeqForConditionalGeneration(config).eval()
     source = "the cat sat on the mat"
     text, weights = plot_attention(model, tokenizer, source, tmp_path / "attention.png", max_new_tokens=5)
@@ -353,13 +375,16 @@ def test_plot_attention_writes_the_heatmap_of_the_weights_used_while_generating(
                          return_dict_in_generate=True)
     steps = torch.cat([step[0][0, 0] for step in out.cross_attentions])[: weights.shape[0]]
     torch.testing.assert_close(weights, steps)
-    assert text == tokenizer.decode(out.sequences[0, 1 : 1 + weights.shape[0]], skip_special_tokens=True).strip()
-    _, beam_weights = plot_attention(model, tokenizer, source, tmp_path / "beam.png", max_new_tokens=5, num_beams=3)
+    assert text == tokenizer.decode(out.sequences[0, 1 : 1 + weights.shape[0]],
+                                    skip_special_tokens=True).strip()
+    _, beam_weights = plot_attention(model, tokenizer, source, tmp_path / "beam.png", max_new_tokens=5,
+                                     num_beams=3)
     assert (tmp_path / "beam.png").is_file() and beam_weights.shape[1] == weights.shape[1]
 
 
 def test_the_traceable_masked_encoder_layer_equals_the_packed_one():
-    """torch.export reads padded sources position by position (masked_lstm_layer); eager packs them: same result."""
+    """torch.export reads padded sources position by position (masked_lstm_layer); eager packs them: same
+    result."""
     from hf_nlm.models.story_seq2seq.modeling_story_seq2seq import masked_lstm_layer
 
     model = tiny("dot", bidirectional_encoder=True)
@@ -396,9 +421,11 @@ def test_decoder_padding_masked_by_decoder_attention_mask_leaves_the_state_alone
     dec_mask = torch.tensor([[0, 0, 1, 1, 1, 1]])
     with torch.no_grad():
         plain = model(src, attention_mask=mask, decoder_input_ids=dec).logits
-        masked = model(src, attention_mask=mask, decoder_input_ids=padded, decoder_attention_mask=dec_mask).logits
+        masked = model(src, attention_mask=mask, decoder_input_ids=padded,
+                       decoder_attention_mask=dec_mask).logits
     torch.testing.assert_close(masked[:, 2:], plain)
-    assert torch.equal(model.prepare_decoder_input_ids_from_labels(torch.tensor([[3, 4, -100]])), torch.tensor([[START, 3, 4]]))
+    assert torch.equal(model.prepare_decoder_input_ids_from_labels(torch.tensor([[3, 4, -100]])),
+                       torch.tensor([[START, 3, 4]]))
 
 
 # ---------------------------------------------------------------------------------------------- the contract
@@ -407,10 +434,12 @@ def test_config_output_attentions_works_like_the_argument():
     src, mask = sources()
     dec = torch.randint(3, V, (3, 4), generator=torch.Generator().manual_seed(4))
     with torch.no_grad():
-        by_argument = model(src, attention_mask=mask, decoder_input_ids=dec, output_attentions=True).cross_attentions
+        by_argument = model(src, attention_mask=mask, decoder_input_ids=dec,
+                            output_attentions=True).cross_attentions
         model.config.output_attentions = True
         by_config = model(src, attention_mask=mask, decoder_input_ids=dec).cross_attentions
-        overridden = model(src, attention_mask=mask, decoder_input_ids=dec, output_attentions=False).cross_attentions
+        overridden = model(src, attention_mask=mask, decoder_input_ids=dec,
+                           output_attentions=False).cross_attentions
     assert len(by_config) == 1 and by_config[0].shape == (3, 1, 4, src.shape[1])
     torch.testing.assert_close(by_config[0], by_argument[0])
     assert overridden is None

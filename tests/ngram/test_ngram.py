@@ -71,7 +71,8 @@ def reference_kn_per_sentence(sentences, order: int, vocab_size: int, bos: int =
 
 
 def _reference_from_levels(levels, order: int, vocab_size: int, discounts=None):
-    """p(w | h) (h: a tuple of at most order - 1 ids, oldest first) from the adjusted counts of every order."""
+    """p(w | h) (h: a tuple of at most order - 1 ids, oldest first) from the adjusted counts of every
+    order."""
     disc = {k: (discounts[k - 1] if discounts else reference_discounts(levels[k].values())) for k in levels}
     following = {k: defaultdict(dict) for k in levels}
     for k, grams in levels.items():
@@ -129,7 +130,8 @@ def test_hand_worked_bigram():
     }
     probs = np.exp(lm.log_probs([[0], [1], [2], [3]]))
     np.testing.assert_allclose(probs, [expected[h] for h in range(4)], rtol=1e-12)
-    # The default discounts of the bigram order: n1 = 4, n2 = 1, n3 = 0 -> Y = 2/3, D1 = 2/3, D2 = 2, D3+ = 1.5.
+    # The default discounts of the bigram order: n1 = 4, n2 = 1, n3 = 0
+    # -> Y = 2/3, D1 = 2/3, D2 = 2, D3+ = 1.5.
     default = KneserNeyLM.from_ids([2, 3, 2, 3, 1, 3], order=2, vocab_size=4)
     assert default.count_of_counts[1] == [4, 1, 0, 0]
     assert default.discounts[1] == pytest.approx((2 / 3, 2.0, 1.5))
@@ -148,7 +150,8 @@ def test_kneser_ney_matches_brute_force(order):
 @pytest.mark.parametrize("order", [1, 2, 3, 4])
 def test_per_sentence_estimation_matches_lmplz_style_reference(order):
     """per_sentence=True counts as KenLM's lmplz: every sentence alone, raw counts for <s> n-grams."""
-    sentences = [[2, 3, 4, 2, 3], [2, 4, 4, 3], [3, 2, 3, 4], [2, 2, 3], [4, 3, 2], [], [0, 3], [3, 3, 3, 3, 3, 3]]
+    sentences = [[2, 3, 4, 2, 3], [2, 4, 4, 3], [3, 2, 3, 4], [2, 2, 3], [4, 3, 2], [], [0, 3],
+                 [3, 3, 3, 3, 3, 3]]
     train = [w for sentence in sentences for w in [*sentence, 1]]
     lm = KneserNeyLM.from_ids(train, order, V, per_sentence=True)
     ref = reference_kn_per_sentence(sentences, order, V)
@@ -164,7 +167,8 @@ def test_per_sentence_estimation_matches_lmplz_style_reference(order):
     # Scoring each sentence from <s> (per_sentence=True) uses exactly those contexts.
     held_out = [[2, 3, 4], [5, 2], [3, 3, 3, 3, 3, 3, 3]]
     stream = [w for s in held_out for w in [*s, 1]]
-    want = [math.log(ref(tuple([1, *s][max(0, t - order + 2) : t + 1]), [*s, 1][t])) for s in held_out for t in range(len(s) + 1)]
+    want = [math.log(ref(tuple([1, *s][max(0, t - order + 2) : t + 1]), [*s, 1][t]))
+            for s in held_out for t in range(len(s) + 1)]
     np.testing.assert_allclose(lm.stream_log_probs(stream, per_sentence=True), want, rtol=1e-12)
     if order > 2:  # the running stream is another model: contexts across sentence ends, <eos> n-grams
         stream_lm = KneserNeyLM.from_ids(train, order, V)
@@ -187,7 +191,8 @@ def test_per_sentence_counts_by_hand():
     adjusted = dict(zip(bigrams, counts.continuation_counts(2).tolist(), strict=True))
     assert adjusted == {(1, 2): 1, (2, 3): 1, (3, 1): 2, (1, 3): 1}
     stream = count_ngrams(np.array([2, 3, 1, 3, 1]), 3, 4, 1)
-    # The stream's trigrams: "<eos> <eos> a", "<eos> a b", "a b <eos>", "b <eos> b" (across the end), "<eos> b <eos>".
+    # The stream's trigrams: "<eos> <eos> a", "<eos> a b", "a b <eos>", "b <eos> b" (across the end),
+    # "<eos> b <eos>".
     assert stream.gram_counts[3].tolist() == [1, 1, 1, 1, 1]
 
 
@@ -318,9 +323,11 @@ ngram 3=1
 \\end\\
 """
 # By hand (log10), the stream "the cat sat <eos> cat <eos>" (context before the first word: <s>):
-#   the | <s>: listed -0.2;  cat | <s> the: listed -0.1;  sat | the cat: bow(the cat) + p(sat | cat) = -0.15 - 0.4;
+#   the | <s>: listed -0.2;  cat | <s> the: listed -0.1;
+#   sat | the cat: bow(the cat) + p(sat | cat) = -0.15 - 0.4;
 #   </s> | cat sat: "cat sat" has no bow, "sat </s>" unlisted, sat has no bow: p(</s>) = -0.7;
-#   cat | sat <s>: "sat <s>" unlisted: bow(<s>) + p(cat) = -0.3 - 0.5;  </s> | <s> cat: "<s> cat" unlisted: -0.25.
+#   cat | sat <s>: "sat <s>" unlisted: bow(<s>) + p(cat) = -0.3 - 0.5;
+#   </s> | <s> cat: "<s> cat" unlisted: -0.25.
 KENLM_STYLE_SCORES = [-0.2, -0.1, -0.55, -0.7, -0.8, -0.25]
 
 
@@ -600,7 +607,8 @@ ngram 2=3
 
 @pytest.mark.parametrize("order", [1, 2, 3, 5])
 def test_bulk_reader_gives_the_line_readers_sections(tmp_path, order):
-    """Regular files are parsed in bulk (numpy over the bytes); the result is the line reader's, bit for bit."""
+    """Regular files are parsed in bulk (numpy over the bytes); the result is the line reader's, bit for
+    bit."""
     rng = np.random.default_rng(order)
     train = rng.choice(V, size=400, p=[0.05, 0.15, 0.3, 0.2, 0.1, 0.1, 0.1])
     files = {"ours": KneserNeyLM.from_ids(train, order, V), "ids": KneserNeyLM.from_ids(train, order, V)}
@@ -656,7 +664,8 @@ def test_bulk_word_matching_is_by_the_exact_bytes():
     letters = list("abcdefghijklmnopqrstuvwxyzéü\x00")
     vocab = sorted({"".join(rng.choice(letters, size=int(rng.integers(1, 21)))) for _ in range(6000)})
     word_id = {w: j for j, w in enumerate(vocab)}
-    unknown = ["zzzzzzzzzzzzzzzzzzzzzz", "a" * 8, "a" * 9, "a" * 16, "a" * 17, vocab[5] + "x", vocab[7][:-1] or "q"]
+    unknown = ["zzzzzzzzzzzzzzzzzzzzzz", "a" * 8, "a" * 9, "a" * 16, "a" * 17, vocab[5] + "x",
+               vocab[7][:-1] or "q"]
     words = [*vocab, *[w for w in unknown if w not in word_id], *vocab[::7]]
     data = " ".join(words).encode() + b" "
     buf = np.frombuffer(data, np.uint8)
@@ -676,8 +685,8 @@ def test_bulk_number_parser_is_float():
 
     fields = [
         "-1.2345678901", "-99", "0", "-0", "3", "-0.5", ".5", "5.", "-.5", "1e-5", "-1.5E+02", "-inf", "1_0",
-        "123456789012345", "1234567890123456", "-0.000000000000001", "12345678901234567890", "-9.999999999999999",
-        "0.1", "-0.3", "-2.2250738585072014", "17.000000000000000",
+        "123456789012345", "1234567890123456", "-0.000000000000001", "12345678901234567890",
+        "-9.999999999999999", "0.1", "-0.3", "-2.2250738585072014", "17.000000000000000",
     ]  # fmt: skip
     data = ("\t".join(fields) + "\t").encode()
     ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 9)
@@ -688,7 +697,8 @@ def test_bulk_number_parser_is_float():
     assert np.array_equal(np.signbit(got), np.signbit(want))
     for bad in ["-", ".", "1.2.3", "--1", "1-", "abc", "nan-"]:
         data = f"{bad}\t".encode()
-        assert _parse_numbers(data, np.frombuffer(data, np.uint8), np.array([0]), np.array([len(bad)])) is None
+        assert _parse_numbers(data, np.frombuffer(data, np.uint8), np.array([0]),
+                              np.array([len(bad)])) is None
 
 
 def test_row_ranks_match_numpy_unique():
@@ -767,7 +777,8 @@ def test_arpa_writer_takes_the_general_path_for_what_the_bulk_one_cannot_write(t
     back = ArpaLM.from_arpa(tmp_path / "lm.arpa", vocab=words)
     ctx = all_contexts(3)
     for w in range(V):
-        np.testing.assert_allclose(back.log_prob(ctx, np.full(len(ctx), w)), lm.log_prob(ctx, np.full(len(ctx), w)), atol=1e-9)
+        np.testing.assert_allclose(back.log_prob(ctx, np.full(len(ctx), w)),
+                                   lm.log_prob(ctx, np.full(len(ctx), w)), atol=1e-9)
 
 
 @pytest.mark.parametrize(
@@ -848,7 +859,7 @@ def test_brown_kn3_perplexity_is_sane():
     On NLTK's copy (lowercased, |V| = 13,190, sentence ends predicted) interpolated modified KN3 gives
     151.5; the same code gives Mikolov's PTB KN5 figure (141.2) to within 0.2, see the PTB test.
     """
-    from hf_nlm.data.corpora import load_brown
+    from hf_nlm.data import load_brown
     from hf_nlm.data.lm import tokenize_corpus
     from hf_nlm.tokenization import train_word_level_tokenizer
 
@@ -862,7 +873,7 @@ def test_brown_kn3_perplexity_is_sane():
 
 
 def test_ptb_kn5_matches_mikolov():
-    from hf_nlm.data.corpora import load_ptb
+    from hf_nlm.data import load_ptb
     from hf_nlm.data.lm import tokenize_corpus
     from hf_nlm.tokenization import train_word_level_tokenizer
 

@@ -22,8 +22,8 @@ def write_log(path, records):
 
 
 def epoch(e, step, train, val):
-    return {"type": "epoch", "epoch": e, "global_step": step, "train_loss": train, "train_ppl": float(np.exp(train)),
-            "val_loss": val, "val_ppl": float(np.exp(val))}
+    return {"type": "epoch", "epoch": e, "global_step": step, "train_loss": train,
+            "train_ppl": float(np.exp(train)), "val_loss": val, "val_ppl": float(np.exp(val))}
 
 
 def steps_and_epochs():
@@ -48,7 +48,8 @@ def close(fig):
 
 
 def test_each_split_keeps_its_colour_in_both_panels_and_across_runs(tmp_path):
-    long_run = curves_figure(write_log(tmp_path / "a.jsonl", steps_and_epochs()), results={"test": {"loss": 4.3}})
+    long_run = curves_figure(write_log(tmp_path / "a.jsonl", steps_and_epochs()),
+                             results={"test": {"loss": 4.3}})
     # A second run stopped inside its first epoch: no epoch record, validation at the run's end.
     short_run = curves_figure(write_log(tmp_path / "b.jsonl", [
         {"type": "step", "epoch": 0, "global_step": 5, "train_loss": 6.0},
@@ -64,7 +65,8 @@ def test_each_split_keeps_its_colour_in_both_panels_and_across_runs(tmp_path):
                 assert colours.setdefault(label, colour) == colour
     loss_ax, ppl_ax = long_run.axes
     # The same series carry the same names in both panels.
-    assert set(lines_by_label(ppl_ax)) == set(lines_by_label(loss_ax)) - {"train, mean of each logging window"}
+    assert (set(lines_by_label(ppl_ax))
+            == set(lines_by_label(loss_ax)) - {"train, mean of each logging window"})
     assert {"test, final model", "validation, at the run's end"} <= set(lines_by_label(short_run.axes[0]))
     close(long_run), close(short_run)
 
@@ -80,7 +82,8 @@ def test_the_window_curve_is_the_logged_window_means_at_the_windows_centres(tmp_
     # The epoch means sit at their epochs' centres (updates 1-6 and 7-12), validation at the epochs' ends.
     epochs = lines_by_label(fig.axes[0])["train, mean of each epoch"]
     np.testing.assert_allclose(epochs.get_xdata(), [3.5, 9.5])
-    np.testing.assert_allclose(lines_by_label(fig.axes[0])["validation, at each epoch's end"].get_xdata(), [6, 12])
+    np.testing.assert_allclose(lines_by_label(fig.axes[0])["validation, at each epoch's end"].get_xdata(),
+                               [6, 12])
     close(fig)
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from hf_nlm.cli import main as cli_main
 from hf_nlm.data import load_rocstories
 from hf_nlm.data.pairs import PairFormat, collate_pairs, tokenize_pairs
 from hf_nlm.models import (
@@ -24,6 +23,7 @@ from hf_nlm.models import (
 from hf_nlm.story import story_pairs, story_source, storyline_pairs, write_story
 from hf_nlm.story.storylines import storyline, storyline_lm_dataset
 from hf_nlm.tokenization import train_word_level_tokenizer
+from hf_nlm_cli import main as cli_main
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "rocstories"
 
@@ -62,12 +62,13 @@ def _fit(model, batch: dict, max_steps: int = 1500) -> float:
 def story_lm(stories, tokenizer):
     torch.manual_seed(0)
     tok = tokenizer
-    config = AWDLSTMConfig(vocab_size=len(tok), embedding_size=32, hidden_size=64, num_hidden_layers=1, dropout=0.0,
-                           dropout_hidden=0.0, dropout_input=0.0, dropout_embedding=0.0, weight_drop=0.0, alpha=0.0,
-                           beta=0.0, bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id,
-                           pad_token_id=tok.eos_token_id)
+    config = AWDLSTMConfig(vocab_size=len(tok), embedding_size=32, hidden_size=64, num_hidden_layers=1,
+                           dropout=0.0, dropout_hidden=0.0, dropout_input=0.0, dropout_embedding=0.0,
+                           weight_drop=0.0, alpha=0.0, beta=0.0, bos_token_id=tok.eos_token_id,
+                           eos_token_id=tok.eos_token_id, pad_token_id=tok.eos_token_id)
     model = AWDLSTMForCausalLM(config)
-    rows = [tok(text, add_special_tokens=False).input_ids + [tok.eos_token_id] for text in storyline_lm_dataset(stories)["text"]]
+    rows = [tok(text, add_special_tokens=False).input_ids + [tok.eos_token_id]
+            for text in storyline_lm_dataset(stories)["text"]]
     width = max(map(len, rows))
     ids = torch.tensor([r + [tok.eos_token_id] * (width - len(r)) for r in rows])
     labels = torch.tensor([r + [-100] * (width - len(r)) for r in rows])
@@ -122,7 +123,8 @@ def test_mixed_approaches_and_bad_input(stories, tokenizer, story_lm, story_seq2
     with pytest.raises(ValueError, match="title is empty"):
         write_story("  ", story_lm, tokenizer)
     plain = train_word_level_tokenizer(["a b c"])
-    lm = AWDLSTMForCausalLM(AWDLSTMConfig(vocab_size=len(plain), embedding_size=8, hidden_size=8, num_hidden_layers=1))
+    lm = AWDLSTMForCausalLM(AWDLSTMConfig(vocab_size=len(plain), embedding_size=8, hidden_size=8,
+                                          num_hidden_layers=1))
     with pytest.raises(ValueError, match="no '<sep>' token"):
         write_story("a b", lm, plain)
 
@@ -141,7 +143,8 @@ def test_story_and_plot_attention_commands(stories, tokenizer, story_lm, story_s
     model.save_pretrained(tmp_path / "s2s")
     tokenizer.save_pretrained(tmp_path / "s2s")
     source = story_pairs(stories)[0]["source"]
-    assert cli_main(["plot-attention", str(tmp_path / "s2s"), source, "--output", str(tmp_path / "a.png")]) == 0
+    assert cli_main(["plot-attention", str(tmp_path / "s2s"), source,
+                     "--output", str(tmp_path / "a.png")]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["output"] == stories[0]["story"] and (tmp_path / "a.png").stat().st_size > 0
     # A causal LM has no attention map to draw.

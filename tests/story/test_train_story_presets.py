@@ -31,8 +31,8 @@ def test_the_default_preset_is_the_small_one(script):
     assert (args.vocab_size, args.min_frequency, args.embedding_size, args.hidden_size, args.num_layers) == (
         15000, 2, 64, 128, 2)
     assert (args.learning_rate, args.batch_size, args.num_epochs, args.max_time_s) == (3e-3, 8, 300, 150.0)
-    assert (args.dropout, args.dropout_hidden, args.dropout_input, args.dropout_embedding, args.weight_drop) == (
-        0.2, 0.1, 0.2, 0.05, 0.2)
+    assert (args.dropout, args.dropout_hidden, args.dropout_input, args.dropout_embedding,
+            args.weight_drop) == (0.2, 0.1, 0.2, 0.05, 0.2)
     assert args.split_fractions == (0.7, 0.15, 0.15) and args.early_stopping_patience == 5
     seq2seq = settings(script, "--approach", "seq2seq")
     assert (seq2seq.embedding_size, seq2seq.hidden_size, seq2seq.dropout) == (64, 64, 0.1)
@@ -42,8 +42,8 @@ def test_the_rocstories_preset_is_the_big_model(script):
     args = settings(script, "--preset", "rocstories")
     assert (args.vocab_size, args.min_frequency, args.embedding_size, args.hidden_size, args.num_layers) == (
         15000, 1, 400, 1150, 3)
-    assert (args.dropout, args.dropout_hidden, args.dropout_input, args.dropout_embedding, args.weight_drop) == (
-        0.4, 0.3, 0.65, 0.1, 0.5)
+    assert (args.dropout, args.dropout_hidden, args.dropout_input, args.dropout_embedding,
+            args.weight_drop) == (0.4, 0.3, 0.65, 0.1, 0.5)
     assert (args.learning_rate, args.batch_size, args.num_epochs, args.max_time_s, args.block_size) == (
         1e-3, 32, 20, None, 70)
     seq2seq = settings(script, "--preset", "rocstories", "--approach", "seq2seq")

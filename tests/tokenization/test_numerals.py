@@ -54,7 +54,8 @@ POLICY = {
     "-0": [("-0", ("-0", 0.0, 0))],
     "(-3.5)": [("(", None), ("-3.5", ("-3.5", -3.5, 1)), (")", None)],
     "10-20": [("10", ("10", 10.0, 0)), ("-", None), ("20", ("20", 20.0, 0))],
-    "2019-01-05": [("2019", ("2019", 2019.0, 0)), ("-", None), ("01", ("01", 1.0, 0)), ("-", None), ("05", ("05", 5.0, 0))],
+    "2019-01-05": [("2019", ("2019", 2019.0, 0)), ("-", None), ("01", ("01", 1.0, 0)), ("-", None),
+                   ("05", ("05", 5.0, 0))],
     "10:30": [("10", ("10", 10.0, 0)), (":", None), ("30", ("30", 30.0, 0))],
     "1989": [("1989", ("1989", 1989.0, 0))],
     "5%": [("5", ("5", 5.0, 0)), ("%", None)],
@@ -126,7 +127,8 @@ def test_every_piece_is_a_numeral_or_a_word_and_numerals_are_finite():
             assert math.isfinite(numeral.value) and len(numeral.canonical) <= MAX_NUMERAL_LENGTH
             assert decode_digits(encode_digits(numeral.canonical)) == numeral.canonical
             # The value is the canonical string's number, which is the written one without commas.
-            assert numeral.value == float(unicodedata.normalize("NFKC", token).replace(",", "").replace("−", "-"))
+            assert numeral.value == float(unicodedata.normalize("NFKC", token).replace(",", "")
+                                          .replace("−", "-"))
 
 
 def test_digit_alphabet_is_unchanged():
@@ -165,7 +167,8 @@ def test_top_k_cut_counts_the_specials_and_min_frequency():
 def test_lowercase_and_nfkc_apply_when_counting_and_encoding():
     tokenizer = train_numeracy_tokenizer(["The 3 cats", "the ３ dogs"], lowercase=True)
     vocab = tokenizer.get_vocab()
-    assert vocab["3"] == 3 and vocab["the"] == 4 and "The" not in vocab and "３" not in vocab  # twice each, "3" < "the"
+    # twice each, "3" < "the"
+    assert vocab["3"] == 3 and vocab["the"] == 4 and "The" not in vocab and "３" not in vocab
     assert tokenizer("THE ３ Cats")["input_ids"] == [4, 3, vocab["cats"]]
 
 
@@ -230,7 +233,8 @@ def test_every_encoding_path_gives_unk_num_for_unknown_numerals(tokenizer):
 def tiny_nplm(tokenizer, favourite: int) -> NPLMForCausalLM:
     """A model that always predicts ``favourite`` (its output bias dwarfs everything else)."""
     torch.manual_seed(0)
-    model = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=4, hidden_size=4))
+    model = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=4,
+                                       hidden_size=4))
     with torch.no_grad():
         model.lm_head.bias.fill_(-100.0)
         model.lm_head.bias[favourite] = 100.0
@@ -238,7 +242,8 @@ def tiny_nplm(tokenizer, favourite: int) -> NPLMForCausalLM:
 
 
 def test_pipeline_encodes_unknown_numerals_and_shows_generated_unknowns(tokenizer):
-    for favourite, shown in ((tokenizer.unk_num_token_id, "<unk_num>"), (tokenizer.unk_word_token_id, "<unk_word>")):
+    for favourite, shown in ((tokenizer.unk_num_token_id, "<unk_num>"),
+                             (tokenizer.unk_word_token_id, "<unk_word>")):
         generator = pipeline("text-generation", model=tiny_nplm(tokenizer, favourite), tokenizer=tokenizer)
         assert generator.preprocess(PROMPT)["input_ids"].tolist() == [expected_ids(tokenizer, PROMPT)]
         out = generator(PROMPT, max_new_tokens=2, do_sample=False, return_full_text=False)
@@ -250,8 +255,10 @@ def test_decode_shows_both_unknown_tokens_and_drops_other_specials(tokenizer):
     assert tokenizer.decode(ids) == " the <unk_word> <unk_num> <eos>"
     assert tokenizer.decode(ids, skip_special_tokens=True) == " the <unk_word> <unk_num>"
     assert tokenizer.batch_decode([ids], skip_special_tokens=True) == [" the <unk_word> <unk_num>"]
-    assert tokenizer.convert_ids_to_tokens(ids, skip_special_tokens=True) == ["the", "<unk_word>", "<unk_num>"]
-    assert tokenizer.encode(tokenizer.decode(ids, skip_special_tokens=True)) == ids[:-1]  # unknowns re-encode as themselves
+    assert tokenizer.convert_ids_to_tokens(ids, skip_special_tokens=True) == ["the", "<unk_word>",
+                                                                              "<unk_num>"]
+    # unknowns re-encode as themselves
+    assert tokenizer.encode(tokenizer.decode(ids, skip_special_tokens=True)) == ids[:-1]
 
 
 # ----------------------------------------------------------------------------- save, load, pickle
@@ -309,7 +316,8 @@ def brute_force(tokenizer) -> dict[str, torch.Tensor]:
             rows["numeral_mask"].append(numeral is not None)
             rows["numeral_value"].append(numeral.value if numeral else 0.0)
             rows["numeral_precision"].append(numeral.precision if numeral else 0)
-            rows["digit_ids"].append(encode_digits(numeral.canonical) if numeral else [DIGIT_PAD] * DIGITS_WIDTH)
+            rows["digit_ids"].append(encode_digits(numeral.canonical) if numeral
+                                     else [DIGIT_PAD] * DIGITS_WIDTH)
         rows["input_ids"].append(tokenizer.eos_token_id)
         for name, fill in NUMERAL_FILL.items():
             rows[name].append([fill] * DIGITS_WIDTH if name == "digit_ids" else fill)
@@ -319,7 +327,8 @@ def brute_force(tokenizer) -> dict[str, torch.Tensor]:
 
 
 def padded(values: torch.Tensor, front: int, back: int, fill) -> torch.Tensor:
-    return torch.cat([values.new_full((front, *values.shape[1:]), fill), values, values.new_full((back, *values.shape[1:]), fill)])
+    return torch.cat([values.new_full((front, *values.shape[1:]), fill), values,
+                      values.new_full((back, *values.shape[1:]), fill)])
 
 
 @pytest.fixture(scope="module")
@@ -334,7 +343,8 @@ def test_stream_fields_match_a_brute_force_over_the_text(data_tokenizer):
     for name, values in expected.items():
         assert stream[name].dtype == values.dtype and torch.equal(stream[name], values), name
     ids = stream["input_ids"]
-    assert (ids == data_tokenizer.unk_num_token_id).sum() >= 5 and (ids == data_tokenizer.unk_word_token_id).any()
+    assert ((ids == data_tokenizer.unk_num_token_id).sum() >= 5
+            and (ids == data_tokenizer.unk_word_token_id).any())
     # An <unk_num> kept its value: the fields came from the text, not the id.
     unknown = ids == data_tokenizer.unk_num_token_id
     assert stream["numeral_mask"][unknown].all() and -3.0 in stream["numeral_value"][unknown].tolist()
@@ -346,13 +356,15 @@ def test_stream_fields_match_a_brute_force_over_the_text(data_tokenizer):
 @pytest.mark.parametrize("block_size, context_size", [(1, 2), (4, 1), (7, 3)])
 def test_fields_stay_aligned_through_blocks(data_tokenizer, block_size, context_size):
     stream, _ = tokenize_stream(TEXTS, data_tokenizer)
-    blocks = group_into_blocks(stream, block_size, context_size, data_tokenizer.eos_token_id, fill=NUMERAL_FILL)
+    blocks = group_into_blocks(stream, block_size, context_size, data_tokenizer.eos_token_id,
+                               fill=NUMERAL_FILL)
     expected = brute_force(data_tokenizer)
     n, width = len(expected["input_ids"]), context_size + block_size
     tail = blocks["input_ids"].shape[0] * block_size - n
     for name, fill in NUMERAL_FILL.items():
         full = padded(expected[name], context_size, tail, fill)
-        want = torch.stack([full[b * block_size : b * block_size + width] for b in range(len(blocks["labels"]))])
+        want = torch.stack([full[b * block_size : b * block_size + width]
+                            for b in range(len(blocks["labels"]))])
         assert torch.equal(blocks[name], want), name
     targets = blocks["labels"] != IGNORE_INDEX
     assert torch.equal(blocks["labels"][targets], expected["input_ids"])
@@ -367,7 +379,8 @@ def test_fields_stay_aligned_through_stream_columns(data_tokenizer, num_columns)
     expected = brute_force(data_tokenizer)
     n, length = len(expected["input_ids"]), columns.length
     for name, fill in NUMERAL_FILL.items():
-        want = padded(expected[name], 0, num_columns * length - n, fill).view(num_columns, length, *expected[name].shape[1:])
+        want = padded(expected[name], 0, num_columns * length - n, fill).view(num_columns, length,
+                                                                              *expected[name].shape[1:])
         assert torch.equal(columns.extras[name], want), name
     chunk = columns.chunk(2, 5)
     keep = chunk["shift_labels"] != IGNORE_INDEX
@@ -387,8 +400,10 @@ def test_stream_encoded_in_slices_equals_the_stream_encoded_at_once(data_tokeniz
     """Slices of lines (what bounds the memory of encoding a long split) give the stream of one pass over
     every line, value for value and dtype for dtype, wherever the slices start: on an empty line, a run of
     empty lines (a slice without any token), a line without numerals; with and without the <eos> rows."""
-    whole, words = tokenize_stream(SLICED_TEXTS, data_tokenizer, add_eos=add_eos, slice_lines=len(SLICED_TEXTS))
-    sliced, sliced_words = tokenize_stream(SLICED_TEXTS, data_tokenizer, add_eos=add_eos, slice_lines=slice_lines)
+    whole, words = tokenize_stream(SLICED_TEXTS, data_tokenizer, add_eos=add_eos,
+                                   slice_lines=len(SLICED_TEXTS))
+    sliced, sliced_words = tokenize_stream(SLICED_TEXTS, data_tokenizer, add_eos=add_eos,
+                                           slice_lines=slice_lines)
     assert sliced_words == words and set(sliced) == set(whole) == {"input_ids", *NUMERAL_FILL}
     for name, values in whole.items():
         assert sliced[name].dtype == values.dtype and torch.equal(sliced[name], values), name
@@ -464,8 +479,10 @@ def test_datasets_map_fingerprints_the_tokenizer_and_keeps_the_fields(data_token
 
     def encode(batch):
         encoded = tokenizer(batch["text"], return_offsets_mapping=True)
-        rows = [tokenizer.token_features(t, s) for t, s in zip(batch["text"], encoded["offset_mapping"], strict=True)]
-        return {"input_ids": encoded["input_ids"], **{name: [row[name] for row in rows] for name in NUMERAL_FILL}}
+        rows = [tokenizer.token_features(t, s)
+                for t, s in zip(batch["text"], encoded["offset_mapping"], strict=True)]
+        return {"input_ids": encoded["input_ids"],
+                **{name: [row[name] for row in rows] for name in NUMERAL_FILL}}
 
     dataset = datasets.Dataset.from_dict({"text": TEXTS})
     mapped, failures = map_hash_failures(dataset, encode)
@@ -497,6 +514,7 @@ def test_characters_nfkc_would_expand_keep_their_own_text():
     text = "½ of 1 and ２"
     encoded = tokenizer(text, return_offsets_mapping=True)
     assert [text[a:b] for a, b in encoded["offset_mapping"]] == ["½", "of", "1", "and", "２"]
-    assert tokenizer.convert_ids_to_tokens(encoded["input_ids"]) == ["<unk_word>", "<unk_word>", "1", "and", "2"]
+    assert tokenizer.convert_ids_to_tokens(encoded["input_ids"]) == ["<unk_word>", "<unk_word>", "1", "and",
+                                                                     "2"]
     features = tokenizer.token_features(text, encoded["offset_mapping"])
     assert features["numeral_mask"].tolist() == [False, False, True, False, True]

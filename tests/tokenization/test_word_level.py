@@ -40,7 +40,8 @@ def test_the_tokenizer_encodes_as_it_counted():
     assert counts["."] == 4 and counts[","] == 2 and "Nation," not in counts
     # without the split: whitespace words
     plain = train_word_level_tokenizer(texts)
-    assert plain.convert_ids_to_tokens(plain("Nation, the people.")["input_ids"]) == ["Nation,", "the", "people."]
+    assert plain.convert_ids_to_tokens(plain("Nation, the people.")["input_ids"]) == ["Nation,", "the",
+                                                                                      "people."]
 
 
 def test_attached_punctuation_tells_raw_from_tokenized_text():

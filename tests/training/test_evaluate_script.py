@@ -36,7 +36,8 @@ def models(tmp_path_factory) -> Path:
     (root / "test.txt").write_text("\n".join(TEST_LINES) + "\n")
     tokenizer = train_word_level_tokenizer(toy_sentences(40, 0))
     torch.manual_seed(0)
-    nplm = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=8, hidden_size=12))
+    nplm = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=8,
+                                      hidden_size=12))
     awd = AWDLSTMForCausalLM(AWDLSTMConfig(vocab_size=len(tokenizer), embedding_size=8, hidden_size=12,
                                            num_hidden_layers=2))
     for name, model in (("nplm", nplm), ("awd", awd)):
@@ -103,8 +104,8 @@ def test_perplexities_equal_a_hand_computation(models, main, name, by_hand, tmp_
     assert scores["word_perplexity"] == pytest.approx(math.exp(total / hand_word_count()), rel=1e-5)
     assert scores["loss"] == pytest.approx(total / count, rel=1e-5)
     assert {k: results[k] for k in ("model", "corpus", "data_files", "split", "num_processes", "exact")} == {
-        "model": str(models / name), "corpus": "text", "data_files": [str(models / "test.txt")], "split": "test",
-        "num_processes": 1, "exact": True,
+        "model": str(models / name), "corpus": "text", "data_files": [str(models / "test.txt")],
+        "split": "test", "num_processes": 1, "exact": True,
     }
     assert results["batch_size"] == (1 if name == "awd" else 32)
 
@@ -133,7 +134,8 @@ def test_bleu_of_greedy_continuations_equals_sacrebleu_on_a_hand_loop(models, ma
     bleu = results["test"]["bleu"]
     assert bleu["score"] == pytest.approx(expected.score, abs=1e-9)
     assert (bleu["counts"], bleu["totals"]) == (expected.counts, expected.totals)
-    assert (bleu["num_segments"], bleu["prefix_words"], bleu["num_beams"], bleu["max_new_tokens"]) == (6, 2, 1, 4)
+    assert (bleu["num_segments"], bleu["prefix_words"], bleu["num_beams"],
+            bleu["max_new_tokens"]) == (6, 2, 1, 4)
     assert "perplexity" in results["test"]
 
 

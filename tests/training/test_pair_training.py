@@ -61,14 +61,16 @@ def tokenizer():
     return wrap_tokenizer(backend)
 
 
-def tiny_bart(tokenizer, seed: int = 0, dropout: float = 0.0, d_model: int = 16) -> BartForConditionalGeneration:
+def tiny_bart(tokenizer, seed: int = 0, dropout: float = 0.0,
+              d_model: int = 16) -> BartForConditionalGeneration:
     torch.manual_seed(seed)
     eos = tokenizer.eos_token_id
     config = BartConfig(
-        vocab_size=len(tokenizer), d_model=d_model, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=2 * d_model, decoder_ffn_dim=2 * d_model,
-        max_position_embeddings=32, dropout=dropout, attention_dropout=0.0, activation_dropout=0.0,
-        pad_token_id=eos, bos_token_id=eos, eos_token_id=eos, decoder_start_token_id=eos, forced_eos_token_id=None,
+        vocab_size=len(tokenizer), d_model=d_model, encoder_layers=1, decoder_layers=1,
+        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=2 * d_model,
+        decoder_ffn_dim=2 * d_model, max_position_embeddings=32, dropout=dropout, attention_dropout=0.0,
+        activation_dropout=0.0, pad_token_id=eos, bos_token_id=eos, eos_token_id=eos,
+        decoder_start_token_id=eos, forced_eos_token_id=None,
     )
     return BartForConditionalGeneration(config)
 
@@ -87,9 +89,9 @@ def copy_data() -> DatasetDict:
 
 
 def tiny_config(output_dir: Path, **overrides) -> TrainingConfig:
-    values = dict(output_dir=str(output_dir), batch_size=8, num_epochs=2, optimizer="adam", learning_rate=1e-2,
-                  lr_scheduler="constant", weight_decay=0.0, logging_steps=4, progress_bar=False,
-                  early_stopping_patience=None, eval_batch_size=7)
+    values = dict(output_dir=str(output_dir), batch_size=8, num_epochs=2, optimizer="adam",
+                  learning_rate=1e-2, lr_scheduler="constant", weight_decay=0.0, logging_steps=4,
+                  progress_bar=False, early_stopping_patience=None, eval_batch_size=7)
     values.update(overrides)
     return TrainingConfig(**values)
 
@@ -118,7 +120,8 @@ def test_tokenisation_and_padding_hand_example(tokenizer):
 
     # Truncation keeps the first max - 1 tokens and the <eos>, and is counted (and warned about).
     with pytest.warns(UserWarning, match="truncated 1 sources"):
-        cut, stats = tokenize_pairs(data, tokenizer, PairFormat("story", "line", max_source_length=3, max_target_length=3))
+        cut, stats = tokenize_pairs(data, tokenizer,
+                                    PairFormat("story", "line", max_source_length=3, max_target_length=3))
     assert [s.tolist() for s in cut.sources] == [[2, 3, 1], [3, 1]]
     assert [t.tolist() for t in cut.targets] == [[5, 6, 1], [6, 5, 1]]
     assert (stats["num_truncated_sources"], stats["source_tokens_cut"]) == (1, 1)
@@ -145,7 +148,8 @@ def test_bad_values_name_split_row_and_column(tokenizer, column, row, value, mes
 
 def test_missing_column_and_wrong_input_are_refused(tokenizer, tmp_path):
     data = Dataset.from_dict({"source": ["a b"], "text": ["x"]})
-    with pytest.raises(PairFormatError, match=r"^train: no column 'target'; the split has columns \['source', 'text'\]"):
+    with pytest.raises(PairFormatError,
+                       match=r"^train: no column 'target'; the split has columns \['source', 'text'\]"):
         tokenize_pairs(data, tokenizer, split="train")
     with pytest.raises(PairFormatError, match="no examples"):
         tokenize_pairs({"source": [], "target": []}, tokenizer, split="test")
@@ -156,7 +160,8 @@ def test_missing_column_and_wrong_input_are_refused(tokenizer, tmp_path):
     # Through the trainer the split is named too.
     model = tiny_bart(tokenizer)
     with pytest.raises(PairFormatError, match=r"^validation, column 'target', row 1: empty text"):
-        train_lm(model, tokenizer, {"train": copy_pairs(8, 0), "validation": {"source": ["a", "b"], "target": ["a", ""]}},
+        train_lm(model, tokenizer,
+                 {"train": copy_pairs(8, 0), "validation": {"source": ["a", "b"], "target": ["a", ""]}},
                  tiny_config(tmp_path))
 
 
@@ -204,7 +209,8 @@ def test_group_by_length_cuts_padding():
         sampler.set_epoch(0)
         return sum(int(lengths[b].max()) * len(b) for b in sampler)
 
-    plain, grouped = PairBatchSampler(lengths, 8, seed=1), PairBatchSampler(lengths, 8, seed=1, group_by_length=True)
+    plain, grouped = (PairBatchSampler(lengths, 8, seed=1),
+                      PairBatchSampler(lengths, 8, seed=1, group_by_length=True))
     assert padded(grouped) < 0.7 * padded(plain)
     assert padded(grouped) >= int(lengths.sum())
     grouped.set_epoch(0)
@@ -238,7 +244,8 @@ def test_scoring_is_exact_at_any_batch_size(tokenizer):
 
     # Two processes' shares add up to the whole; per-example log-probs sum to the total.
     shares = [score_split(batching, model, examples, 4, num_processes=2, process_index=p) for p in range(2)]
-    assert sum(t for t, _ in shares) == pytest.approx(total_1, abs=1e-5) and sum(c for _, c in shares) == count_1
+    assert (sum(t for t, _ in shares) == pytest.approx(total_1, abs=1e-5)
+            and sum(c for _, c in shares) == count_1)
     per_example = example_log_probs(batching, model, examples, batch_size=4)
     assert [len(lp) for lp in per_example] == [len(t) for t in examples.targets]
     assert -sum(float(lp.sum()) for lp in per_example) == pytest.approx(total_1, abs=1e-5)
@@ -282,7 +289,8 @@ def test_tiny_bart_learns_to_copy_through_train_lm(tokenizer, copy_data, tmp_pat
     assert steps[-1]["train_loss"] < 0.3 * steps[0]["train_loss"]
     assert epochs[-1]["val_ppl"] < 0.3 * epochs[0]["val_ppl"]
     # Validation and test perplexity are over every target token (and each <eos>) once.
-    assert results["validation"]["num_tokens"] == sum(len(t.split()) + 1 for t in copy_data["validation"]["target"])
+    assert results["validation"]["num_tokens"] == sum(len(t.split()) + 1
+                                                      for t in copy_data["validation"]["target"])
     assert results["validation"]["perplexity"] == pytest.approx(results["best_val_ppl"], rel=1e-5)
     assert results["train"]["num_examples"] == 96 and results["train"]["num_truncated_targets"] == 0
     for name in ("config.json", "model.safetensors", "tokenizer.json", "results.json", "README.md"):
@@ -296,18 +304,21 @@ def test_tiny_bart_learns_to_copy_through_train_lm(tokenizer, copy_data, tmp_pat
     batched = generate_targets(model, tokenizer, sources, batch_size=5, max_new_tokens=8)
     alone = [generate_targets(model, tokenizer, [s], max_new_tokens=8)[0] for s in sources]
     assert batched == alone
-    bleu = evaluate_bleu(model, copy_data["test"], tokenizer, batch_size=5, return_predictions=True, max_new_tokens=8)
+    bleu = evaluate_bleu(model, copy_data["test"], tokenizer, batch_size=5, return_predictions=True,
+                         max_new_tokens=8)
     assert bleu["predictions"] == batched and bleu["num_examples"] == 16
     assert bleu["score"] > 60
 
 
 def test_resume_equals_uninterrupted(tokenizer, copy_data, tmp_path):
     # Dropout (RNG state), Adam state, clipping and length-grouped batches must all round-trip.
-    settings = dict(num_epochs=2, max_grad_norm=1.0, group_by_length=True, save_total_limit=None, eval_test=False)
+    settings = dict(num_epochs=2, max_grad_norm=1.0, group_by_length=True, save_total_limit=None,
+                    eval_test=False)
     full, cut = tmp_path / "full", tmp_path / "cut"
     train_lm(tiny_bart(tokenizer, dropout=0.1), tokenizer, copy_data, tiny_config(full, **settings))
     stop = 12 + 5  # in the middle of the second epoch (12 batches per epoch)
-    train_lm(tiny_bart(tokenizer, dropout=0.1), tokenizer, copy_data, tiny_config(cut, max_steps=stop, **settings))
+    train_lm(tiny_bart(tokenizer, dropout=0.1), tokenizer, copy_data,
+             tiny_config(cut, max_steps=stop, **settings))
     assert list_checkpoints(cut)[-1].name == f"checkpoint-{stop}"
     resumed = tiny_bart(tokenizer, seed=123, dropout=0.1)  # other weights: all must come from the checkpoint
     train_lm(resumed, tokenizer, copy_data, tiny_config(cut, resume_from_checkpoint="latest", **settings))
@@ -336,7 +347,8 @@ def test_generated_rows_are_decoded_without_framing_tokens(tokenizer, monkeypatc
         generate_targets(model, tokenizer, ["a", "b c d", "c"], max_source_length=3)
     with pytest.raises(PairFormatError, match="sources, row 1: empty text"):
         generate_targets(model, tokenizer, ["a", ""])
-    monkeypatch.setattr(model, "generate", lambda **kwargs: torch.tensor([[1, 2, 3, 4, 7, 1]] * len(kwargs["input_ids"])))
+    monkeypatch.setattr(model, "generate",
+                        lambda **kwargs: torch.tensor([[1, 2, 3, 4, 7, 1]] * len(kwargs["input_ids"])))
     perfect = evaluate_bleu(model, {"source": ["x", "y"], "target": ["a b c d", "a b c d"]}, tokenizer)
     assert perfect["score"] == pytest.approx(100.0) and perfect["num_examples"] == 2
     half = evaluate_bleu(model, {"source": ["x", "y"], "target": ["a b c d", "e f a b"]}, tokenizer)

@@ -42,8 +42,8 @@ def tiny_awd(tokenizer, seed: int = 0, dropout: bool = True) -> AWDLSTMForCausal
     p = 0.2 if dropout else 0.0
     config = AWDLSTMConfig(
         vocab_size=len(tokenizer), embedding_size=8, hidden_size=12, num_hidden_layers=2, dropout=p,
-        dropout_hidden=p, dropout_input=p, dropout_embedding=p / 2, weight_drop=p, alpha=2.0 if dropout else 0.0,
-        beta=1.0 if dropout else 0.0,
+        dropout_hidden=p, dropout_input=p, dropout_embedding=p / 2, weight_drop=p,
+        alpha=2.0 if dropout else 0.0, beta=1.0 if dropout else 0.0,
     )
     return AWDLSTMForCausalLM(config)
 
@@ -209,7 +209,8 @@ def test_fine_tune_averages_from_the_first_update(data, tokenizer, tmp_path):
 
 def test_nt_asgd_needs_validation_and_excludes_fine_tune(data, tokenizer, tmp_path):
     with pytest.raises(ValueError, match="validation"):
-        train_lm(tiny_awd(tokenizer), tokenizer, DatasetDict({"train": data["train"]}), config(tmp_path, nt_asgd=True))
+        train_lm(tiny_awd(tokenizer), tokenizer, DatasetDict({"train": data["train"]}),
+                 config(tmp_path, nt_asgd=True))
     with pytest.raises(ValueError, match="choose one"):
         config(tmp_path, nt_asgd=True, fine_tune=True)
 
@@ -226,7 +227,8 @@ def test_resume_mid_epoch_equals_uninterrupted(data, tokenizer, tmp_path):
     stop = steps + steps // 2
     train_lm(tiny_awd(tokenizer), tokenizer, data, config(cut, max_steps=stop, **settings))
     assert list_checkpoints(cut)[-1].name == f"checkpoint-{stop}"
-    train_lm(tiny_awd(tokenizer, seed=7), tokenizer, data, config(cut, resume_from_checkpoint="latest", **settings))
+    train_lm(tiny_awd(tokenizer, seed=7), tokenizer, data,
+             config(cut, resume_from_checkpoint="latest", **settings))
     last = list_checkpoints(full)[-1].name
     assert_bitwise_equal(weights(full / "checkpoints" / last), weights(cut / "checkpoints" / last))
     assert_bitwise_equal(weights(full), weights(cut))
@@ -244,7 +246,7 @@ DDP_SCRIPT = textwrap.dedent(
     import os, sys
     import torch
     from hf_nlm import AWDLSTMConfig, AWDLSTMForCausalLM
-    from hf_nlm.data.corpora import load_text_files
+    from hf_nlm.data import load_text_files
     from hf_nlm.tokenization import train_word_level_tokenizer
     from hf_nlm.training import TrainingConfig, train_lm
 
@@ -253,12 +255,13 @@ DDP_SCRIPT = textwrap.dedent(
     tokenizer = train_word_level_tokenizer(data["train"]["text"])
     torch.manual_seed(0)
     config = AWDLSTMConfig(vocab_size=len(tokenizer), embedding_size=8, hidden_size=12, num_hidden_layers=2,
-                           dropout=0.0, dropout_hidden=0.0, dropout_input=0.0, dropout_embedding=0.0, weight_drop=0.0)
+                           dropout=0.0, dropout_hidden=0.0, dropout_input=0.0, dropout_embedding=0.0,
+                           weight_drop=0.0)
     model = AWDLSTMForCausalLM(config)
-    training = TrainingConfig(output_dir=out, block_size=6, batch_size=batch_size, num_epochs=2, learning_rate=1.0,
-                              lr_scheduler="constant", weight_decay=0.0, logging_steps=1, progress_bar=False,
-                              early_stopping_patience=None, save_total_limit=None, eval_test=False,
-                              variable_bptt=True, eval_batch_size=3)
+    training = TrainingConfig(output_dir=out, block_size=6, batch_size=batch_size, num_epochs=2,
+                              learning_rate=1.0, lr_scheduler="constant", weight_decay=0.0, logging_steps=1,
+                              progress_bar=False, early_stopping_patience=None, save_total_limit=None,
+                              eval_test=False, variable_bptt=True, eval_batch_size=3)
     train_lm(model, tokenizer, data, training)
     torch.save(dict(model.state_dict()), os.path.join(out, f"rank{os.environ.get('RANK', '0')}.pt"))
     """
@@ -280,41 +283,48 @@ def test_two_process_bptt_equals_one_process_on_all_columns(tmp_path, monkeypatc
 
 
 def test_cli_trains_fine_tunes_evaluates_and_generates_an_awd_lstm(tmp_path, capsys):
-    from hf_nlm.cli import main
+    from hf_nlm_cli import main
 
     files = {}
     for split, n, seed in [("train", 60, 0), ("valid", 10, 1), ("test", 10, 2)]:
         files[split] = tmp_path / f"{split}.txt"
         files[split].write_text("\n".join(toy_sentences(n, seed)) + "\n")
-    data = ["--train-file", str(files["train"]), "--validation-file", str(files["valid"]), "--test-file", str(files["test"])]
-    loop = ["--block-size", "6", "--batch-size", "3", "--eval-batch-size", "2", "--optimizer", "adam", "--learning-rate", "0.02",
-            "--max-grad-norm", "0.25", "--no-progress-bar", "--early-stopping-patience", "none"]
+    data = ["--train-file", str(files["train"]), "--validation-file", str(files["valid"]),
+            "--test-file", str(files["test"])]
+    loop = ["--block-size", "6", "--batch-size", "3", "--eval-batch-size", "2", "--optimizer", "adam",
+            "--learning-rate", "0.02", "--max-grad-norm", "0.25", "--no-progress-bar",
+            "--early-stopping-patience", "none"]
     run, tuned = tmp_path / "run", tmp_path / "tuned"
-    assert main(["train", "--model", "awd_lstm", "--embedding-size", "8", "--hidden-size", "12", "--num-hidden-layers",
-                 "2", "--weight-drop", "0.2", "--dropout-input", "0.1", "--dropout-hidden", "0.1", "--dropout", "0.1",
-                 "--output-dir", str(run), "--num-epochs", "6", "--variable-bptt",
-                 "--nt-asgd", "--nonmono", "1", *data, *loop]) == 0
+    assert main(["train", "--model", "awd_lstm", "--embedding-size", "8", "--hidden-size", "12",
+                 "--num-hidden-layers", "2", "--weight-drop", "0.2", "--dropout-input", "0.1",
+                 "--dropout-hidden", "0.1", "--dropout", "0.1", "--output-dir", str(run), "--num-epochs", "6",
+                 "--variable-bptt", "--nt-asgd", "--nonmono", "1", *data, *loop]) == 0
     first = json.loads((run / "results.json").read_text())
-    assert first["test"]["perplexity"] < 0.5 * len(json.loads((run / "tokenizer.json").read_text())["model"]["vocab"])
+    assert (first["test"]["perplexity"]
+            < 0.5 * len(json.loads((run / "tokenizer.json").read_text())["model"]["vocab"]))
 
     capsys.readouterr()
-    assert main(["evaluate", str(run), "--test-file", str(files["test"]), "--block-size", "6", "--batch-size", "1"]) == 0
-    assert json.loads(capsys.readouterr().out)["perplexity"] == pytest.approx(first["test"]["perplexity"], rel=1e-5)
+    assert main(["evaluate", str(run), "--test-file", str(files["test"]), "--block-size", "6",
+                 "--batch-size", "1"]) == 0
+    assert (json.loads(capsys.readouterr().out)["perplexity"]
+            == pytest.approx(first["test"]["perplexity"], rel=1e-5))
 
-    assert main(["train", "--init-from", str(run), "--fine-tune", "--output-dir", str(tuned), "--num-epochs", "1",
-                 *data, *loop]) == 0
+    assert main(["train", "--init-from", str(run), "--fine-tune", "--output-dir", str(tuned),
+                 "--num-epochs", "1", *data, *loop]) == 0
     second = json.loads((tuned / "results.json").read_text())
     assert second["averaging_since_step"] == 0
     # It continued the trained model: one epoch from scratch is far worse than this.
     assert second["validation"]["perplexity"] < 1.2 * first["validation"]["perplexity"]
 
     capsys.readouterr()
-    assert main(["generate", str(tuned), "the cat", "a", "--num-beams", "3", "--max-new-tokens", "4", "--json"]) == 0
+    assert main(["generate", str(tuned), "the cat", "a", "--num-beams", "3", "--max-new-tokens", "4",
+                 "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["prompt"] for r in lines] == ["the cat", "a"]
 
     with pytest.raises(SystemExit):
-        main(["train", "--model", "awd_lstm", "--context-size", "3", "--output-dir", str(tmp_path / "x"), *data])
+        main(["train", "--model", "awd_lstm", "--context-size", "3", "--output-dir", str(tmp_path / "x"),
+              *data])
 
 
 def test_token_log_probs_of_a_recurrent_model_carry_the_state(data, tokenizer):

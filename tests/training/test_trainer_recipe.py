@@ -1,6 +1,6 @@
 """Training with transformers' Trainer: our tokenizers use ``<eos>`` as pad, so the stock causal-LM collator
-drops every sentence end from the targets; DataCollatorForCausalLM keeps them, and the recipe that README.md and
-docs/training.md show runs."""
+drops every sentence end from the targets; DataCollatorForCausalLM keeps them, and the recipe that README.md
+and docs/training.md show runs."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def examples(tokenizer, lines=LINES) -> list[dict[str, list[int]]]:
 
 
 def test_stock_collator_drops_every_eos_label(tokenizer):
-    """The problem: pad == eos, and DataCollatorForLanguageModeling(mlm=False) masks the labels equal to pad."""
+    """The problem: pad == eos, and DataCollatorForLanguageModeling(mlm=False) masks the labels equal to
+    pad."""
     assert tokenizer.pad_token_id == tokenizer.eos_token_id
     batch = DataCollatorForLanguageModeling(tokenizer, mlm=False)(examples(tokenizer)[:2])
     eos_positions = batch["input_ids"] == tokenizer.eos_token_id
@@ -87,8 +88,10 @@ def test_collator_refuses_fields_that_are_not_one_row_per_token(tokenizer):
 def tiny_model(name: str, vocab_size: int):
     torch.manual_seed(0)
     if name == "nplm":
-        return NPLMForCausalLM(NPLMConfig(vocab_size=vocab_size, context_size=2, embedding_size=6, hidden_size=5))
-    return AWDLSTMForCausalLM(AWDLSTMConfig(vocab_size=vocab_size, embedding_size=6, hidden_size=7, num_hidden_layers=2))
+        return NPLMForCausalLM(NPLMConfig(vocab_size=vocab_size, context_size=2, embedding_size=6,
+                                          hidden_size=5))
+    return AWDLSTMForCausalLM(AWDLSTMConfig(vocab_size=vocab_size, embedding_size=6, hidden_size=7,
+                                            num_hidden_layers=2))
 
 
 def target_nll(model, row: dict[str, list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -104,11 +107,12 @@ def target_nll(model, row: dict[str, list[int]]) -> tuple[torch.Tensor, torch.Te
 def test_trainer_loss_is_the_models_loss_over_every_token_of_each_example(name, tokenizer, tmp_path):
     """Trainer.evaluate() with DataCollatorForCausalLM reports, for batches of two examples of different
     lengths, the mean over batches of the NLL of all their targets (every <eos> included), computed here
-    from each example alone, without padding; the stock collator's eval_loss is that of the other targets only."""
+    from each example alone, without padding; the stock collator's eval_loss is that of the other targets
+    only."""
     model = tiny_model(name, len(tokenizer)).eval()
     rows = examples(tokenizer)[:4]
-    args = TrainingArguments(output_dir=str(tmp_path), per_device_eval_batch_size=2, report_to=[], use_cpu=True,
-                             disable_tqdm=True)
+    args = TrainingArguments(output_dir=str(tmp_path), per_device_eval_batch_size=2, report_to=[],
+                             use_cpu=True, disable_tqdm=True)
     trainer = Trainer(model=model, args=args, eval_dataset=Dataset.from_list(rows),
                       data_collator=DataCollatorForCausalLM(tokenizer))
     eval_loss = trainer.evaluate()["eval_loss"]

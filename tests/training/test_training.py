@@ -70,7 +70,8 @@ def toy_tokenizer(toy_data):
 
 def tiny_model(tokenizer, seed: int = 0, dropout: float = 0.0) -> NPLMForCausalLM:
     torch.manual_seed(seed)
-    config = NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=8, hidden_size=12, dropout=dropout)
+    config = NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=8, hidden_size=12,
+                        dropout=dropout)
     return NPLMForCausalLM(config)
 
 
@@ -153,7 +154,8 @@ def test_weight_decay_only_on_weights(toy_tokenizer, tmp_path):
         for p in model.parameters():
             p.add_(0.5)  # biases start at zero; make them non-zero so decay would show
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    optimizer = build_optimizer(model, tiny_config(tmp_path, optimizer="sgd", learning_rate=0.5, weight_decay=0.1))
+    optimizer = build_optimizer(model, tiny_config(tmp_path, optimizer="sgd", learning_rate=0.5,
+                                                   weight_decay=0.1))
     for p in model.parameters():
         p.grad = torch.zeros_like(p)
     optimizer.step()
@@ -198,10 +200,12 @@ def test_loss_decreases_and_outputs(toy_data, toy_tokenizer, tmp_path):
     assert epochs[-1]["train_loss"] < epochs[0]["train_loss"]
     assert all(r["tokens_per_s"] > 0 and r["lr"] > 0 for r in steps)
     # Validation perplexity uses every validation token once; the final evaluation agrees.
-    assert results["validation"]["num_tokens"] == sum(len(t.split()) + 1 for t in toy_data["validation"]["text"])
+    assert results["validation"]["num_tokens"] == sum(len(t.split()) + 1
+                                                      for t in toy_data["validation"]["text"])
     assert results["validation"]["perplexity"] == pytest.approx(results["best_val_ppl"], rel=1e-5)
     assert results["test"]["perplexity"] < 0.6 * len(toy_tokenizer)
-    for name in ("config.json", "model.safetensors", "tokenizer.json", "README.md", "results.json", "curves.png"):
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "README.md", "results.json",
+                 "curves.png"):
         assert (tmp_path / name).is_file(), name
     assert json.loads((tmp_path / "results.json").read_text())["stop_reason"] == "num_epochs"
 
@@ -233,7 +237,8 @@ def test_resume_equals_uninterrupted(toy_data, toy_tokenizer, tmp_path, interrup
     # before that update, so that the resumed run redoes it with the same masks.
     dropout = 0.2
     full_dir, cut_dir = tmp_path / "full", tmp_path / "cut"
-    train_lm(tiny_model(toy_tokenizer, dropout=dropout), toy_tokenizer, toy_data, tiny_config(full_dir, **settings))
+    train_lm(tiny_model(toy_tokenizer, dropout=dropout), toy_tokenizer, toy_data,
+             tiny_config(full_dir, **settings))
 
     # Interrupt in the middle of the second epoch.
     steps_per_epoch = read_log(full_dir)[-1]["global_step"] // 2
@@ -249,8 +254,10 @@ def test_resume_equals_uninterrupted(toy_data, toy_tokenizer, tmp_path, interrup
     state = json.loads((cut_dir / "checkpoints" / f"checkpoint-{stop}" / "trainer_state.json").read_text())
     assert (state["epoch"], state["step_in_epoch"], state["global_step"]) == (1, stop - steps_per_epoch, stop)
 
-    resumed = tiny_model(toy_tokenizer, seed=123, dropout=dropout)  # other weights: all come from the checkpoint
-    train_lm(resumed, toy_tokenizer, toy_data, tiny_config(cut_dir, resume_from_checkpoint="latest", **settings))
+    # other weights: all come from the checkpoint
+    resumed = tiny_model(toy_tokenizer, seed=123, dropout=dropout)
+    train_lm(resumed, toy_tokenizer, toy_data,
+             tiny_config(cut_dir, resume_from_checkpoint="latest", **settings))
 
     last = f"checkpoint-{2 * steps_per_epoch}"
     assert_bitwise_equal(weights(full_dir / "checkpoints" / last), weights(cut_dir / "checkpoints" / last))
@@ -261,7 +268,8 @@ def test_resume_equals_uninterrupted(toy_data, toy_tokenizer, tmp_path, interrup
         assert torch.equal(v["momentum_buffer"], opt_cut["state"][k]["momentum_buffer"])
     # The log of the resumed run tells the same story (timings aside).
     def story(d):
-        return [(r["type"], r["global_step"], r["train_loss"], r.get("val_ppl"), r["lr"]) for r in read_log(d)]
+        return [(r["type"], r["global_step"], r["train_loss"], r.get("val_ppl"), r["lr"])
+                for r in read_log(d)]
 
     assert story(full_dir) == story(cut_dir)
 
@@ -274,16 +282,19 @@ def test_early_stopping_keeps_best_weights(toy_tokenizer, tmp_path):
             "validation": Dataset.from_dict({"text": ["mat the on sat cat the"] * 5}),
         }
     )
-    config = tiny_config(tmp_path, num_epochs=10, early_stopping_patience=2, save_total_limit=None, learning_rate=1.0)
+    config = tiny_config(tmp_path, num_epochs=10, early_stopping_patience=2, save_total_limit=None,
+                         learning_rate=1.0)
     results = train_lm(tiny_model(toy_tokenizer), toy_tokenizer, data, config)
     epochs = [r for r in read_log(tmp_path) if r["type"] == "epoch"]
     assert results["stop_reason"] == "early_stopping"
-    assert len(epochs) == 3 and results["epochs_completed"] == 3  # best at epoch 0, then 2 without improvement
+    # best at epoch 0, then 2 without improvement
+    assert len(epochs) == 3 and results["epochs_completed"] == 3
     assert results["best_epoch"] == 0
     assert epochs[1]["val_ppl"] > epochs[0]["val_ppl"] and epochs[2]["val_ppl"] > epochs[0]["val_ppl"]
     checkpoints = list_checkpoints(tmp_path)
     assert len(checkpoints) == 3
-    assert_bitwise_equal(weights(tmp_path), weights(checkpoints[0]))  # the weights after epoch 1, not the last
+    # the weights after epoch 1, not the last
+    assert_bitwise_equal(weights(tmp_path), weights(checkpoints[0]))
     assert not torch.equal(weights(tmp_path)["lm_head.weight"], weights(checkpoints[-1])["lm_head.weight"])
 
 
@@ -293,7 +304,8 @@ def test_time_budget_starts_no_epoch_that_would_overrun(toy_data, toy_tokenizer,
     results = train_lm(tiny_model(toy_tokenizer), toy_tokenizer, toy_data, config)
     assert results["stop_reason"] == "max_time" and results["epochs_completed"] == 1
     generous = tiny_config(tmp_path / "generous", num_epochs=2, max_time_s=3600)
-    assert train_lm(tiny_model(toy_tokenizer), toy_tokenizer, toy_data, generous)["stop_reason"] == "num_epochs"
+    assert (train_lm(tiny_model(toy_tokenizer), toy_tokenizer, toy_data, generous)["stop_reason"]
+            == "num_epochs")
 
 
 def test_time_budget_within_epoch_stops_mid_epoch_validates_and_resumes(toy_data, toy_tokenizer, tmp_path):
@@ -301,7 +313,8 @@ def test_time_budget_within_epoch_stops_mid_epoch_validates_and_resumes(toy_data
     settings = dict(num_epochs=2, save_total_limit=None)
     cut = tiny_config(tmp_path / "cut", max_time_s=1e-9, max_time_within_epoch=True, **settings)
     results = train_lm(tiny_model(toy_tokenizer), toy_tokenizer, toy_data, cut)
-    assert results["stop_reason"] == "max_time" and results["global_step"] == 1 and results["epochs_completed"] == 0
+    assert (results["stop_reason"] == "max_time" and results["global_step"] == 1
+            and results["epochs_completed"] == 0)
     (point,) = [r for r in read_log(tmp_path / "cut") if r["type"] == "eval"]
     assert point["global_step"] == 1 and 0 < point["epoch"] < 1
     # The validated point is the model kept, and it is the weights after exactly one update.
@@ -342,9 +355,9 @@ def test_resume_from_other_model_type_errors(toy_data, toy_tokenizer, tmp_path):
 
 
 def test_config_rejects_bad_values(tmp_path):
-    for bad in [dict(batch_size=0), dict(optimizer="rmsprop"), dict(learning_rate=-1.0), dict(momentum=0.9, optimizer="adam"),
-                dict(max_grad_norm=0.0), dict(lr_scheduler="exp"), dict(max_time_within_epoch=True),
-                dict(max_time_s=0.0), dict(max_time_s=float("nan"))]:
+    for bad in [dict(batch_size=0), dict(optimizer="rmsprop"), dict(learning_rate=-1.0),
+                dict(momentum=0.9, optimizer="adam"), dict(max_grad_norm=0.0), dict(lr_scheduler="exp"),
+                dict(max_time_within_epoch=True), dict(max_time_s=0.0), dict(max_time_s=float("nan"))]:
         with pytest.raises(ValueError):
             tiny_config(tmp_path, **bad)
 
@@ -369,7 +382,7 @@ DDP_SCRIPT = textwrap.dedent(
     import os, sys
     import torch
     from hf_nlm import NPLMConfig, NPLMForCausalLM
-    from hf_nlm.data.corpora import load_text_files
+    from hf_nlm.data import load_text_files
     from hf_nlm.tokenization import train_word_level_tokenizer
     from hf_nlm.training import TrainingConfig, train_lm
 
@@ -377,10 +390,12 @@ DDP_SCRIPT = textwrap.dedent(
     data = load_text_files(train="train.txt", validation="valid.txt")
     tokenizer = train_word_level_tokenizer(data["train"]["text"])
     torch.manual_seed(0)
-    model = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=8, hidden_size=12))
-    config = TrainingConfig(output_dir=out, block_size=8, batch_size=batch_size, num_epochs=2, learning_rate=0.5,
-                            lr_scheduler="constant", weight_decay=0.0, logging_steps=1, progress_bar=False,
-                            early_stopping_patience=None, save_total_limit=None, eval_test=False)
+    model = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=8,
+                                       hidden_size=12))
+    config = TrainingConfig(output_dir=out, block_size=8, batch_size=batch_size, num_epochs=2,
+                            learning_rate=0.5, lr_scheduler="constant", weight_decay=0.0, logging_steps=1,
+                            progress_bar=False, early_stopping_patience=None, save_total_limit=None,
+                            eval_test=False)
     train_lm(model, tokenizer, data, config)
     torch.save(dict(model.state_dict()), os.path.join(out, f"rank{os.environ.get('RANK', '0')}.pt"))
     """
@@ -389,7 +404,8 @@ DDP_SCRIPT = textwrap.dedent(
 
 def run_two_processes_and_one(tmp_path, monkeypatch, script: str, batch_size: int) -> tuple[dict, dict, dict]:
     """Run ``script`` under torchrun as 2 CPU processes (gloo) with ``batch_size`` each, and as one process
-    with the global batch ``2 * batch_size``; return the final weights of rank 0, rank 1 and the single run."""
+    with the global batch ``2 * batch_size``; return the final weights of rank 0, rank 1 and the single
+    run."""
     (tmp_path / "train.txt").write_text("\n".join(toy_sentences(48, 0)) + "\n")
     (tmp_path / "valid.txt").write_text("\n".join(toy_sentences(8, 1)) + "\n")
     (tmp_path / "script.py").write_text(script)
@@ -440,7 +456,7 @@ def test_split_head_with_unsorted_vocabulary_is_refused(tmp_path):
     tokenizer = train_word_level_tokenizer(["a a a a b b b c c d"] * 3)
     data = DatasetDict({"train": Dataset.from_dict({"text": ["d d d d c c c b b a"] * 20})})
     torch.manual_seed(0)
-    model = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=4, hidden_size=4,
-                                       head="split", cutoffs=[3]))
+    model = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=4,
+                                       hidden_size=4, head="split", cutoffs=[3]))
     with pytest.raises(ValueError, match="not sorted by decreasing frequency"):
         train_lm(model, tokenizer, data, tiny_config(tmp_path))

@@ -11,30 +11,33 @@ paper's name of the strategy:
 * ``"hsoftmax"`` (:mod:`.hsoftmax`, sec. 3.2, hierarchical softmax): p(s | h) = p(c | h) p(s | c, h)
   with the class c in {word, numeral}, the numeral branch a softmax over the vocabulary's numerals.
 * ``"drnn"`` (:mod:`.drnn`, sec. 3.3): the numeral branch is a digit-level RNN that spells the numeral
-  (:mod:`.digit_rnn`), an open vocabulary of numerals.
+  (:mod:`.densities.digit_rnn`), an open vocabulary of numerals.
 * ``"mog"`` (:mod:`.mog`, sec. 3.4): the numeral branch is a mixture of Gaussians over the numeral's
-  value, each written numeral the mass of the interval it stands for (:mod:`.mixture`).
+  value, each written numeral the mass of the interval it stands for (:mod:`.densities.gaussian_mixture`);
+  its settings (``mog_components``, ``mog_transform``, ``mog_trainable``) are declared in the same file.
 * ``"combination"`` (:mod:`.combination`, sec. 3.5): the numeral branch mixes the h-softmax, the
   d-RNN and the mixture with weights predicted from h.
 * ``"dexp"`` (:mod:`.dexp`; Berg-Kirkpatrick & Spokoyny, EMNLP 2020): the numeral branch is a softmax over
-  signed powers of ten and a density for the mantissa within each (:mod:`.exponent`).
+  signed powers of ten and a density for the mantissa within each (:mod:`.densities.discrete_exponent`).
+
+Each head gives its place in the registry (``register_head(name, place=...)``: the paper's order), so
+``HEAD_REGISTRY`` lists them in that order whatever order their files are imported in.
 
 The open heads (``drnn``, ``mog``, ``combination``, ``dexp``) derive from :class:`OpenNumeralBranchHead`
 (:mod:`.open_branch`) and hold their branches as objects they call (:class:`DigitBranch`,
-:class:`ValueBranch`); :mod:`.common` has what all numeral heads share. Every head returns an exact
-full-vocabulary distribution, so ``generate()``, perplexity and the adjusted perplexity treat them like
-any other head.
+:class:`ValueBranch`, in the same file), each over a density of :mod:`.densities`; :mod:`.common` has what
+all numeral heads share. Every head returns an exact full-vocabulary distribution, so ``generate()``,
+perplexity and the adjusted perplexity treat them like any other head.
 """
 
-# The heads register in the paper's order of the strategies (sec. 3.1-3.5), the order HEAD_REGISTRY lists them.
-from .softmax_digits import DigitSoftmaxHead  # noqa: I001
-from .hsoftmax import NumeralHierarchicalSoftmaxHead
-from .drnn import DigitBranch, DigitRNNHead
-from .mog import MixtureOfGaussiansHead, ValueBranch
 from .combination import CombinationHead
-from .dexp import DiscreteExponentHead
 from .common import check_numerals_kept, numeral_vocab_of, spread_over_rows
-from .open_branch import OpenNumeralBranchHead
+from .dexp import DiscreteExponentHead
+from .drnn import DigitRNNHead
+from .hsoftmax import NumeralHierarchicalSoftmaxHead
+from .mog import MixtureOfGaussiansHead, MixtureOfGaussiansOptions
+from .open_branch import DigitBranch, OpenNumeralBranchHead, ValueBranch
+from .softmax_digits import DigitSoftmaxHead
 
 __all__ = [
     "CombinationHead",
@@ -43,6 +46,7 @@ __all__ = [
     "DigitSoftmaxHead",
     "DiscreteExponentHead",
     "MixtureOfGaussiansHead",
+    "MixtureOfGaussiansOptions",
     "NumeralHierarchicalSoftmaxHead",
     "OpenNumeralBranchHead",
     "ValueBranch",

@@ -1,7 +1,7 @@
-"""``"combination"``: the combination of strategies of Spithourakis & Riedel ("Numeracy for Language
-Models: Evaluating and Improving their Ability to Predict Numbers", ACL 2018, sec. 3.5), a numeral branch
-that mixes the h-softmax (sec. 3.2), the d-RNN (sec. 3.3, :class:`~.drnn.DigitBranch`) and the mixture of
-Gaussians (sec. 3.4, :class:`~.mog.ValueBranch`) with weights predicted from h.
+"""``"combination"``: the combination of strategies of Spithourakis & Riedel ("Numeracy for Language Models:
+Evaluating and Improving their Ability to Predict Numbers", ACL 2018, sec. 3.5), a numeral branch that mixes
+the h-softmax (sec. 3.2), the d-RNN (sec. 3.3, :class:`~.open_branch.DigitBranch`) and the mixture of
+Gaussians (sec. 3.4, :class:`~.open_branch.ValueBranch`) with weights predicted from h.
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ from torch import nn
 
 from ...tokenization.numerals import decode_digits
 from ..base import register_head, upcast
-from .drnn import DigitBranch
-from .mixture import NumeralMixture
-from .mog import ValueBranch, mixture_options
-from .open_branch import OpenNumeralBranchHead
+from .densities.gaussian_mixture import NumeralMixture
+from .mog import mixture_options
+from .open_branch import DigitBranch, OpenNumeralBranchHead, ValueBranch
 
 
-@register_head("combination")
+@register_head("combination", place=5)  # sec. 3.5
 class CombinationHead(OpenNumeralBranchHead):
     """The combination of strategies (sec. 3.5): p(s | numeral, h) = sum_m p(m | h) p_m(s | h) over
     m in {h-softmax, d-RNN, MoG}, the strategy weights p(m | h) a softmax of h (``strategy_weight``).
@@ -27,15 +26,16 @@ class CombinationHead(OpenNumeralBranchHead):
     d-RNN's branch ``digit_branch`` (its ``digit_rnn``) and the mixture's ``value_branch`` (its ``mixture``
     and the buffers ``known_values`` / ``known_precisions``).
 
-    Each component is a distribution over numerals. The h-softmax component is closed: a softmax over
-    the vocabulary's numerals, each counted once (``<unk_num>`` and a second spelling of a numeral, the
-    rows the d-RNN gives 0, have no share of it), so a numeral outside the vocabulary gets
-    p(s | numeral, h) = p(d-RNN | h) p_d(s | h) + p(MoG | h) p_MoG(s | h) and the strategy weights learn
-    where the open components are needed. Scoring a target then needs the d-RNN on that numeral's own
-    digits only, never on every numeral of the vocabulary. Reads the targets' ``digit_ids``,
-    ``numeral_value`` and ``numeral_precision``; the MoG's Gaussians are fitted by EM when training
-    starts (and trained on with ``config.mog_trainable``), as for ``mog``. Two numerals are told apart by their canonical digit strings (the d-RNN's
-    key), and a generated ``<unk_num>`` is written by the open component the context weighs more."""
+    Each component is a distribution over numerals. The h-softmax component is closed: a softmax over the
+    vocabulary's numerals, each counted once (``<unk_num>`` and a second spelling of a numeral, the rows the
+    d-RNN gives 0, have no share of it), so a numeral outside the vocabulary gets
+    p(s | numeral, h) = p(d-RNN | h) p_d(s | h) + p(MoG | h) p_MoG(s | h) and the strategy weights learn where
+    the open components are needed. Scoring a target then needs the d-RNN on that numeral's own digits only,
+    never on every numeral of the vocabulary. Reads the targets' ``digit_ids``, ``numeral_value`` and
+    ``numeral_precision``; the MoG's Gaussians are fitted by EM when training starts (and trained on with
+    ``config.mog_trainable``), as for ``mog``. Two numerals are told apart by their canonical digit strings
+    (the d-RNN's key), and a generated ``<unk_num>`` is written by the open component the context weighs
+    more."""
 
     target_fields = ("numeral_mask", "digit_ids", "numeral_value", "numeral_precision")
     #: The components, in the order of ``strategy_weight``'s rows.
@@ -51,7 +51,8 @@ class CombinationHead(OpenNumeralBranchHead):
         self.strategy_bias = nn.Parameter(torch.zeros(len(self.STRATEGIES)))
         self.digit_branch = DigitBranch.build(self, in_features, tokens)
         self.value_branch = ValueBranch.build(
-            self, tokens, NumeralMixture(in_features, num_components, transform=transform, trainable=trainable))
+            self, tokens,
+            NumeralMixture(in_features, num_components, transform=transform, trainable=trainable))
         # The h-softmax row of each canonical numeral string, to read a target's share without |N| lookups.
         self._row_of = dict(zip(self.digit_branch.strings, self.digit_branch.rows, strict=True))
 
@@ -87,10 +88,12 @@ class CombinationHead(OpenNumeralBranchHead):
         return torch.stack([self.softmax_log_probs(hidden), self.digit_branch.log_probs(hidden), values], -1)
 
     def numeral_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        mixed = torch.logsumexp(self.component_log_probs(hidden) + self.strategy_log_weights(hidden).unsqueeze(-2), -1)
+        mixed = torch.logsumexp(
+            self.component_log_probs(hidden) + self.strategy_log_weights(hidden).unsqueeze(-2), -1)
         return mixed.to(torch.promote_types(hidden.dtype, torch.float32))
 
-    def exact_numeral_log_probs(self, hidden: torch.Tensor, fields: dict[str, torch.Tensor]) -> torch.Tensor | None:
+    def exact_numeral_log_probs(self, hidden: torch.Tensor,
+                                fields: dict[str, torch.Tensor]) -> torch.Tensor | None:
         digits, values = self.digit_branch.exact(hidden, fields), self.value_branch.exact(hidden, fields)
         if digits is None or values is None:
             return None
@@ -105,8 +108,10 @@ class CombinationHead(OpenNumeralBranchHead):
     def numeral_key(self, text: str):
         return self.digit_branch.key(text)
 
-    def draw_numeral(self, hidden: torch.Tensor, do_sample: bool, generator: torch.Generator | None) -> list[str]:
-        # Written by the open component the context trusts more (the h-softmax cannot write an unseen numeral).
+    def draw_numeral(self, hidden: torch.Tensor, do_sample: bool,
+                     generator: torch.Generator | None) -> list[str]:
+        # Written by the open component the context trusts more (the h-softmax cannot write an unseen
+        # numeral).
         weights = self.strategy_log_weights(hidden)
         branch = self.digit_branch if bool(weights[1] >= weights[2]) else self.value_branch
         return branch.draw(hidden, do_sample, generator)

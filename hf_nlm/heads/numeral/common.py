@@ -36,13 +36,15 @@ def check_numerals_kept(numeral_vocab: dict[str, int], vocab_size: int, owner: s
     if cut:
         i, token = cut[0]
         raise ValueError(
-            f"{owner} cannot follow a vocabulary resized to {vocab_size} tokens: it would cut the numeral {token!r} "
-            f"(id {i}) of numeral_vocab. Resizing adds or cuts words at the end of the vocabulary: keep at least "
-            f"{cut[-1][0] + 1} tokens, or train a tokenizer and a new model without those numerals"
+            f"{owner} cannot follow a vocabulary resized to {vocab_size} tokens: it would cut the numeral "
+            f"{token!r} (id {i}) of numeral_vocab. Resizing adds or cuts words at the end of the vocabulary: "
+            f"keep at least {cut[-1][0] + 1} tokens, or train a tokenizer and a new model without those "
+            "numerals"
         )
 
 
-def spread_over_rows(known: torch.Tensor, scored_rows: list[int], unknown_row: int, num_rows: int) -> torch.Tensor:
+def spread_over_rows(known: torch.Tensor, scored_rows: list[int], unknown_row: int,
+                     num_rows: int) -> torch.Tensor:
     """An open numeral distribution over the numeral rows of the vocabulary: ``known`` (..., len(scored_rows))
     log-probabilities of the rows' numerals go to ``scored_rows``, the rest of the mass (every numeral
     outside the vocabulary) to ``unknown_row`` (``<unk_num>``), -inf elsewhere (a duplicate spelling)."""

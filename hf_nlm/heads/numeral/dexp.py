@@ -1,8 +1,8 @@
 """``"dexp"``: the hierarchical softmax whose numeral branch is the discrete-latent-exponent density of
 Berg-Kirkpatrick & Spokoyny ("An Empirical Investigation of Contextualized Number Prediction", EMNLP 2020,
 "DExp"): a softmax over signed powers of ten, then a density for the mantissa within the chosen one
-(:class:`~hf_nlm.heads.numeral.exponent.NumeralExponentDensity`), on the class split of Spithourakis &
-Riedel (ACL 2018, sec. 3.2).
+(:class:`~hf_nlm.heads.numeral.densities.discrete_exponent.NumeralExponentDensity`), on the class split of
+Spithourakis & Riedel (ACL 2018, sec. 3.2).
 """
 
 from __future__ import annotations
@@ -10,20 +10,19 @@ from __future__ import annotations
 from torch import nn
 
 from ..base import register_head
-from .exponent import NumeralExponentDensity
-from .mog import ValueBranch
-from .open_branch import OpenNumeralBranchHead
+from .densities.discrete_exponent import NumeralExponentDensity
+from .open_branch import OpenNumeralBranchHead, ValueBranch
 
 
-@register_head("dexp")
+@register_head("dexp", place=6)  # after the strategies of Spithourakis & Riedel
 class DiscreteExponentHead(OpenNumeralBranchHead):
     """Hierarchical softmax whose numeral branch is a discrete latent exponent: p(sign, power of ten | h),
     then a truncated Gaussian over the log-mantissa within it, both read from h
-    (:class:`~hf_nlm.heads.numeral.exponent.NumeralExponentDensity`, ``exponent_density``). A numeral v
-    written with r decimals gets P(r | h) times the mass of [v - 0.5 10^-r, v + 0.5 10^-r], as for ``mog``,
-    so its probability is exact at its written precision. ``branch`` is its
-    :class:`~hf_nlm.heads.numeral.mog.ValueBranch`. The class and precision biases start at the training
-    numerals' frequencies when training starts (:meth:`prepare_training`). Reads the targets'
+    (:class:`~hf_nlm.heads.numeral.densities.discrete_exponent.NumeralExponentDensity`, ``exponent_density``).
+    A numeral v written with r decimals gets P(r | h) times the mass of [v - 0.5 10^-r, v + 0.5 10^-r], as for
+    ``mog``, so its probability is exact at its written precision. ``branch`` is its
+    :class:`~hf_nlm.heads.numeral.open_branch.ValueBranch`. The class and precision biases start at the
+    training numerals' frequencies when training starts (:meth:`prepare_training`). Reads the targets'
     ``numeral_value`` and ``numeral_precision``."""
 
     target_fields = ("numeral_mask", "numeral_value", "numeral_precision")

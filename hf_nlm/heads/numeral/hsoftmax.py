@@ -21,7 +21,7 @@ from ..softmax import resized_rows
 from .common import check_numerals_kept, numeral_vocab_of, sorted_numerals
 
 
-@register_head("hsoftmax")
+@register_head("hsoftmax", place=2)  # sec. 3.2
 class NumeralHierarchicalSoftmaxHead(OutputHead):
     """p(s | h) = p(c | h) p(s | c, h), c in {word, numeral} (sec. 3.2); no parameter is shared.
 
@@ -32,11 +32,11 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
     id sits in the concatenation [word branch, numeral branch]. Every token that is not a numeral,
     ``<eos>`` and ``<unk_word>`` included, is in the word branch.
 
-    Subclasses replace the numeral branch (:meth:`build_numeral_branch`, :meth:`numeral_log_probs`)
-    and, with an open vocabulary of numerals (``open_numeral_vocabulary``: the digit-RNN, the mixture of
-    Gaussians, their combination; :class:`~hf_nlm.heads.numeral.open_branch.OpenNumeralBranchHead`), score a numeral target from its own per-target fields (:meth:`exact_numeral_log_probs`)
-    rather than from its vocabulary row, so an unseen numeral gets the probability of *its* digits or
-    value instead of ``<unk_num>``'s.
+    Subclasses replace the numeral branch (:meth:`build_numeral_branch`, :meth:`numeral_log_probs`) and, with
+    an open vocabulary of numerals (``open_numeral_vocabulary``: the digit-RNN, the mixture of Gaussians,
+    their combination; :class:`~hf_nlm.heads.numeral.open_branch.OpenNumeralBranchHead`), score a numeral
+    target from its own per-target fields (:meth:`exact_numeral_log_probs`) rather than from its vocabulary
+    row, so an unseen numeral gets the probability of *its* digits or value instead of ``<unk_num>``'s.
 
     ``resize`` follows a vocabulary resized by words at its end: they join the word branch, with rows the
     mean of the old word rows (zeros without ``mean_init``), so p(class | h) and the numeral branch are
@@ -50,7 +50,8 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
     #: outside the vocabulary is scored as itself (and is not an unknown token for the adjusted perplexity).
     open_numeral_vocabulary: ClassVar[bool] = False
 
-    def __init__(self, in_features: int, vocab_size: int, numeral_vocab: dict[str, int], **branch_options) -> None:
+    def __init__(self, in_features: int, vocab_size: int, numeral_vocab: dict[str, int],
+                 **branch_options) -> None:
         super().__init__()
         self.in_features = in_features
         self.vocab_size = vocab_size
@@ -73,8 +74,8 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
 
     @staticmethod
     def branch_indices(vocab_size: int, numeral_ids: list[int]) -> dict[str, list[int]]:
-        """The vocabulary ids of each branch's rows (``word_ids``: every id that is not a numeral, in
-        order) and ``vocab_position``, where each id sits in the concatenation [word branch, numeral branch]."""
+        """The vocabulary ids of each branch's rows (``word_ids``: every id that is not a numeral, in order)
+        and ``vocab_position``, where each id sits in the concatenation [word branch, numeral branch]."""
         taken = set(numeral_ids)
         word_ids = [i for i in range(vocab_size) if i not in taken]
         position = [0] * vocab_size
@@ -113,8 +114,9 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
     def check_resize(self, vocab_size: int) -> None:
         check_numerals_kept(self.numeral_vocab, vocab_size, type(self).__name__)
         if vocab_size <= len(self.numeral_vocab):
-            raise ValueError(f"{type(self).__name__} cannot follow a vocabulary resized to {vocab_size} tokens: its "
-                             f"{len(self.numeral_vocab)} numerals would leave no word for the word branch")
+            raise ValueError(f"{type(self).__name__} cannot follow a vocabulary resized to {vocab_size} "
+                             f"tokens: its {len(self.numeral_vocab)} numerals would leave no word for the "
+                             "word branch")
 
     def resize(self, vocab_size: int, mean_init: bool = True) -> None:
         """The word branch follows a vocabulary resized by words at its end (class docstring)."""
@@ -143,7 +145,8 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
         """log p(s | numeral, h) over the numeral rows (..., |N|): a distribution over the rows."""
         return torch.log_softmax(upcast(F.linear(hidden, self.numeral_weight, self.numeral_bias)), dim=-1)
 
-    def exact_numeral_log_probs(self, hidden: torch.Tensor, fields: dict[str, torch.Tensor]) -> torch.Tensor | None:
+    def exact_numeral_log_probs(self, hidden: torch.Tensor,
+                                fields: dict[str, torch.Tensor]) -> torch.Tensor | None:
         """log p(numeral | numeral, h) of each target from its fields, (M,); None: score by vocabulary row."""
         return None
 
@@ -175,7 +178,8 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
         rows = torch.nonzero(is_numeral).squeeze(-1)
         if rows.numel():
             h = hidden[rows]
-            fields = {name: value.reshape(-1, *value.shape[len(shape):])[rows] for name, value in targets.fields.items()}
+            fields = {name: value.reshape(-1, *value.shape[len(shape):])[rows]
+                      for name, value in targets.fields.items()}
             exact = self.exact_numeral_log_probs(h, fields)
             by_row = None if exact is not None else slice(None)  # targets scored by their vocabulary row
             if exact is not None:  # the target's own probability where its fields say it is a numeral
@@ -185,13 +189,15 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
                     by_row = torch.nonzero(~numeral).squeeze(-1)
             if by_row is not None:  # the open branches' |N|-wide rows only where they are needed
                 row = position[rows][by_row] - num_words
-                vocab = self.numeral_log_probs(h[by_row]).gather(-1, row[:, None]).squeeze(-1).to(log_class.dtype)
+                vocab = (self.numeral_log_probs(h[by_row]).gather(-1, row[:, None]).squeeze(-1)
+                         .to(log_class.dtype))
                 in_branch = vocab if exact is None else in_branch.index_put((by_row,), vocab)
             picked = picked.index_put((rows,), log_class[rows, 1] + in_branch)
         return torch.where(keep, -picked, torch.zeros_like(picked)).view(shape)
 
     def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, words={self.word_ids.numel()}, numerals={self.numeral_ids.numel()}"
+        return (f"in_features={self.in_features}, words={self.word_ids.numel()}, "
+                f"numerals={self.numeral_ids.numel()}")
 
 
 __all__ = ["NumeralHierarchicalSoftmaxHead"]

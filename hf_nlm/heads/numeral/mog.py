@@ -1,11 +1,12 @@
 """``"mog"``: the hierarchical softmax whose numeral branch is the mixture of Gaussians of Spithourakis &
-Riedel ("Numeracy for Language Models: Evaluating and Improving their Ability to Predict Numbers", ACL
-2018, sec. 3.4, "MoG"), and :class:`ValueBranch`, that branch as an object a head holds (the
-``combination`` head holds one too).
+Riedel ("Numeracy for Language Models: Evaluating and Improving their Ability to Predict Numbers", ACL 2018,
+sec. 3.4, "MoG"), and its settings, :class:`MixtureOfGaussiansOptions` (the ``combination`` head reads them
+too).
 
 A numeral v written with r decimals has probability
 P(r | h) sum_k pi_k(h) [Phi((v + 0.5 10^-r - mu_k) / sigma_k) - Phi((v - 0.5 10^-r - mu_k) / sigma_k)]
-(:class:`~hf_nlm.heads.numeral.mixture.NumeralMixture`), the mass of the interval its writing stands for.
+(:class:`~hf_nlm.heads.numeral.densities.gaussian_mixture.NumeralMixture`), the mass of the interval its
+writing stands for.
 """
 
 from __future__ import annotations
@@ -13,115 +14,64 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ...tokenization.numerals import UNK_NUM_TOKEN, parse_numeral
-from ..base import register_head, write_unless_loaded
-from .common import first_rows, spread_over_rows
-from .mixture import NumeralMixture
-from .open_branch import OpenNumeralBranchHead
+from ..base import head_options, register_head
+from .densities.gaussian_mixture import TRANSFORMS, NumeralMixture
+from .open_branch import OpenNumeralBranchHead, ValueBranch
+
+
+@head_options
+class MixtureOfGaussiansOptions:
+    r"""
+    The settings of the mixture of Gaussians of the ``mog`` and ``combination`` heads: fields of the config of
+    a model that offers them (:class:`~hf_nlm.NumeracyLMConfig`).
+
+    Args:
+        mog_components (`int`, defaults to 10):
+            With `head="mog"` or `"combination"` (the numeracy LM's `numeral_strategy`): K, the number of
+            Gaussians of the numeral density (fitted by EM on the training numerals when training starts, then
+            frozen unless `mog_trainable`).
+        mog_transform (`str`, defaults to `"log"`):
+            With `head="mog"` or `"combination"`: the space of the Gaussians, `"log"` (sign(v) log(1 + |v|):
+            numbers spanning orders of magnitude, negative ones mirrored) or `"none"` (v itself, the paper's
+            basic model).
+        mog_trainable (`bool`, defaults to `False`):
+            With `head="mog"` or `"combination"`: the Gaussians' means and log-deviations are parameters,
+            trained by the loss from EM's start on (their deviations floored at the smallest one EM gave);
+            `False` keeps them where EM put them (buffers) and learns only the context's mixture weights and
+            precision distribution.
+    """
+
+    mog_components: int = 10
+    mog_transform: str = "log"
+    mog_trainable: bool = False
+
+    def validate_mixture(self):
+        name = type(self).__name__
+        if self.mog_components < 1:
+            raise ValueError(f"{name}.mog_components must be >= 1, got {self.mog_components}")
+        if self.mog_transform not in TRANSFORMS:
+            raise ValueError(f"{name}.mog_transform must be 'log' or 'none', got {self.mog_transform!r}")
 
 
 def mixture_options(config) -> dict:
-    """The mixture's construction options read from a config: K (``mog_components``), ``mog_transform`` and
-    whether EM's components go on training (``mog_trainable``)."""
+    """The mixture's construction options read from a config (:class:`MixtureOfGaussiansOptions`): K
+    (``mog_components``), ``mog_transform`` and whether EM's components go on training (``mog_trainable``)."""
     return {"num_components": config.mog_components, "transform": config.mog_transform,
             "trainable": config.mog_trainable}
 
 
-class ValueBranch:
-    """A density over numbers as a numeral branch: the mixture of Gaussians (sec. 3.4,
-    :class:`~hf_nlm.heads.numeral.mixture.NumeralMixture`) or the discrete latent exponent
-    (:class:`~hf_nlm.heads.numeral.exponent.NumeralExponentDensity`). Its distribution over all numerals,
-    each written numeral the mass of the interval it stands for, laid over the vocabulary's numeral rows,
-    and the numerals it writes.
-
-    ``density`` is the module the head registers under a name of its own (:meth:`build`: ``mixture`` for
-    ``mog`` and ``combination``), so its parameters are the head's. A numeral row is scored by its value and
-    precision (the first row of each, ``rows``, their ``(value, precision)`` in ``known_numerals``; a second
-    spelling of the same numeral gets 0); ``<unk_num>`` (``unknown_row``) gets the rest, every numeral
-    outside the vocabulary. The head holds the scored rows' values and precisions as the buffers
-    ``known_values`` / ``known_precisions`` (saved with the weights), which :meth:`log_probs` is given.
-    """
-
-    def __init__(self, density: nn.Module, tokens: list[str]) -> None:
-        self.density = density
-        keys = [self.key(token) for token in tokens]
-        self.rows = first_rows(keys)
-        # (value, precision) of each scored row as Python numbers: what the buffers are written from again.
-        self.known_numerals = [keys[row] for row in self.rows]
-        self.unknown_row = tokens.index(UNK_NUM_TOKEN)
-        self.num_rows = len(tokens)
-
-    @classmethod
-    def build(cls, head: nn.Module, tokens: list[str], density: nn.Module, name: str = "mixture") -> ValueBranch:
-        """``density`` registered on ``head`` as ``name``, the branch over the numeral rows ``tokens``, and the
-        head's buffers ``known_values`` / ``known_precisions``."""
-        setattr(head, name, density)
-        branch = cls(density, tokens)
-        values, precisions = branch.known_numeral_tensors()
-        head.register_buffer("known_values", values)
-        head.register_buffer("known_precisions", precisions)
-        return branch
-
-    @staticmethod
-    def key(text: str) -> tuple[float, int] | None:
-        """What tells two numerals apart for the mixture: value and precision (None: no numeral)."""
-        numeral = parse_numeral(text)
-        return (numeral.value, numeral.precision) if numeral is not None else None
-
-    def known_numeral_tensors(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The values (float64: exact for every numeral a float64 holds) and precisions of the scored rows."""
-        values = torch.tensor([value for value, _ in self.known_numerals], dtype=torch.float64)
-        precisions = torch.tensor([precision for _, precision in self.known_numerals], dtype=torch.long)
-        return values, precisions
-
-    def init_weights(self, init, known_values: torch.Tensor, known_precisions: torch.Tensor) -> None:
-        """The density as at construction (its ``init_weights``) and the head's buffers of the scored rows,
-        which follow from the numeral tokens; what was loaded from a checkpoint is kept."""
-        self.density.init_weights(init)
-        values, precisions = self.known_numeral_tensors()
-        write_unless_loaded(known_values, values)
-        write_unless_loaded(known_precisions, precisions)
-
-    def fit(self, stream: dict[str, torch.Tensor], head_name: str) -> None:
-        """The density started from the training split's numerals (its ``initialize_from``: EM for the
-        mixture's components, the training frequencies for the biases)."""
-        mask = stream.get("numeral_mask")
-        if mask is None or not bool(mask.any()):
-            raise ValueError(f"the {head_name} head fits its density to the training numerals, but the "
-                             "training data has none (or no numeral fields: use a numeracy tokenizer)")
-        mask = mask.bool()
-        self.density.initialize_from(stream["numeral_value"][mask], stream["numeral_precision"][mask])
-
-    def log_probs(self, hidden: torch.Tensor, known_values: torch.Tensor, known_precisions: torch.Tensor) -> torch.Tensor:
-        """The density's open distribution over the numeral rows (..., |N|), float64: P(r | h) times the
-        interval mass of each scored row (values ``known_values``, precisions ``known_precisions``)."""
-        known = self.density.vocabulary_log_probs(hidden, known_values, known_precisions)
-        return spread_over_rows(known, self.rows, self.unknown_row, self.num_rows)
-
-    def exact(self, hidden: torch.Tensor, fields: dict[str, torch.Tensor]) -> torch.Tensor | None:
-        """log P(v, r | h) of each target's own ``numeral_value`` and ``numeral_precision``; None without them."""
-        if not {"numeral_mask", "numeral_value", "numeral_precision"} <= fields.keys():
-            return None
-        return self.density.log_prob(hidden, fields["numeral_value"].to(torch.float64), fields["numeral_precision"])
-
-    def draw(self, hidden: torch.Tensor, do_sample: bool, generator: torch.Generator | None) -> list[str]:
-        """One sample at ``hidden`` (D,), or the median written with the most likely precision."""
-        if do_sample:
-            return self.density.sample(hidden[None], generator=generator)[2]
-        precision = int(self.density.log_precision_probs(hidden).argmax())
-        return [f"{float(self.density.median(hidden[None])[0]):.{precision}f}"]
-
-
-@register_head("mog")
+@register_head("mog", place=4)  # sec. 3.4
 class MixtureOfGaussiansHead(OpenNumeralBranchHead):
     """Hierarchical softmax whose numeral branch is a mixture of Gaussians (sec. 3.4, "MoG"): a numeral
     v written with r decimals has P(r | h) sum_k pi_k(h) [Phi((v + 0.5 10^-r - mu_k) / sigma_k) -
-    Phi((v - 0.5 10^-r - mu_k) / sigma_k)] (:class:`~hf_nlm.heads.numeral.mixture.NumeralMixture`,
-    ``mixture``; in log space, with the pdf x 10^-r fallback). ``branch`` is its :class:`ValueBranch`.
+    Phi((v - 0.5 10^-r - mu_k) / sigma_k)]
+    (:class:`~hf_nlm.heads.numeral.densities.gaussian_mixture.NumeralMixture`, ``mixture``; in log space,
+    with the pdf x 10^-r fallback). ``branch`` is its :class:`~hf_nlm.heads.numeral.open_branch.ValueBranch`.
     The means and deviations are fitted by EM on the training numerals when training starts
     (:meth:`prepare_training`) and then frozen (only pi(h) and P(r | h) are learned), or trained on from
     there with ``config.mog_trainable``. ``config.mog_components`` = K, ``config.mog_transform``: ``"log"``
-    (Gaussians over sign(v) log(1 + |v|), for numbers spanning orders of magnitude) or ``"none"`` (over v).
+    (Gaussians over sign(v) log(1 + |v|), for numbers spanning orders of magnitude) or ``"none"`` (over v):
+    :class:`MixtureOfGaussiansOptions`.
     Reads the targets' ``numeral_value`` and ``numeral_precision``."""
 
     target_fields = ("numeral_mask", "numeral_value", "numeral_precision")
@@ -131,7 +81,8 @@ class MixtureOfGaussiansHead(OpenNumeralBranchHead):
     def build_open_branch(self, in_features: int, tokens: list[str], num_components: int = 10,
                           transform: str = "log", trainable: bool = False) -> None:
         self.branch = ValueBranch.build(
-            self, tokens, NumeralMixture(in_features, num_components, transform=transform, trainable=trainable))
+            self, tokens,
+            NumeralMixture(in_features, num_components, transform=transform, trainable=trainable))
 
     def init_weights(self, initializer_range: float, init=nn.init) -> None:
         super().init_weights(initializer_range, init)
@@ -145,4 +96,4 @@ class MixtureOfGaussiansHead(OpenNumeralBranchHead):
         return self.branch.log_probs(hidden, self.known_values, self.known_precisions)
 
 
-__all__ = ["MixtureOfGaussiansHead", "ValueBranch", "mixture_options"]
+__all__ = ["MixtureOfGaussiansHead", "MixtureOfGaussiansOptions", "mixture_options"]

@@ -24,7 +24,7 @@ from ..softmax import SoftmaxHead
 from .common import check_numerals_kept, numeral_vocab_of, sorted_numerals
 
 
-@register_head("softmax_digits")
+@register_head("softmax_digits", place=1)  # the numeral heads in the paper's order: sec. 3.1
 class DigitSoftmaxHead(SoftmaxHead):
     """Softmax whose numeral rows add a character-RNN encoding of the numeral's digits (sec. 3.1).
 
@@ -41,7 +41,8 @@ class DigitSoftmaxHead(SoftmaxHead):
     def __init__(self, in_features: int, vocab_size: int, numeral_vocab: dict[str, int]) -> None:
         super().__init__(in_features, vocab_size)
         self.numeral_vocab = dict(numeral_vocab)
-        numerals = [(token, i) for token, i in sorted_numerals(numeral_vocab) if canonical_digits(token) is not None]
+        numerals = [(token, i) for token, i in sorted_numerals(numeral_vocab)
+                    if canonical_digits(token) is not None]
         self._numeral_rows = (
             [i for _, i in numerals],
             [encode_digits(canonical_digits(token)) for token, _ in numerals],
@@ -56,7 +57,8 @@ class DigitSoftmaxHead(SoftmaxHead):
     @classmethod
     def from_config(cls, config, in_features: int, **kwargs) -> DigitSoftmaxHead:
         refuse_arguments(config, kwargs)
-        return cls(in_features, config.vocab_size, numeral_vocab_of(config, type(config).__name__, "softmax_digits"))
+        return cls(in_features, config.vocab_size,
+                   numeral_vocab_of(config, type(config).__name__, "softmax_digits"))
 
     @classmethod
     def check_config(cls, config, owner: str) -> None:
@@ -71,7 +73,8 @@ class DigitSoftmaxHead(SoftmaxHead):
         # built on the meta device by from_pretrained has them from the checkpoint instead).
         ids, digits = self._numeral_rows
         write_unless_loaded(self.numeral_ids, torch.tensor(ids, dtype=torch.long).reshape(-1))
-        write_unless_loaded(self.numeral_digits, torch.tensor(digits, dtype=torch.long).reshape(-1, DIGITS_WIDTH))
+        write_unless_loaded(self.numeral_digits,
+                            torch.tensor(digits, dtype=torch.long).reshape(-1, DIGITS_WIDTH))
 
     def check_resize(self, vocab_size: int) -> None:
         check_numerals_kept(self.numeral_vocab, vocab_size, type(self).__name__)

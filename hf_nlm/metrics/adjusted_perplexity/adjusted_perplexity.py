@@ -59,7 +59,8 @@ _CITATION = """\
   year={2018}
 }
 @article{ueberla1994analysing,
-  title={Analysing a simple language model: some general conclusions for language models for speech recognition},
+  title={Analysing a simple language model: some general conclusions for language models for speech \
+recognition},
   author={Ueberla, Joerg},
   journal={Computer Speech \\& Language},
   volume={8},
@@ -216,7 +217,8 @@ def _class_report(log_prob: np.ndarray, unknown: np.ndarray, tokens: list[str], 
     if both:
         raise ValueError(
             f"the {class_name} {both[0]!r} is marked unknown for some tokens and known for others: a type "
-            "is either in the model's vocabulary or not (were is_unknown flags computed from another vocabulary?)"
+            "is either in the model's vocabulary or not (were is_unknown flags computed from another "
+            "vocabulary?)"
         )
     num_unknown = int(unknown.sum())
     num_types = len(unknown_types)

@@ -104,7 +104,8 @@ class Bleu(evaluate.Metric):
     def compute(self, *, predictions=None, references=None, **kwargs) -> dict | None:
         """Corpus BLEU of everything added; overridden to fail clearly when nothing was added."""
         if predictions is None and references is None and self.writer is None:
-            raise ValueError("BLEU has no segments: add some (`add`, `add_batch`) or pass predictions= and references=")
+            raise ValueError("BLEU has no segments: add some (`add`, `add_batch`) or pass predictions= and "
+                             "references=")
         return super().compute(predictions=predictions, references=references, **kwargs)
 
     def _compute(

@@ -18,9 +18,9 @@ the metric reports
 Two scores of Berg-Kirkpatrick & Spokoyny (2020), "An Empirical Investigation of Contextualized Number
 Prediction", which judge the order of magnitude rather than the ratio:
 
-    logmae            = mean |log10 |prediction_i| - log10 |reference_i||   (over positions where neither is 0;
-                                                                            the others are counted in
-                                                                            ``num_logmae_left_out``)
+    logmae            = mean |log10 |prediction_i| - log10 |reference_i||   (over positions where neither
+                                                                            is 0; the others are counted
+                                                                            in ``num_logmae_left_out``)
     exponent_accuracy = share of positions whose prediction has the reference's sign and power of ten,
                         floor(log10 |v|) (0 matches only 0)
 
@@ -63,7 +63,8 @@ import numpy as np
 _DESCRIPTION = """\
 Regression scores of point predictions of numerals: mean and median absolute percentage error
 (MAPE, MdAPE, in percent), the mean absolute error of log10 magnitudes (LogMAE) and the share of
-predictions of the right sign and power of ten (exponent accuracy), with the baselines "always predict the training mean" and "always predict
+predictions of the right sign and power of ten (exponent accuracy), with the baselines "always predict \
+the training mean" and "always predict
 the training median" when the training values are given. Positions whose reference is 0 (APE
 undefined) are left out of the ratios and counted.
 """
@@ -162,7 +163,8 @@ def _value_array(name: str, values, noun: str = "position") -> np.ndarray:
 
 def _validate(predictions, references) -> tuple[np.ndarray, np.ndarray]:
     """Both inputs as 1-D finite float64 arrays of the same length (possibly empty)."""
-    missing = [name for name, value in zip(_FEATURES, (predictions, references), strict=True) if value is None]
+    missing = [name for name, value in zip(_FEATURES, (predictions, references), strict=True)
+               if value is None]
     if missing:
         raise ValueError(
             f"number prediction needs predictions and references per numeral; missing: {', '.join(missing)}"
@@ -203,7 +205,8 @@ def _mean(values: np.ndarray) -> float:
             return math.inf
 
 
-def _scores(predictions: np.ndarray, references: np.ndarray, scored_by: str) -> tuple[float | None, float | None]:
+def _scores(predictions: np.ndarray, references: np.ndarray,
+            scored_by: str) -> tuple[float | None, float | None]:
     """(MAPE, MdAPE) in percent over the positions with a nonzero reference; (None, None) if none."""
     nonzero = references != 0
     if not np.any(nonzero):
@@ -284,7 +287,9 @@ def number_prediction_report(predictions, references, train_values=None) -> dict
                 baseline, references, f"the training-{name} baseline"
             )
             logmae, _, exponent_accuracy = _magnitude_scores(baseline, references)
-            result[f"logmae_{name}_baseline"], result[f"exponent_accuracy_{name}_baseline"] = logmae, exponent_accuracy
+            result[f"logmae_{name}_baseline"], result[f"exponent_accuracy_{name}_baseline"] = (
+                logmae, exponent_accuracy
+            )
         result.update(train_mean=train_mean, train_median=train_median, num_train_values=len(train))
     return result
 

@@ -166,7 +166,8 @@ class Perplexity(evaluate.Metric):
         Overridden to fail clearly when nothing was added (evaluate would raise an AttributeError).
         """
         if nll is None and num_tokens is None and self.writer is None:
-            raise ValueError("perplexity has no data: add batches (`add`, `add_batch`) or pass nll= and num_tokens=")
+            raise ValueError("perplexity has no data: add batches (`add`, `add_batch`) or pass nll= and "
+                             "num_tokens=")
         return super().compute(nll=nll, num_tokens=num_tokens, num_words=num_words, **kwargs)
 
     def _compute(self, nll, num_tokens, num_words, allow_negative_nll: bool = False) -> dict:

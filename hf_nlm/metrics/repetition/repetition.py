@@ -34,7 +34,8 @@ that repeat an earlier n-gram of the same story; averaged over stories, for n = 
 _CITATION = """\
 @inproceedings{welleck2020neural,
   title={Neural Text Generation With Unlikelihood Training},
-  author={Welleck, Sean and Kulikov, Ilia and Roller, Stephen and Dinan, Emily and Cho, Kyunghyun and Weston, Jason},
+  author={Welleck, Sean and Kulikov, Ilia and Roller, Stephen and Dinan, Emily and Cho, Kyunghyun and \
+Weston, Jason},
   booktitle={International Conference on Learning Representations},
   year={2020}
 }

@@ -71,7 +71,8 @@ class StoryCloze(evaluate.Metric):
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
             features=datasets.Features(
-                {"predictions": datasets.Sequence(datasets.Value("float64")), "references": datasets.Value("int64")}
+                {"predictions": datasets.Sequence(datasets.Value("float64")),
+                 "references": datasets.Value("int64")}
             ),
             reference_urls=["https://aclanthology.org/N16-1098/", "https://cs.rochester.edu/nlp/rocstories/"],
         )
@@ -85,14 +86,16 @@ class StoryCloze(evaluate.Metric):
     def compute(self, *, predictions=None, references=None, **kwargs) -> dict | None:
         """Accuracy of everything added; overridden to fail clearly when nothing was added."""
         if predictions is None and references is None and self.writer is None:
-            raise ValueError("story_cloze has no examples: add some (`add`, `add_batch`) or pass predictions=")
+            raise ValueError("story_cloze has no examples: add some (`add`, `add_batch`) or pass "
+                             "predictions=")
         return super().compute(predictions=predictions, references=references, **kwargs)
 
     def _compute(self, predictions, references) -> dict:
         _check(predictions, references)
         widths = {len(scores) for scores in predictions}
         if len(widths) != 1 or min(widths) < 2:
-            raise ValueError(f"story_cloze: every example needs the same number (>= 2) of ending scores, got {sorted(widths)}")
+            raise ValueError(f"story_cloze: every example needs the same number (>= 2) of ending scores, "
+                             f"got {sorted(widths)}")
         scores = np.asarray(predictions, dtype=np.float64)
         if np.isnan(scores).any():
             first = int(np.flatnonzero(np.isnan(scores).any(axis=1))[0])

@@ -2,27 +2,31 @@ from ..registry import ModelType, TrainingRecipe
 from .configuration_awd_lstm import AWDLSTMConfig
 from .modeling_awd_lstm import AWDLSTMForCausalLM, AWDLSTMModel, AWDLSTMPreTrainedModel
 
+#: Merity et al.'s (2018, sec. 3-5) optimizer on Penn Treebank: SGD at lr 30, weight decay 1.2e-6, clipping
+#: 0.25, batches of 20 columns read in BPTT chunks of 70.
+MERITY_OPTIMIZER = {"optimizer": "sgd", "learning_rate": 30.0, "lr_scheduler": "constant",
+                    "weight_decay": 1.2e-6, "max_grad_norm": 0.25, "block_size": 70, "batch_size": 20,
+                    "eval_batch_size": 10}
+
 RECIPES = {
     "default": TrainingRecipe(
-        "learns from a text of about a million words in minutes on a CPU: the paper's optimizer (SGD at lr 30, "
-        "clipping 0.25, weight decay 1.2e-6, BPTT 70; Adam leaves the LSTM at the unigram plateau for longer) on a "
-        "CPU-sized network (2 layers, embedding 200, hidden 400, tied) with a quarter of the paper's dropouts and "
-        "weight drop and no AR / TAR, batch 20, and words seen once merged into <unk> so that <unk> is trained",
-        training={"optimizer": "sgd", "learning_rate": 30.0, "lr_scheduler": "constant", "weight_decay": 1.2e-6,
-                  "max_grad_norm": 0.25, "block_size": 70, "batch_size": 20, "eval_batch_size": 10,
-                  "early_stopping_patience": 2, "max_time_within_epoch": True},
+        "learns from a text of about a million words in minutes on a CPU: the paper's optimizer (SGD at "
+        "lr 30, clipping 0.25, weight decay 1.2e-6, BPTT 70; Adam leaves the LSTM at the unigram plateau for "
+        "longer) on a CPU-sized network (2 layers, embedding 200, hidden 400, tied) with a quarter of the "
+        "paper's dropouts and weight drop and no AR / TAR, batch 20, and words seen once merged into <unk> "
+        "so that <unk> is trained",
+        training={**MERITY_OPTIMIZER, "early_stopping_patience": 2, "max_time_within_epoch": True},
         model={"num_hidden_layers": 2, "embedding_size": 200, "hidden_size": 400, "dropout": 0.1,
-               "dropout_hidden": 0.0625, "dropout_input": 0.1, "dropout_embedding": 0.025, "weight_drop": 0.125,
-               "alpha": 0.0, "beta": 0.0},
+               "dropout_hidden": 0.0625, "dropout_input": 0.1, "dropout_embedding": 0.025,
+               "weight_drop": 0.125, "alpha": 0.0, "beta": 0.0},
         tokenizer={"min_frequency": 2},
     ),
     "merity2018": TrainingRecipe(
-        "Merity et al. 2018, sec. 3-5, Penn Treebank: SGD at lr 30, weight decay 1.2e-6, clipping 0.25, batch 20, "
-        "variable-length BPTT around 70, NT-ASGD with n = 5, 500 epochs and no early stopping; the network of "
-        "AWDLSTMConfig's defaults (3 layers, 400 / 1150 / 400, tied) with the paper's Penn Treebank dropouts",
-        training={"optimizer": "sgd", "learning_rate": 30.0, "lr_scheduler": "constant", "weight_decay": 1.2e-6,
-                  "max_grad_norm": 0.25, "block_size": 70, "batch_size": 20, "eval_batch_size": 10,
-                  "variable_bptt": True, "nt_asgd": True, "nonmono": 5, "num_epochs": 500,
+        "Merity et al. 2018, sec. 3-5, Penn Treebank: SGD at lr 30, weight decay 1.2e-6, clipping 0.25, "
+        "batch 20, variable-length BPTT around 70, NT-ASGD with n = 5, 500 epochs and no early stopping; the "
+        "network of AWDLSTMConfig's defaults (3 layers, 400 / 1150 / 400, tied) with the paper's Penn "
+        "Treebank dropouts",
+        training={**MERITY_OPTIMIZER, "variable_bptt": True, "nt_asgd": True, "nonmono": 5, "num_epochs": 500,
                   "early_stopping_patience": None},
         model={"dropout": 0.4, "dropout_hidden": 0.25, "dropout_input": 0.4, "dropout_embedding": 0.1,
                "weight_drop": 0.5},

@@ -2,9 +2,10 @@
 
 S. Merity, N. S. Keskar, R. Socher, "Regularizing and Optimizing LSTM Language Models", ICLR 2018.
 
-A stack of L LSTM layers reads the embedded words x_t = E[w_t] and the last layer's output h^L_t
-is scored by an output head (the full softmax over E's rows when the embeddings are tied, or any
-head of :mod:`hf_nlm.heads`, e.g. the split softmax of the reference code's SplitCrossEntropyLoss). Every LSTM layer computes
+A stack of L LSTM layers reads the embedded words x_t = E[w_t] and the last layer's output h^L_t is scored by
+an output head (the full softmax over E's rows when the embeddings are tied, or any head of
+:mod:`hf_nlm.heads`, e.g. the split softmax of the reference code's SplitCrossEntropyLoss). Every LSTM
+layer computes
 
     i_t = sigma(W^i x_t + U^i h_{t-1}),  f_t = sigma(W^f x_t + U^f h_{t-1}),
     o_t = sigma(W^o x_t + U^o h_{t-1}),  c~_t = tanh(W^c x_t + U^c h_{t-1}),
@@ -55,12 +56,13 @@ def locked_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     return x * mask  # the (B, 1, D) mask broadcasts over time
 
 
-def embedding_dropout(embedding: nn.Embedding, input_ids: torch.LongTensor, p: float, training: bool) -> torch.Tensor:
-    """The vectors of ``input_ids`` with whole rows of the embedding matrix (word types) dropped with probability
-    p and the rest scaled by 1/(1-p): E[w] * m_w, one mask m per word type for the forward pass.
+def embedding_dropout(embedding: nn.Embedding, input_ids: torch.LongTensor, p: float,
+                      training: bool) -> torch.Tensor:
+    """The vectors of ``input_ids`` with whole rows of the embedding matrix (word types) dropped with
+    probability p and the rest scaled by 1/(1-p): E[w] * m_w, one mask m per word type for the forward pass.
 
-    The embedding module itself is called and the mask applied to its output (the same numbers as looking up the
-    masked matrix), so that hooks on the input embedding see the lookup, as transformers'
+    The embedding module itself is called and the mask applied to its output (the same numbers as looking up
+    the masked matrix), so that hooks on the input embedding see the lookup, as transformers'
     ``enable_input_require_grads`` (used with adapters and gradient checkpointing) needs."""
     vectors = embedding(input_ids)
     if not training or p == 0.0:
@@ -161,7 +163,8 @@ class AWDLSTMModelOutput(ModelOutput):
     """The body's outputs.
 
     Args:
-        last_hidden_state: the last layer's outputs after output (locked) dropout, what the head reads: (B, T, H_L).
+        last_hidden_state: the last layer's outputs after output (locked) dropout, what the head reads:
+            (B, T, H_L).
         raw_last_hidden_state: the same before dropout (TAR acts on these).
         cache: the state after the input, when ``use_cache``.
         hidden_states: with ``output_hidden_states``, the (dropped-out) embedded inputs and each layer's
@@ -181,8 +184,8 @@ class AWDLSTMCausalLMOutput(NLMCausalLMOutput):
     """``CausalLMOutputWithPast`` plus the pieces of the training loss.
 
     Args:
-        loss: in training mode with labels, nll + activation_regularization + temporal_activation_regularization
-            (sec. 4.6); in eval mode the NLL alone.
+        loss: in training mode with labels, nll + activation_regularization +
+            temporal_activation_regularization (sec. 4.6); in eval mode the NLL alone.
         nll: mean negative log-likelihood of the shifted labels (use this for perplexity).
         activation_regularization: alpha * mean((m * h^L)^2) (training only).
         temporal_activation_regularization: beta * mean((h^L_t - h^L_{t+1})^2) (training only).
@@ -245,14 +248,16 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
         use_cache = cfg.use_cache if use_cache is None else use_cache
         if cache is not None and not isinstance(cache, RecurrentCache):
             raise TypeError(
-                f"AWD-LSTM carries its LSTM state in a hf_nlm.cache_utils.RecurrentCache, got {type(cache).__name__}"
+                "AWD-LSTM carries its LSTM state in a hf_nlm.cache_utils.RecurrentCache, got "
+                f"{type(cache).__name__}"
             )
         B, T = input_ids.shape
         mask = None
         if attention_mask is not None:
             if attention_mask.shape[1] < T:
                 raise ValueError(
-                    f"attention_mask covers {attention_mask.shape[1]} positions but input_ids has {T} new tokens"
+                    f"attention_mask covers {attention_mask.shape[1]} positions but input_ids has {T} new "
+                    "tokens"
                 )
             # generate() passes the mask of the whole sequence; the new tokens are the last T columns.
             mask = attention_mask[:, -T:].to(device=input_ids.device, dtype=torch.bool)
@@ -277,7 +282,8 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
                 hidden_states.append(own)
                 if boundary:
                     # The layer reads the boundary column joined back onto the returned tensor (the same
-                    # values), so that tensor is on the loss's gradient path, as a caller's retain_grad() expects.
+                    # values), so that tensor is on the loss's gradient path, as a caller's retain_grad()
+                    # expects.
                     x = torch.cat([x[:, :1], own], dim=1)
             state = cache.get_state(idx) if cache is not None else None
             if state is None:
@@ -307,12 +313,13 @@ class AWDLSTMModel(AWDLSTMPreTrainedModel):
 
 
 class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
-    """AWD-LSTM body + output head; tied embeddings by default (``lm_head.weight`` is ``model.embed_tokens.weight``).
+    """AWD-LSTM body + output head; tied embeddings by default (``lm_head.weight`` is
+    ``model.embed_tokens.weight``).
 
     ``forward(input_ids, labels=input_ids)`` returns the mean NLL of the shifted labels (-100 ignored) in
     ``output.nll``; ``shift_labels`` (already aligned: the target of each position) replaces ``labels`` when a
-    chunk's last position must predict too, as in stateful BPTT (``hf_nlm.data.stream``); in training mode ``output.loss`` adds AR and TAR. In training mode with labels the
-    |V|-wide logits are not built.
+    chunk's last position must predict too, as in stateful BPTT (``hf_nlm.data.stream``); in training mode
+    ``output.loss`` adds AR and TAR. In training mode with labels the |V|-wide logits are not built.
 
     Args:
         config: the :class:`AWDLSTMConfig`.

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from huggingface_hub.dataclasses import strict
 
+from ...hub.model_card import CardText
 from ..lbl.configuration_lbl import LBLConfig
 
 
@@ -26,6 +29,7 @@ class HLBLConfig(LBLConfig):
     """
 
     model_type = "hlbl"
+    card_text = CardText.from_toml(Path(__file__).with_name("card.toml"))
 
     head: str = "tree"
     tie_word_embeddings: bool = False
@@ -33,8 +37,8 @@ class HLBLConfig(LBLConfig):
     def validate_head(self):
         if self.head != "tree":
             raise ValueError(
-                f"HLBLConfig.head must be 'tree' (the HLBL always has a tree head: the LBL with a tree softmax), "
-                f"got {self.head!r}; for a softmax or split head use LBLConfig"
+                "HLBLConfig.head must be 'tree' (the HLBL always has a tree head: the LBL with a tree "
+                f"softmax), got {self.head!r}; for a softmax or split head use LBLConfig"
             )
         super().validate_head()
 

@@ -55,7 +55,8 @@ class HLBLForCausalLM(LBLForCausalLM):
         return self.lm_head.tree()
 
     @torch.no_grad()
-    def predicted_word_vectors(self, input_ids: torch.LongTensor, labels: torch.LongTensor | None = None) -> torch.Tensor:
+    def predicted_word_vectors(self, input_ids: torch.LongTensor,
+                               labels: torch.LongTensor | None = None) -> torch.Tensor:
         """Each word's average predicted vector r_hat over the contexts it occurs in (Mnih & Hinton 2008,
         sec. 4, step 2): the representation the adaptive tree is built from.
 

@@ -1,14 +1,13 @@
-from ..registry import ADAM_CONSTANT, PLAIN_SGD, ModelType, TrainingRecipe
+from ..registry import FEED_FORWARD_DEFAULT, PLAIN_SGD, ModelType, TrainingRecipe
 from .configuration_lbl import LBLConfig
 from .modeling_lbl import LBLForCausalLM, LBLModel, LBLPreTrainedModel
 
 RECIPES = {
     "default": TrainingRecipe(
-        "learns from a text of about a million words in minutes on a CPU: Adam (Kingma & Ba 2015) at a constant rate,"
-        " feature vectors of D = 100 (Mnih & Hinton 2008's size), and words seen once merged into <unk> so that <unk>"
-        " is trained",
-        training={**ADAM_CONSTANT, "learning_rate": 5e-3, "max_grad_norm": 1.0, "batch_size": 16, "block_size": 64,
-                  "early_stopping_patience": 2},
+        "learns from a text of about a million words in minutes on a CPU: Adam (Kingma & Ba 2015) at a "
+        "constant rate, feature vectors of D = 100 (Mnih & Hinton 2008's size), and words seen once merged "
+        "into <unk> so that <unk> is trained",
+        training={**FEED_FORWARD_DEFAULT, "learning_rate": 5e-3, "batch_size": 16},
         tokenizer={"min_frequency": 2},
     ),
     "sgd": PLAIN_SGD,

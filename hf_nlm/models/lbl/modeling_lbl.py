@@ -75,13 +75,15 @@ class LBLModel(WindowModelMixin, LBLPreTrainedModel):
         """r_hat at every position; with ``output_hidden_states``, also ``hidden_states = (r_{w_t}, r_hat)``:
         the feature vectors of the input words (``<bos>``'s at left padding), from which the context windows
         are cut, and the predicted ones."""
-        r_w, r = self.context_vectors(input_ids, attention_mask)  # (B, T, D): r_{w_t}; (B, T, n-1, D): r_{w_{t-i}}
+        # (B, T, D): r_{w_t}; (B, T, n-1, D): r_{w_{t-i}}
+        r_w, r = self.context_vectors(input_ids, attention_mask)
         if self.config.diagonal_context:
             r_hat = (r * self.C).sum(dim=2)  # sum_i c_i * r_{w_{t-i}}
         else:
             r_hat = torch.einsum("btid,ied->bte", r, self.C)  # sum_i C_i r_{w_{t-i}}
         hidden_states = (r_w, r_hat) if self._hidden_states(output_hidden_states) else None
-        return self._output(BaseModelOutput(last_hidden_state=r_hat, hidden_states=hidden_states), return_dict)
+        return self._output(BaseModelOutput(last_hidden_state=r_hat, hidden_states=hidden_states),
+                            return_dict)
 
 
 class LBLForCausalLM(WindowCausalLMMixin, LBLPreTrainedModel, GenerationMixin):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from huggingface_hub.dataclasses import strict
 
 from ...configuration_utils import NLMConfig
+from ...hub.model_card import CardText
 
 
 @strict
@@ -13,9 +16,10 @@ class NPLMConfig(NLMConfig):
     Configuration for [`NPLMForCausalLM`], the feed-forward n-gram language model of
     Bengio, Ducharme, Vincent & Jauvin, "A Neural Probabilistic Language Model", JMLR 3 (2003).
 
-    The defaults are the paper's Brown-corpus model MLP1 (n = 5, h = 50, m = 60, direct connections).
-    The output head (`head`, `cutoffs`, tree shape), `initializer_range` and the token ids are the fields of
-    [`~hf_nlm.configuration_utils.NLMConfig`]; `head="tree"` is Morin & Bengio's hierarchical NPLM (AISTATS 2005).
+    The defaults are the paper's Brown-corpus model MLP1 (n = 5, h = 50, m = 60, direct connections). The
+    output head (`head`, `cutoffs`, tree shape), `initializer_range` and the token ids are the fields of
+    [`~hf_nlm.configuration_utils.NLMConfig`]; `head="tree"` is Morin & Bengio's hierarchical NPLM (AISTATS
+    2005).
 
     Args:
         vocab_size (`int`, defaults to 16383):
@@ -28,13 +32,15 @@ class NPLMConfig(NLMConfig):
             h, the number of tanh hidden units. `0` removes the hidden layer (the paper's MLP3), which then
             requires `direct_connections=True`.
         direct_connections (`bool`, defaults to `True`):
-            Whether the output also sees the word features directly (the paper's W x term); `False` sets W = 0.
+            Whether the output also sees the word features directly (the paper's W x term); `False` sets
+            W = 0.
         dropout (`float`, defaults to 0.0):
             Dropout probability on z = [tanh(d + H x); x], the vector the output layer reads, during training.
             Not in the paper (0 is its model); a regulariser of today's recipes for the bigger rows, which
             otherwise overfit Brown within a few epochs of Adam.
         initializer_range (`float`, defaults to 0.1):
-            Half-width of the uniform initialisation of C, H and the output layer's weights (biases start at 0).
+            Half-width of the uniform initialisation of C, H and the output layer's weights (biases start at
+            0).
         tie_word_embeddings (`bool`, defaults to `False`):
             Always `False`: the NPLM's output matrix [U W] does not have the shape of C.
         use_cache (`bool`, defaults to `False`):
@@ -42,6 +48,7 @@ class NPLMConfig(NLMConfig):
     """
 
     model_type = "nplm"
+    card_text = CardText.from_toml(Path(__file__).with_name("card.toml"))
 
     vocab_size: int = 16383
     context_size: int = 4
@@ -51,7 +58,8 @@ class NPLMConfig(NLMConfig):
     dropout: float = 0.0
 
     def validate_sizes(self):
-        self.require_positive("context_size", "embedding_size", what={"context_size": "n - 1", "embedding_size": "m"})
+        self.require_positive("context_size", "embedding_size",
+                              what={"context_size": "n - 1", "embedding_size": "m"})
         if self.hidden_size < 0:
             raise ValueError(f"NPLMConfig.hidden_size (h) must be >= 0, got {self.hidden_size}")
         if self.hidden_size == 0 and not self.direct_connections:

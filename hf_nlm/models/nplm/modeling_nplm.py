@@ -56,7 +56,8 @@ class NPLMModel(WindowModelMixin, NPLMPreTrainedModel):
         # C: the |V| x m table of word feature vectors.
         self.C = nn.Embedding(config.vocab_size, config.embedding_size)
         # H and d: the hidden layer (absent when h = 0).
-        self.H = nn.Linear(config.context_size * config.embedding_size, config.hidden_size) if config.hidden_size else None
+        self.H = (nn.Linear(config.context_size * config.embedding_size, config.hidden_size)
+                  if config.hidden_size else None)
         self.dropout = nn.Dropout(config.dropout)
         self.post_init()
 

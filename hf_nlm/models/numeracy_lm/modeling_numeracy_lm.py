@@ -56,12 +56,12 @@ class NumeracyLMForCausalLM(NumeracyLMPreTrainedModel, AWDLSTMForCausalLM):
     """LSTM body + the numeral strategy's head (``config.numeral_strategy``).
 
     ``forward(input_ids, labels=input_ids)`` returns the mean NLL of the shifted labels in ``loss`` (in
-    training mode weighted by ``config.numeral_loss_weight`` for numeral targets; ``nll`` is always the plain mean);
-    ``logits`` are the scores whose ``log_softmax`` is the exact next-token distribution over words
-    and numerals (the h-softmax returns log-probabilities directly). Per-token numeral tensors of a
-    batch (``numeral_value``, ``numeral_precision``, ``digit_ids``, ``numeral_mask``) may be passed
-    through: the closed-vocabulary heads read only the ids, the digit-RNN and mixture heads the fields they
-    name in ``target_fields``.
+    training mode weighted by ``config.numeral_loss_weight`` for numeral targets; ``nll`` is always the plain
+    mean); ``logits`` are the scores whose ``log_softmax`` is the exact next-token distribution over words and
+    numerals (the h-softmax returns log-probabilities directly). Per-token numeral tensors of a batch
+    (``numeral_value``, ``numeral_precision``, ``digit_ids``, ``numeral_mask``) may be passed through: the
+    closed-vocabulary heads read only the ids, the digit-RNN and mixture heads the fields they name in
+    ``target_fields``.
     """
 
     base_model_class = NumeracyLMModel
@@ -97,8 +97,9 @@ class NumeracyLMForCausalLM(NumeracyLMPreTrainedModel, AWDLSTMForCausalLM):
         if isinstance(out, torch.Tensor):
             return out
         if joint is not None:  # the numeral each generated <unk_num> was scored as, remembered by its prefix
-            found = [{t: joint.written.get(tuple(seq[:t].tolist())) for t in torch.nonzero(seq == joint.unk_num_id)
-                      .squeeze(-1).tolist()} for seq in out.sequences]
+            found = [{t: joint.written.get(tuple(seq[:t].tolist()))
+                      for t in torch.nonzero(seq == joint.unk_num_id).squeeze(-1).tolist()}
+                     for seq in out.sequences]
             out.numerals = [{t: text for t, text in row.items() if text is not None} for row in found]
             return out
         mask = kwargs.get("attention_mask")
@@ -119,7 +120,8 @@ class NumeracyLMForCausalLM(NumeracyLMPreTrainedModel, AWDLSTMForCausalLM):
 
 @torch.no_grad()
 def write_unknown_numerals(model, sequences: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                           do_sample: bool = False, generator: torch.Generator | None = None) -> list[dict[int, str]]:
+                           do_sample: bool = False,
+                           generator: torch.Generator | None = None) -> list[dict[int, str]]:
     """For every ``<unk_num>`` in generated ``sequences`` (B, T), the numeral it stands for, written by the
     model's own numeral decoder from the state that generated it: ``{position: text}`` per sequence.
     The digit-RNN spells it (greedy: the best string outside the vocabulary; or a sample), the mixture
@@ -141,9 +143,9 @@ def write_unknown_numerals(model, sequences: torch.Tensor, attention_mask: torch
 
 class JointNumeralScores(LogitsProcessor):
     """Replaces the score of ``<unk_num>`` by that of the numeral the head's decoder writes there
-    (:meth:`~hf_nlm.heads.numeral.open_branch.OpenNumeralBranchHead.best_unknown_numerals`), read from the hidden
-    state the head was just called with (``observe``, a forward hook on the head). ``written`` maps each
-    prefix it scored to that numeral, so the text shows exactly the numeral the search scored."""
+    (:meth:`~hf_nlm.heads.numeral.open_branch.OpenNumeralBranchHead.best_unknown_numerals`), read from the
+    hidden state the head was just called with (``observe``, a forward hook on the head). ``written`` maps
+    each prefix it scored to that numeral, so the text shows exactly the numeral the search scored."""
 
     def __init__(self, head) -> None:
         self.head = head

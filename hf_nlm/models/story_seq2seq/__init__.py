@@ -12,8 +12,8 @@ RECIPES = {
     "sgd": PLAIN_SGD,
 }
 
-MODEL_TYPE = ModelType(StorySeq2SeqConfig, StorySeq2SeqModel, seq2seq_lm_class=StorySeq2SeqForConditionalGeneration,
-                       recipes=RECIPES)
+MODEL_TYPE = ModelType(StorySeq2SeqConfig, StorySeq2SeqModel,
+                       seq2seq_lm_class=StorySeq2SeqForConditionalGeneration, recipes=RECIPES)
 
 __all__ = ["MODEL_TYPE",
     "ATTENTION_TYPES",

@@ -17,17 +17,18 @@ and at every step t (Luong et al. sec. 3, the "global" model):
 
 With ``attention="none"`` there is no c_t: h~_t = s_t, the plain encoder-decoder (Sutskever et al. 2014).
 
-The decoder state (each layer's (h, c) and h~_t) is returned as a :class:`~hf_nlm.cache_utils.Seq2SeqRecurrentCache`,
-so ``generate()`` runs the encoder once and the decoder one token per step; greedy search, sampling and beam
-search (``num_beams``, ``length_penalty``, ``num_return_sequences``) are transformers' own.
+The decoder state (each layer's (h, c) and h~_t) is returned as a
+:class:`~hf_nlm.cache_utils.Seq2SeqRecurrentCache`, so ``generate()`` runs the encoder once and the decoder
+one token per step; greedy search, sampling and beam search (``num_beams``, ``length_penalty``,
+``num_return_sequences``) are transformers' own.
 
-**Beam search and length normalisation.** transformers 5 ranks a finished hypothesis y_1..y_t (y_t = ``eos``, or
-the last token when ``max_length`` is hit) by ``sum_i log p(y_i | y_<i, x) / t ** length_penalty``, where t counts
-the generated tokens, the final ``eos`` included and ``decoder_start_token_id`` not. The length-normalised
-score (1/t) sum_i log p(y_i) is therefore ``length_penalty=1.0`` (transformers' default), and the plain summed
-log-probability is ``length_penalty=0.0``. (With ``length_penalty > 0`` pass ``early_stopping="never"`` for the
-exact search: the default heuristic stops once the best running beam, scored at its current length, cannot beat
-the finished ones.)
+**Beam search and length normalisation.** transformers 5 ranks a finished hypothesis y_1..y_t (y_t = ``eos``,
+or the last token when ``max_length`` is hit) by ``sum_i log p(y_i | y_<i, x) / t ** length_penalty``, where t
+counts the generated tokens, the final ``eos`` included and ``decoder_start_token_id`` not. The
+length-normalised score (1/t) sum_i log p(y_i) is therefore ``length_penalty=1.0`` (transformers' default),
+and the plain summed log-probability is ``length_penalty=0.0``. (With ``length_penalty > 0`` pass
+``early_stopping="never"`` for the exact search: the default heuristic stops once the best running beam,
+scored at its current length, cannot beat the finished ones.)
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ from .configuration_story_seq2seq import StorySeq2SeqConfig
 
 @dataclass
 class StorySeq2SeqEncoderOutput(ModelOutput):
-    """The encoder's outputs (in this order, so that the tuple of ``return_dict=False`` reads back positionally).
+    """The encoder's outputs (in this order, so that the tuple of ``return_dict=False`` reads back
+    positionally).
 
     Args:
         last_hidden_state: the annotations h_j (B, S, hidden_size), zeros at padded positions.
@@ -69,21 +71,24 @@ class StorySeq2SeqEncoderOutput(ModelOutput):
 
 @dataclass
 class StorySeq2SeqLMOutput(Seq2SeqLMOutput):
-    """``Seq2SeqLMOutput`` plus ``nll``, the mean negative log-likelihood of the labels (equal to ``loss``: this
-    model adds no regularisation term; named as the causal LMs' outputs name it, for perplexity).
+    """``Seq2SeqLMOutput`` plus ``nll``, the mean negative log-likelihood of the labels (equal to ``loss``:
+    this model adds no regularisation term; named as the causal LMs' outputs name it, for perplexity).
 
-    ``cross_attentions`` (with ``output_attentions=True``, or ``config.output_attentions``) is a tuple holding one
-    tensor of shape (B, 1, T_target, T_source), the attention weights a_tj: transformers' layout of one tensor per
-    attention layer and head, for the one attention layer (one head) over the top decoder state; ``decoder_hidden_states`` (with ``output_hidden_states=True``) is (E y, s, h~): the
-    embedded decoder inputs, the top decoder layer's states s_t and the attentional vectors h~_t after dropout, the
-    last being exactly what the head reads (``-lm_head.nll(decoder_hidden_states[-1], labels)``).
+    ``cross_attentions`` (with ``output_attentions=True``, or ``config.output_attentions``) is a tuple holding
+    one tensor of shape (B, 1, T_target, T_source), the attention weights a_tj: transformers' layout of one
+    tensor per attention layer and head, for the one attention layer (one head) over the top decoder state;
+    ``decoder_hidden_states`` (with ``output_hidden_states=True``) is (E y, s, h~): the embedded decoder
+    inputs, the top decoder layer's states s_t and the attentional vectors h~_t after dropout, the last being
+    exactly what the head reads (``-lm_head.nll(decoder_hidden_states[-1], labels)``).
     """
 
     nll: torch.FloatTensor | None = None
 
 
-def shift_tokens_right(labels: torch.LongTensor, pad_token_id: int, decoder_start_token_id: int) -> torch.LongTensor:
-    """The decoder inputs for ``labels``: ``decoder_start_token_id`` then the labels but the last, -100 -> pad (as BART/T5)."""
+def shift_tokens_right(labels: torch.LongTensor, pad_token_id: int,
+                       decoder_start_token_id: int) -> torch.LongTensor:
+    """The decoder inputs for ``labels``: ``decoder_start_token_id`` then the labels but the last, -100 -> pad
+    (as BART/T5)."""
     shifted = labels.new_empty(labels.shape)
     shifted[:, 1:] = labels[:, :-1]
     shifted[:, 0] = decoder_start_token_id
@@ -91,10 +96,11 @@ def shift_tokens_right(labels: torch.LongTensor, pad_token_id: int, decoder_star
 
 
 class GlobalAttention(nn.Module):
-    """score(s_t, h_j) -> weights a_tj over the source -> context c_t (Luong et al. sec. 3.1; Bahdanau et al. A.1.2).
+    """score(s_t, h_j) -> weights a_tj over the source -> context c_t (Luong et al. sec. 3.1; Bahdanau et al.
+    A.1.2).
 
-    The part of the score that depends on the source alone (W_a h_j, W_1 h_j, W_h h_j) is computed once per source
-    by :meth:`keys`, not once per decoder step.
+    The part of the score that depends on the source alone (W_a h_j, W_1 h_j, W_h h_j) is computed once per
+    source by :meth:`keys`, not once per decoder step.
     """
 
     def __init__(self, config: StorySeq2SeqConfig) -> None:
@@ -108,7 +114,8 @@ class GlobalAttention(nn.Module):
             self.W_s = nn.Linear(H, H)  # Bahdanau's W_a (W_2), with the layer's one bias b
             self.v = nn.Linear(H, 1, bias=False)
             if self.kind == "concat":
-                self.W_y = nn.Linear(E, H, bias=False)  # concat: the decoder's input embedding joins the score
+                # concat: the decoder's input embedding joins the score
+                self.W_y = nn.Linear(E, H, bias=False)
 
     def keys(self, memory: torch.Tensor) -> torch.Tensor:
         """The source-only part of the score: h_j (dot), W_a h_j (general), W_h h_j (additive, concat)."""
@@ -126,9 +133,9 @@ class GlobalAttention(nn.Module):
         keys: torch.Tensor,
         mask: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Context vectors (B, T, H) and weights (B, 1, T, S) for decoder states ``query`` (B, T, H) whose inputs were
-        ``inputs`` (B, T, E, used by "concat"), over annotations ``memory`` (B, S, H) with ``keys`` from
-        :meth:`keys`; ``mask`` (B, S) is True on real source tokens."""
+        """Context vectors (B, T, H) and weights (B, 1, T, S) for decoder states ``query`` (B, T, H) whose
+        inputs were ``inputs`` (B, T, E, used by "concat"), over annotations ``memory`` (B, S, H) with
+        ``keys`` from :meth:`keys`; ``mask`` (B, S) is True on real source tokens."""
         if self.kind in ("dot", "general"):
             scores = query @ keys.transpose(1, 2)  # s_t . h_j, or s_t^T (W_a h_j)
         else:
@@ -139,8 +146,8 @@ class GlobalAttention(nn.Module):
             scores = self.v(torch.tanh(q[:, :, None] + keys[:, None])).squeeze(-1)
         # -inf before the softmax: padded positions get weight exactly 0 and the rest sum to 1.
         scores = scores.masked_fill(~mask[:, None, :], float("-inf"))
-        # Kept as (B, 1, T, S), transformers' (batch, heads, target, source) with one head, and the context read
-        # from that tensor: the weights a model returns are then on the output's gradient path.
+        # Kept as (B, 1, T, S), transformers' (batch, heads, target, source) with one head, and the context
+        # read from that tensor: the weights a model returns are then on the output's gradient path.
         weights = torch.softmax(scores.float(), dim=-1).to(memory.dtype)[:, None]
         return weights[:, 0] @ memory, weights
 
@@ -149,7 +156,8 @@ class StorySeq2SeqPreTrainedModel(NLMPreTrainedModel):
     config_class = StorySeq2SeqConfig
     base_model_prefix = "model"
     main_input_name = "input_ids"
-    # The decoder state summarises the prefix and cannot be rolled back (generate() refuses assisted decoding).
+    # The decoder state summarises the prefix and cannot be rolled back (generate() refuses assisted
+    # decoding).
     _is_stateful = True
 
     @torch.no_grad()
@@ -166,13 +174,15 @@ class StorySeq2SeqPreTrainedModel(NLMPreTrainedModel):
 
 
 def masked_lstm_layer(layer: nn.LSTM, x: torch.Tensor, mask: torch.Tensor):
-    """One (bidirectional) ``nn.LSTM`` layer over ``x`` (B, S, D) one position at a time, where a padded position
-    (``mask`` False) leaves the state unchanged and outputs zeros: what the packed call computes, written without
-    data-dependent shapes so that ``torch.export`` can trace it. Returns ``nn.LSTM``'s ``(out, (h_n, c_n))``."""
+    """One (bidirectional) ``nn.LSTM`` layer over ``x`` (B, S, D) one position at a time, where a padded
+    position (``mask`` False) leaves the state unchanged and outputs zeros: what the packed call computes,
+    written without data-dependent shapes so that ``torch.export`` can trace it. Returns ``nn.LSTM``'s
+    ``(out, (h_n, c_n))``."""
     B, S, _ = x.shape
     outputs, finals_h, finals_c = [], [], []
     for suffix in ("", "_reverse")[: 2 if layer.bidirectional else 1]:
-        w = [getattr(layer, f"{name}_l0{suffix}") for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+        w = [getattr(layer, f"{name}_l0{suffix}")
+             for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
         h = c = x.new_zeros(B, layer.hidden_size)
         out: list[torch.Tensor | None] = [None] * S
         for t in range(S) if not suffix else reversed(range(S)):
@@ -217,7 +227,8 @@ class StorySeq2SeqEncoder(nn.Module):
         **kwargs,
     ) -> StorySeq2SeqEncoderOutput | tuple:
         B, S = input_ids.shape
-        mask = None if attention_mask is None else attention_mask.to(device=input_ids.device, dtype=torch.bool)
+        mask = (None if attention_mask is None
+                else attention_mask.to(device=input_ids.device, dtype=torch.bool))
         if mask is not None and mask.shape != input_ids.shape:
             raise ValueError(f"attention_mask has shape {tuple(mask.shape)}, expected input_ids' {(B, S)}")
         traced = torch.compiler.is_compiling()
@@ -227,7 +238,9 @@ class StorySeq2SeqEncoder(nn.Module):
             lengths = mask.sum(dim=1)
             empty = (lengths == 0).nonzero().flatten().tolist()
             if empty:
-                raise ValueError(f"source rows {empty} have no token (attention_mask is all 0 there): nothing to encode")
+                raise ValueError(
+                    f"source rows {empty} have no token (attention_mask is all 0 there): nothing to encode"
+                )
             # Real tokens first, in order (a stable sort of the pad flags), then packed by length.
             order = torch.sort((~mask).to(torch.uint8), dim=1, stable=True).indices
 
@@ -263,14 +276,16 @@ class StorySeq2SeqEncoder(nn.Module):
 
 @dataclass
 class StorySeq2SeqDecoderOutput(BaseModelOutput):
-    """The decoder's outputs: ``last_hidden_state`` is h~_t after dropout (what the head reads), ``hidden_states``
-    (E y, s, h~), ``attentions`` the weights (B, 1, T, S), ``cache`` the state after the inputs."""
+    """The decoder's outputs: ``last_hidden_state`` is h~_t after dropout (what the head reads),
+    ``hidden_states`` (E y, s, h~), ``attentions`` the weights (B, 1, T, S), ``cache`` the state after the
+    inputs."""
 
     cache: Seq2SeqRecurrentCache | None = None
 
 
 class StorySeq2SeqDecoder(nn.Module):
-    """The attention decoder: target ids (shifted right) -> h~_t, from the encoder's final state or a cache."""
+    """The attention decoder: target ids (shifted right) -> h~_t, from the encoder's final state or a
+    cache."""
 
     def __init__(self, config: StorySeq2SeqConfig, embed_tokens: nn.Embedding) -> None:
         super().__init__()
@@ -278,14 +293,17 @@ class StorySeq2SeqDecoder(nn.Module):
         self.embed_tokens = embed_tokens
         H = config.hidden_size
         feed = H if config.input_feeding else 0
-        self.lstm = nn.LSTM(config.embedding_size + feed, H, num_layers=config.decoder_layers, batch_first=True,
-                            dropout=config.dropout if config.decoder_layers > 1 else 0.0)
+        self.lstm = nn.LSTM(config.embedding_size + feed, H, num_layers=config.decoder_layers,
+                            batch_first=True, dropout=config.dropout if config.decoder_layers > 1 else 0.0)
         self.attention = GlobalAttention(config) if config.attention != "none" else None
         self.W_c = nn.Linear(2 * H, H, bias=False) if self.attention is not None else None  # eq. 5
         self.dropout = nn.Dropout(config.dropout)
 
-    def initial_state(self, encoder: StorySeq2SeqEncoderOutput) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-        """Decoder layer l starts from encoder layer l's final (h, c); layers beyond the encoder's from zeros."""
+    def initial_state(
+        self, encoder: StorySeq2SeqEncoderOutput
+    ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """Decoder layer l starts from encoder layer l's final (h, c); layers beyond the encoder's from
+        zeros."""
         h_enc, c_enc = encoder.final_hidden, encoder.final_cell
         B, L_enc, H = h_enc.shape
         zeros = h_enc.new_zeros(B, H)
@@ -325,7 +343,8 @@ class StorySeq2SeqDecoder(nn.Module):
         if attention_mask is not None:
             if attention_mask.shape[1] < T:
                 raise ValueError(
-                    f"decoder_attention_mask covers {attention_mask.shape[1]} positions but decoder_input_ids has {T}"
+                    f"decoder_attention_mask covers {attention_mask.shape[1]} positions "
+                    f"but decoder_input_ids has {T}"
                 )
             # generate() passes the mask of the whole target so far; the new tokens are its last T columns.
             tgt_mask = attention_mask[:, -T:].to(device=input_ids.device, dtype=torch.bool)
@@ -343,13 +362,16 @@ class StorySeq2SeqDecoder(nn.Module):
 
         y = self.dropout(self.embed_tokens(input_ids))
         if cfg.input_feeding or tgt_mask is not None or T == 1:
-            s, hidden, cell, feed = self._step_by_step(y, hidden, cell, feed, memory, keys, src_mask, tgt_mask)
+            s, hidden, cell, feed = self._step_by_step(y, hidden, cell, feed, memory, keys, src_mask,
+                                                       tgt_mask)
         else:
-            # No input feeding: s_t does not depend on h~, so the LSTM reads the whole target in one fused call.
+            # No input feeding: s_t does not depend on h~, so the LSTM reads the whole target in one fused
+            # call.
             s, (h_n, c_n) = self.lstm(y, (torch.stack(hidden), torch.stack(cell)))
             hidden, cell = list(h_n), list(c_n)
         # One attention call over all positions, reading the states s that are returned: s and the weights
-        # returned are then the tensors h~ (and so the prediction) is computed from, on the loss's gradient path.
+        # returned are then the tensors h~ (and so the prediction) is computed from, on the loss's gradient
+        # path.
         h_tilde, weights = self.attend(s, y, memory, keys, src_mask)
         if cfg.input_feeding:  # the next call's h~_{t-1}: that of the last position, unless it is padding
             last = h_tilde[:, -1]
@@ -372,15 +394,16 @@ class StorySeq2SeqDecoder(nn.Module):
 
     def _step_by_step(self, y, hidden, cell, feed, memory, keys, src_mask, tgt_mask):
         """The decoder's LSTM one position at a time; positions where ``tgt_mask`` is False leave the state
-        unchanged. The layers are ``self.lstm``'s weights run through ``torch.lstm_cell``, with the same dropout
-        between layers as the fused call. Returns the top layer's states s (B, T, H), each layer's last (h, c) and
-        the input feed the last position read.
+        unchanged. The layers are ``self.lstm``'s weights run through ``torch.lstm_cell``, with the same
+        dropout between layers as the fused call. Returns the top layer's states s (B, T, H), each layer's
+        last (h, c) and the input feed the last position read.
 
         With input feeding s_t needs h~_{t-1}, so every position but the last is attended to as it is reached,
         for the next one's input; ``forward`` then attends to all positions at once, from the returned s."""
         L, T = self.config.decoder_layers, y.shape[1]
         w = [
-            tuple(getattr(self.lstm, f"{name}_l{k}") for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+            tuple(getattr(self.lstm, f"{name}_l{k}")
+                  for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
             for k in range(L)
         ]
         states = []
@@ -404,7 +427,8 @@ class StorySeq2SeqModel(StorySeq2SeqPreTrainedModel):
     """The encoder and the attention decoder (no head): ``forward`` returns a ``Seq2SeqModelOutput`` whose
     ``last_hidden_state`` is h~_t (what a head reads)."""
 
-    # With tie_word_embeddings, source words and decoder inputs share one matrix (the LM ties its head to it too).
+    # With tie_word_embeddings, source words and decoder inputs share one matrix (the LM ties its head to it
+    # too).
     _tied_weights_keys = {"decoder.embed_tokens.weight": "encoder.embed_tokens.weight"}
 
     def __init__(self, config: StorySeq2SeqConfig) -> None:
@@ -455,12 +479,15 @@ class StorySeq2SeqModel(StorySeq2SeqPreTrainedModel):
         if encoder_outputs is None:
             if input_ids is None:
                 raise ValueError("give input_ids (the source) or encoder_outputs")
-            encoder_outputs = self.encoder(input_ids, attention_mask, output_hidden_states=output_hidden_states)
+            encoder_outputs = self.encoder(input_ids, attention_mask,
+                                           output_hidden_states=output_hidden_states)
         elif not isinstance(encoder_outputs, StorySeq2SeqEncoderOutput):
             # A tuple (return_dict=False): the fields in order, None ones left out.
             encoder_outputs = StorySeq2SeqEncoderOutput(*encoder_outputs)
         if encoder_outputs.final_hidden is None:
-            raise ValueError("encoder_outputs lacks final_hidden / final_cell, the state the decoder starts from")
+            raise ValueError(
+                "encoder_outputs lacks final_hidden / final_cell, the state the decoder starts from"
+            )
         decoder = self.decoder(
             decoder_input_ids, encoder_outputs, attention_mask, decoder_attention_mask, cache,
             use_cache=use_cache, output_hidden_states=output_hidden_states,
@@ -469,8 +496,8 @@ class StorySeq2SeqModel(StorySeq2SeqPreTrainedModel):
             output_attentions = bool(cfg.output_attentions)
         cross_attentions = None
         if output_attentions and decoder.attentions is not None:
-            # transformers' layout: one (B, heads, T, S) tensor per attention layer. Luong's decoder attends once,
-            # from the top LSTM layer, with one head.
+            # transformers' layout: one (B, heads, T, S) tensor per attention layer. Luong's decoder attends
+            # once, from the top LSTM layer, with one head.
             cross_attentions = (decoder.attentions,)
         output = Seq2SeqModelOutput(
             last_hidden_state=decoder.last_hidden_state,
@@ -486,10 +513,10 @@ class StorySeq2SeqModel(StorySeq2SeqPreTrainedModel):
 class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, GenerationMixin):
     """Encoder, attention decoder and output head (``AutoModelForSeq2SeqLM``).
 
-    ``forward(input_ids, attention_mask, labels=labels)`` returns the mean NLL of the labels (-100 ignored) through
-    the head's ``nll``; without ``decoder_input_ids`` the decoder reads the labels shifted right behind
-    ``decoder_start_token_id`` (-100 -> pad). ``labels[:, t]`` is the target of decoder position t (no further
-    shift, as in BART / T5). In training mode with labels the |V|-wide logits are not built.
+    ``forward(input_ids, attention_mask, labels=labels)`` returns the mean NLL of the labels (-100 ignored)
+    through the head's ``nll``; without ``decoder_input_ids`` the decoder reads the labels shifted right
+    behind ``decoder_start_token_id`` (-100 -> pad). ``labels[:, t]`` is the target of decoder position t (no
+    further shift, as in BART / T5). In training mode with labels the |V|-wide logits are not built.
 
     Args:
         config: the :class:`StorySeq2SeqConfig`.
@@ -512,17 +539,22 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
 
     @classmethod
     def _supports_default_dynamic_cache(cls) -> bool:
-        return False  # the state lives in a Seq2SeqRecurrentCache that forward() creates, not a key/value cache
+        # the state lives in a Seq2SeqRecurrentCache that forward() creates, not a key/value cache
+        return False
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.LongTensor) -> torch.LongTensor:
-        """What ``DataCollatorForSeq2Seq`` calls: the labels shifted right (see :func:`shift_tokens_right`)."""
+        """What ``DataCollatorForSeq2Seq`` calls: the labels shifted right (see
+        :func:`shift_tokens_right`)."""
         return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
 
     def resize_token_embeddings(self, new_num_tokens=None, pad_to_multiple_of=None, mean_resizing=True):
-        if not self.config.tie_word_embeddings and (new_num_tokens is not None or pad_to_multiple_of is not None):
+        if not self.config.tie_word_embeddings and (
+            new_num_tokens is not None or pad_to_multiple_of is not None
+        ):
             raise ValueError(
-                "resize_token_embeddings resizes one input embedding; this model's decoder embedding is untied "
-                "(tie_word_embeddings=False) and would keep the old size: build a new model for the new vocabulary"
+                "resize_token_embeddings resizes one input embedding; this model's decoder embedding is "
+                "untied (tie_word_embeddings=False) and would keep the old size: build a new model for the "
+                "new vocabulary"
             )
         return super().resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
 
@@ -546,25 +578,29 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
         cfg = self.config
         if kwargs.get("shift_labels") is not None:
             raise ValueError(
-                "story_seq2seq takes labels, not shift_labels: labels[:, t] is already the target of decoder position t"
+                "story_seq2seq takes labels, not shift_labels: labels[:, t] is already the target of decoder "
+                "position t"
             )
         if labels is not None and decoder_input_ids is None:
             decoder_input_ids = shift_tokens_right(labels, cfg.pad_token_id, cfg.decoder_start_token_id)
         if labels is not None and labels.shape != decoder_input_ids.shape:
-            raise ValueError(f"labels has shape {tuple(labels.shape)}, decoder_input_ids {tuple(decoder_input_ids.shape)}")
+            raise ValueError(
+                f"labels has shape {tuple(labels.shape)}, decoder_input_ids {tuple(decoder_input_ids.shape)}"
+            )
         self.check_inputs(input_ids)
         self.check_inputs(decoder_input_ids, labels)
         if use_cache is None:
             use_cache = cfg.use_cache and labels is None  # a training batch has no next step to cache for
         body = self.model(
             input_ids, attention_mask, decoder_input_ids, decoder_attention_mask, encoder_outputs, cache,
-            use_cache=use_cache, output_attentions=output_attentions, output_hidden_states=output_hidden_states,
-            return_dict=True,
+            use_cache=use_cache, output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states, return_dict=True,
         )
         hidden = body.last_hidden_state
         nll = None
         if labels is not None:
-            fields = {name: kwargs[name] for name in self.lm_head.target_fields if kwargs.get(name) is not None}
+            fields = {name: kwargs[name] for name in self.lm_head.target_fields
+                      if kwargs.get(name) is not None}
             h_sel, targets = align_targets(hidden, shift_labels=labels, fields=fields)
             if targets.ids.numel() == 0:
                 raise ValueError("labels hold no target: every label is -100")

@@ -178,7 +178,8 @@ class BulkWords:
         ids = np.full(len(self), -1, dtype=np.int64)
         low, high, lengths = self._keys()
         if short:
-            v_bytes = np.frombuffer(b"".join(b.ljust(16, b"\0") for b, _ in short), dtype="<u8").reshape(-1, 2)
+            v_bytes = np.frombuffer(b"".join(b.ljust(16, b"\0") for b, _ in short),
+                                    dtype="<u8").reshape(-1, 2)
             v_len = np.array([len(b) for b, _ in short], dtype=np.int64)
             v_id = np.array([j for _, j in short], dtype=np.int64)
             v_hash = self._hash(v_bytes[:, 0], v_bytes[:, 1], v_len)
@@ -196,7 +197,8 @@ class BulkWords:
             def match(at, rows):  # candidates at -> their ids where the bytes are the word's, else -1
                 ok = at >= 0
                 at = np.where(ok, at, 0)
-                ok &= (v_bytes[at, 0] == low[rows]) & (v_bytes[at, 1] == high[rows]) & (v_len[at] == lengths[rows])
+                ok &= ((v_bytes[at, 0] == low[rows]) & (v_bytes[at, 1] == high[rows])
+                       & (v_len[at] == lengths[rows]))
                 return np.where(ok, v_id[at], -1)
 
             ids = match(table[(q_hash >> np.uint64(64 - bits)).astype(np.int64)], slice(None))
@@ -243,7 +245,8 @@ def _parse_numbers(data: bytes, buf: np.ndarray, starts: np.ndarray, ends: np.nd
         # One pass over the rows: the number of dots (bits 0-4) and of other characters (bits 5-9).
         tally = np.add.reduce(is_dot + (other.view(np.uint8) << 5), axis=1, dtype=np.uint16)
         dots = tally & 31
-        ok = (tally >> 5 == 0) & (dots <= 1) & (width - dots - negative >= 1) & (width - dots - negative <= 15)
+        ok = ((tally >> 5 == 0) & (dots <= 1) & (width - dots - negative >= 1)
+              & (width - dots - negative <= 15))
         digit_value[~is_digit] = 0  # the sign and the dot read as a 0 digit, taken out below
         mantissa = np.zeros(rows.size, dtype=np.int64)
         for p in range(width):

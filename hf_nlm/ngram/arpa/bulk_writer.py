@@ -53,7 +53,8 @@ def _five_digits() -> np.ndarray:
     """(100000, 5) uint8: the digits of 0 .. 99999, zero-padded (``"00000"`` .. ``"99999"``)."""
     if not _FIVE_DIGITS:
         numbers = np.arange(100000)
-        _FIVE_DIGITS.append(np.stack([(numbers // 10**p) % 10 for p in (4, 3, 2, 1, 0)], axis=1).astype(np.uint8) + 48)
+        _FIVE_DIGITS.append(np.stack([(numbers // 10**p) % 10 for p in (4, 3, 2, 1, 0)],
+                                     axis=1).astype(np.uint8) + 48)
     return _FIVE_DIGITS[0]
 
 
@@ -74,7 +75,8 @@ class BulkWriter:
         width = max(len(w) for w in encoded[0] + encoded[1])
         if width > cls.MAX_WORD_BYTES or any(b"\0" in w for w in encoded[0] + encoded[1]):
             return None
-        mats = [np.array(words, dtype=f"S{width}").view(np.uint8).reshape(len(words), width) for words in encoded]
+        mats = [np.array(words, dtype=f"S{width}").view(np.uint8).reshape(len(words), width)
+                for words in encoded]
         return cls(mats[0], mats[1], digits)
 
     def section(self, grams, logp, bow, start_rows, start_bow) -> list[np.ndarray] | None:
@@ -122,9 +124,11 @@ class BulkWriter:
             for j in range(k):
                 rows[:, at] = 9 if j == 0 else 32
                 if j < k - 1:
-                    np.take(self.context, grams[lo:hi, j], axis=0, mode="clip", out=rows[:, at + 1 : at + 1 + word])
+                    np.take(self.context, grams[lo:hi, j], axis=0, mode="clip",
+                            out=rows[:, at + 1 : at + 1 + word])
                 elif last is None:
-                    np.take(self.target, grams[lo:hi, j], axis=0, mode="clip", out=rows[:, at + 1 : at + 1 + word])
+                    np.take(self.target, grams[lo:hi, j], axis=0, mode="clip",
+                            out=rows[:, at + 1 : at + 1 + word])
                 else:
                     rows[:, at + 1 : at + 1 + word] = last
                 at += 1 + word

@@ -14,7 +14,8 @@ from .format import NGRAM_LINE, line_error
 
 
 def read_lines(path: Path, text: str) -> list[tuple[list[str], np.ndarray, np.ndarray, Sequence[int]]]:
-    """The sections of the file, read line by line (see :func:`.bulk_reader.read_bulk` for what it returns)."""
+    """The sections of the file, read line by line (see :func:`.bulk_reader.read_bulk` for what it
+    returns)."""
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()  # the final newline does not start a line of its own
@@ -57,7 +58,8 @@ def read_lines(path: Path, text: str) -> list[tuple[list[str], np.ndarray, np.nd
         while i < num_lines and not lines[i].strip():
             i += 1
         if i == num_lines:
-            raise line_error(path, num_lines, f"reached the end of the file, expected the \\{k}-grams: section")
+            raise line_error(path, num_lines,
+                             f"reached the end of the file, expected the \\{k}-grams: section")
         if lines[i].strip() != f"\\{k}-grams:":
             raise line_error(path, i + 1, f"expected the \\{k}-grams: section, got '{lines[i].strip()}'")
         i += 1
@@ -121,7 +123,8 @@ def _parse_float(path, line: int, text: str, what: str, at_most_zero: bool) -> f
         raise line_error(path, line, f"{what} {text!r} is not a number") from None
     # A log10 probability is <= 0; a backoff weight may exceed 1 (Katz back-off writes such weights).
     if math.isnan(x) or (at_most_zero and x > 0):
-        raise line_error(path, line, f"{what} {text!r} must be a log10 value{' <= 0' if at_most_zero else ''}")
+        raise line_error(path, line,
+                         f"{what} {text!r} must be a log10 value{' <= 0' if at_most_zero else ''}")
     return x
 
 

@@ -30,7 +30,8 @@ def _decode(path: Path, data: bytes) -> str:
 
 
 def _boundary_id(vocab, word_id: dict[str, int], bos_id: int | None) -> int | None:
-    """The id that ``<s>`` / ``</s>`` stand for: ``bos_id``, else the tokenizer's bos / eos, else ``<eos>``."""
+    """The id that ``<s>`` / ``</s>`` stand for: ``bos_id``, else the tokenizer's bos / eos, else
+    ``<eos>``."""
     if bos_id is not None:
         return bos_id
     if hasattr(vocab, "eos_token_id"):
@@ -85,7 +86,8 @@ def _map_words(path: Path, raw, vocab, bos_id: int | None):
             try:
                 ids = np.fromiter(map(word_id.__getitem__, flat), dtype=np.int64, count=len(flat))
             except KeyError:  # find and name the first unknown word
-                ids = np.fromiter(map(word_id.get, flat, itertools.repeat(-1)), dtype=np.int64, count=len(flat))
+                ids = np.fromiter(map(word_id.get, flat, itertools.repeat(-1)), dtype=np.int64,
+                                  count=len(flat))
         if (ids < 0).any():
             unknown = int(np.argmax(ids < 0))
             source = "the vocabulary given" if vocab is not None else "the \\1-grams: section"
@@ -192,7 +194,8 @@ def _merge_duplicates(path, k, ids, logp, bow, start, flat, where):
         raise line_error(
             path,
             where[r],
-            f"duplicate {k}-gram {' '.join(flat[r * k : r * k + k])!r} (first on line {where[first[inverse[r]]]})",
+            f"duplicate {k}-gram {' '.join(flat[r * k : r * k + k])!r} "
+            f"(first on line {where[first[inverse[r]]]})",
         )
     if start is None:
         return ids, logp, bow

@@ -54,7 +54,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from ...tokenization.numerals import (
+from ....tokenization.numerals import (
     DIGIT_END,
     DIGIT_PAD,
     DIGIT_SYMBOLS,
@@ -65,7 +65,7 @@ from ...tokenization.numerals import (
     encode_digits,
     parse_numeral,
 )
-from ..base import upcast
+from ...base import upcast
 
 #: Number of symbols the digit-RNN predicts: the 12 of DIGIT_SYMBOLS and the end marker.
 NUM_OUTPUT_SYMBOLS = DIGIT_END + 1
@@ -281,7 +281,8 @@ class DigitRNN(nn.Module):
         return out.index_put((rows,), picked.to(out.dtype)).reshape(lead)
 
     def log_prob_of_strings(self, hidden: torch.Tensor, strings: list[str]) -> torch.Tensor:
-        """log p(s | h) of every string of ``strings`` for every row of ``hidden``: ``hidden.shape[:-1] + (S,)``.
+        """log p(s | h) of every string of ``strings`` for every row of ``hidden``:
+        ``hidden.shape[:-1] + (S,)``.
 
         ``strings`` must be canonical numerals (``parse_numeral(s).canonical == s``, else
         ValueError); those longer than ``max_length`` get -inf. The strings' common prefixes are
@@ -301,7 +302,8 @@ class DigitRNN(nn.Module):
         n = flat.shape[0]
         if not strings or n == 0:
             return upcast(flat.new_zeros(n, len(strings))).reshape(*lead, len(strings))
-        # The trie: every prefix of every string (the empty one and the strings themselves included), by depth.
+        # The trie: every prefix of every string (the empty one and the strings themselves included), by
+        # depth.
         depth_of = max(len(s) for s in strings)
         levels: list[dict[str, int]] = [{} for _ in range(depth_of + 1)]
         for s in strings:

@@ -69,8 +69,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...tokenization.numerals import MAX_NUMERAL_LENGTH
-from ..base import write_unless_loaded
+from ....tokenization.numerals import MAX_NUMERAL_LENGTH
+from ...base import upcast, write_unless_loaded
 
 #: The options of ``transform``: the space in which the Gaussians live.
 TRANSFORMS = ("none", "log")
@@ -100,7 +100,8 @@ def forward_transform(x: torch.Tensor, transform: str = "none") -> torch.Tensor:
 
 
 def inverse_transform(u: torch.Tensor, transform: str = "none") -> torch.Tensor:
-    """u -> v, the inverse of :func:`forward_transform` (``"log"``: sign(u) (exp|u| - 1), inf beyond float range)."""
+    """u -> v, the inverse of :func:`forward_transform` (``"log"``: sign(u) (exp|u| - 1), inf beyond float
+    range)."""
     if _check_transform(transform) == "none":
         return u
     return torch.sign(u) * torch.expm1(u.abs())
@@ -175,7 +176,8 @@ def _log_mass_exact(z: torch.Tensor, d: torch.Tensor) -> tuple[torch.Tensor, tor
 
 
 def _log_mass_small_width(z: torch.Tensor, log_d: torch.Tensor) -> torch.Tensor:
-    """log of the mass of [z - d/2, z + d/2] as log phi(z) + log d + log sinhc(z d / 2): exact to d^2 / 8 in log."""
+    """log of the mass of [z - d/2, z + d/2] as log phi(z) + log d + log sinhc(z d / 2): exact to d^2 / 8 in
+    log."""
     half_slope = z.abs() * torch.exp(log_d) / 2
     return -0.5 * z * z - _HALF_LOG_2PI + log_d + _log_sinhc(half_slope)
 
@@ -202,7 +204,8 @@ def log_normal_interval_mass(z: torch.Tensor, log_d: torch.Tensor) -> torch.Tens
 def _interval_in_model_space(
     value: torch.Tensor, precision: torch.Tensor, transform: str
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The midpoint and the log width, in the Gaussians' space, of [v - 0.5 10^-r, v + 0.5 10^-r] (float64)."""
+    """The midpoint and the log width, in the Gaussians' space, of [v - 0.5 10^-r, v + 0.5 10^-r]
+    (float64)."""
     v = value.to(torch.float64)
     r = precision.to(torch.float64)
     log_width = -r * _LOG_10  # log(10^-r): no underflow of 10^-r for large r
@@ -377,7 +380,22 @@ def fit_gaussian_mixture(
 # ----------------------------------------------------------------------------- the module
 
 
-class NumeralMixture(nn.Module):
+class WrittenPrecision:
+    """The distribution of a numeral's written precision r (its number of decimals),
+    P(r | h) = softmax(W_r h), capped at ``max_precision``: a density over values scores the interval a
+    written numeral stands for, whose width is 10^-r. A density module holding ``precision_logits``
+    (Linear D -> max_precision + 1) and ``max_precision`` mixes it in."""
+
+    def log_precision_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        """log P(r | h) for r = 0 .. max_precision, (..., max_precision + 1)."""
+        return torch.log_softmax(upcast(self.precision_logits(hidden)), -1)
+
+    def clip_precision(self, precision: torch.Tensor) -> torch.Tensor:
+        """r clipped to {0, ..., max_precision} (the documented cap)."""
+        return precision.long().clamp(0, self.max_precision)
+
+
+class NumeralMixture(WrittenPrecision, nn.Module):
     """h -> a mixture-of-Gaussians distribution over numerals (value v, precision r).
 
     ``log_prob(h, v, r) = log P(r | h) + log sum_k pi_k(h) [Phi(b_k) - Phi(a_k)]`` (module docstring):
@@ -458,7 +476,8 @@ class NumeralMixture(nn.Module):
     # --- parameters
 
     @torch.no_grad()
-    def initialize_from(self, values, precisions=None, iterations: int = 200, seed: int = 0) -> NumeralMixture:
+    def initialize_from(self, values, precisions=None, iterations: int = 200,
+                        seed: int = 0) -> NumeralMixture:
         """Means and stds from EM on training ``values`` (:func:`fit_gaussian_mixture`, in this module's
         ``transform``); the mixture bias to log(EM weights), so pi(h) starts near them; and, given the
         training ``precisions``, the precision bias to their log-frequencies (add-one smoothed, clipped to
@@ -471,7 +490,8 @@ class NumeralMixture(nn.Module):
         self.log_std_floor.fill_(float(torch.log(stds.min())))
         self.mixture_logits.bias.copy_(torch.log(weights.clamp_min(1e-12)).to(self.mixture_logits.bias.dtype))
         if precisions is not None:
-            r = torch.as_tensor(np.asarray(precisions, dtype=np.int64)).reshape(-1).clamp(0, self.max_precision)
+            r = (torch.as_tensor(np.asarray(precisions, dtype=np.int64)).reshape(-1)
+                 .clamp(0, self.max_precision))
             counts = torch.bincount(r, minlength=self.max_precision + 1).to(torch.float64) + 1
             bias = torch.log(counts / counts.sum())
             self.precision_logits.bias.copy_(bias.to(self.precision_logits.bias.dtype))
@@ -484,22 +504,14 @@ class NumeralMixture(nn.Module):
 
     def log_weights(self, hidden: torch.Tensor) -> torch.Tensor:
         """log pi(h), (..., K)."""
-        logits = self.mixture_logits(hidden)
-        return torch.log_softmax(logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits, -1)
-
-    def log_precision_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        """log P(r | h) for r = 0 .. max_precision, (..., max_precision + 1)."""
-        logits = self.precision_logits(hidden)
-        return torch.log_softmax(logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits, -1)
-
-    def clip_precision(self, precision: torch.Tensor) -> torch.Tensor:
-        """r clipped to {0, ..., max_precision} (the documented cap)."""
-        return precision.long().clamp(0, self.max_precision)
+        return torch.log_softmax(upcast(self.mixture_logits(hidden)), -1)
 
     # --- scoring
 
-    def log_interval_probability(self, hidden: torch.Tensor, value: torch.Tensor, precision: torch.Tensor) -> torch.Tensor:
-        """log sum_k pi_k(h) [Phi(b_k) - Phi(a_k)] with r clipped to ``max_precision``; shape ``hidden.shape[:-1]``."""
+    def log_interval_probability(self, hidden: torch.Tensor, value: torch.Tensor,
+                                 precision: torch.Tensor) -> torch.Tensor:
+        """log sum_k pi_k(h) [Phi(b_k) - Phi(a_k)] with r clipped to ``max_precision``; shape
+        ``hidden.shape[:-1]``."""
         means, log_stds = self.components()
         return log_interval_probability(
             value, self.clip_precision(precision), self.log_weights(hidden), means, log_stds, self.transform
@@ -518,9 +530,10 @@ class NumeralMixture(nn.Module):
         interval = self.log_interval_probability(hidden, value, r)
         return log_r.to(interval.dtype) + interval
 
-    def vocabulary_log_probs(self, hidden: torch.Tensor, values: torch.Tensor, precisions: torch.Tensor) -> torch.Tensor:
-        """log P(v, r | h) of each of the numerals ``values`` / ``precisions`` (S,) for every row of ``hidden``:
-        ``hidden.shape[:-1] + (S,)``, float64 (an S x K table of interval masses per row)."""
+    def vocabulary_log_probs(self, hidden: torch.Tensor, values: torch.Tensor,
+                             precisions: torch.Tensor) -> torch.Tensor:
+        """log P(v, r | h) of each of the numerals ``values`` / ``precisions`` (S,) for every row of
+        ``hidden``: ``hidden.shape[:-1] + (S,)``, float64 (an S x K table of interval masses per row)."""
         means, log_stds = self.components()
         r = self.clip_precision(precisions)
         interval = log_interval_probability(
@@ -602,7 +615,8 @@ class NumeralMixture(nn.Module):
         return inverse_transform(best, self.transform)
 
     @torch.no_grad()
-    def sample(self, hidden: torch.Tensor, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+    def sample(self, hidden: torch.Tensor,
+               generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
         """Draw numerals: r ~ P(r | h), k ~ pi(h), u ~ N(mu_k, sigma_k^2), v = inverse transform of u.
 
         Returns (value, precision, text): ``text`` is v written with r decimals, ``f"{v:.{r}f}"`` (Python

@@ -1,9 +1,10 @@
-"""Streaming loader for arXiv abstracts (the Kaggle ``arxiv-metadata-oai-snapshot.json``).
+"""arXiv abstracts, streamed from the Kaggle ``arxiv-metadata-oai-snapshot.json``: ``--corpus arxiv``.
+Not fetched: each user downloads the snapshot from Kaggle.
 
 Streaming and caching (:mod:`hf_nlm.data.file_stream`), the stable hash split,
 :class:`~hf_nlm.data.splits.EmptySplitError` and :func:`~hf_nlm.data.splits.loader_counts`
-(:mod:`hf_nlm.data.splits`) work as for the clinical notes: see :mod:`hf_nlm.data.mimic`. The summary
-of what was read is logged by the logger ``hf_nlm.data.arxiv``.
+(:mod:`hf_nlm.data.splits`) work as for the clinical notes: see :mod:`hf_nlm.data.corpora.mimic`. The
+summary of what was read is logged by the logger ``hf_nlm.data.corpora.arxiv``.
 """
 
 from __future__ import annotations
@@ -14,16 +15,12 @@ import logging
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-from datasets import DatasetDict, Features, Value
 
-from .corpora import CorpusFormatError
-from .download import data_home
-from .file_stream import (
+from ..corpus import HASH_SPLIT_OPTIONS, CorpusCard, CorpusEntry
+from ..file_stream import (
     STATUS,
     PathLike,
     file_fingerprint,
@@ -33,9 +30,14 @@ from .file_stream import (
     status_counts,
     utf8_error,
 )
-from .splits import assemble, check_fractions, hashed_assignment
+from ..reading import CorpusFormatError, data_home
+from ..splits import assemble, check_fractions, hashed_assignment
 
-__all__ = ["ARXIV_FILE", "load_arxiv_abstracts"]
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from datasets import DatasetDict
+
+__all__ = ["ARXIV_FILE", "CORPUS", "load_arxiv_abstracts"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,15 +49,8 @@ ARXIV_HINT = (
 )
 _REQUIRED = ("id", "abstract", "categories", "update_date")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_FEATURES = Features(
-    {
-        "text": Value("string"),
-        "id": Value("string"),
-        "categories": Value("string"),
-        "update_date": Value("string"),
-        STATUS: Value("string"),
-    }
-)
+_FEATURES = {"text": "string", "id": "string", "categories": "string", "update_date": "string",
+             STATUS: "string"}
 
 
 def _arxiv_rows(file: str) -> Iterator[dict[str, Any]]:
@@ -126,6 +121,8 @@ def _as_date(value: str | datetime.date | None, name: str) -> str:
 
 def _category_mask(table: pa.Table, wanted: list[str], path: Path) -> np.ndarray:
     """Papers with at least one category matching one filter (``x.`` = prefix, else exact)."""
+    import pyarrow.compute as pc
+
     filters = list(wanted)
     if not filters or any(not isinstance(f, str) or not f.strip() for f in filters):
         raise ValueError(f"categories= must be None or non-empty strings, got {wanted!r}.")
@@ -242,6 +239,8 @@ def load_arxiv_abstracts(
         expected = [f > 0 for f in fractions]
         hint = "Too few papers for these split_fractions: change split_fractions or seed, or filter less."
     else:
+        import pyarrow.compute as pc
+
         counts.update(validation_from=first, test_from=second)
         dates = table.column("update_date")
         later = pc.greater_equal(dates, first).to_numpy(zero_copy_only=False).astype(np.int8)
@@ -255,3 +254,14 @@ def load_arxiv_abstracts(
     return assemble(
         "load_arxiv_abstracts", table_ds, assignment, selected, expected, counts, [STATUS], None, hint, logger
     )
+
+
+CORPUS = CorpusEntry(
+    "arxiv", load_arxiv_abstracts, "arxiv-metadata-oai-snapshot.json (or .gz) or its folder",
+    CorpusCard(
+        "arxiv", "arXiv abstracts",
+        "arXiv abstracts from the metadata snapshot (Kaggle dataset Cornell-University/arxiv), whitespace "
+        "normalised, split by a hash of the paper id; no Hub dataset, so the metadata names none.",
+    ),
+    options=HASH_SPLIT_OPTIONS, order=7,
+)

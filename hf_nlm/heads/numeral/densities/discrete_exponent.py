@@ -7,20 +7,21 @@ e in [e_min, e_max], or "zero", |x| < 10^e_min. Within a power of ten the log-ma
 u = log10|x| - e in [0, 1) has a Gaussian density truncated to [0, 1), its mean (in [0, 1], a sigmoid)
 and deviation also read from h; the zero class is uniform on (-10^e_min, 10^e_min)::
 
-    p(x | h) = p(zero | h) U(x) + sum_{s, e} p(s, e | h) TN(log10|x| - e; mu_{s,e}(h), sigma_{s,e}(h)) / (|x| ln 10)
+    p(x | h) = p(zero | h) U(x)
+               + sum_{s, e} p(s, e | h) TN(log10|x| - e; mu_{s,e}(h), sigma_{s,e}(h)) / (|x| ln 10)
 
 The classes tile the real line between -10^(e_max+1) and 10^(e_max+1). As for the mixture of Gaussians
-(:mod:`.mixture`), a numeral v written with r decimals is given the probability of the interval it
+(:mod:`.gaussian_mixture`), a numeral v written with r decimals is given the probability of the interval it
 stands for, times a precision distribution::
 
     P(v, r | h) = P(r | h) * integral of p(x | h) over [v - 0.5 10^-r, v + 0.5 10^-r]
 
-so the numerals of one precision partition the line and their probabilities sum to P(r | h). The
-interval is cut at the class boundaries it crosses; each piece's mass is a difference of normal CDFs in
-u, computed in log space by :func:`~.mixture.log_normal_interval_mass` (the midpoint and the log of the
-width, so a width of 10^-20 in u is no cancellation). The defaults cover every numeral the numeracy
-tokenizer keeps: at most :data:`~hf_nlm.tokenization.numerals.MAX_NUMERAL_LENGTH` symbols, so
-|v| < 10^24 and a nonzero |v| >= 10^-22.
+so the numerals of one precision partition the line and their probabilities sum to P(r | h). The interval is
+cut at the class boundaries it crosses; each piece's mass is a difference of normal CDFs in u, computed in log
+space by :func:`~.gaussian_mixture.log_normal_interval_mass` (the midpoint and the log of the width, so a
+width of 10^-20 in u is no cancellation). The defaults cover every numeral the numeracy tokenizer keeps: at
+most :data:`~hf_nlm.tokenization.numerals.MAX_NUMERAL_LENGTH` symbols, so |v| < 10^24 and a nonzero
+|v| >= 10^-22.
 
 Point estimates are closed forms: the CDF per class, the quantile by finding the class where the CDF
 crosses q and inverting its truncated normal (``ndtri``), the mean from the log-normal's moments. Every
@@ -38,8 +39,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...tokenization.numerals import MAX_NUMERAL_LENGTH
-from .mixture import DEFAULT_MAX_PRECISION, log_normal_interval_mass
+from ....tokenization.numerals import MAX_NUMERAL_LENGTH
+from .gaussian_mixture import DEFAULT_MAX_PRECISION, WrittenPrecision, log_normal_interval_mass
 
 #: The lowest and highest power of ten of the default classes: every numeral of at most
 #: MAX_NUMERAL_LENGTH symbols is below 10^24 and, unless 0, at least 10^-22.
@@ -50,15 +51,16 @@ _LN10 = math.log(10.0)
 _LOG_LN10 = math.log(_LN10)
 
 
-class NumeralExponentDensity(nn.Module):
-    """h -> a distribution over numerals (value v, precision r) with a discrete latent exponent (module docstring).
+class NumeralExponentDensity(WrittenPrecision, nn.Module):
+    """h -> a distribution over numerals (value v, precision r) with a discrete latent exponent (module
+    docstring).
 
     Classes, in the order of the real line: ``-10^e_max`` down to ``-10^e_min`` (negative, largest
     magnitude first), zero, then ``+10^e_min`` up to ``+10^e_max``; ``num_classes = 2 E + 1`` with
     E = e_max - e_min + 1. Parameters: ``class_logits`` (Linear D -> num_classes), ``mantissa_mean`` and
     ``mantissa_log_std`` (Linear D -> 2E each: the log-mantissa's mean and log deviation for each signed
     power of ten) and
-    ``precision_logits`` (Linear D -> max_precision + 1), as in :class:`~.mixture.NumeralMixture`. A
+    ``precision_logits`` (Linear D -> max_precision + 1), as in :class:`~.gaussian_mixture.NumeralMixture`. A
     numeral with more decimals than ``max_precision`` is scored as if written with ``max_precision``.
 
     Computed in float64 inside; log-probabilities come back in float32 or wider.
@@ -118,9 +120,11 @@ class NumeralExponentDensity(nn.Module):
         counts = torch.bincount(self.class_of(v), minlength=self.num_classes).to(torch.float64) + 1
         self.class_logits.bias.copy_(torch.log(counts / counts.sum()).to(self.class_logits.bias.dtype))
         if precisions is not None:
-            r = torch.as_tensor(np.asarray(precisions, dtype=np.int64)).reshape(-1).clamp(0, self.max_precision)
+            r = (torch.as_tensor(np.asarray(precisions, dtype=np.int64)).reshape(-1)
+                 .clamp(0, self.max_precision))
             counts = torch.bincount(r, minlength=self.max_precision + 1).to(torch.float64) + 1
-            self.precision_logits.bias.copy_(torch.log(counts / counts.sum()).to(self.precision_logits.bias.dtype))
+            self.precision_logits.bias.copy_(
+                torch.log(counts / counts.sum()).to(self.precision_logits.bias.dtype))
         return self
 
     def class_of(self, value: torch.Tensor) -> torch.Tensor:
@@ -149,14 +153,6 @@ class NumeralExponentDensity(nn.Module):
 
         return with_zero(mu, 0.5), with_zero(log_sigma, 0.0)
 
-    def log_precision_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        """log P(r | h) for r = 0 .. max_precision, (..., max_precision + 1)."""
-        logits = self.precision_logits(hidden)
-        return torch.log_softmax(logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits, -1)
-
-    def clip_precision(self, precision: torch.Tensor) -> torch.Tensor:
-        return precision.long().clamp(0, self.max_precision)
-
     # --- the intervals, cut at the class boundaries
 
     def interval_pieces(self, value: torch.Tensor, precision: torch.Tensor):
@@ -173,7 +169,8 @@ class NumeralExponentDensity(nn.Module):
         e, sign = self.class_exponent, self.class_sign
         # Each signed class as a range of |x|: [10^e, 10^(e+1)); the piece of [a, b] on that side, in |x|.
         lo_edge, hi_edge = torch.pow(10.0, e), torch.pow(10.0, e + 1)
-        side_lo = torch.where(sign > 0, a, -b)  # the interval mirrored onto the positive side for negative classes
+        # the interval mirrored onto the positive side for negative classes
+        side_lo = torch.where(sign > 0, a, -b)
         side_hi = torch.where(sign > 0, b, -a)
         lo, hi = torch.maximum(side_lo, lo_edge), torch.minimum(side_hi, hi_edge)
         meets = (lo < hi) & (sign != 0)
@@ -195,7 +192,8 @@ class NumeralExponentDensity(nn.Module):
         return owner, klass, mid[owner, klass], log_width[owner, klass]
 
     def piece_log_masses(self, log_classes, mu, log_sigma, klass, mid, log_width) -> torch.Tensor:
-        """log p(class | h) + log of the class's mass on each piece; the parameters already gathered per piece."""
+        """log p(class | h) + log of the class's mass on each piece; the parameters already gathered per
+        piece."""
         sigma_inv = torch.exp(-log_sigma)
         inside = log_normal_interval_mass((mid - mu) * sigma_inv, log_width - log_sigma)
         truncation = log_normal_interval_mass((0.5 - mu) * sigma_inv, -log_sigma)  # mass of [0, 1)
@@ -204,9 +202,10 @@ class NumeralExponentDensity(nn.Module):
 
     # --- scoring
 
-    def log_interval_probability(self, hidden: torch.Tensor, value: torch.Tensor, precision: torch.Tensor) -> torch.Tensor:
-        """log of the density's mass on each numeral's interval (without P(r | h)), shape ``hidden.shape[:-1]``;
-        ``value`` and ``precision`` have that shape too."""
+    def log_interval_probability(self, hidden: torch.Tensor, value: torch.Tensor,
+                                 precision: torch.Tensor) -> torch.Tensor:
+        """log of the density's mass on each numeral's interval (without P(r | h)), shape
+        ``hidden.shape[:-1]``; ``value`` and ``precision`` have that shape too."""
         lead = hidden.shape[:-1]
         flat = hidden.reshape(-1, hidden.shape[-1])
         owner, klass, mid, log_width = self.interval_pieces(value.reshape(-1), precision.reshape(-1))
@@ -226,7 +225,8 @@ class NumeralExponentDensity(nn.Module):
         out_dtype = torch.promote_types(log_r.dtype, torch.float32)
         return (log_r.to(torch.float64) + interval).to(out_dtype)
 
-    def vocabulary_log_probs(self, hidden: torch.Tensor, values: torch.Tensor, precisions: torch.Tensor) -> torch.Tensor:
+    def vocabulary_log_probs(self, hidden: torch.Tensor, values: torch.Tensor,
+                             precisions: torch.Tensor) -> torch.Tensor:
         """log P(v, r | h) of each of the numerals ``values`` / ``precisions`` (S,) for every row of
         ``hidden``: ``hidden.shape[:-1] + (S,)``, float64. Only the pieces the numerals' intervals meet are
         computed (a numeral meets one class or a few), not S x num_classes."""
@@ -236,14 +236,16 @@ class NumeralExponentDensity(nn.Module):
         owner, klass, mid, log_width = self.interval_pieces(values, r)
         log_classes = self.log_class_probs(flat)
         mu, log_sigma = self.mantissa_parameters(flat)
-        pieces = self.piece_log_masses(log_classes[:, klass], mu[:, klass], log_sigma[:, klass], klass, mid, log_width)
+        pieces = self.piece_log_masses(log_classes[:, klass], mu[:, klass], log_sigma[:, klass], klass, mid,
+                                       log_width)
         interval = _logsumexp_by_owner(pieces, owner, values.numel())  # (rows, S)
         log_r = self.log_precision_probs(flat).to(torch.float64).index_select(-1, r)
         return (log_r + interval).reshape(*lead, values.numel())
 
     @property
     def terms_per_numeral(self) -> int:
-        """About the pieces computed per numeral and row: most intervals meet one class, a few meet several."""
+        """About the pieces computed per numeral and row: most intervals meet one class, a few meet
+        several."""
         return 4
 
     # --- point estimates and sampling (no gradients)
@@ -263,7 +265,8 @@ class NumeralExponentDensity(nn.Module):
         shifted by k = ln10 sigma over the mass itself (the log-normal's moment, in closed form)."""
         probs, mu, sigma, alpha, beta = self._classes(hidden)
         k = _LN10 * sigma
-        log_moment = _LN10 * mu + k * k / 2 + _log_normal_mass(alpha - k, beta - k) - _log_normal_mass(alpha, beta)
+        log_moment = (_LN10 * mu + k * k / 2 + _log_normal_mass(alpha - k, beta - k)
+                      - _log_normal_mass(alpha, beta))
         per_class = self.class_sign * torch.exp(self.class_exponent * _LN10 + log_moment)
         return (probs * per_class).sum(-1)
 
@@ -301,7 +304,8 @@ class NumeralExponentDensity(nn.Module):
             raise ValueError(f"a quantile needs 0 < q < 1, got {q}")
         probs, mu, sigma, alpha, beta = self._classes(hidden)
         cumulative = probs.cumsum(-1)
-        k = torch.searchsorted(cumulative.contiguous(), torch.full((*probs.shape[:-1], 1), q, dtype=probs.dtype))
+        k = torch.searchsorted(cumulative.contiguous(),
+                               torch.full((*probs.shape[:-1], 1), q, dtype=probs.dtype))
         k = k.clamp(max=self.num_classes - 1)
 
         def pick(t: torch.Tensor) -> torch.Tensor:
@@ -328,10 +332,11 @@ class NumeralExponentDensity(nn.Module):
         return sign * torch.pow(10.0, e + u)
 
     @torch.no_grad()
-    def sample(self, hidden: torch.Tensor, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+    def sample(self, hidden: torch.Tensor,
+               generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
         """Draw numerals: r ~ P(r | h), a class, then the log-mantissa from its truncated normal (by the
         inverse CDF); the text is v written with r decimals. Returns (value, precision, text) as
-        :meth:`~.mixture.NumeralMixture.sample` does."""
+        :meth:`~.gaussian_mixture.NumeralMixture.sample` does."""
         probs, mu, sigma, alpha, beta = self._classes(hidden)
         shape = probs.shape[:-1]
         flat = probs.reshape(-1, self.num_classes)
@@ -366,27 +371,29 @@ def _linear64(layer: nn.Linear, hidden: torch.Tensor) -> torch.Tensor:
 
 
 @functools.lru_cache(maxsize=16)
-def _class_tables(min_exponent: int, max_exponent: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def _class_tables(min_exponent: int, max_exponent: int,
+                  device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """The classes' powers of ten and signs, in the order of the real line; built once per device, never
     written to (tables that follow from the constructor's arguments, not state to save or load)."""
-    exponents = list(range(max_exponent, min_exponent - 1, -1)) + [0] + list(range(min_exponent, max_exponent + 1))
+    exponents = (list(range(max_exponent, min_exponent - 1, -1)) + [0]
+                 + list(range(min_exponent, max_exponent + 1)))
     signs = [-1] * (max_exponent - min_exponent + 1) + [0] + [1] * (max_exponent - min_exponent + 1)
     return (torch.tensor(exponents, dtype=torch.float64, device=device),
             torch.tensor(signs, dtype=torch.float64, device=device))
 
 
 def _log_normal_mass(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """log(Phi(b) - Phi(a)) for a <= b, accurate in either tail (:func:`~.mixture.log_normal_interval_mass`
-    on the midpoint and the width); -inf where a == b."""
+    """log(Phi(b) - Phi(a)) for a <= b, accurate in either tail
+    (:func:`~.gaussian_mixture.log_normal_interval_mass` on the midpoint and the width); -inf where a == b."""
     width = b - a
     mass = log_normal_interval_mass((a + b) / 2, torch.log(width.clamp_min(1e-300)))
     return torch.where(width > 0, mass, torch.full_like(mass, -math.inf))
 
 
 def _truncated_normal_icdf(alpha: torch.Tensor, beta: torch.Tensor, share: torch.Tensor) -> torch.Tensor:
-    """The z in [alpha, beta] below which lies ``share`` of a standard normal truncated to [alpha, beta].
-    With alpha <= 0 <= beta (the mantissa's mean is in [0, 1]) both Phi(alpha) and 1 - Phi(beta) are at most
-    1/2, so the sum below loses no digits; z is clipped to [alpha, beta] against ndtri's rounding at 0 and 1."""
+    """The z in [alpha, beta] below which lies ``share`` of a standard normal truncated to [alpha, beta]. With
+    alpha <= 0 <= beta (the mantissa's mean is in [0, 1]) both Phi(alpha) and 1 - Phi(beta) are at most 1/2,
+    so the sum below loses no digits; z is clipped to [alpha, beta] against ndtri's rounding at 0 and 1."""
     lower = torch.special.ndtr(alpha)
     p = lower + share * (torch.special.ndtr(beta) - lower)
     return torch.minimum(torch.maximum(torch.special.ndtri(p), alpha), beta)

@@ -1,7 +1,8 @@
-"""Streaming loaders for clinical notes: MIMIC-III ``NOTEEVENTS.csv`` and MIMIC-IV-Note.
+"""Clinical notes, streamed: MIMIC-III ``NOTEEVENTS.csv`` (``--corpus mimic-iii``) and MIMIC-IV-Note
+(``--corpus mimic-iv``). PhysioNet credentialed access: not fetched, each user downloads them.
 
-Both return a ``datasets.DatasetDict`` with the splits ``train``, ``validation`` and ``test``,
-a string column ``text`` and metadata columns, like the loaders in :mod:`hf_nlm.data.corpora`.
+Both loaders return a ``datasets.DatasetDict`` with the splits ``train``, ``validation`` and ``test``,
+a string column ``text`` and metadata columns, like the other corpora of :mod:`hf_nlm.data.corpora`.
 
 Streaming (:mod:`hf_nlm.data.file_stream`). The files are large (MIMIC-III ``NOTEEVENTS.csv`` is
 about 4 GB), so they are never read whole: a ``csv.reader`` (strict, over a file opened with
@@ -25,12 +26,12 @@ fraction is 0 is empty; a split whose fraction is above 0 but that ends up empty
 :class:`~hf_nlm.data.splits.EmptySplitError`.
 
 What was left out, and why, is reported three ways: logged (``logging`` at INFO level, logger
-``hf_nlm.data.mimic``), written into each split's ``info.description``, and returned as a dict
+``hf_nlm.data.corpora.mimic``), written into each split's ``info.description``, and returned as a dict
 by :func:`~hf_nlm.data.splits.loader_counts` (``loader_counts(corpus)`` or
 ``loader_counts(corpus["train"])``).
 
 Errors: :class:`FileNotFoundError` for a missing file (saying where to get it);
-:class:`~hf_nlm.data.corpora.CorpusFormatError` (a ``ValueError``) naming the file, the line
+:class:`~hf_nlm.data.reading.CorpusFormatError` (a ``ValueError``) naming the file, the line
 (for a record spanning several lines: the line where it starts) and the field for a missing
 column, a record with the wrong number of fields, a quoted field still open at the end of the
 file, bytes that are not UTF-8 (with the byte offset), or a bad value; ``ValueError`` for bad
@@ -44,13 +45,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from datasets import DatasetDict, Features, Value
-
-from .corpora import CorpusFormatError
-from .download import data_home
-from .file_stream import (
+from ..corpus import HASH_SPLIT_OPTIONS, CorpusCard, CorpusEntry
+from ..file_stream import (
     STATUS,
     PathLike,
     csv_records,
@@ -61,12 +59,18 @@ from .file_stream import (
     parse_int,
     status_counts,
 )
-from .splits import assemble, check_fractions, hashed_assignment
+from ..reading import CorpusFormatError, data_home
+from ..splits import assemble, check_fractions, hashed_assignment
+
+if TYPE_CHECKING:
+    from datasets import DatasetDict
 
 __all__ = [
     "DEID",
     "DEID_DATE",
     "DEID_NAME",
+    "MIMIC_III",
+    "MIMIC_IV",
     "load_mimic_iii_notes",
     "load_mimic_iv_notes",
     "replace_mimic_iii_deid",
@@ -172,27 +176,27 @@ def _find(path: PathLike | None, default: Path, names: Sequence[str], hint: str,
         if found:
             return found
     raise FileNotFoundError(
-        f"No {what} file ({' or '.join(names)}, optionally .gz) in {' or '.join(str(p) for p in looked)}. {hint}"
+        f"No {what} file ({' or '.join(names)}, optionally .gz) in {' or '.join(str(p) for p in looked)}. "
+        f"{hint}"
     )
 
 # ---------------------------------------------------------------------------------------
 # MIMIC-III NOTEEVENTS.
 
 
-_III_COLUMNS = ("ROW_ID", "SUBJECT_ID", "HADM_ID", "CHARTDATE", "CHARTTIME", "CATEGORY", "DESCRIPTION", "ISERROR", "TEXT")
-_III_FEATURES = Features(
-    {
-        "text": Value("string"),
-        "row_id": Value("int64"),
-        "subject_id": Value("int64"),
-        "hadm_id": Value("int64"),
-        "chartdate": Value("string"),
-        "charttime": Value("string"),
-        "category": Value("string"),
-        "description": Value("string"),
-        STATUS: Value("string"),
-    }
-)
+_III_COLUMNS = ("ROW_ID", "SUBJECT_ID", "HADM_ID", "CHARTDATE", "CHARTTIME", "CATEGORY", "DESCRIPTION",
+                "ISERROR", "TEXT")
+_III_FEATURES = {
+    "text": "string",
+    "row_id": "int64",
+    "subject_id": "int64",
+    "hadm_id": "int64",
+    "chartdate": "string",
+    "charttime": "string",
+    "category": "string",
+    "description": "string",
+    STATUS: "string",
+}
 
 
 def _iii_row(values: list[str], path: Path, line: int) -> dict[str, Any]:
@@ -264,7 +268,8 @@ def load_mimic_iii_notes(
         EmptySplitError: a split with a fraction above 0 got no note.
     """
     fractions = check_fractions(split_fractions)
-    files = _find(path, data_home(create=False) / "mimic-iii", ["NOTEEVENTS.csv"], MIMIC_III_HINT, "NOTEEVENTS")
+    files = _find(path, data_home(create=False) / "mimic-iii", ["NOTEEVENTS.csv"], MIMIC_III_HINT,
+                  "NOTEEVENTS")
     return _load_notes(
         _FORMATS["mimic-iii"], files, categories, fractions, seed, replace_deid, cache_dir, writer_batch_size
     )
@@ -275,19 +280,17 @@ def load_mimic_iii_notes(
 
 
 _IV_COLUMNS = ("note_id", "subject_id", "hadm_id", "note_type", "note_seq", "charttime", "storetime", "text")
-_IV_FEATURES = Features(
-    {
-        "text": Value("string"),
-        "note_id": Value("string"),
-        "subject_id": Value("int64"),
-        "hadm_id": Value("int64"),
-        "note_type": Value("string"),
-        "note_seq": Value("int64"),
-        "charttime": Value("string"),
-        "storetime": Value("string"),
-        STATUS: Value("string"),
-    }
-)
+_IV_FEATURES = {
+    "text": "string",
+    "note_id": "string",
+    "subject_id": "int64",
+    "hadm_id": "int64",
+    "note_type": "string",
+    "note_seq": "int64",
+    "charttime": "string",
+    "storetime": "string",
+    STATUS: "string",
+}
 
 
 def _iv_row(values: list[str], path: Path, line: int) -> dict[str, Any]:
@@ -354,7 +357,8 @@ def load_mimic_iv_notes(
         "MIMIC-IV-Note",
     )
     return _load_notes(
-        _FORMATS["mimic-iv-note"], files, note_types, fractions, seed, replace_deid, cache_dir, writer_batch_size
+        _FORMATS["mimic-iv-note"], files, note_types, fractions, seed, replace_deid, cache_dir,
+        writer_batch_size
     )
 
 
@@ -370,7 +374,7 @@ class _NoteFormat:
     kind: str  # the loader part of the cache key
     what: str  # the file, in messages
     columns: tuple[str, ...]  # the CSV columns read
-    features: Features  # the table's columns
+    features: dict[str, str]  # the table's columns and their types
     row: Callable[[list[str], Path, int], dict[str, Any]]  # a record's row: text as written, status
     replace_deid: Callable[[str], str]
     argument: str  # the loader's filter argument
@@ -451,3 +455,26 @@ _FORMATS = {
         replace_mimic_iv_deid, "note_types", "note_type",
     ),
 }
+
+
+MIMIC_III = CorpusEntry(
+    "mimic-iii", load_mimic_iii_notes, "NOTEEVENTS.csv (or .csv.gz) or its folder",
+    CorpusCard(
+        "mimic-iii", "MIMIC-III clinical notes",
+        "the MIMIC-III clinical notes (NOTEEVENTS; Johnson et al. 2016, PhysioNet, credentialed access), "
+        "de-identification brackets replaced by placeholders, split by patient. The data may not be "
+        "shared, so the metadata names no dataset.",
+    ),
+    options=HASH_SPLIT_OPTIONS, order=5,
+)
+MIMIC_IV = CorpusEntry(
+    "mimic-iv", load_mimic_iv_notes,
+    "discharge.csv / radiology.csv (or .csv.gz), or the folder holding them (or note/)",
+    CorpusCard(
+        "mimic-iv", "MIMIC-IV-Note clinical notes",
+        "the MIMIC-IV-Note discharge summaries and radiology reports (Johnson et al. 2023, PhysioNet, "
+        "credentialed access), de-identification marks replaced by placeholders, split by patient. The data "
+        "may not be shared, so the metadata names no dataset.",
+    ),
+    options=HASH_SPLIT_OPTIONS, order=6,
+)

@@ -36,7 +36,8 @@ def mix_log_probs(log_p_nn, log_p_ngram, weight: float):
     return np.logaddexp(log_p_nn + math.log(weight), log_p_ngram + math.log1p(-weight))
 
 
-def fit_mixture_weight(log_p_nn, log_p_ngram, init: float = 0.5, tol: float = 1e-7, max_iter: int = 500) -> float:
+def fit_mixture_weight(log_p_nn, log_p_ngram, init: float = 0.5, tol: float = 1e-7,
+                       max_iter: int = 500) -> float:
     """The weight a of the neural model that maximises the mixture's likelihood (EM).
 
     Args:
@@ -46,7 +47,8 @@ def fit_mixture_weight(log_p_nn, log_p_ngram, init: float = 0.5, tol: float = 1e
     a_nn = np.asarray(log_p_nn, dtype=np.float64)
     a_ng = np.asarray(log_p_ngram, dtype=np.float64)
     if a_nn.shape != a_ng.shape or a_nn.size == 0:
-        raise ValueError(f"need two equally long, non-empty arrays of log-probabilities, got {a_nn.shape} and {a_ng.shape}")
+        raise ValueError(f"need two equally long, non-empty arrays of log-probabilities, got {a_nn.shape} "
+                         f"and {a_ng.shape}")
     a = float(init)
     for _ in range(max_iter):
         mixed = mix_log_probs(a_nn, a_ng, a)
@@ -58,8 +60,10 @@ def fit_mixture_weight(log_p_nn, log_p_ngram, init: float = 0.5, tol: float = 1e
 
 
 def _aligned_log_probs(model, ngram: NgramLM, split, tokenizer, **kwargs):
-    if ngram.bos_id != (tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id):
-        raise ValueError(f"the n-gram model pads contexts with id {ngram.bos_id}, the tokenizer's bos differs")
+    if ngram.bos_id != (tokenizer.bos_token_id if tokenizer.bos_token_id is not None
+                        else tokenizer.eos_token_id):
+        raise ValueError(f"the n-gram model pads contexts with id {ngram.bos_id}, "
+                         "the tokenizer's bos differs")
     ids, log_p_nn, num_words = token_log_probs(model, split, tokenizer, **kwargs)
     log_p_ngram = ngram.stream_log_probs(ids.numpy())
     return ids, log_p_nn.double().numpy(), log_p_ngram, num_words
@@ -92,7 +96,8 @@ def evaluate_mixture(
     mixed = mix_log_probs(log_p_nn, log_p_ngram, float(weight))
     unk = tokenizer.unk_token_id
     num_unk = int((ids == unk).sum()) if unk is not None else 0
-    return {**perplexity_report(-float(mixed.sum()), int(ids.numel()), num_words, num_unk), "mixture_weight": float(weight)}
+    return {**perplexity_report(-float(mixed.sum()), int(ids.numel()), num_words, num_unk),
+            "mixture_weight": float(weight)}
 
 
 class NgramMixtureLogitsProcessor(LogitsProcessor):
@@ -114,13 +119,15 @@ class NgramMixtureLogitsProcessor(LogitsProcessor):
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         if scores.shape[-1] < self.ngram.vocab_size:
-            raise ValueError(f"the model scores {scores.shape[-1]} tokens but the n-gram model has {self.ngram.vocab_size}")
+            raise ValueError(f"the model scores {scores.shape[-1]} tokens but the n-gram model has "
+                             f"{self.ngram.vocab_size}")
         n_1 = self.ngram.order - 1
         context = input_ids[:, -n_1:] if n_1 else input_ids[:, :0]
         if context.shape[1] < n_1:
             fill = context.new_full((context.shape[0], n_1 - context.shape[1]), self.ngram.bos_id)
             context = torch.cat([fill, context], dim=1)
-        log_p_ngram = torch.from_numpy(self.ngram.log_probs(context.cpu().numpy())).to(scores.device, torch.float32)
+        log_p_ngram = (torch.from_numpy(self.ngram.log_probs(context.cpu().numpy()))
+                       .to(scores.device, torch.float32))
         log_p_nn = torch.log_softmax(scores.float(), dim=-1)
         # A model may have more output ids than the n-gram's vocabulary (padding rows): they get P_nn only.
         if log_p_ngram.shape[-1] < scores.shape[-1]:

@@ -19,8 +19,8 @@ def setup(toy_texts):
     tok = train_word_level_tokenizer(toy_texts)
     torch.manual_seed(0)
     model = NPLMForCausalLM(
-        NPLMConfig(vocab_size=len(tok), context_size=2, embedding_size=4, hidden_size=3, initializer_range=0.5,
-                   eos_token_id=None)
+        NPLMConfig(vocab_size=len(tok), context_size=2, embedding_size=4, hidden_size=3,
+                   initializer_range=0.5, eos_token_id=None)
     ).eval()
     kn = KneserNeyLM.from_texts(toy_texts, tok, order=3)
     return tok, model, kn
@@ -83,7 +83,8 @@ def test_logits_processor_gives_a_normalised_weighted_sum(setup):
     assert short[0, 3] == -math.inf
     p_ng_short = np.exp(kn.log_probs(np.array([[1, 5]])))[0]
     assert short[0, 4].exp().item() == pytest.approx(
-        0.25 * torch.softmax(scores[0].index_fill(0, torch.tensor([3]), -math.inf), -1)[4].item() + 0.75 * p_ng_short[4], rel=1e-5
+        0.25 * torch.softmax(scores[0].index_fill(0, torch.tensor([3]), -math.inf), -1)[4].item()
+        + 0.75 * p_ng_short[4], rel=1e-5
     )
 
 

@@ -1,0 +1,278 @@
+"""A run from its specification to its saved folder: :func:`train` and :func:`load_run`.
+
+``train(spec)`` reads top to bottom as the run goes:
+
+    datasets  = spec.data.load()                       the corpus, checked against the run's when resuming
+    tokenizer = spec.tokenizer.train(train texts)      or the saved model's (resume, init_from)
+    model     = build_model(spec, tokenizer, ...)      sized for the tokenizer, seeded, its tree, generation
+                                                       defaults
+    check_training_memory(...)                         refuses what cannot train in the memory there is
+    LMTrainer(model, tokenizer, datasets, ...).train() the loop; the best model, card, results in
+                                                       output_dir
+
+``hf-nlm train``, ``examples/``, the benchmarks and the web demo's runs all go through it, so what one gets
+(the recipe, the refusals, the generation defaults, the card) every other gets too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+
+from ..generation import set_generation_defaults
+from ..models import MODEL_TYPES
+from .memory import check_training_memory
+from .spec import RunSpec, split_fingerprints
+from .trainer import LMTrainer
+
+
+def _say(line: str) -> None:
+    """A line of the run's account on stderr, once (the main process): stdout stays for the caller's
+    results."""
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(line, file=sys.stderr)
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` returns: the spec as run (tokenizer settings resolved, the data's content recorded),
+    the trained model (the best weights) and its tokenizer, the results (also ``results.json``) and the
+    folder."""
+
+    spec: RunSpec
+    model: object
+    tokenizer: object
+    metrics: dict
+    output_dir: Path
+
+
+def train(spec: RunSpec, accelerator=None) -> TrainResult:
+    """Train the run ``spec`` describes (or resume it: ``spec.training.resume_from_checkpoint``) and save it
+    in ``spec.training.output_dir``: the best model with its tokenizer and generation config, ``README.md``,
+    ``results.json``, ``log.jsonl``, ``curves.png``, ``checkpoints/``. Bad settings or data raise
+    ``ValueError`` / ``FileNotFoundError`` before training starts; Ctrl-C raises ``KeyboardInterrupt`` after
+    the last completed update is checkpointed (:func:`report_interrupt` says how to go on)."""
+    resuming = spec.training.resume_from_checkpoint is not None
+    datasets = spec.data.load()
+    if "train" not in datasets:
+        raise ValueError("the corpus has no train split (give --train-file)")
+    fingerprints = split_fingerprints(datasets)
+    if spec.data_sha256 is not None:
+        check_same_data(spec, fingerprints)
+    texts = datasets["train"]["text"]
+    if resuming or spec.init_from is not None:
+        folder = spec.training.resume_from_checkpoint if resuming else spec.init_from
+        model, tokenizer = load_run(folder)
+        model.train()  # from_pretrained returns the model in eval mode
+        if resuming:
+            _say(f"resuming {folder}: the run's model, tokenizer, data and training settings are kept"
+                 + (f"; changed: {'; '.join(spec.resume_changes)}" if spec.resume_changes else ""))
+    else:
+        _say(spec.recipe_line())
+        spec, tokenizer = train_tokenizer(spec, texts)
+        model = build_model(spec, tokenizer, texts)
+    spec = dataclasses.replace(spec, data_sha256=fingerprints)
+    trainer = LMTrainer(model, tokenizer, datasets, spec.training, accelerator=accelerator,
+                        dataset_name=spec.data.name, run_spec=spec.to_dict())
+    metrics = trainer.train()
+    return TrainResult(spec, model, tokenizer, metrics, Path(spec.training.output_dir))
+
+
+def check_same_data(spec: RunSpec, fingerprints: dict[str, str]) -> None:
+    """Refuse data whose content differs from what the run recorded (``spec.data_sha256``), split by split."""
+    changed = [split for split, digest in spec.data_sha256.items() if fingerprints.get(split) != digest]
+    changed += [split for split in fingerprints if split not in spec.data_sha256]
+    if changed:
+        named = "; ".join(spec.data.describe(split) for split in changed)
+        raise ValueError(f"the data is not the run's: {named} holds other text than when the run was saved "
+                         "(compared by content). Resume with the run's data, or start a new run in another "
+                         "--output-dir (or with --overwrite-output-dir)")
+
+
+def train_tokenizer(spec: RunSpec, texts):
+    """``(spec, tokenizer)``: the tokenizer trained on ``texts``, and the spec with its settings as applied. A
+    recipe's frequency cut-off is meant for texts of many thousand words: where it would leave most of a small
+    text unknown, every word is kept (and said); a cut-off the spec was given is refused instead."""
+    tokenizer_spec = spec.tokenizer.resolve(texts)
+    try:
+        tokenizer = tokenizer_spec.train(texts)
+    except ValueError:
+        if "min_frequency" not in spec.recipe_values or tokenizer_spec.min_frequency == 1 \
+                or not tokenizer_spec.word_level:
+            raise
+        _say(f"--min-frequency {tokenizer_spec.min_frequency} (the recipe's) would leave most of this small "
+             "text unknown; using --min-frequency 1")
+        tokenizer_spec = dataclasses.replace(tokenizer_spec, min_frequency=1)
+        tokenizer = tokenizer_spec.train(texts)
+        spec = dataclasses.replace(spec, recipe_values=spec.recipe_values - {"min_frequency"})
+    return dataclasses.replace(spec, tokenizer=tokenizer_spec), tokenizer
+
+
+def build_config(spec: RunSpec, tokenizer):
+    """The model configuration ``spec`` describes, sized for ``tokenizer`` (no tree shape yet)."""
+    from ..heads import HEAD_REGISTRY
+    from ..tokenization import tokenizer_fingerprint
+
+    config_class = MODEL_TYPES[spec.model_type].config_class
+    fields = dict(spec.model)
+    head = fields.get("head", next(f.default for f in dataclasses.fields(config_class) if f.name == "head"))
+    if head in HEAD_REGISTRY and not HEAD_REGISTRY[head].tieable:
+        fields["tie_word_embeddings"] = False  # e.g. a tree head's node vectors are not word vectors
+    if any(f.name == "numeral_vocab" for f in dataclasses.fields(config_class)):
+        # Which ids are numerals, from a numeracy tokenizer (None from another: a numeral head then says so).
+        fields["numeral_vocab"] = getattr(tokenizer, "numeral_vocab", None)
+    eos = tokenizer.eos_token_id
+    return config_class(
+        vocab_size=len(tokenizer),
+        bos_token_id=tokenizer.bos_token_id if tokenizer.bos_token_id is not None else eos,
+        eos_token_id=eos,
+        pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos,
+        tokenizer_fingerprint=tokenizer_fingerprint(tokenizer),
+        **fields,
+    )
+
+
+def build_tree(spec: RunSpec, tokenizer, train_texts=None):
+    """The word tree of a tree head: ``tree_file``, or a random / balanced / Huffman (by the training texts'
+    word frequencies) tree over the vocabulary."""
+    from ..trees import WordTree, balanced_tree, huffman_tree, random_tree
+
+    V = len(tokenizer)
+    if spec.tree_file is not None:
+        if not Path(spec.tree_file).is_file():
+            raise FileNotFoundError(f"no such file: {spec.tree_file}")
+        tree = WordTree.load(spec.tree_file)
+        if tree.vocab_size != V:
+            raise ValueError(f"{spec.tree_file}: the tree covers {tree.vocab_size} words "
+                             f"but the vocabulary has {V}")
+        return tree
+    kind = spec.tree or "random"
+    if kind == "random":
+        return random_tree(V, seed=spec.tree_seed)
+    if kind == "balanced":
+        return balanced_tree(V)
+    if train_texts is None:
+        raise ValueError("--tree huffman needs the training texts to count word frequencies")
+    from ..data.lm import tokenize_corpus
+
+    ids, _ = tokenize_corpus(list(train_texts), tokenizer)
+    return huffman_tree(torch.bincount(ids, minlength=V).numpy())
+
+
+def build_model(spec: RunSpec, tokenizer, train_texts=None):
+    """A freshly initialised model (seeded with ``spec.training.seed``: the same weights on every process and
+    every rerun) sized for ``tokenizer``, with its word tree (tree heads; ``train_texts`` for a Huffman tree),
+    its training memory checked first and its generation defaults set."""
+    config = build_config(spec, tokenizer)
+    tree = None
+    if config.head == "tree":
+        tree = build_tree(spec, tokenizer, train_texts)
+    elif spec.tree is not None or spec.tree_file is not None:
+        raise ValueError("--tree / --tree-file need a tree head (--head tree or --model hlbl), "
+                         f"not --head {config.head}")
+    lm_class = MODEL_TYPES[spec.model_type].lm_class
+    check_training_memory(lm_class, config, tree=tree, training=spec.training)
+    torch.manual_seed(spec.training.seed)
+    model = lm_class(config, tree=tree)
+    set_generation_defaults(model, tokenizer)
+    return model
+
+
+def train_data_tree(spec: RunSpec, mode: str = "adaptive", eps: float = 0.0,
+                    first_stage_epochs: int | None = None) -> dict:
+    """Mnih & Hinton's (2008) recipe on the run ``spec`` describes (an HLBL): a model on a random tree, a word
+    tree built from its predicted vectors, a fresh model on that tree
+    (:func:`hf_nlm.training.tree_recipe.train_with_data_tree`, which says what it writes where)."""
+    from ..trees import check_tree_mode
+    from . import tree_recipe
+
+    check_tree_mode(mode, eps)
+    datasets = spec.data.load()
+    if "train" not in datasets:
+        raise ValueError("the corpus has no train split (give --train-file)")
+    _say(spec.recipe_line())
+    spec, tokenizer = train_tokenizer(spec, datasets["train"]["text"])
+    config = build_config(spec, tokenizer)
+    return tree_recipe.train_with_data_tree(config, tokenizer, datasets, spec.training, mode=mode, eps=eps,
+                                            first_stage_epochs=first_stage_epochs, tree_seed=spec.tree_seed,
+                                            dataset_name=spec.data.name)
+
+
+class SavedRun(NamedTuple):
+    """A saved model folder, loaded: the model (in evaluation mode) and its tokenizer."""
+
+    model: object
+    tokenizer: object
+
+
+def load_run(folder: str | os.PathLike) -> SavedRun:
+    """The model and tokenizer saved in ``folder`` (a run's ``output_dir``, a checkpoint, any
+    ``save_pretrained`` folder of this package's models), checked to belong together. Any failure is one
+    ``ValueError`` naming the folder and the cause (the library's errors name the file and field); a folder
+    that is no saved model is a ``FileNotFoundError``."""
+    folder = Path(folder)
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"{folder} is not a saved model folder (no config.json)")
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from ..modeling_utils import check_config_field_types
+    from ..tokenization import check_tokenizer
+    from .checkpoint import quiet_progress_bars
+
+    if not (folder / "tokenizer.json").is_file():
+        # AutoTokenizer would look for a slow tokenizer next and ask for sentencepiece or tiktoken.
+        found = ", ".join(sorted(p.name for p in folder.iterdir())) or "nothing"
+        raise FileNotFoundError(
+            f"{folder} has no tokenizer: expected tokenizer.json (saved with tokenizer.save_pretrained "
+            f"beside the model); the folder has {found}"
+        )
+    try:
+        check_config_field_types(folder)  # before AutoConfig, which would fail on a wrong type less clearly
+        seq2seq = getattr(AutoConfig.from_pretrained(folder), "is_encoder_decoder", False)
+        with quiet_progress_bars():
+            model = (AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM).from_pretrained(folder)
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        check_tokenizer(model, tokenizer)
+    except Exception as err:  # whatever a broken folder raises (Ctrl-C still interrupts)
+        raise ValueError(f"cannot load the model in {folder}: {err}") from err
+    return SavedRun(model, tokenizer)
+
+
+def resume_command(argv: list[str], program: tuple[str, ...] = ("hf-nlm", "train")) -> str:
+    """The command line ``program + argv`` with ``--resume`` (any value given to it dropped)."""
+    kept, skip = [], False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+        elif arg == "--resume":
+            skip = i + 1 < len(argv) and not argv[i + 1].startswith("-")
+        elif not arg.startswith("--resume="):
+            kept.append(arg)
+    return shlex.join([*program, *kept, "--resume"])
+
+
+def report_interrupt(output_dir: str | os.PathLike, resume: str | None) -> int:
+    """Ctrl-C / SIGTERM during training: where the last checkpoint is and, given ``resume``, the command that
+    goes on from it. Returns 130, the exit status of a program stopped by SIGINT."""
+    from .checkpoint import list_checkpoints
+
+    found = list_checkpoints(output_dir)
+    if not found:
+        print("\ntraining interrupted before any checkpoint was written; nothing to resume", file=sys.stderr)
+    elif resume is not None:
+        print(f"\ntraining interrupted; the last completed update is saved in {found[-1]}\n"
+              f"continue with: {resume}", file=sys.stderr)
+    else:
+        print(f"\ntraining interrupted; the last completed update is saved in {found[-1]}", file=sys.stderr)
+    return 130
+
+
+__all__ = ["SavedRun", "TrainResult", "build_config", "build_model", "build_tree", "load_run",
+           "report_interrupt", "resume_command", "train", "train_data_tree", "train_tokenizer"]
