@@ -67,7 +67,8 @@ def synthetic_lines(num_lines: int, seed: int) -> list[str]:
     weights = [1.0 / (i + 1) for i in range(len(words))]
     lines = []
     for _ in range(num_lines):
-        tokens = rng.choices(words, weights, k=WORDS_PER_LINE) + [numeral(rng) for _ in range(NUMERALS_PER_LINE)]
+        tokens = rng.choices(words, weights, k=WORDS_PER_LINE)
+        tokens += [numeral(rng) for _ in range(NUMERALS_PER_LINE)]
         rng.shuffle(tokens)
         lines.append(" ".join(tokens))
     return lines

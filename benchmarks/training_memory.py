@@ -2,34 +2,35 @@
 every model type x head: the numeracy LM's seven numeral strategies (Spithourakis & Riedel 2018), the softmax,
 split and tree heads of the NPLM and the LBL, the HLBL's tree, the AWD-LSTM's softmax and split, and the story
 seq2seq model at both stages of Yao et al.'s (2019) plan-and-write (title -> storyline, title and storyline ->
-story). Each at two settings: ``default`` (the model type's default recipe, ``MODEL_TYPES[t].recipes["default"]``:
-its model fields and ``TrainingConfig.for_model``, over a vocabulary of 10,000 words; the numeracy LM's recipe
-caps it at 5,000) and ``large`` (4x the hidden and embedding sizes and 4x the batch, the validation batch the same,
-over 40,000 words; shorter BPTT chunks for the recurrent models and 2x the batch for the story stage, to stay under
-~2.5 GB).
+story). Each at two settings: ``default`` (the model type's default recipe,
+``MODEL_TYPES[t].recipes["default"]``: its model fields and ``TrainingConfig.for_model``, over a vocabulary of
+10,000 words; the numeracy LM's recipe caps it at 5,000) and ``large`` (4x the hidden and embedding sizes and
+4x the batch, the validation batch the same, over 40,000 words; shorter BPTT chunks for the recurrent models
+and 2x the batch for the story stage, to stay under ~2.5 GB).
 
-What is measured, in a fresh process per case (``--case``): the text (synthetic: words drawn by Zipf's law, and
-for the numeracy LM three numerals a line: years, counts, amounts), the tokenizer, the batching and its training
-batches and one validation batch are made first; then a warm-up step of a tiny model of the same type and head
-(so that the one-time initialisation of PyTorch's kernels is not counted); a 32 MiB block is made and freed (glibc
-then serves smaller blocks from its heap, as it does in a run that has read a corpus of some MB: its mmap threshold
-follows the largest block freed); ``gc.collect()``, and the resident memory ``VmRSS`` is read and the high-water
-mark ``VmHWM`` reset (``/proc/self/clear_refs``); then the model is
-built (seeded), the optimizer made and the head prepared (a mixture's EM), three training steps run as
+What is measured, in a fresh process per case (``--case``): the text (synthetic: words drawn by Zipf's law,
+and for the numeracy LM three numerals a line: years, counts, amounts), the tokenizer, the batching and its
+training batches and one validation batch are made first; then a warm-up step of a tiny model of the same type
+and head (so that the one-time initialisation of PyTorch's kernels is not counted); a 32 MiB block is made and
+freed (glibc then serves smaller blocks from its heap, as it does in a run that has read a corpus of some MB:
+its mmap threshold follows the largest block freed); ``gc.collect()``, and the resident memory ``VmRSS`` is
+read and the high-water mark ``VmHWM`` reset (``/proc/self/clear_refs``); then the model is built (seeded),
+the optimizer made and the head prepared (a mixture's EM), three training steps run as
 ``LMTrainer.training_step`` runs them (forward with the labels, backward, clipping, the optimizer's step, the
 recurrent state carried) and the validation batch is scored (``hf_nlm.evaluation.scoring.score_split``).
-``measured_mb`` is ``VmHWM`` after that minus ``VmRSS`` before the model: the peak resident memory of training.
-``estimate_mb`` is ``estimate_training_memory`` for the same config and settings, run afterwards in the same
-process; ``value`` = estimate / measured, ``target`` [0.8, 2.0]. Each case runs in ``--repeats`` processes (3;
-the peak of small cases moves by up to a quarter from one process to the next with the allocator's layout), and the row
-of the median peak is reported, the others' peaks in ``measured_mb_runs``.
+``measured_mb`` is ``VmHWM`` after that minus ``VmRSS`` before the model: the peak resident memory of
+training. ``estimate_mb`` is ``estimate_training_memory`` for the same config and settings, run afterwards in
+the same process; ``value`` = estimate / measured, ``target`` [0.8, 2.0]. Each case runs in ``--repeats``
+processes (3; the peak of small cases moves by up to a quarter from one process to the next with the
+allocator's layout), and the row of the median peak is reported, the others' peaks in ``measured_mb_runs``.
 
 Prints one JSON object per case on stdout (progress on stderr), e.g.
 {"benchmark": "training_memory", "case": "numeracy_lm/drnn/default", "value": 1.1, "unit": "x",
  "better": "within target", "target": [0.8, 2.0], "estimate_mb": 120.3, "measured_mb": 109.8, ...}
 
-    python benchmarks/training_memory.py --threads 1            # every case at both settings (results/training_memory.jsonl)
-    python benchmarks/training_memory.py --threads 1 --quick    # a case per model type, default settings
+    python benchmarks/training_memory.py --threads 1            # every case at both settings
+    (results/training_memory.jsonl) python benchmarks/training_memory.py --threads 1 --quick    # a case per
+    model type, default settings
 """
 
 from __future__ import annotations
@@ -76,8 +77,8 @@ def settings(model_type: str, head: str, size: str) -> tuple[dict, dict, int]:
     recipe = MODEL_TYPES[model_type].recipe()
     model = dict(recipe.model)
     training = {f: getattr(TrainingConfig.for_model(model_type, output_dir="-"), f)
-                for f in ("batch_size", "block_size", "eval_batch_size", "optimizer", "momentum", "weight_decay",
-                          "max_grad_norm", "learning_rate")}
+                for f in ("batch_size", "block_size", "eval_batch_size", "optimizer", "momentum",
+                          "weight_decay", "max_grad_norm", "learning_rate")}
     vocab = recipe.tokenizer.get("vocab_size") or VOCAB["default"]
     if model_type == "numeracy_lm":
         model["numeral_strategy"] = head
@@ -96,7 +97,7 @@ def settings(model_type: str, head: str, size: str) -> tuple[dict, dict, int]:
     if head == "split":
         model["cutoffs"] = [vocab // 5, vocab // 2]
     if head == "tree":
-        model["tie_word_embeddings"] = False  # a tree's node vectors are not word vectors (as hf-nlm train sets)
+        model["tie_word_embeddings"] = False  # node vectors are not word vectors (as hf-nlm train sets)
     if model_type == "story_seq2seq":
         training["max_source_length"], training["max_target_length"] = PAIR_LENGTHS[head]
     return model, training, vocab
@@ -125,7 +126,8 @@ def text_lines(vocab: int, num_tokens: int, numerals: bool, seed: int) -> list[s
     rng = random.Random(seed)
     lines = []
     for _ in range(-(-num_tokens // 20)):
-        tokens = zipf_words(rng, vocab, 17 if numerals else 20) + ([numeral(rng) for _ in range(3)] if numerals else [])
+        tokens = zipf_words(rng, vocab, 17 if numerals else 20)
+        tokens += [numeral(rng) for _ in range(3)] if numerals else []
         rng.shuffle(tokens)
         lines.append(" ".join(tokens))
     return lines
@@ -174,7 +176,8 @@ def run_case(model_type: str, head: str, size: str, seed: int = 0) -> dict:
     B, T, E = training.batch_size, training.block_size, training.eval_batch_size
     if model_type == "story_seq2seq":
         lengths = PAIR_LENGTHS[head]
-        train = Dataset.from_dict(pairs(vocab, lengths, max(30 * vocab // sum(lengths), (STEPS + 1) * B), seed))
+        num_pairs = max(30 * vocab // sum(lengths), (STEPS + 1) * B)
+        train = Dataset.from_dict(pairs(vocab, lengths, num_pairs, seed))
         validation = Dataset.from_dict(pairs(vocab, lengths, E, seed + 1))
         texts = [f"{s} {t}" for s, t in zip(train["source"], train["target"], strict=True)]
     else:
@@ -202,8 +205,8 @@ def run_case(model_type: str, head: str, size: str, seed: int = 0) -> dict:
         torch.manual_seed(seed)
         return model_type_.lm_class(config, tree=tree), tree
 
-    # A tiny model of the same type and head: it gives the batching (which only its type decides) and a warm-up
-    # step, so that PyTorch's one-time set-up is not measured.
+    # A tiny model of the same type and head: it gives the batching (which only its type decides) and a
+    # warm-up step, so that PyTorch's one-time set-up is not measured.
     sizes = {f.name for f in dataclasses.fields(model_type_.config_class)} & {"embedding_size", "hidden_size"}
     warm, _ = make_model(make_config(**dict.fromkeys(sizes, 8)))
     batching = batching_for(warm, tokenizer, T, pairs=pair_format(training))
@@ -234,8 +237,8 @@ def run_case(model_type: str, head: str, size: str, seed: int = 0) -> dict:
 
     train_steps(warm, 1)
     del warm
-    # glibc raises its mmap threshold to the largest block freed (up to 32 MiB): a run that has read a corpus of
-    # more than a few MB has it there, and so has this one, whatever its text.
+    # glibc raises its mmap threshold to the largest block freed (up to 32 MiB): a run that has read a corpus
+    # of more than a few MB has it there, and so has this one, whatever its text.
     torch.ones(HEAP_BLOCK // 4)
     config = make_config()
     gc.collect()
@@ -253,14 +256,16 @@ def run_case(model_type: str, head: str, size: str, seed: int = 0) -> dict:
     estimate = estimate_training_memory(
         model_type_.lm_class, config, tree=tree, batch_size=B, block_size=T, optimizer=training.optimizer,
         momentum=training.momentum, weight_decay=training.weight_decay, max_grad_norm=training.max_grad_norm,
-        eval_batch_size=E, max_source_length=training.max_source_length, max_target_length=training.max_target_length,
+        eval_batch_size=E, max_source_length=training.max_source_length,
+        max_target_length=training.max_target_length,
     )
     estimate_seconds = time.perf_counter() - start
     row = {
         "case": f"{model_type}/{head}/{size}", "model_type": model_type, "head": head, "setting": size,
         "value": round(estimate.total_bytes / measured, 3), "unit": "x", "better": "within target",
         "target": list(TARGET), "estimate_mb": round(estimate.total_bytes / 1e6, 1),
-        "measured_mb": round(measured / 1e6, 1), "measured_training_mb": round((after_steps - before) * 1024 / 1e6, 1),
+        "measured_mb": round(measured / 1e6, 1),
+        "measured_training_mb": round((after_steps - before) * 1024 / 1e6, 1),
         "estimate_training_mb": round(estimate.training_bytes / 1e6, 1),
         "estimate_state_mb": round(estimate.state_bytes / 1e6, 1),
         "estimate_activation_mb": round(estimate.activation_bytes / 1e6, 1),
@@ -308,7 +313,8 @@ def main(argv: list[str] | None = None) -> None:
                 log(done.stderr[-3000:])
                 raise SystemExit(f"{name} failed")
             runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-        # The run whose peak is the median of the repetitions (the allocator's layout varies from process to process).
+        # The run whose peak is the median of the repetitions (the allocator's layout varies from process to
+        # process).
         row = sorted(runs, key=lambda r: r["measured_mb"])[len(runs) // 2]
         row["measured_mb_runs"] = [r["measured_mb"] for r in runs]
         emit_json(BENCHMARK, row)

@@ -28,10 +28,11 @@ CASES = (
     *(("numeracy_lm", strategy) for strategy in STRATEGIES),
     ("story_seq2seq", "storyline"), ("story_seq2seq", "story"),
 )
-#: The vocabulary of the check: a text of about a million words with words seen once merged (Penn Treebank's is
-#: 10,000); the numeracy LM's recipe caps it at 5,000.
+#: The vocabulary of the check: a text of about a million words with words seen once merged (Penn Treebank's
+#: is 10,000); the numeracy LM's recipe caps it at 5,000.
 CHECK_VOCAB = 10_000
-#: (source, target) tokens of a ROCStories pair at each stage: title -> storyline, "title <sep> storyline" -> story.
+#: (source, target) tokens of a ROCStories pair at each stage: title -> storyline, and
+#: "title <sep> storyline" -> story.
 STAGE_LENGTHS = {"storyline": (6, 12), "story": (20, 56)}
 
 
@@ -97,7 +98,8 @@ def test_the_default_recipe_passes_the_memory_check_and_trains(model_type, head,
     sizes = {name: 16 for name in ("embedding_size", "hidden_size") if name in config.to_dict()}
     config, tree = make_config(model_type, head, tokenizer, len(tokenizer), **sizes)
     model = model_type_.lm_class(config, tree=tree)
-    training = TrainingConfig.for_model(model_type, output_dir=str(tmp_path / "run"), block_size=8, batch_size=2,
-                                        eval_batch_size=4, max_steps=2, progress_bar=False, eval_test=False)
+    training = TrainingConfig.for_model(model_type, output_dir=str(tmp_path / "run"), block_size=8,
+                                        batch_size=2, eval_batch_size=4, max_steps=2, progress_bar=False,
+                                        eval_test=False)
     results = train_lm(model, tokenizer, data, training)
     assert results["global_step"] == 2 and math.isfinite(results["validation"]["perplexity"])

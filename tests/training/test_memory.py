@@ -44,15 +44,18 @@ class PlainLM(nn.Module):
 def test_a_linear_softmax_model_is_counted_as_by_hand(optimizer):
     V, D, B, T = 1000, 64, 8, 32
     N = B * T  # targets: a block of T + 1 tokens (the first is context only) predicts T of them
-    estimate = estimate_training_memory(PlainLM, PlainConfig(V, D), batch_size=B, block_size=T, optimizer=optimizer,
-                                        device="cuda")  # what is alive, without the CPU heap's bookkeeping
+    # device="cuda": what is alive, without the CPU heap's bookkeeping.
+    estimate = estimate_training_memory(PlainLM, PlainConfig(V, D), batch_size=B, block_size=T,
+                                        optimizer=optimizer, device="cuda")
     weights = 4 * 2 * V * D  # embedding and output matrix
-    adam = 2 * weights + 2 * 4 if optimizer == "adam" else 0  # two moments, and a float32 step count per tensor
+    adam = 2 * weights + 2 * 4 if optimizer == "adam" else 0  # two moments and a float32 step per tensor
     assert estimate.parameters == 2 * V * D
-    assert (estimate.weight_bytes, estimate.gradient_bytes, estimate.optimizer_bytes) == (weights, weights, adam)
+    state = (estimate.weight_bytes, estimate.gradient_bytes, estimate.optimizer_bytes)
+    assert state == (weights, weights, adam)
     # The peak is in log_softmax's backward: its saved output, the gradient it receives from nll_loss and the
-    # gradient it gives the logits (three N x V floats; the logits themselves were freed after the forward), the
-    # embedded inputs the linear map saved (N x D), the batch (two B x (T + 1) int64) and the labels made contiguous.
+    # gradient it gives the logits (three N x V floats; the logits themselves were freed after the forward),
+    # the embedded inputs the linear map saved (N x D), the batch (two B x (T + 1) int64) and the labels made
+    # contiguous.
     by_hand = weights + adam + 4 * (3 * N * V + N * D) + 2 * 8 * B * (T + 1) + 8 * N
     assert estimate.total_bytes == pytest.approx(by_hand, rel=0.002)
     assert estimate.evaluation_bytes == 0  # no eval_batch_size: no validation batch counted
@@ -121,8 +124,8 @@ def numeracy_config(tokenizer, **fields) -> NumeracyLMConfig:
 
 
 def test_the_drnn_numeracy_model_at_its_default_recipe_needs_under_a_gigabyte(numeracy_tokenizer, tmp_path):
-    # The training path scores each numeral target's own digits: the digit-RNN never runs over the vocabulary's
-    # numerals (what the full distribution would need, tens of GB at this batch).
+    # The training path scores each numeral target's own digits: the digit-RNN never runs over the
+    # vocabulary's numerals (what the full distribution would need, tens of GB at this batch).
     training = TrainingConfig.for_model("numeracy_lm", output_dir=str(tmp_path))
     estimate = memory._estimate(NumeracyLMForCausalLM, numeracy_config(numeracy_tokenizer), None, training)
     assert 1e6 < estimate.activation_bytes and estimate.total_bytes < 1e9
@@ -131,7 +134,8 @@ def test_the_drnn_numeracy_model_at_its_default_recipe_needs_under_a_gigabyte(nu
 def test_a_huge_setting_is_refused_naming_what_to_lower(numeracy_tokenizer, tmp_path, monkeypatch):
     monkeypatch.setattr(memory, "available_memory", lambda gpu: (2 * 10**9, "memory available"))
     config = numeracy_config(numeracy_tokenizer, hidden_size=2048, embedding_size=64)
-    training = TrainingConfig.for_model("numeracy_lm", output_dir=str(tmp_path), batch_size=2048, block_size=16)
+    training = TrainingConfig.for_model("numeracy_lm", output_dir=str(tmp_path), batch_size=2048,
+                                        block_size=16)
     with pytest.raises(ValueError) as refused:
         check_training_memory(NumeracyLMForCausalLM, config, training)
     message = str(refused.value)
@@ -151,7 +155,8 @@ def test_what_lowers_the_need_is_named_with_the_configs_own_flag():
     assert set(named) == {"hidden_size (--embedding-size)", "vocab_size (--vocab-size)"}
 
 
-def test_the_check_passes_what_fits_and_skips_where_memory_is_unknown(numeracy_tokenizer, tmp_path, monkeypatch):
+def test_the_check_passes_what_fits_and_skips_where_memory_is_unknown(numeracy_tokenizer, tmp_path,
+                                                                     monkeypatch):
     config = numeracy_config(numeracy_tokenizer)
     training = TrainingConfig.for_model("numeracy_lm", output_dir=str(tmp_path), block_size=16)
     monkeypatch.setattr(memory, "available_memory", lambda gpu: (10**10, "memory available"))
