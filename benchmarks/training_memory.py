@@ -21,8 +21,8 @@ recurrent state carried) and the validation batch is scored (``hf_nlm.evaluation
 ``measured_mb`` is ``VmHWM`` after that minus ``VmRSS`` before the model: the peak resident memory of
 training. ``estimate_mb`` is ``estimate_training_memory`` for the same config and settings, run afterwards in
 the same process; ``value`` = estimate / measured, ``target`` [0.8, 2.0]. Each case runs in ``--repeats``
-processes (3; the peak of small cases moves by up to a quarter from one process to the next with the
-allocator's layout), and the row of the median peak is reported, the others' peaks in ``measured_mb_runs``.
+processes (3; a case's peak moves by 15%, up to a quarter, from one process to the next with the allocator's
+layout), and the row of the median peak is reported, the others' peaks in ``measured_mb_runs``.
 
 Prints one JSON object per case on stdout (progress on stderr), e.g.
 {"benchmark": "training_memory", "case": "numeracy_lm/drnn/default", "value": 1.1, "unit": "x",
