@@ -47,26 +47,28 @@ WORDS_PER_LINE = 17
 TRAIN_LINES = 20_000
 
 
+def numeral(rng: random.Random) -> str:
+    """A year, a count, an amount with one decimal or a percentage with two."""
+    kind = rng.random()
+    if kind < 0.3:
+        return str(rng.randint(1900, 2020))
+    if kind < 0.6:
+        return str(int(rng.paretovariate(1.0)))
+    if kind < 0.85:
+        return f"{rng.paretovariate(1.2) * 10:.1f}"
+    return f"{rng.uniform(0, 100):.2f}"
+
+
 def synthetic_lines(num_lines: int, seed: int) -> list[str]:
-    """Number-rich lines: 17 words drawn from 6,000 (Zipf-like) and 3 numerals (years, counts, amounts,
-    percentages with decimals), shuffled together. The same ``seed`` gives the same text."""
+    """Number-rich lines: 17 words drawn from 6,000 (Zipf-like) and 3 numerals (:func:`numeral`), shuffled
+    together. The same ``seed`` gives the same text."""
     rng = random.Random(seed)
     words = [f"w{i}" for i in range(6_000)]
     weights = [1.0 / (i + 1) for i in range(len(words))]
-
-    def numeral() -> str:
-        kind = rng.random()
-        if kind < 0.3:
-            return str(rng.randint(1900, 2020))
-        if kind < 0.6:
-            return str(int(rng.paretovariate(1.0)))
-        if kind < 0.85:
-            return f"{rng.paretovariate(1.2) * 10:.1f}"
-        return f"{rng.uniform(0, 100):.2f}"
-
     lines = []
     for _ in range(num_lines):
-        tokens = rng.choices(words, weights, k=WORDS_PER_LINE) + [numeral() for _ in range(NUMERALS_PER_LINE)]
+        tokens = rng.choices(words, weights, k=WORDS_PER_LINE)
+        tokens += [numeral(rng) for _ in range(NUMERALS_PER_LINE)]
         rng.shuffle(tokens)
         lines.append(" ".join(tokens))
     return lines

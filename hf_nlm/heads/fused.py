@@ -93,7 +93,9 @@ def linear_nll(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     """Per-row -log softmax(b + W h)[target], ``hidden`` (N, D): :func:`softmax_nll` in float32 / float64,
     ``cross_entropy`` on the upcast scores under autocast or in half precision (where the fused kernel's
     in-place softmax would lose precision)."""
-    if hidden.dtype in (torch.float32, torch.float64) and not torch.is_autocast_enabled(hidden.device.type):
+    # The meta device has no autocast (and torch refuses to be asked): a model built on it runs in its dtype.
+    autocast = hidden.device.type != "meta" and torch.is_autocast_enabled(hidden.device.type)
+    if hidden.dtype in (torch.float32, torch.float64) and not autocast:
         return softmax_nll(hidden, weight, bias, target)
     return F.cross_entropy(upcast(F.linear(hidden, weight, bias)), target, reduction="none")
 

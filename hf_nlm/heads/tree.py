@@ -329,9 +329,12 @@ class TreeSoftmaxHead(OutputHead):
     # cache and reuse one buffer, where (all steps, D) tensors would be fresh allocations of tens of
     # MB that glibc maps anew and page-faults on every step (2-3x slower at 2048 tokens, D=256).
     block_bytes: int | None = 1 << 20
+    #: The devices that take that path: a model on ``meta`` that stands for one on a CPU (the training-memory
+    #: estimate, :mod:`hf_nlm.training.memory`) adds ``"meta"``.
+    blocked_devices: tuple[str, ...] = ("cpu",)
 
     def _block(self, D: int) -> int | None:
-        if self.block_bytes is None or self.weight.device.type != "cpu":
+        if self.block_bytes is None or self.weight.device.type not in self.blocked_devices:
             return None  # accelerators: one pass, as many steps as possible per kernel
         return max(1, self.block_bytes // max(1, D * self.weight.element_size()))
 

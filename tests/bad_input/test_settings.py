@@ -82,13 +82,13 @@ def test_a_non_finite_loss_is_one_line_and_leaves_a_checkpoint(tmp_path, capsys)
 
 @pytest.mark.parametrize("flags", [["--context-size", "100000"], ["--hidden-size", "10000000"]])
 def test_a_model_too_large_for_the_memory_is_refused_before_building_it(tmp_path, capsys, monkeypatch, flags):
-    from hf_nlm.cli import recipes
+    from hf_nlm.training import memory
 
-    monkeypatch.setattr(recipes, "available_memory", lambda gpu: (2 * 10**9, "memory available"))
+    monkeypatch.setattr(memory, "available_memory", lambda gpu: (2 * 10**9, "memory available"))
     train = write_corpus(tmp_path / "train.txt")
     err = error_line([*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "run"), *flags], capsys)
-    assert "parameters: training it with adam needs about" in err
-    assert "more than the 2.0 GB of memory available; lower " in err and flags[0] in err
+    assert err.startswith("hf-nlm train: error: training this nplm needs about ")
+    assert "more than the 2.0 GB of memory available; lower " in err and f"({flags[0]})" in err
     assert not (tmp_path / "run" / "checkpoints").exists()
 
 
