@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,8 +91,6 @@ class CardText:
         """The card text a model type's folder declares in ``card.toml``: ``title``, ``summary``,
         ``extra_tags``, optionally ``pipeline_tag`` and ``how_to_load``, and a ``[paper]`` table with
         ``short`` and ``bibtex``; ``defaults`` give the fields the file leaves out."""
-        import tomllib
-
         with open(path, "rb") as f:
             values = {**defaults, **tomllib.load(f)}
         paper = values.pop("paper")

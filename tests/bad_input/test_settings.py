@@ -38,13 +38,14 @@ def test_a_vocabulary_leaving_most_tokens_unknown_is_refused(tmp_path, capsys, t
     train = write_corpus(tmp_path / "train.txt")
     err = error_line([*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "run"),
                      "--tokenizer", tokenizer, "--min-frequency", "1000000000"], capsys)
-    assert err.startswith("hf-nlm train: error: --min-frequency 1000000000 keeps 0 of the 56 distinct training words")
+    assert err.startswith("hf-nlm train: error: --min-frequency 1000000000 keeps 0 of the 56 distinct "
+                          "training words")
     assert "720 of the 720 training tokens (100.0%) would be unknown, more than 50%" in err
     suggested = int(err.split("; --min-frequency ")[1].split()[0])
     main([*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "ok"), "--tokenizer", tokenizer,
           "--min-frequency", str(suggested)])  # the value the message suggests trains
-    err = error_line([*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "run"), "--vocab-size", "3"],
-                    capsys)
+    err = error_line([*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "run"),
+                      "--vocab-size", "3"], capsys)
     assert "--vocab-size 3 keeps 1 of the 56 distinct training words" in err and "; --vocab-size " in err
 
 
@@ -64,8 +65,8 @@ def test_a_folder_as_train_file_is_named_with_its_files(tmp_path, capsys):
     write_corpus(folder / "b.txt")
     write_corpus(folder / "a.txt")
     err = error_line([*TRAIN, "--train-file", str(folder), "--output-dir", str(tmp_path / "run")], capsys)
-    assert err == f"hf-nlm train: error: --train-file {folder} is a folder, not a file: give files (the text files " \
-                  "in it: a.txt b.txt)"
+    assert err == (f"hf-nlm train: error: --train-file {folder} is a folder, not a file: give files "
+                   "(the text files in it: a.txt b.txt)")
 
 
 def test_a_non_finite_loss_is_one_line_and_leaves_a_checkpoint(tmp_path, capsys):
@@ -86,7 +87,8 @@ def test_a_model_too_large_for_the_memory_is_refused_before_building_it(tmp_path
 
     monkeypatch.setattr(memory, "available_memory", lambda gpu: (2 * 10**9, "memory available"))
     train = write_corpus(tmp_path / "train.txt")
-    err = error_line([*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "run"), *flags], capsys)
+    err = error_line([*TRAIN, "--train-file", str(train), "--output-dir", str(tmp_path / "run"), *flags],
+                     capsys)
     assert err.startswith("hf-nlm train: error: training this nplm needs about ")
     assert "more than the 2.0 GB of memory available; lower " in err and f"({flags[0]})" in err
     assert not (tmp_path / "run" / "checkpoints").exists()
@@ -99,8 +101,9 @@ def test_resume_refuses_changed_settings_and_keeps_the_runs(tmp_path, capsys):
              "--min-frequency", "2"]
     assert main(first) == 0
     resume = ["train", "--no-progress-bar", "--output-dir", str(run), "--resume"]
-    for changed, run_value in ((["--train-file", str(other)], str(train)), (["--learning-rate", "0.5"], "0.003"),
-                               (["--hidden-size", "8"], "4"), (["--min-frequency", "1"], "2")):
+    for changed, run_value in ((["--train-file", str(other)], str(train)),
+                               (["--learning-rate", "0.5"], "0.003"), (["--hidden-size", "8"], "4"),
+                               (["--min-frequency", "1"], "2")):
         err = error_line([*resume, *changed], capsys)
         assert f"{changed[0]} {changed[1]} (the run's: {run_value})" in err, err
         assert "Drop them to resume" in err
