@@ -43,6 +43,16 @@ def add_evaluate_parser(sub: argparse._SubParsersAction, help_text: str) -> argp
     return evaluate
 
 
+def add_numeral_scoring_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--block-size`` and ``--numeral-chunk-size``: how the commands that score every numeral of a text
+    read it."""
+    parser.add_argument("--block-size", type=int, default=256, help="tokens per chunk (default: 256)")
+    parser.add_argument("--numeral-chunk-size", type=int, default=DEFAULT_NUMERAL_CHUNK_SIZE, metavar="N",
+                        help="numerals scored at once against every candidate numeral (the vocabulary's, or "
+                             "their digit strings): memory grows with N, not with the text; results do not "
+                             f"depend on it (default: {DEFAULT_NUMERAL_CHUNK_SIZE})")
+
+
 def add_predict_numbers_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
     predict = add_folder_command(sub, "predict-numbers", help_text,
                                  "a saved model folder trained with the numeracy tokenizer")
@@ -54,11 +64,7 @@ def add_predict_numbers_parser(sub: argparse._SubParsersAction, help_text: str) 
                          help="probability mass of the interval written with each prediction (default: 0.8)")
     predict.add_argument("--predictions", default=None, metavar="FILE",
                          help="also write one JSON line per numeral: index, value, prediction, low, high")
-    predict.add_argument("--block-size", type=int, default=256, help="tokens per chunk (default: 256)")
-    predict.add_argument("--numeral-chunk-size", type=int, default=DEFAULT_NUMERAL_CHUNK_SIZE, metavar="N",
-                         help="numerals scored at once against every candidate numeral (the vocabulary's, or "
-                              "their digit strings): memory grows with N, not with the split; results do not "
-                              f"depend on it (default: {DEFAULT_NUMERAL_CHUNK_SIZE})")
+    add_numeral_scoring_arguments(predict)
     return predict
 
 
@@ -82,11 +88,7 @@ def add_check_numbers_parser(sub: argparse._SubParsersAction, help_text: str) ->
     check.add_argument("--split", default="test", help="with a corpus: the split to check (default: test)")
     check.add_argument("--top", type=int, default=None, metavar="N",
                        help="show the N most surprising numerals only")
-    check.add_argument("--block-size", type=int, default=256, help="tokens per chunk (default: 256)")
-    check.add_argument("--numeral-chunk-size", type=int, default=DEFAULT_NUMERAL_CHUNK_SIZE, metavar="N",
-                       help="numerals scored at once against every numeral of the vocabulary: memory grows "
-                            "with N, not with the text; results do not depend on it "
-                            f"(default: {DEFAULT_NUMERAL_CHUNK_SIZE})")
+    add_numeral_scoring_arguments(check)
     check.add_argument("--json", action="store_true",
                        help="one JSON line per numeral, most surprising first (index, text_index, start, "
                             "end, numeral, context, value, in_vocabulary, surprisal, branch_surprisal, "
