@@ -142,16 +142,21 @@ def check_split_file(flag: str, path: str | os.PathLike) -> None:
         raise FileNotFoundError(f"no such file: {path}")
 
 
+#: Rows hashed at a time by :func:`split_fingerprints`.
+FINGERPRINT_BATCH = 10_000
+
+
 def split_fingerprints(datasets) -> dict[str, str]:
-    """A SHA-256 of each split's texts, in order: what a resumed run compares to know that its data is the
-    run's by content, whatever the path."""
+    """A SHA-256 of each split's rows, in order: what a resumed run compares to know that its data is the
+    run's by content, whatever the path. Read in batches, so that a corpus of millions of notes is never held
+    as Python objects all at once."""
     prints = {}
     for split, rows in datasets.items():
-        digest = hashlib.sha256()
-        for column in sorted(rows.column_names):
-            digest.update(column.encode("utf-8") + b"\0")
-            for value in rows[column]:
-                digest.update(str(value).encode("utf-8", "surrogatepass") + b"\n")
+        digest = hashlib.sha256(" ".join(sorted(rows.column_names)).encode("utf-8") + b"\0")
+        for batch in rows.iter(batch_size=FINGERPRINT_BATCH):
+            for column in sorted(batch):
+                text = b"\n".join(str(value).encode("utf-8", "surrogatepass") for value in batch[column])
+                digest.update(text + b"\0")
         prints[split] = digest.hexdigest()
     return prints
 
@@ -444,7 +449,7 @@ class RunSpec:
         check_checkpoint_model_type(folder, spec.model_type)
         # The model the run made: every config field, so that a setting is compared with the checkpoint's
         # value.
-        fields = [f for f in model_settings([spec.model_type]).values() for f in f.values()]
+        fields = [name for by_type in model_settings([spec.model_type]).values() for name in by_type.values()]
         model = {**spec.model, **{f: config[f] for f in fields if f in config}}
         return dataclasses.replace(spec, model=model, training=dataclasses.replace(
             spec.training, resume_from_checkpoint=os.fspath(folder)))
