@@ -427,10 +427,16 @@ class RunSpec:
         (the punctuation rule decided, the recipe's cut-off as applied), with each split's content
         (``data_sha256``) so that a resumed run refuses data that changed, whatever its path."""
         from ..modeling_utils import check_checkpoint_model_type
-        from .checkpoint import read_trainer_state, resolve_checkpoint
+        from .checkpoint import list_checkpoints, read_trainer_state, resolve_checkpoint
 
         path = Path(path)
-        folder = path if (path / "trainer_state.json").is_file() else resolve_checkpoint("latest", path)
+        if not path.is_dir():
+            raise FileNotFoundError(f"{path} is not a run folder (no such folder)")
+        if not (path / "trainer_state.json").is_file() and not list_checkpoints(path):
+            raise FileNotFoundError(f"{path} is not a run folder: it holds no trainer_state.json and no "
+                                    "checkpoints/checkpoint-N (give a run's output_dir, or one of its "
+                                    "checkpoints)")
+        folder = resolve_checkpoint(path, path)
         state = read_trainer_state(folder)
         try:
             config = json.loads((folder / "config.json").read_text(encoding="utf-8"))

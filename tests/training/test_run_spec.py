@@ -185,6 +185,10 @@ def test_a_resumed_spec_keeps_the_run_and_refuses_what_would_change_it(tmp_path)
     with pytest.raises(ValueError, match="--tree-file .the run's model and tree come from the checkpoint"):
         saved.resumed_with(tree_file="tree.json")
     assert train(resumed).metrics["global_step"] == 4
+    with pytest.raises(FileNotFoundError, match="is not a run folder: it holds no trainer_state.json"):
+        RunSpec.from_run_folder(tmp_path)
+    with pytest.raises(FileNotFoundError, match="is not a run folder .no such folder."):
+        RunSpec.from_run_folder(tmp_path / "nowhere")
 
 
 def test_a_resumed_run_recognises_its_data_by_content(tmp_path):
