@@ -96,10 +96,15 @@ def add_check_numbers_parser(sub: argparse._SubParsersAction, help_text: str) ->
     return check
 
 
-def _corpus_with_split(args: argparse.Namespace):
-    """The corpus the arguments name, which must have ``--split``; a usage error otherwise."""
+#: The (source, target) columns of the CSV files an encoder-decoder model is evaluated on (TrainingConfig's).
+SEQ2SEQ_COLUMNS = ("source", "target")
+
+
+def _corpus_with_split(args: argparse.Namespace, pair_columns: tuple[str, str] | None = None):
+    """The corpus the arguments name, which must have ``--split``; a usage error otherwise. ``pair_columns``:
+    an encoder-decoder model's (source, target) columns."""
     try:
-        datasets = data_spec_from_arguments(args).load()
+        datasets = data_spec_from_arguments(args).load(pair_columns=pair_columns)
     except (ValueError, FileNotFoundError) as err:
         fail(args.parser, str(err))
     if args.split not in datasets:
@@ -110,11 +115,12 @@ def _corpus_with_split(args: argparse.Namespace):
 def _load_model_and_corpus(args: argparse.Namespace):
     """``(model, tokenizer, corpus)`` of a command that scores a saved model on ``--split`` of a corpus."""
     model, tokenizer = load_saved_run(args.parser, args.model_dir)
-    return model, tokenizer, _corpus_with_split(args)
+    pairs = SEQ2SEQ_COLUMNS if model.config.is_encoder_decoder else None
+    return model, tokenizer, _corpus_with_split(args, pairs)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from ..evaluation import evaluate_lm
+    from ..evaluation import evaluate_lm, evaluate_seq2seq
 
     for name, default in CACHE_DEFAULTS.items():
         flag = "--" + name.replace("_", "-")
@@ -136,8 +142,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             fail(args.parser, f"{args.model_dir}: {err}" if isinstance(err, FloatingPointError) else str(err))
     else:
         try:
-            result = evaluate_lm(model, datasets[args.split], tokenizer, block_size=args.block_size,
-                                 batch_size=args.batch_size, show_progress=sys.stderr.isatty())
+            if model.config.is_encoder_decoder:
+                result = evaluate_seq2seq(model, datasets[args.split], tokenizer, *SEQ2SEQ_COLUMNS,
+                                          batch_size=args.batch_size, show_progress=sys.stderr.isatty(),
+                                          split=args.split)
+            else:
+                result = evaluate_lm(model, datasets[args.split], tokenizer, block_size=args.block_size,
+                                     batch_size=args.batch_size, show_progress=sys.stderr.isatty())
         except FloatingPointError as err:
             fail(args.parser, f"{args.model_dir}: {err}")
     print(json.dumps({"split": args.split, **result}))

@@ -195,8 +195,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"prompt": prompt, "generations": texts}))
         else:
-            for text in texts:
-                print(f"{prompt} {text.strip()}".strip())
+            for text in texts:  # a causal LM continues its prompt; an encoder-decoder's target stands alone
+                print(text.strip() if model.config.is_encoder_decoder else f"{prompt} {text.strip()}".strip())
     return 0
 
 

@@ -107,8 +107,9 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
-def read_csv(path: Path, text_column: str, columns: Sequence[str]) -> dict[str, list[str]]:
-    """The values of ``text_column`` and ``columns`` in a UTF-8 CSV file with a header line, by column name.
+def read_csv(path: Path, text_column: str | None, columns: Sequence[str]) -> dict[str, list[str]]:
+    """The values of ``text_column`` (None: no text column) and ``columns`` in a UTF-8 CSV file with a header
+    line, by column name.
 
     Raises:
         CorpusFormatError: no header, a column missing (the message lists the file's columns), a record with
@@ -116,7 +117,7 @@ def read_csv(path: Path, text_column: str, columns: Sequence[str]) -> dict[str, 
             :func:`read_text_file`.
     """
     text = read_text_file(path)
-    wanted = [text_column, *columns]
+    wanted = [text_column, *columns] if text_column is not None else list(columns)
     out: dict[str, list[str]] = {name: [] for name in wanted}
     # Clinical notes and abstracts can exceed csv's default 128 KiB field limit; raise it
     # for this read only, since the limit is process-wide.

@@ -60,13 +60,17 @@ def train(spec: RunSpec, accelerator=None) -> TrainResult:
     ``ValueError`` / ``FileNotFoundError`` before training starts; Ctrl-C raises ``KeyboardInterrupt`` after
     the last completed update is checkpointed (:func:`report_interrupt` says how to go on)."""
     resuming = spec.training.resume_from_checkpoint is not None
-    datasets = spec.data.load()
+    # An encoder-decoder model reads (source, target) pairs; its one vocabulary comes from both sides.
+    pairs = ((spec.training.source_column, spec.training.target_column)
+             if MODEL_TYPES[spec.model_type].seq2seq_lm_class is not None else None)
+    datasets = spec.data.load(pair_columns=pairs)
     if "train" not in datasets:
         raise ValueError("the corpus has no train split (give --train-file)")
     fingerprints = split_fingerprints(datasets)
     if spec.data_sha256 is not None:
         check_same_data(spec, fingerprints)
-    texts = datasets["train"]["text"]
+    texts = ([*datasets["train"][pairs[0]], *datasets["train"][pairs[1]]] if pairs
+             else datasets["train"]["text"])
     if resuming or spec.init_from is not None:
         folder = spec.training.resume_from_checkpoint if resuming else spec.init_from
         model, tokenizer = load_run(folder)
@@ -125,6 +129,11 @@ def build_config(spec: RunSpec, tokenizer):
     head = fields.get("head", next(f.default for f in dataclasses.fields(config_class) if f.name == "head"))
     if head in HEAD_REGISTRY and not HEAD_REGISTRY[head].tieable:
         fields["tie_word_embeddings"] = False  # e.g. a tree head's node vectors are not word vectors
+    if head == "split" and fields.get("cutoffs") is None:
+        from ..heads.split import default_cutoffs
+
+        fields["cutoffs"] = default_cutoffs(len(tokenizer))
+        _say(f"split head: --cutoffs {' '.join(map(str, fields['cutoffs']))} (|V| / 10; --cutoffs sets them)")
     if any(f.name == "numeral_vocab" for f in dataclasses.fields(config_class)):
         # Which ids are numerals, from a numeracy tokenizer (None from another: a numeral head then says so).
         fields["numeral_vocab"] = getattr(tokenizer, "numeral_vocab", None)

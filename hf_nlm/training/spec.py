@@ -107,12 +107,22 @@ class DataSpec:
         given = [path for files in self.split_files().values() for path in files]
         return "csv" if all(path.lower().endswith(".csv") for path in given) else "text"
 
-    def load(self):
+    def load(self, pair_columns: tuple[str, str] | None = None):
         """The corpus as a ``DatasetDict``, from its loader (given ``corpus_path`` or the split files, and the
-        loader options set). A split file that is a folder or missing is refused, naming its flag."""
+        loader options set). A split file that is a folder or missing is refused, naming its flag.
+        ``pair_columns``: the (source, target) columns an encoder-decoder model trains on, read from CSV
+        files."""
         entry = CORPORA[self.name]
         options = {keyword: getattr(self, setting) for setting, keyword in LOADER_OPTIONS.items()
                    if getattr(self, setting) is not None}
+        if pair_columns is not None:
+            if self.name != "csv" or self.text_column is not None:
+                raise ValueError(
+                    f"an encoder-decoder model trains on (source, target) pairs: give CSV files whose header "
+                    f"names the columns {pair_columns[0]!r} and {pair_columns[1]!r} (--train-file pairs.csv "
+                    f"...), not {'--text-column' if self.text_column is not None else f'--corpus {self.name}'}"
+                )
+            options.update(text_column=None, columns=pair_columns)
         if not entry.split_files:
             return entry.load(path=self.corpus_path, **options)
         for split, paths in self.split_files().items():

@@ -571,3 +571,17 @@ def test_frequency_order_check_leaves_special_tokens_out():
     with pytest.raises(ValueError):
         check_frequency_order([4], counts, min_coverage=0.99)  # counted as a word, <unk> costs coverage
     check_frequency_order([4], counts, special_ids=[0, 1], min_coverage=0.99)
+
+
+def test_default_cutoffs_near_the_cheapest_single_split_for_zipfian_words():
+    """A run's split head without cutoffs takes ``default_cutoffs``; with Zipfian frequencies its expected cost
+    per token, s_1 + 1 + p(tail) (|V| - s_1), is within 5% of the cheapest single split found by brute force."""
+    from hf_nlm.heads.split import default_cutoffs
+
+    assert default_cutoffs(2) == [1] and default_cutoffs(35) == [3]
+    V = 10_000
+    share = 1.0 / torch.arange(1, V + 1, dtype=torch.float64)
+    head_mass = torch.cumsum(share / share.sum(), 0)  # head_mass[s - 1]: p(id < s)
+    cost = torch.tensor([s + 1 + (1 - head_mass[s - 1]) * (V - s) for s in range(1, V)])
+    (s1,) = default_cutoffs(V)
+    assert cost[s1 - 1] <= 1.05 * cost.min()

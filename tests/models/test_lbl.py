@@ -460,7 +460,6 @@ def test_cli_trains_every_model_and_head(tmp_path, flags, head):
         (["--model", "lbl", "--tree", "random"], "need a tree head"),
         (["--model", "nplm", "--diagonal-context"], "hlbl / lbl only"),
         (["--model", "lbl", "--head", "split", "--cutoffs", "3", "500"], "cutoff 500 is outside"),
-        (["--model", "lbl", "--head", "split"], "needs cutoffs"),
     ],
 )
 def test_cli_bad_model_flags_exit_2(tmp_path, capsys, flags, message):

@@ -74,14 +74,15 @@ def load_csv_files(
     train: SplitFiles = None,
     validation: SplitFiles = None,
     test: SplitFiles = None,
-    text_column: str = "text",
+    text_column: str | None = "text",
     columns: Sequence[str] = (),
 ) -> DatasetDict:
     """Load UTF-8 CSV files (with a header line), one row per record.
 
     The values of ``text_column`` become the column ``text``; the columns named in
-    ``columns`` are kept too, as strings, under their own names. Each split takes a path or
-    a list of paths; only the splits given appear in the result. Text is kept as written
+    ``columns`` are kept too, as strings, under their own names. ``text_column=None`` keeps
+    ``columns`` alone: the (source, target) pairs of an encoder-decoder model. Each split takes a
+    path or a list of paths; only the splits given appear in the result. Text is kept as written
     (newlines inside quoted fields stay).
 
     Raises:
@@ -96,13 +97,12 @@ def load_csv_files(
         raise ValueError("columns= may not contain 'text': the text column is stored under that name.")
     result = DatasetDict()
     for split, paths in _given_splits("load_csv_files", train, validation, test):
-        merged: dict[str, list[str]] = {"text": [], **{name: [] for name in columns if name != text_column}}
+        merged: dict[str, list[str]] = {**({"text": []} if text_column is not None else {}),
+                                        **{name: [] for name in columns if name != text_column}}
         for path in paths:
             table = read_csv(path, text_column, columns)
-            merged["text"].extend(table[text_column])
             for name in merged:
-                if name != "text":
-                    merged[name].extend(table[name])
+                merged[name].extend(table[text_column if name == "text" else name])
         features = Features({name: Value("string") for name in merged})
         result[split] = Dataset.from_dict(merged, features=features)
     if not result:
