@@ -72,7 +72,7 @@ def word_decoder(split_punctuation: bool = False, numerals: bool = False) -> dec
     ' He said "no", (twice).'
     """
     removed = [
-        rf" (?={_CLOSING}{_END})",
+        rf" (?=(?:{_CLOSING}){_END})",
         rf"(?<= {_OPENING}) ",
         rf"(?<= \p{{Sc}}) (?={_NUMBER_START})",
         rf"(?<= -) (?=-{_END})",

@@ -92,6 +92,13 @@ def test_a_quote_opens_or_closes_by_its_parity():
         assert decoder.decode(tokens[:-1]) == ' a "b"' * (n - 1) + ' a "b'  # an unclosed quote opens
 
 
+@pytest.mark.parametrize("split_punctuation", [False, True])
+@pytest.mark.parametrize("numerals", [False, True])
+def test_only_a_whole_punctuation_token_attaches(split_punctuation, numerals):
+    decoder = word_decoder(split_punctuation, numerals)
+    assert decoder.decode(["was", ".5", ",", "'s", "...", "''", "(", ".8"]) == " was .5,'s...'' (.8"
+
+
 def test_a_continuation_decoded_alone_attaches_to_its_prompt():
     decoder = word_decoder(True)
     assert decoder.decode(["and", "so"]) == " and so"
