@@ -67,7 +67,6 @@ def word_decoder(split_punctuation: bool = False, numerals: bool = False) -> dec
     """The decoder of the word-level (``numerals=False``) or numeracy tokenizer with that
     ``split_punctuation``: tokens joined into text as the module docstring says.
 
-    >>> from tokenizers import decoders
     >>> word_decoder(True).decode(["He", "said", '"', "no", '"', ",", "(", "twice", ")", "."])
     ' He said "no", (twice).'
     """
