@@ -153,8 +153,9 @@ def generation_settings(search: str, num_beams: int = 5, num_return_sequences: i
 def continue_prompt(run: Run, prompt: str, search: str = "beam", seed: int | None = None, **options) -> dict:
     """Continue ``prompt`` by greedy search, beam search (the n best) or sampling (``seed`` fixes the draw).
 
-    Returns ``{"hypotheses": [{"text", "log_prob", "tokens": [(token, probability)]}], "warning",
-    "seconds"}``: each hypothesis's tokens, up to and including the end of text if it wrote one, with the
+    Returns ``{"hypotheses": [{"text", "full_text", "log_prob", "tokens": [(token, probability)]}], "warning",
+    "seconds"}``: each hypothesis's continuation, alone (``text``) and after the prompt (``full_text``,
+    :func:`decode_generated`), its tokens, up to and including the end of text if it wrote one, with the
     probability the model gives each one after the prompt and the tokens before it, and ``log_prob`` their sum
     (natural log), the model's own probability of the continuation. The search may rank by more than that (a
     repetition rule, a length penalty), so the list keeps the search's order. A numeral outside the vocabulary
@@ -190,6 +191,7 @@ def continue_prompt(run: Run, prompt: str, search: str = "beam", seed: int | Non
                   for t, token in enumerate(run.tokenizer.convert_ids_to_tokens(new.tolist()))]
         hypotheses.append({
             "text": decode_generated(run.tokenizer, new, written),
+            "full_text": decode_generated(run.tokenizer, new, written, prompt=prompt),
             "log_prob": float(picked.sum()),
             "tokens": [(token, float(p)) for token, p in zip(tokens, picked.exp().tolist(), strict=True)],
         })

@@ -134,9 +134,8 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                     result = continue_prompt(run_of(name), prompt_text, search=how, num_beams=n_beams,
                                              num_return_sequences=n_returned, max_new_tokens=n_new,
                                              temperature=temp, top_p=nucleus)
-                    top = result["hypotheses"][0]["text"]
                     note = message(result["warning"]) or f"answered in {result['seconds']:.2f} s"
-                    return f"{prompt_text.strip()} {top}".strip(), hypotheses_html(result), note
+                    return result["hypotheses"][0]["full_text"], hypotheses_html(result), note
 
                 go.click(on_continue, [model, prompt, search, beams, returned, length, temperature, top_p],
                          [best, table, status], api_name="continue")

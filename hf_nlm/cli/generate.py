@@ -189,14 +189,17 @@ def cmd_generate(args: argparse.Namespace) -> int:
         start = 0 if model.config.is_encoder_decoder else max(ids.shape[1], 1)
         # An open-vocabulary numeral strategy (d-RNN, MoG) wrote out each <unk_num> it generated.
         numerals = getattr(out, "numerals", None) or [{} for _ in out.sequences]
-        texts = [decode_generated(tokenizer, seq[start:],
-                                  {t - start: text for t, text in found.items() if t >= start})
-                 for seq, found in zip(out.sequences, numerals, strict=True)]
+        written = [{t - start: text for t, text in found.items() if t >= start} for found in numerals]
         if args.json:
+            texts = [decode_generated(tokenizer, seq[start:], found)
+                     for seq, found in zip(out.sequences, written, strict=True)]
             print(json.dumps({"prompt": prompt, "generations": texts}))
         else:
-            for text in texts:  # a causal LM continues its prompt; an encoder-decoder's target stands alone
-                print(text.strip() if model.config.is_encoder_decoder else f"{prompt} {text.strip()}".strip())
+            for seq, found in zip(out.sequences, written, strict=True):
+                if model.config.is_encoder_decoder:  # the target stands alone: no continuation of the source
+                    print(decode_generated(tokenizer, seq[start:], found).strip())
+                else:
+                    print(decode_generated(tokenizer, seq[start:], found, prompt=prompt))
     return 0
 
 

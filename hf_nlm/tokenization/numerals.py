@@ -79,8 +79,9 @@ import numpy as np
 from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
+from .detokenizer import word_decoder
 from .features import TokenFeatures
-from .word_level import EOS_TOKEN, ranked_vocabulary, word_decoder, wrap_tokenizer
+from .word_level import EOS_TOKEN, ranked_vocabulary, wrap_tokenizer
 
 #: The symbols of a canonical numeral string, in id order: "0"-"9" are ids 0-9, "." is 10, "-" is 11.
 DIGIT_SYMBOLS = "0123456789.-"
@@ -249,9 +250,10 @@ class NumeracyTokenizerFast(PreTrainedTokenizerFast):
     is, and everything numeral-specific (``token_features``, the ids below) is a class attribute or
     a property, so it is there after ``from_pretrained``, pickling and ``copy.deepcopy``.
 
-    Decoding puts a space before every token (like the word-level tokenizer) and keeps ``<unk_word>``
-    and ``<unk_num>`` visible even with ``skip_special_tokens=True``: an unknown token is not silently
-    missing from generated text. (``<unk_num>`` is an ordinary vocabulary entry, not a special token.)
+    Decoding writes running text (:mod:`hf_nlm.tokenization.detokenizer`: the tokens ``U . S . 5 %`` read
+    ``U.S. 5%``) and keeps ``<unk_word>`` and ``<unk_num>`` visible even with ``skip_special_tokens=True``: an
+    unknown token is not silently missing from generated text. (``<unk_num>`` is an ordinary vocabulary entry,
+    not a special token.)
     """
 
     #: Per-token numeral fields for :func:`hf_nlm.data.lm.tokenize_stream`.
@@ -419,7 +421,7 @@ def train_numeracy_tokenizer(
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK_WORD_TOKEN))
     backend.normalizer = numeracy_normalizer(lowercase)
     backend.pre_tokenizer = numeracy_pre_tokenizer(split_punctuation)
-    backend.decoder = word_decoder()
+    backend.decoder = word_decoder(split_punctuation, numerals=True)
     return wrap_tokenizer(backend, unk_token=UNK_WORD_TOKEN, tokenizer_class=NumeracyTokenizerFast)
 
 

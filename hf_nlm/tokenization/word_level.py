@@ -13,8 +13,10 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
+
+from .detokenizer import word_decoder
 
 UNK_TOKEN = "<unk>"
 EOS_TOKEN = "<eos>"
@@ -142,17 +144,8 @@ def train_word_level_tokenizer(
     if lowercase:
         tokenizer.normalizer = normalizers.Lowercase()
     tokenizer.pre_tokenizer = word_pre_tokenizer(split_punctuation)
-    tokenizer.decoder = word_decoder()
+    tokenizer.decoder = word_decoder(split_punctuation)
     return wrap_tokenizer(tokenizer)
-
-
-def word_decoder() -> decoders.Decoder:
-    """Decode every word with a space in front of it: ``decode([the, cat]) == " the cat"``.
-
-    A continuation decoded on its own (as ``pipeline("text-generation")`` does, appending it to the
-    prompt's text) then stays separated from the prompt, as GPT-2's space-marked tokens are.
-    """
-    return decoders.Sequence([decoders.Replace(Regex("^"), " "), decoders.Fuse()])
 
 
 #: A word-level or numeracy vocabulary leaving more than this share of the training tokens unknown is refused,
