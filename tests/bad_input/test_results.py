@@ -52,7 +52,8 @@ def test_weights_of_another_model_type_are_refused_by_the_run_loaders(tmp_path, 
     assert "model.C.weight" in err and "unexpected" in err
     model, info = NPLMForCausalLM.from_pretrained(folder, output_loading_info=True)
     in_file = set(load_file(folder / "model.safetensors"))
-    assert "model.C.weight" in info["missing_keys"] and info["unexpected_keys"] == in_file - set(model.state_dict())
+    assert "model.C.weight" in info["missing_keys"]
+    assert info["unexpected_keys"] == in_file - set(model.state_dict())
     assert torch.isfinite(model.model.C.weight).all()
 
 

@@ -265,8 +265,9 @@ def test_resize_token_embeddings_follows_or_refuses(name, head, mean_resizing, t
             model.resize_token_embeddings(V + 3, mean_resizing=mean_resizing)
         assert re.search(r"\b(build|a new model)\b", str(err.value), re.IGNORECASE), str(err.value)
         assert model.get_input_embeddings().weight.shape[0] == model.config.vocab_size == V
-        model.resize_token_embeddings(V, mean_resizing=mean_resizing)  # the same size: nothing changes
-        torch.testing.assert_close(log_probs(model, ids), before, rtol=0, atol=0)
+        if not model.config.is_encoder_decoder:  # (the seq2seq refuses any resize of an untied decoder)
+            model.resize_token_embeddings(V, mean_resizing=mean_resizing)  # the same size: nothing changes
+            torch.testing.assert_close(log_probs(model, ids), before, rtol=0, atol=0)
         return
     model.resize_token_embeddings(V + 3, mean_resizing=mean_resizing)
     assert model.config.vocab_size == V + 3
