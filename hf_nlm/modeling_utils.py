@@ -140,9 +140,10 @@ def check_safetensors_only(folder: str) -> None:
 
 
 def _weights_file(folder: str | None, name, key: str | None = None) -> str:
-    """The weights file of ``folder`` that holds ``key`` (any of its files without a key), else ``name``."""
+    """The weights file of ``folder`` that holds ``key`` (any of its files without a key), else what
+    ``name`` says (a Hub id; no name: the ``state_dict`` given to ``from_pretrained``)."""
     if folder is None:
-        return f"the weights of {name}"
+        return "the state_dict given" if name is None else f"the weights of {name}"
     files = [f for f in sorted(os.listdir(folder)) if f.endswith(".safetensors")]
     for file in files if key is not None else []:
         try:
@@ -164,6 +165,41 @@ def _load_problems(info: dict, allowed_missing=(), ignore_unexpected=()) -> str 
     parts = [f"{what} {', '.join(keys[:8])}{' ...' if len(keys) > 8 else ''} ({len(keys)})"
              for what, keys in (("missing", missing), ("unexpected", unexpected)) if keys]
     return "; ".join(parts) or None
+
+
+def check_loading_info(model: nn.Module, loading_info: dict, path: str | os.PathLike,
+                       tree_given: bool = False) -> None:
+    """Raise ``ValueError`` naming the weights file of ``path`` and the keys if a load (``from_pretrained``'s
+    ``output_loading_info=True`` dict, ``loading_info``, that gave ``model``) left a tensor of the model
+    initialised because the checkpoint lacks it, or found a checkpoint tensor the model has no place for.
+
+    ``from_pretrained`` itself does what transformers does (initialises what is missing, ignores what is
+    unexpected, logs both); the loaders of a user's run folder (:func:`hf_nlm.training.load_run` and the
+    ``hf-nlm`` commands and the page that go through it, a training run's resume) call this, so that a folder
+    saved incompletely or holding another model's weights is refused, never used with random weights. A tree
+    given as ``tree=`` (``tree_given``) fills the tree buffers the checkpoint lacks; a body loaded from its
+    LM's checkpoint leaves the head's weights unused, as in transformers."""
+    problems = _load_problems(
+        loading_info, (".tree_nodes", ".tree_bits", ".tree_mask") if tree_given else (),
+        ignore_unexpected=("lm_head.",) if getattr(model, "lm_head", None) is None else (),
+    )
+    if problems:
+        folder = os.fspath(path) if os.path.isdir(path) else None
+        raise ValueError(
+            f"{_weights_file(folder, path)} does not hold the weights of this {type(model).__name__}: "
+            f"{problems}. It comes from another model (or was saved incompletely): restore the weights saved "
+            "with its config.json"
+        )
+
+
+def from_pretrained_complete(model_class: type, path: str | os.PathLike, **kwargs) -> PreTrainedModel:
+    """``model_class.from_pretrained(path, **kwargs)`` (a model class of this package or a transformers Auto
+    class), refusing a checkpoint that does not hold exactly the model's weights: :func:`check_loading_info`.
+    What the library's loaders of a user's folder use; ``from_pretrained`` alone loads what matches and
+    initialises the rest, as transformers does."""
+    model, info = model_class.from_pretrained(path, output_loading_info=True, **kwargs)
+    check_loading_info(model, info, path, tree_given=kwargs.get("tree") is not None)
+    return model
 
 
 def _follow_umask(folder: str | os.PathLike) -> None:
@@ -254,12 +290,11 @@ class NLMPreTrainedModel(PreTrainedModel):
         # transformers skips a module of custom code whose own tensors (recurse=False) all loaded. A head
         # initialises its sub-modules too (a digit-RNN, a mixture of Gaussians: modules with no tensors of
         # their own, which would be skipped as well), so it runs while any tensor below it did not load.
-        if isinstance(module, OutputHead) and not getattr(module, "_is_hf_initialized", False):
-            tensors = [*module.parameters(), *module.buffers()]
-            if not all(getattr(t, "_is_hf_initialized", False) for t in tensors):
-                self._init_weights(module)
-                module._is_hf_initialized = True
-                return
+        # (Through transformers' own method, which is where its tests seed each module's initialisation.)
+        if isinstance(module, OutputHead) and not all(
+            getattr(t, "_is_hf_initialized", False) for t in [*module.parameters(), *module.buffers()]
+        ):
+            is_custom_code = False
         super()._initialize_weights(module, is_custom_code)
 
     def lm_output(
@@ -365,13 +400,13 @@ class NLMPreTrainedModel(PreTrainedModel):
         """``transformers``' ``from_pretrained``; a local folder that cannot load gives an error naming the
         file and what was expected (:func:`check_checkpoint_model_type`, :func:`check_config_field_types`,
         a truncated or corrupted weights file, config sizes that do not match the weights, weights saved
-        only as a pickle: :func:`check_safetensors_only`).
+        only as a pickle: :func:`check_safetensors_only`), and every load checks that the weights are finite
+        (:func:`check_finite_weights`).
 
-        Every load checks that the weights are finite (:func:`check_finite_weights`) and that the checkpoint
-        holds exactly the model's keys: a missing or unexpected key is a ``ValueError`` naming the keys.
-        ``output_loading_info=True`` opts in to a partial load: the keys that match load, the others are
-        initialised, and ``(model, loading_info)`` is returned (transformers logs its load report either
-        way)."""
+        A checkpoint that lacks some of the model's tensors loads as in transformers: those are initialised
+        (``_init_weights``), those it holds beyond the model's are ignored, and transformers' load report
+        lists both; ``output_loading_info=True`` returns them too, as ``(model, loading_info)``. The loaders
+        of a user's run folder refuse such a checkpoint instead (:func:`from_pretrained_complete`)."""
         folder = None
         if pretrained_model_name_or_path is not None and os.path.isdir(pretrained_model_name_or_path):
             folder = os.fspath(pretrained_model_name_or_path)
@@ -389,34 +424,16 @@ class NLMPreTrainedModel(PreTrainedModel):
                     raise ValueError(message)
             if kwargs.get("use_safetensors") is not False:
                 check_safetensors_only(folder)
-        # A partial load is what the caller asks for by asking what did not load (transformers' own
-        # output_loading_info); otherwise a missing or unexpected key is an error, not random weights.
-        partial = bool(kwargs.pop("output_loading_info", False))
         try:
-            model, info = super().from_pretrained(
-                pretrained_model_name_or_path, *model_args, output_loading_info=True, **kwargs
-            )
+            loaded = super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
         except SafetensorError as err:
             raise OSError(_corrupted_weights_message(folder, pretrained_model_name_or_path, err)) from None
-        # A tree given as tree= fills the tree buffers the checkpoint lacks.
-        problems = _load_problems(
-            info, (".tree_nodes", ".tree_bits", ".tree_mask") if kwargs.get("tree") is not None else (),
-            # A body loaded from its LM's checkpoint leaves the head's weights unused, as in transformers.
-            ignore_unexpected=("lm_head.",) if getattr(model, "lm_head", None) is None else (),
-        )
-        if problems and not partial:
-            raise ValueError(
-                f"{_weights_file(folder, pretrained_model_name_or_path)} does not hold the weights of this "
-                f"{cls.__name__}: {problems}. It comes from another model (or was saved incompletely): "
-                "restore the weights saved with its config.json, or load what matches with "
-                "from_pretrained(..., output_loading_info=True), which returns the model and the keys that "
-                "did not load"
-            )
+        model = loaded[0] if kwargs.get("output_loading_info") else loaded
         check_finite_weights(model, lambda key: _weights_file(folder, pretrained_model_name_or_path, key))
         head = getattr(model, "lm_head", None)
         if isinstance(head, OutputHead):
             head.warm_cache()  # e.g. a loaded tree's tables, so that torch.export can trace the model at once
-        return (model, info) if partial else model
+        return loaded
 
     def save_pretrained(self, save_directory, *args, model_card: bool = True, **kwargs):
         """``transformers``' ``save_pretrained`` (same arguments), refusing a model that would not load back,

@@ -183,7 +183,10 @@ class OutputHead(nn.Module):
         ``init`` is the module of init functions (``transformers.initialization`` inside a model's
         ``_init_weights``, which skips tensors already loaded from a checkpoint).
         """
-        for p in self.parameters(recurse=False):
+        # The word matrix last: tied to the input embedding, from_pretrained does not draw it (it follows the
+        # embedding), and the head's other draws (a split head's tombstones) must not depend on that.
+        word_matrix = getattr(self, "weight", None)
+        for p in sorted(self.parameters(recurse=False), key=lambda p: p is word_matrix):
             if p.ndim >= 2:
                 init.uniform_(p, -initializer_range, initializer_range)
             else:

@@ -265,6 +265,10 @@ class TreeSoftmaxHead(OutputHead):
                 "(hf_nlm.trees.huffman_tree, random_tree, ...) and a new model over it (tree=...)"
             )
 
+    def resize(self, vocab_size: int, mean_init: bool = True) -> None:
+        """The same size only (:meth:`check_resize` refuses any other): nothing to change."""
+        self.check_resize(vocab_size)
+
     def config_values(self) -> dict[str, int]:
         V, C, L = self.tree_nodes.shape
         return {"tree_num_nodes": self.num_nodes, "tree_max_codes": C, "tree_max_depth": L}

@@ -33,7 +33,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from transformers.utils import logging as hf_logging
 
-from ..modeling_utils import check_checkpoint_model_type
+from ..modeling_utils import check_checkpoint_model_type, from_pretrained_complete
 
 logger = logging.getLogger(__name__)
 TRAINER_STATE = "trainer_state.json"
@@ -242,7 +242,7 @@ def load_model_weights(folder: str | os.PathLike, model) -> None:
     """Load the weights saved in ``folder`` into ``model`` (in place), refusing another model type."""
     check_checkpoint_model_type(folder, model.config.model_type)
     with quiet_progress_bars():
-        loaded = type(model).from_pretrained(folder)
+        loaded = from_pretrained_complete(type(model), folder)
     missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
     if missing or unexpected:
         raise ValueError(

@@ -231,7 +231,7 @@ def load_run(folder: str | os.PathLike) -> SavedRun:
         raise FileNotFoundError(f"{folder} is not a saved model folder (no config.json)")
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from ..modeling_utils import check_config_field_types
+    from ..modeling_utils import check_config_field_types, from_pretrained_complete
     from ..tokenization import check_tokenizer
     from .checkpoint import quiet_progress_bars
 
@@ -246,7 +246,8 @@ def load_run(folder: str | os.PathLike) -> SavedRun:
         check_config_field_types(folder)  # before AutoConfig, which would fail on a wrong type less clearly
         seq2seq = getattr(AutoConfig.from_pretrained(folder), "is_encoder_decoder", False)
         with quiet_progress_bars():
-            model = (AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM).from_pretrained(folder)
+            auto = AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM
+            model = from_pretrained_complete(auto, folder)  # refuses missing or unexpected weights
         tokenizer = AutoTokenizer.from_pretrained(folder)
         check_tokenizer(model, tokenizer)
     except Exception as err:  # whatever a broken folder raises (Ctrl-C still interrupts)

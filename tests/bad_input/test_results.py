@@ -8,11 +8,14 @@ import json
 import pytest
 import torch
 from bad_input_helpers import TEXTS, cli_error, edit_weights, nplm, save_folder, word_tokenizer
+from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from hf_nlm import LBLConfig, LBLForCausalLM, NPLMForCausalLM
+from hf_nlm.modeling_utils import from_pretrained_complete
 from hf_nlm.ngram import InterpolatedLM, KneserNeyLM, NgramLM
 from hf_nlm.tokenization import check_tokenizer, tokenizer_fingerprint
+from hf_nlm.training import load_run
 
 OTHER_TEXTS = ["one two three four", "five six seven", "eight nine ten eleven twelve"]
 
@@ -30,32 +33,47 @@ def test_weights_that_are_not_finite_are_refused(tmp_path, capsys, value):
     assert "model.C.weight" in err and "NaN or infinite" in err
 
 
-def test_weights_of_another_model_type_are_refused(tmp_path, capsys):
+def test_weights_of_another_model_type_are_refused_by_the_run_loaders(tmp_path, capsys):
+    """The loaders of a run folder (``hf-nlm``, ``load_run``) refuse another model's weights, naming the file
+    and the keys; ``from_pretrained`` does what transformers does: it initialises the model's own tensors the
+    file lacks, ignores the others, and reports both."""
     tokenizer = word_tokenizer()
     folder = save_folder(tmp_path / "run", nplm(tokenizer), tokenizer)
     other = LBLForCausalLM(LBLConfig(vocab_size=len(tokenizer), context_size=2, hidden_size=8))
     other.save_pretrained(tmp_path / "lbl")
     (folder / "model.safetensors").write_bytes((tmp_path / "lbl" / "model.safetensors").read_bytes())
-    with pytest.raises(ValueError,
-                       match="does not hold the weights of this NPLMForCausalLM: missing") as info:
-        NPLMForCausalLM.from_pretrained(folder)
-    assert "model.C.weight" in str(info.value) and "unexpected" in str(info.value)
-    assert "output_loading_info=True" in str(info.value)
+    for load in (lambda: from_pretrained_complete(NPLMForCausalLM, folder), lambda: load_run(folder)):
+        with pytest.raises(ValueError,
+                           match="does not hold the weights of this NPLMForCausalLM: missing") as info:
+            load()
+        assert str(folder / "model.safetensors") in str(info.value)
+        assert "model.C.weight" in str(info.value) and "unexpected" in str(info.value)
     err = cli_error(["generate", str(folder), "the president"], capsys)
     assert "model.C.weight" in err and "unexpected" in err
-    # A partial load is opted in to, and returns what did not load.
     model, info = NPLMForCausalLM.from_pretrained(folder, output_loading_info=True)
-    assert "model.C.weight" in info["missing_keys"] and info["unexpected_keys"]
+    in_file = set(load_file(folder / "model.safetensors"))
+    assert "model.C.weight" in info["missing_keys"]
+    assert info["unexpected_keys"] == in_file - set(model.state_dict())
+    assert torch.isfinite(model.model.C.weight).all()
 
 
-def test_a_missing_key_is_refused_unless_a_partial_load_is_asked_for(tmp_path):
+def test_a_missing_key_is_initialised_by_from_pretrained_and_refused_by_the_run_loaders(tmp_path, capsys):
     tokenizer = word_tokenizer()
     folder = save_folder(tmp_path / "run", nplm(tokenizer), tokenizer)
+    saved = load_file(folder / "model.safetensors")
     edit_weights(folder, lambda w: w.pop("model.H.weight"))
-    with pytest.raises(ValueError, match=r"missing model\.H\.weight \(1\)"):
-        AutoModelForCausalLM.from_pretrained(folder)
-    _, info = AutoModelForCausalLM.from_pretrained(folder, output_loading_info=True)
-    assert info["missing_keys"] == {"model.H.weight"}
+    for load in (lambda: from_pretrained_complete(AutoModelForCausalLM, folder), lambda: load_run(folder)):
+        with pytest.raises(ValueError,
+                           match=r"model\.safetensors does not hold .*: missing model\.H\.weight \(1\)"):
+            load()
+    assert "missing model.H.weight (1)" in cli_error(["generate", str(folder), "the president"], capsys)
+    model, info = AutoModelForCausalLM.from_pretrained(folder, output_loading_info=True)
+    assert info["missing_keys"] == {"model.H.weight"} and not info["unexpected_keys"]
+    # Initialised as the model initialises it (uniform within +-initializer_range), the rest as saved.
+    r = model.config.initializer_range
+    assert model.model.H.weight.abs().max() <= r and model.model.H.weight.std() > 0
+    torch.testing.assert_close(model.model.C.weight, saved["model.C.weight"], rtol=0, atol=0)
+    assert isinstance(AutoModelForCausalLM.from_pretrained(folder), NPLMForCausalLM)
 
 
 @pytest.mark.parametrize("other_texts", [TEXTS[:2], OTHER_TEXTS, TEXTS + OTHER_TEXTS],

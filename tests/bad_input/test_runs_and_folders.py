@@ -105,8 +105,8 @@ def test_config_sizes_that_do_not_match_the_weights(run_copy, capsys, transforme
 
 
 def test_load_report_still_shows_when_the_load_succeeds(run_copy, transformers_records):
-    """A report transformers logs for a load that works (here: a partial load, opted in to, without one
-    tensor) still reaches the user."""
+    """A report transformers logs for a load that works (here: a checkpoint without one tensor, which
+    from_pretrained initialises) still reaches the user."""
     weights = load_file(run_copy / "model.safetensors")
     del weights["model.C.weight"]
     save_file(weights, run_copy / "model.safetensors", metadata={"format": "pt"})

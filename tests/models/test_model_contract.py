@@ -14,7 +14,7 @@ import torch
 from datasets import Dataset
 from transformers import Trainer, TrainingArguments
 
-from hf_nlm.heads import tree_config_fields
+from hf_nlm.heads import HEAD_REGISTRY, tree_config_fields
 from hf_nlm.models import MODEL_TYPES
 from hf_nlm.trees import random_tree
 
@@ -23,8 +23,8 @@ V = 23
 NUMERAL_VOCAB = {"<unk_num>": 2, "1": 5, "12": 9, "3.5": 14, "-0.25": 20}
 
 
-def tiny(model_type: str, head: str | None = None):
-    """A small model of the given type: the config's defaults with every size shrunk."""
+def tiny_config(model_type: str, head: str | None = None):
+    """The config of a small model of the given type: the config's defaults with every size shrunk."""
     t = MODEL_TYPES[model_type]
     fields = {f.name: f.default for f in dataclasses.fields(t.config_class)}
     values = {"vocab_size": V}
@@ -38,15 +38,39 @@ def tiny(model_type: str, head: str | None = None):
                 values[name] = 2
     if head is not None:
         values["head"] = head
-        values["tie_word_embeddings"] = fields["tie_word_embeddings"] and head != "tree"
+        tie = fields["tie_word_embeddings"]  # None ties where the head can
+        values["tie_word_embeddings"] = tie if tie is None else tie and HEAD_REGISTRY[head].tieable
     if head == "split":
         values["cutoffs"] = [5, 12]
     if "numeral_vocab" in fields:
         values["numeral_vocab"] = NUMERAL_VOCAB
-    config = t.config_class(**values)
+    return t.config_class(**values)
+
+
+def tree_for(config):
+    """The word tree a small model with a tree head is built over (None for other heads)."""
+    return random_tree(V, seed=0) if config.head == "tree" else None
+
+
+def tiny(model_type: str, head: str | None = None):
+    """A small model of the given type (:func:`tiny_config`)."""
+    config = tiny_config(model_type, head)
     torch.manual_seed(0)
-    tree = random_tree(V, seed=0) if config.head == "tree" else None
-    return t.lm_class(config, tree=tree)
+    return MODEL_TYPES[model_type].lm_class(config, tree=tree_for(config))
+
+
+def registry_cases() -> list[tuple[str, str]]:
+    """(model type, head) for every registered model type with every registered head its config accepts
+    (the numeracy LM's numeral strategies are heads): a new type or head is a case by registering."""
+    cases = []
+    for name in MODEL_TYPES:
+        for head in HEAD_REGISTRY:
+            try:
+                tiny_config(name, head)
+            except ValueError:
+                continue  # a head this body does not take
+            cases.append((name, head))
+    return cases
 
 
 CASES = [(name, None) for name in MODEL_TYPES] + [

@@ -442,12 +442,6 @@ class NumeralMixture(WrittenPrecision, nn.Module):
         self.trainable = trainable
         self.mixture_logits = nn.Linear(in_features, num_components)
         self.precision_logits = nn.Linear(in_features, max_precision + 1)
-        for p in (*self.mixture_logits.parameters(), *self.precision_logits.parameters()):
-            if p.device.type != "meta":
-                # Drawn by nn.Linear just now: marked initialised (transformers' flag), so that the model's
-                # post_init keeps them and a seeded model has the values it always had. On the meta device
-                # (from_pretrained) nothing was drawn and init_weights draws what the checkpoint lacks.
-                p._is_hf_initialized = True
         means = torch.linspace(-1.0, 1.0, num_components) if num_components > 1 else torch.zeros(1)
         log_stds = torch.zeros(num_components)
         if trainable:
