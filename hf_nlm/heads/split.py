@@ -49,10 +49,10 @@ class SplitSoftmaxOptions:
 
 
 def default_cutoffs(vocab_size: int) -> list[int]:
-    """``[max(1, |V| // 10)]``: a head cluster of the |V| / 10 most frequent ids and one tail. With Zipfian word
-    frequencies (rank-r share ~ 1 / r) the head then covers about 75% of the tokens of a 10,000-word vocabulary,
-    and the expected cost per token, s_1 + 1 + p(tail) (|V| - s_1), is near its minimum over single splits
-    (the trade-off Grave et al. 2017 make for the adaptive softmax)."""
+    """``[max(1, |V| // 10)]``: a head cluster of the |V| / 10 most frequent ids and one tail. With Zipfian
+    word frequencies (rank-r share ~ 1 / r) the head then covers about 75% of the tokens of a 10,000-word
+    vocabulary, and the expected cost per token, s_1 + 1 + p(tail) (|V| - s_1), is near its minimum over
+    single splits (the trade-off Grave et al. 2017 make for the adaptive softmax)."""
     if vocab_size < 2:
         raise ValueError(f"a split head needs a vocabulary of at least 2 ids, got {vocab_size}")
     return [max(1, vocab_size // 10)]

@@ -120,7 +120,8 @@ class DataSpec:
                 raise ValueError(
                     f"an encoder-decoder model trains on (source, target) pairs: give CSV files whose header "
                     f"names the columns {pair_columns[0]!r} and {pair_columns[1]!r} (--train-file pairs.csv "
-                    f"...), not {'--text-column' if self.text_column is not None else f'--corpus {self.name}'}"
+                    "...), not "
+                    + ("--text-column" if self.text_column is not None else f"--corpus {self.name}")
                 )
             options.update(text_column=None, columns=pair_columns)
         if not entry.split_files:

@@ -574,8 +574,8 @@ def test_frequency_order_check_leaves_special_tokens_out():
 
 
 def test_default_cutoffs_near_the_cheapest_single_split_for_zipfian_words():
-    """A run's split head without cutoffs takes ``default_cutoffs``; with Zipfian frequencies its expected cost
-    per token, s_1 + 1 + p(tail) (|V| - s_1), is within 5% of the cheapest single split found by brute force."""
+    """A run's split head without cutoffs takes ``default_cutoffs``; with Zipfian frequencies its expected
+    cost per token, s_1 + 1 + p(tail) (|V| - s_1), is within 5% of the cheapest single split (brute force)."""
     from hf_nlm.heads.split import default_cutoffs
 
     assert default_cutoffs(2) == [1] and default_cutoffs(35) == [3]

@@ -339,3 +339,15 @@ def test_sample_writes_r_decimals(transform):
     assert again[2] == texts
     one = head.sample(hidden[0], generator=torch.Generator().manual_seed(1))
     assert one[0].shape == () and len(one[2]) == 1
+
+
+@pytest.mark.parametrize("value, precision, expected", [
+    (12.0045692355049666844025, 23, "12.004569235504966684402"),  # 24 symbols: 2 + point + 21 decimals
+    (3.25, 1, "3.2"), (-0.0004, 2, "0.00"), (1234.5, 0, "1234"), (7.0, 30, "7." + "0" * 22),
+])
+def test_write_value_keeps_a_numeral_within_the_tokenizers_limit(value, precision, expected):
+    from hf_nlm.heads.numeral.densities.gaussian_mixture import write_value
+    from hf_nlm.tokenization.numerals import MAX_NUMERAL_LENGTH, parse_numeral
+
+    text = write_value(value, precision)
+    assert text == expected and len(text) <= MAX_NUMERAL_LENGTH and parse_numeral(text) is not None

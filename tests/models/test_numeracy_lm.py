@@ -563,7 +563,7 @@ def test_mog_predictions_are_the_mixtures_and_metrics_have_baselines(numeracy_to
 def test_generated_unk_num_is_written_out_by_the_numeral_decoder(numeracy_tokenizer, strategy):
     from hf_nlm.evaluation import decode_generated
     from hf_nlm.evaluation.number_prediction import write_unknown_numerals
-    from hf_nlm.tokenization.numerals import parse_numeral
+    from hf_nlm.tokenization.numerals import MAX_NUMERAL_LENGTH, parse_numeral
 
     tok = numeracy_tokenizer
     m = tokenized_model(tok, strategy)
@@ -581,10 +581,13 @@ def test_generated_unk_num_is_written_out_by_the_numeral_decoder(numeracy_tokeni
     if strategy == "drnn":  # greedy: the likeliest spelling outside the vocabulary
         beams, _ = m.lm_head.digit_rnn.beam_search(h[None], num_beams=16, num_return_sequences=16)
         assert text == next(b for b in beams[0] if b and b not in tok.numeral_vocab)
-    else:  # the median, written with the likeliest precision
+    else:  # the median, written with the likeliest precision (as many decimals as a numeral may hold)
         density = density_of(m.lm_head)
         r = int(density.log_precision_probs(h).argmax())
-        assert numeral.value == pytest.approx(float(f"{float(density.median(h[None])[0]):.{r}f}"))
+        median = float(density.median(h[None])[0])
+        assert numeral.value == pytest.approx(median)
+        assert len(text) <= MAX_NUMERAL_LENGTH
+        assert text == f"{median:.{min(r, MAX_NUMERAL_LENGTH - 1 - len(f'{median:.0f}'))}f}"
     assert decode_generated(tok, seq[0], written).split() == ["the", "deficit", "was", text]
     # A closed strategy has nothing to write: <unk_num> stays.
     assert write_unknown_numerals(tokenized_model(tok, "hsoftmax"), seq) == [{}]

@@ -16,6 +16,7 @@ from ...tokenization.numerals import UNK_NUM_TOKEN, canonical_digits, numeral_fe
 from ..base import Targets, write_unless_loaded
 from .common import first_rows, spread_over_rows
 from .densities.digit_rnn import DigitRNN
+from .densities.gaussian_mixture import write_value
 from .hsoftmax import NumeralHierarchicalSoftmaxHead
 
 
@@ -249,7 +250,7 @@ class ValueBranch:
         if do_sample:
             return self.density.sample(hidden[None], generator=generator)[2]
         precision = int(self.density.log_precision_probs(hidden).argmax())
-        return [f"{float(self.density.median(hidden[None])[0]):.{precision}f}"]
+        return [write_value(float(self.density.median(hidden[None])[0]), precision)]
 
 
 __all__ = ["DigitBranch", "OpenNumeralBranchHead", "ValueBranch"]

@@ -395,6 +395,21 @@ class WrittenPrecision:
         return precision.long().clamp(0, self.max_precision)
 
 
+def write_value(value: float, precision: int) -> str:
+    """``value`` written with ``precision`` decimals, ``f"{v:.{r}f}"`` (``-0.0..`` written ``0.0..``), with
+    at most the decimals that keep it within ``MAX_NUMERAL_LENGTH`` symbols, so that the tokenizer reads it
+    back as a numeral (a value whose integer part alone is longer reads back as a word, whatever its
+    decimals)."""
+    whole = len(f"{value:.0f}")
+    text = f"{value:.{max(0, min(precision, MAX_NUMERAL_LENGTH - whole - 1))}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def decimals(text: str) -> int:
+    """The number of digits after the point of a numeral written by :func:`write_value`."""
+    return len(text) - text.index(".") - 1 if "." in text else 0
+
+
 class NumeralMixture(WrittenPrecision, nn.Module):
     """h -> a mixture-of-Gaussians distribution over numerals (value v, precision r).
 
@@ -619,7 +634,8 @@ class NumeralMixture(WrittenPrecision, nn.Module):
         string, its value and its precision agree as the tokenizer would read them, and a sample lands on
         the string whose interval contains the drawn v, i.e. with probability P(v, r | h). Shapes
         ``hidden.shape[:-1]``; ``text`` is a flat list in row-major order. Huge draws under ``"log"`` are
-        capped at +-1e300; strings longer than the tokenizer's numeral limit read back as words.
+        capped at +-1e300; the decimals are cut where the numeral would pass the tokenizer's length limit
+        (:func:`write_value`; ``precision`` is then the decimals written).
         """
         weights, mu, sigma = self._mixture(hidden)
         shape = weights.shape[:-1]
@@ -630,12 +646,8 @@ class NumeralMixture(WrittenPrecision, nn.Module):
         noise = torch.randn(k.shape, generator=generator, dtype=torch.float64)
         u = mu[k] + sigma[k] * noise
         v = inverse_transform(u, self.transform).clamp(-1e300, 1e300)
-        texts = []
-        for value, digits in zip(v.tolist(), r.tolist(), strict=True):
-            text = f"{value:.{digits}f}"
-            if text.startswith("-") and float(text) == 0:
-                text = text[1:]
-            texts.append(text)
+        texts = [write_value(value, digits) for value, digits in zip(v.tolist(), r.tolist(), strict=True)]
+        r = torch.tensor([decimals(t) for t in texts], dtype=r.dtype)
         values = torch.tensor([float(t) for t in texts], dtype=torch.float64).reshape(shape)
         return values, r.reshape(shape), texts
 
@@ -655,4 +667,5 @@ __all__ = [
     "inverse_transform",
     "log_interval_probability",
     "log_normal_interval_mass",
+    "write_value",
 ]
