@@ -46,6 +46,20 @@ ADAM_CONSTANT = {"optimizer": "adam", "lr_scheduler": "constant", "weight_decay"
 #: rate and batch.
 FEED_FORWARD_DEFAULT = {**ADAM_CONSTANT, "max_grad_norm": 1.0, "block_size": 64, "early_stopping_patience": 2}
 
+
+def feed_forward_recipe(network: str, learning_rate: float, batch_size: int, **model) -> TrainingRecipe:
+    """The ``default`` recipe of a feed-forward n-gram model (NPLM, LBL, HLBL), made for a text of about a
+    million words: :data:`FEED_FORWARD_DEFAULT` at ``learning_rate`` and ``batch_size``, the ``model``
+    fields (``network`` says what they are), and words seen once merged into ``<unk>`` so that ``<unk>`` is
+    trained."""
+    return TrainingRecipe(
+        "learns from a text of about a million words in minutes on a CPU: Adam (Kingma & Ba 2015) at a "
+        f"constant rate, {network}, and words seen once merged into <unk> so that <unk> is trained",
+        training={**FEED_FORWARD_DEFAULT, "learning_rate": learning_rate, "batch_size": batch_size},
+        model=model,
+        tokenizer={"min_frequency": 2},
+    )
+
 #: The ``default`` recipe of the model types with no recipe of their own made for a million-word text.
 ADAM_DEFAULT = TrainingRecipe(
     "Adam (Kingma & Ba 2015) at a constant rate with clipping, the network of the config's defaults",
