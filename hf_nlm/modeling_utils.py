@@ -352,11 +352,13 @@ class NLMPreTrainedModel(PreTrainedModel):
 
     def check_inputs(
         self, input_ids: torch.Tensor | None, labels: torch.Tensor | None = None,
-        shift_labels: torch.Tensor | None = None,
+        shift_labels: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None,
     ) -> None:
         """Raise ``ValueError`` if ``input_ids`` hold an id outside ``[0, vocab_size)`` or ``labels`` /
         ``shift_labels`` do not have the shape of ``input_ids`` or hold such an id (-100 aside): how every
-        model's ``forward`` starts, so that a wrong id is named, not an ``IndexError`` from the embedding."""
+        model's ``forward`` starts, so that a wrong id is named, not an ``IndexError`` from the embedding.
+        In training mode it also refuses ``labels`` that drop the sentence ends (:func:`drops_sentence_ends`:
+        what ``DataCollatorForLanguageModeling(mlm=False)`` gives when the pad token is ``<eos>``)."""
         if input_ids is None or input_ids.device.type == "meta" or _tracing():
             return  # min / max read the values: a traced or exported graph has none to read
         V = self.config.vocab_size
@@ -373,7 +375,12 @@ class NLMPreTrainedModel(PreTrainedModel):
         # the ids are looked at one by one only when something is wrong.
         outside = [((ids < 0) & (ids != -100)) | (ids >= V) if name != "input_ids" else (ids < 0) | (ids >= V)
                    for name, ids in given]
-        if not bool(torch.stack([o.any() for o in outside]).any()):
+        checks = [o.any() for o in outside]
+        eos, pad = self.config.eos_token_id, self.config.pad_token_id
+        pad_is_eos = pad is not None and pad in (eos if isinstance(eos, list) else [eos])
+        if self.training and labels is not None and shift_labels is None and pad_is_eos:
+            checks.append(drops_sentence_ends(input_ids, labels, attention_mask, pad).any())
+        if not bool(torch.stack(checks).any()):
             return
         for (name, ids), wrong in zip(given, outside, strict=True):
             if bool(wrong.any()):
@@ -382,6 +389,15 @@ class NLMPreTrainedModel(PreTrainedModel):
                     f"{name} hold ids from {int(lo)} to {int(hi)}, outside the model's vocabulary "
                     f"[0, vocab_size={V}): encode the text with the tokenizer saved with the model"
                 )
+        raise ValueError(
+            f"labels drop the sentence ends: every <eos> (id {pad}, also the pad token) among a row's "
+            "targets has label -100 while the other tokens are targets. transformers' "
+            "DataCollatorForLanguageModeling(tokenizer, mlm=False) does this with hf_nlm's tokenizers (it "
+            "masks every label equal to pad_token_id), so the model would never learn where a sentence "
+            "ends. Collate with hf_nlm.data.DataCollatorForCausalLM(tokenizer), which pads by length and "
+            "keeps every <eos> a target; to leave the sentence ends out of the targets on purpose, pass "
+            "shift_labels"
+        )
 
     def _hidden_states(self, output_hidden_states: bool | None) -> bool:
         """Whether to return every layer's hidden states (the argument if given, else the config's)."""
@@ -550,6 +566,32 @@ def positions_to_score(hidden: torch.Tensor, logits_to_keep: int | torch.Tensor)
     if isinstance(logits_to_keep, int):
         return hidden[:, -logits_to_keep:] if logits_to_keep else hidden
     return hidden[:, logits_to_keep.to(hidden.device)]
+
+
+def drops_sentence_ends(
+    input_ids: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None, eos_id: int
+) -> torch.Tensor:
+    """Per row (B,), whether ``labels`` look like ``DataCollatorForLanguageModeling(mlm=False)``'s when the
+    pad token is ``<eos>`` (``eos_id``): it sets the label of every ``<eos>`` to -100, sentence ends included.
+
+    A row is flagged when, within its targets' span, the positions without a target are all ``<eos>``
+    and there is at least one. The span runs from the row's first target (position 0 is never one) to its
+    last attended token (``attention_mask`` 1), or without a mask to its last target: a masked prefix (a
+    prompt, the context of a block) lies before the span and right padding after it, so neither is
+    flagged; nor is a row that also masks other tokens inside the span (e.g. the user turns of a dialogue).
+    """
+    ids, targets = input_ids[:, 1:], labels[:, 1:]
+    real = targets != -100
+    if attention_mask is None or attention_mask.shape != input_ids.shape:
+        attended = torch.ones_like(real)
+        end = real
+    else:
+        attended = attention_mask[:, 1:].bool()
+        end = attended
+    in_span = (real.cumsum(1) > 0) & (end.flip(1).cumsum(1).flip(1) > 0)
+    untargeted = in_span & attended & ~real
+    is_eos = ids == eos_id
+    return (untargeted & is_eos).any(1) & ~(untargeted & ~is_eos).any(1)
 
 
 def _tracing() -> bool:

@@ -117,7 +117,7 @@ class WindowCausalLMMixin:
     ):
         """The body's vectors at every position, then the head: loss (mean NLL of the shifted ``labels``,
         or of ``shift_labels``; -100 ignored) and logits, as :meth:`lm_output` describes."""
-        self.check_inputs(input_ids, labels, kwargs.get("shift_labels"))
+        self.check_inputs(input_ids, labels, kwargs.get("shift_labels"), attention_mask)
         body = self.model(
             input_ids, attention_mask=attention_mask, output_hidden_states=output_hidden_states,
             return_dict=True,

@@ -151,3 +151,102 @@ def test_documented_recipe_runs(tmp_path, monkeypatch):
     eos = namespace["tokenizer"].eos_token_id
     assert (batch["labels"][batch["input_ids"] == eos] != -100).sum() == 4  # two sentence boundaries each
     assert (tmp_path / "runs" / "nplm-trainer").is_dir()
+
+
+def train_args(tmp_path) -> TrainingArguments:
+    return TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=2, max_steps=2,
+                             learning_rate=0.01, report_to=[], use_cpu=True, save_strategy="no",
+                             logging_strategy="no", disable_tqdm=True, seed=0)
+
+
+@pytest.mark.parametrize("name", ["nplm", "awd_lstm"])
+def test_model_refuses_the_stock_collator_in_training_and_trains_with_ours(name, tokenizer, tmp_path):
+    """A user's own Trainer with the stock collator fails at the first step, naming our collator; ours
+    trains. The rows are the documented one-sentence examples, whose only dropped target is the last
+    <eos>."""
+    train = Dataset.from_list(examples(tokenizer))
+    model = tiny_model(name, len(tokenizer))
+    stock = Trainer(model=model, args=train_args(tmp_path), train_dataset=train,
+                    data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False))
+    with pytest.raises(ValueError, match=r"drop the sentence ends.*DataCollatorForCausalLM\(tokenizer\)"):
+        stock.train()
+    before = [p.detach().clone() for p in model.parameters()]
+    Trainer(model=model, args=train_args(tmp_path), train_dataset=train,
+            data_collator=DataCollatorForCausalLM(tokenizer)).train()
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+
+
+class PromptMaskingCollator(DataCollatorForCausalLM):
+    """Our collator, then label -100 on each row's prompt: its first sentence, with the <eos> that ends it."""
+
+    def __call__(self, examples):
+        batch = super().__call__(examples)
+        for ids, labels in zip(batch["input_ids"], batch["labels"], strict=True):
+            labels[: ids[1:].tolist().index(self.tokenizer.eos_token_id) + 2] = -100
+        return batch
+
+
+def test_a_masked_prompt_trains(tokenizer, tmp_path):
+    """Two sentences a row, the first one the prompt: its inner <eos> is masked with the prompt, which
+    the model does not take for the stock collator's work (the masked positions precede every target)."""
+    eos = tokenizer.eos_token_id
+    lines = [row["input_ids"] for row in examples(tokenizer)]
+    rows = [{"input_ids": [*a, *b[1:]]} for a, b in zip(lines[:-1], lines[1:], strict=True)]
+    collator = PromptMaskingCollator(tokenizer)
+    batch = collator(rows[:2])
+    for prompt, row, ids, labels in zip(lines, rows, batch["input_ids"], batch["labels"], strict=False):
+        end, length = len(prompt), len(row["input_ids"])
+        assert ids[end - 1] == eos and (labels[:end] == -100).all()
+        assert torch.equal(labels[end:length], ids[end:length])
+    model = tiny_model("nplm", len(tokenizer))
+    Trainer(model=model, args=train_args(tmp_path), train_dataset=Dataset.from_list(rows),
+            data_collator=collator).train()
+
+
+def stock_batch(tokenizer, rows, padding_side="right"):
+    tokenizer.padding_side = padding_side
+    try:
+        return DataCollatorForLanguageModeling(tokenizer, mlm=False)([{"input_ids": r} for r in rows])
+    finally:
+        tokenizer.padding_side = "right"
+
+
+def test_which_rows_look_like_the_stock_collators(tokenizer):
+    """drops_sentence_ends on hand-made rows (eos 1, words 5-9, -100 written X)."""
+    from hf_nlm.data.lm import group_into_blocks
+    from hf_nlm.modeling_utils import drops_sentence_ends
+
+    X = -100
+
+    def flagged(ids, labels, mask=None):
+        ids, labels = torch.tensor(ids), torch.tensor(labels)
+        return drops_sentence_ends(ids, labels, None if mask is None else torch.tensor(mask), 1).tolist()
+
+    # The stock collator, right and left padding: the last <eos> of the short row is caught too.
+    for side in ("right", "left"):
+        b = stock_batch(tokenizer, [[1, 5, 6, 1, 7, 1], [1, 5, 1]], side)
+        flags = drops_sentence_ends(b["input_ids"], b["labels"], b["attention_mask"], 1)
+        assert flags.tolist() == [True, True]
+    # Without a mask, trailing untargeted <eos> read as padding: only an inner one is caught.
+    assert flagged([[1, 5, 1, 6, 1, 1]], [[X, 5, X, 6, X, X]]) == [True]
+    assert flagged([[1, 5, 6, 1, 1]], [[X, 5, 6, X, X]]) == [False]
+    # A masked prompt, masked dialogue turns: other tokens lack a target too, so they are not flagged.
+    assert flagged([[1, 5, 1, 6, 7, 1]], [[X, X, X, 6, 7, 1]], [[1] * 6]) == [False]
+    assert flagged([[1, 5, 1, 6, 1, 7, 1]], [[X, X, X, 6, 1, X, X]], [[1] * 7]) == [False]
+    # A prompt masked and then every <eos> of the answer masked as well: caught.
+    assert flagged([[1, 5, 1, 6, 1, 7, 1]], [[X, X, X, 6, X, 7, X]], [[1] * 7]) == [True]
+    # The library's own blocks: context labels -100 in front, padding behind, every <eos> a target.
+    blocks = group_into_blocks(torch.tensor([5, 1, 6, 7, 1, 8, 1]), block_size=3, context_size=2,
+                               bos_token_id=1)
+    assert not drops_sentence_ends(blocks["input_ids"], blocks["labels"], None, 1).any()
+
+
+def test_the_check_runs_on_labels_in_training_only(tokenizer):
+    """Evaluation, and targets given as shift_labels (already aligned), are left as they are."""
+    b = stock_batch(tokenizer, [[1, 5, 6, 1, 7, 1], [1, 5, 1]])
+    model = tiny_model("awd_lstm", len(tokenizer))
+    with pytest.raises(ValueError, match="drop the sentence ends"):
+        model.train()(**b)
+    shifted = torch.cat([b["labels"][:, 1:], torch.full_like(b["labels"][:, :1], -100)], dim=1)
+    model.train()(b["input_ids"], attention_mask=b["attention_mask"], shift_labels=shifted)
+    model.eval()(**b)

@@ -353,7 +353,7 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
         output_hidden_states: bool | None = None,
         **kwargs,
     ) -> AWDLSTMCausalLMOutput:
-        self.check_inputs(input_ids, labels, kwargs.get("shift_labels"))
+        self.check_inputs(input_ids, labels, kwargs.get("shift_labels"), attention_mask)
         body = self.model(
             input_ids, attention_mask=attention_mask, cache=cache, use_cache=use_cache,
             output_hidden_states=output_hidden_states, return_dict=True,

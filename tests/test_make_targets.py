@@ -1,0 +1,36 @@
+"""The Makefile's suites never change the machine: only `make browser` installs system packages (apt-get),
+and CI (.ci/run) calls it before `make test` and `make test-latest`."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.parametrize("target", ["test", "test-latest", "test-oldest"])
+def test_a_suite_target_installs_no_system_package(target, tmp_path):
+    # -n prints every command the target would run, prerequisites included, and runs none (a fresh VENV
+    # makes it list the set-up too).
+    shown = subprocess.run(["make", "-n", target, f"VENV={tmp_path / 'venv'}"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout
+    assert "pytest" in shown
+    assert not re.search(r"\b(apt-get|apt|sudo|dpkg)\b", shown), shown
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_browser_installs_chromium():
+    shown = subprocess.run(["make", "-n", "browser"], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout
+    assert "apt-get" in shown and "chromium-driver" in shown
+
+
+def test_ci_installs_the_browser_then_runs_both_suites():
+    steps = re.findall(r"^(?:make (\S+)|run \"[^\"]+\" (\S+))", (ROOT / ".ci" / "run").read_text(), re.M)
+    assert ["".join(step) for step in steps] == ["browser", "test", "test-latest"]
