@@ -147,6 +147,16 @@ def generation_settings(search: str, num_beams: int = 5, num_return_sequences: i
     return settings
 
 
+def saved_search(run: Run) -> dict:
+    """The search the run's saved generation config makes (what ``model.generate``, ``pipeline`` and ``hf-nlm
+    generate`` do with no settings given), as :func:`continue_prompt`'s options: ``search``, ``num_beams``,
+    ``max_new_tokens``. The page starts from these, so that it answers as every other door does."""
+    config = run.model.generation_config
+    beams = int(config.num_beams or 1)
+    search = "sample" if config.do_sample else "beam" if beams > 1 else "greedy"
+    return {"search": search, "num_beams": beams, "max_new_tokens": int(config.max_new_tokens or 20)}
+
+
 # ----------------------------------------------------------------------------- 1. continue a prompt
 
 @torch.no_grad()

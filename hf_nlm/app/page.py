@@ -37,6 +37,7 @@ from .explore import (
     load_runs,
     next_numeral,
     next_words,
+    saved_search,
     surprisal_html,
     table_html,
     tell_story,
@@ -113,15 +114,19 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
             gr.Markdown("\n".join(message(p, error=True) for p in problems))
         if lm_runs:
             with gr.Tab("Continue a prompt"):
+                # The first model's saved search: the page answers as model.generate and hf-nlm generate do.
+                saved = saved_search(run_of(lm_runs[0]))
                 with gr.Row():
                     model = gr.Dropdown(lm_runs, value=lm_runs[0], label="model")
-                    search = gr.Radio(["greedy", "beam", "sample"], value="beam", label="search")
+                    search = gr.Radio(["greedy", "beam", "sample"], value=saved["search"], label="search")
                 prompt = gr.Textbox(label="prompt", value="the president of the united states",
                                     elem_id="prompt")
                 with gr.Row():
-                    beams = gr.Slider(1, 10, value=5, step=1, label="beams")
+                    beams = gr.Slider(1, 10, value=max(saved["num_beams"], 5) if saved["search"] != "beam"
+                                      else saved["num_beams"], step=1, label="beams (beam search)")
                     returned = gr.Slider(1, 10, value=3, step=1, label="hypotheses shown")
-                    length = gr.Slider(1, 60, value=15, step=1, label="new tokens")
+                    length = gr.Slider(1, 60, value=min(saved["max_new_tokens"], 60), step=1,
+                                       label="new tokens")
                     temperature = gr.Number(value=1.0, label="temperature (sampling)")
                     top_p = gr.Number(value=0.9, label="top-p (sampling)")
                 go = gr.Button("Continue", variant="primary", elem_id="continue")

@@ -11,9 +11,13 @@ import pytest
 
 gr = pytest.importorskip("gradio", reason="the web demo needs gradio (pip install 'hf-nlm[app]')")
 
+import torch  # noqa: E402
+
 from hf_nlm.app import continue_prompt  # noqa: E402
 from hf_nlm.app.browser import headless_chromium, missing_browser, served, whole_page_screenshot  # noqa: E402
+from hf_nlm.app.explore import saved_search  # noqa: E402
 from hf_nlm.app.page import answers, build_app, main, message, story_stages  # noqa: E402
+from hf_nlm.evaluation import decode_generated  # noqa: E402
 
 SPACE = Path(__file__).resolve().parents[2] / "examples" / "space"
 
@@ -102,11 +106,15 @@ def test_a_browser_types_a_prompt_and_reads_the_continuation_and_the_n_best_tabl
             whole_page_screenshot(browser, tmp_path / "continue.png")
     finally:
         browser.quit()
-    # The page's defaults: beam search, 5 beams, 3 hypotheses, 15 new tokens.
-    expected = continue_prompt(nplm_run, "the dog", search="beam", num_beams=5, num_return_sequences=3,
-                               max_new_tokens=15)
-    assert shown == f"the dog {expected['hypotheses'][0]['text']}"
-    assert len(rows) == 3
+    # The page's defaults: the model's saved search (greedy, 20 new tokens), as model.generate's.
+    saved = saved_search(nplm_run)
+    assert saved == {"search": "greedy", "num_beams": 1, "max_new_tokens": 20}
+    expected = continue_prompt(nplm_run, "the dog", **saved, num_return_sequences=3)
+    ids = nplm_run.tokenizer("the dog", return_tensors="pt", add_special_tokens=False).input_ids
+    by_generate = nplm_run.model.generate(ids, attention_mask=torch.ones_like(ids))[0, ids.shape[1]:]
+    assert shown == expected["hypotheses"][0]["full_text"]
+    assert shown == decode_generated(nplm_run.tokenizer, by_generate, prompt="the dog")
+    assert len(rows) == 1
     for rank, (row, hypothesis) in enumerate(zip(rows, expected["hypotheses"], strict=True), 1):
         assert row.startswith(f"{rank} {hypothesis['text']} {hypothesis['log_prob']:.2f}")
     assert (tmp_path / "continue.png").read_bytes()[:4] == b"\x89PNG"
