@@ -303,10 +303,15 @@ def test_transformers_trainer_trains_it(model_type, head, files, workdir):
 # --- generation and evaluation through every door, on the saved runs ---
 
 
-def load(folder: Path):
-    seq2seq = MODEL_TYPES[json.loads((folder / "config.json").read_text())["model_type"]].seq2seq_lm_class
+def trained(workdir: Path, model_type: str, head: str):
+    """``(folder, model, tokenizer)`` of the case's ``train(spec)`` run at the default recipe, loaded through
+    the Auto classes."""
+    folder = workdir / "python" / f"{model_type}-{head}-default"
+    if not (folder / "config.json").is_file():
+        pytest.skip("its training case failed")
+    seq2seq = MODEL_TYPES[model_type].seq2seq_lm_class
     model = (AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM).from_pretrained(folder).eval()
-    return model, AutoTokenizer.from_pretrained(folder)
+    return folder, model, AutoTokenizer.from_pretrained(folder)
 
 
 def has_word(text: str) -> bool:
@@ -315,10 +320,7 @@ def has_word(text: str) -> bool:
 
 @pytest.mark.parametrize("model_type, head", DEFAULT_CASES)
 def test_every_door_generates_the_same_words(model_type, head, files, workdir):
-    folder = workdir / "python" / f"{model_type}-{head}-default"
-    if not (folder / "config.json").is_file():
-        pytest.skip("its training case failed")
-    model, tokenizer = load(folder)
+    folder, model, tokenizer = trained(workdir, model_type, head)
     ids = tokenizer(PROMPT, return_tensors="pt", add_special_tokens=False).input_ids
     if model.config.is_encoder_decoder:
         ids = torch.cat([ids, ids.new_full((1, 1), tokenizer.eos_token_id)], dim=1)
@@ -345,10 +347,7 @@ def test_every_door_generates_the_same_words(model_type, head, files, workdir):
 
 @pytest.mark.parametrize("model_type, head", DEFAULT_CASES)
 def test_every_door_measures_the_same_perplexity(model_type, head, files, workdir):
-    folder = workdir / "python" / f"{model_type}-{head}-default"
-    if not (folder / "config.json").is_file():
-        pytest.skip("its training case failed")
-    model, tokenizer = load(folder)
+    folder, model, tokenizer = trained(workdir, model_type, head)
     test_file = files[data_kind(model_type)]["validation"]
     by_cli = json.loads(run_cli("evaluate", str(folder), "--test-file", str(test_file), "--batch-size", "1")
                         .splitlines()[-1])
