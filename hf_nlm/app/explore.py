@@ -298,10 +298,11 @@ def continue_prompt(run: Run, prompt: str, search: str = "beam", seed: int | Non
                              **settings)
     numerals = getattr(out, "numerals", None) or [{} for _ in out.sequences]
     sequences = out.sequences
-    # The model's own probability of each generated token: one forward pass over prompt + continuation.
-    log_probs = torch.log_softmax(run.model(sequences,
-                                            attention_mask=torch.ones_like(sequences)).logits.float(), -1)
     P, eos = ids.shape[1], run.model.generation_config.eos_token_id
+    # The model's own probability of each generated token: one forward pass over prompt + continuation, with
+    # the logits of the continuation's positions only (a long prompt's would take (beams, T, vocab) floats).
+    log_probs = torch.log_softmax(run.model(sequences, attention_mask=torch.ones_like(sequences),
+                                            logits_to_keep=sequences.shape[1] - P + 1).logits.float(), -1)
     stops = set([eos] if isinstance(eos, int) else eos or [])
     hypotheses = []
     for b, seq in enumerate(sequences):
@@ -310,7 +311,7 @@ def continue_prompt(run: Run, prompt: str, search: str = "beam", seed: int | Non
         # lengths.
         end = next((t + 1 for t, i in enumerate(new) if i in stops), len(new))
         new = seq[P:P + end]
-        picked = log_probs[b, P - 1:P - 1 + end].gather(-1, new[:, None]).squeeze(-1)
+        picked = log_probs[b, :end].gather(-1, new[:, None]).squeeze(-1)
         written = {t - P: text for t, text in numerals[b].items() if P <= t < P + end}
         tokens = [written.get(t, token)
                   for t, token in enumerate(run.tokenizer.convert_ids_to_tokens(new.tolist()))]
