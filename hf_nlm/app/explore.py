@@ -10,7 +10,9 @@ text cannot be answered (empty, too long, nothing the model knows); anything els
 from __future__ import annotations
 
 import html
+import json
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,18 +28,74 @@ from ..story.generation import MAX_STORY_TOKENS, generate_story, generate_storyl
 from ..tokenization.decoding import decode_generated
 from ..training.run import load_run as load_saved_run
 
+# ----------------------------------------------------------------------------- the page's limits
+# One question costs at most what these allow, whatever a client posts (the sliders' ends are no limit to a
+# client of the page's HTTP API): the server's memory above idle stays within the bound docs/app.md states
+# (benchmarks/app_memory.py), and one question cannot hold the server for long.
+
 #: The longest text the page reads, in tokens: a recurrent model reads 10,000 words in a second or two,
 #: but a page that hangs on a pasted book serves nobody else meanwhile.
 MAX_PROMPT_TOKENS = 2000
+#: The longest text the page tokenizes at all, in characters (checked first: a pasted book costs nothing).
+MAX_TEXT_CHARS = 40 * MAX_PROMPT_TOKENS
+#: The longest story title, in tokens: a title is a few words, and both stages and the attention picture
+#: (a column per source token) read it whole.
+MAX_TITLE_TOKENS = 20
+#: What one generation may take, in seconds: ``generate``'s ``max_time``, which ends the search there and
+#: keeps what it has.
+MAX_GENERATION_SECONDS = 30.0
+#: The page's number controls: ``generate``'s argument (or the function's) -> (the control's name on the
+#: page, lowest, highest, whole numbers only). The sliders' ranges come from here.
+NUMBER_LIMITS = {
+    "num_beams": ("the beams slider", 1, 10, True),
+    "num_return_sequences": ("the hypotheses shown slider", 1, 10, True),
+    "max_new_tokens": ("the new tokens slider", 1, 100, True),
+    "temperature": ("the temperature field", 0.01, 100.0, False),
+    "top_p": ("the top-p field", 0.0, 1.0, False),
+    "k": ("the top k slider", 1, 50, True),
+}
 #: The n-gram model's file inside a run folder (``NgramLM.save``): the demo writes its Kneser-Ney 5-gram
 #: there.
 NGRAM_FILE = "ngram.json"
 
 
+def page_number(name: str, value) -> int | float:
+    """``value`` of the control ``name`` (:data:`NUMBER_LIMITS`), checked: ``ValueError`` naming the control
+    for an empty field, a value that is not a number, or one outside its range."""
+    control, low, high, whole = NUMBER_LIMITS[name]
+    if value is None:  # a number field the user cleared
+        raise ValueError(f"{control}: give a number")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not low <= number <= high or (whole and number != int(number)):
+        kind = "a whole number" if whole else "a number"
+        raise ValueError(f"{control} takes {kind} from {low:g} to {high:g}, got {value!r}")
+    return int(number) if whole else number
+
+
+def page_wording(text: str) -> str:
+    """A message of the command line's setting checks (:func:`hf_nlm.generation.check_generation_settings`)
+    in the page's words: each flag, or setting name, becomes the control that sets it on the page, so that
+    the library's messages stay shared and the page names what its user sees."""
+    text = text.replace("drop --do-sample", "choose greedy or beam search")
+    text = re.sub(r"(?<![\w-])--do-sample(?![\w-])", "sample search", text)
+    for name, (control, *_) in NUMBER_LIMITS.items():
+        spelled = name.replace("_", "[-_]")
+        # "--temperature", "temperature", "the temperature"; a number right after the flag reads "at" it
+        text = re.sub(rf"(?:\bthe )?(?<![\w-])(?:--)?{spelled}(?![\w-])( (?=[-+]?[\d.]))?",
+                      lambda m, c=control: c + (" at " if m.group(1) else ""),
+                      text) if len(name) > 1 else text
+    return text
+
+
 @dataclass
 class Run:
-    """A saved model folder, loaded once: ``name`` (the folder's name, how the page lists it), the model in
-    evaluation mode, its tokenizer, and the n-gram model found in a subfolder (``NgramLM.save``), if any."""
+    """A saved model folder, loaded once: ``name`` (how the page lists it: the folder's name, with as many
+    parent folders as it takes to tell it from another run's), the model in evaluation mode, its tokenizer,
+    the n-gram model found in a subfolder (``NgramLM.save``), if any, and ``problems``, what could not be
+    loaded beside the model (a broken n-gram model: the run is served without it)."""
 
     name: str
     folder: Path
@@ -46,11 +104,13 @@ class Run:
     ngram: NgramLM | None = None
     ngram_name: str | None = None
     kind: set[str] = field(default_factory=set)
+    problems: list[str] = field(default_factory=list)
 
 
 def load_run(folder: str | Path) -> Run:
     """Load the model, tokenizer and n-gram model of ``folder``; ``ValueError`` naming the folder if it is not
-    a saved model (the message of ``hf-nlm generate``)."""
+    a saved model (the message of ``hf-nlm generate``). An n-gram model that does not load leaves the run
+    without one, the reason in ``problems``."""
     folder = Path(folder)
     try:
         model, tokenizer = load_saved_run(folder)
@@ -60,9 +120,24 @@ def load_run(folder: str | Path) -> Run:
     run = Run(name=folder.resolve().name, folder=folder, model=model, tokenizer=tokenizer)
     found = sorted(p.parent for p in folder.glob(f"*/{NGRAM_FILE}"))
     if found:
-        run.ngram, run.ngram_name = NgramLM.load(found[0]), found[0].name
+        try:
+            run.ngram, run.ngram_name = NgramLM.load(found[0]), found[0].name
+        except Exception as err:  # noqa: BLE001 -- any broken side file: the model itself is still served
+            run.problems.append(f"{folder}: served without its n-gram model, which does not load: "
+                                f"{failure(err, found[0])}")
     run.kind = capabilities(model)
     return run
+
+
+def failure(err: Exception, folder: Path) -> str:
+    """What went wrong reading ``folder``, naming the file: the error's own text where it names one, else
+    the file the error carries or (a JSON error) the folder's JSON file, else the folder."""
+    text = str(err) or type(err).__name__
+    if str(folder) in text:
+        return text
+    file = getattr(err, "filename", None) or (folder / NGRAM_FILE if isinstance(err, json.JSONDecodeError)
+                                               else folder)
+    return f"{file}: {text}"
 
 
 def capabilities(model) -> set[str]:
@@ -82,30 +157,71 @@ def capabilities(model) -> set[str]:
 
 
 def load_runs(folders) -> tuple[list[Run], list[str]]:
-    """Every folder of ``folders`` that loads, and one message per folder that does not: the page shows those
-    and serves the rest."""
-    runs, problems = [], []
+    """Every folder of ``folders`` that loads, each under a name of its own (:func:`distinct_names`), and
+    one message per folder that does not, or that loads in part: the page shows those and serves the
+    rest."""
+    runs, problems, seen = [], [], set()
     for folder in folders:
+        if Path(folder).resolve() in seen:
+            problems.append(f"{folder} is given twice: served once")
+            continue
+        seen.add(Path(folder).resolve())
         try:
-            runs.append(load_run(folder))
-        except ValueError as err:
-            problems.append(str(err))
+            run = load_run(folder)
+        except Exception as err:  # noqa: BLE001 -- one broken folder must not keep the others off the page
+            text = str(err) or type(err).__name__
+            problems.append(text if str(folder) in text else f"{folder} does not load: {text}")
+            continue
+        runs.append(run)
+        problems.extend(run.problems)
+    for run, name in zip(runs, distinct_names([run.folder for run in runs]), strict=True):
+        run.name = name
     return runs, problems
+
+
+def distinct_names(folders: list[Path]) -> list[str]:
+    """Each folder's name, with as many of its parent folders as it takes to tell it from the others'
+    (``a/lm`` and ``b/lm``; ``nplm`` where it is the only one of that name)."""
+    parts = [Path(folder).resolve().parts for folder in folders]
+    names = []
+    for mine in parts:
+        depth = 1
+        while depth < len(mine) and sum(other[-depth:] == mine[-depth:] for other in parts) > 1:
+            depth += 1
+        names.append(Path(*mine[-depth:]).as_posix())
+    return names
 
 
 # ----------------------------------------------------------------------------- reading the user's text
 
-def encode_prompt(run: Run, text: str, what: str = "prompt") -> tuple[torch.Tensor, str | None]:
-    """``(ids (1, T), warning)``: the text's token ids, and a note when half of them or more are unknown
-    words. ``ValueError`` for an empty text or one longer than :data:`MAX_PROMPT_TOKENS`."""
-    if text is None or not text.strip():
+def read_text(tokenizer, text, what: str = "prompt", max_tokens: int = MAX_PROMPT_TOKENS) -> torch.Tensor:
+    """The token ids (1, T) of ``text``, checked for the page: ``ValueError`` for an empty text, one of more
+    than :data:`MAX_TEXT_CHARS` characters (before tokenizing it), one holding what is not text (an unpaired
+    surrogate, which a JSON client can post) or more than ``max_tokens`` tokens."""
+    if text is None or not str(text).strip():
         raise ValueError(f"Type a {what} first: the {what} is empty.")
-    ids = run.tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids
+    text = str(text)
+    if len(text) > MAX_TEXT_CHARS:
+        raise ValueError(f"The {what} has {len(text):,} characters; this page reads at most "
+                         f"{MAX_TEXT_CHARS:,}. Paste a shorter text.")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(f"The {what} holds a character that is not text at position {err.start} "
+                         f"({text[err.start]!r}).") from None
+    ids = tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids
     if ids.shape[1] == 0:
         raise ValueError(f"The {what} holds no token this model reads.")
-    if ids.shape[1] > MAX_PROMPT_TOKENS:
+    if ids.shape[1] > max_tokens:
         raise ValueError(f"The {what} has {ids.shape[1]:,} tokens; this page reads at most "
-                         f"{MAX_PROMPT_TOKENS:,}. Paste a shorter text.")
+                         f"{max_tokens:,}. Paste a shorter text.")
+    return ids
+
+
+def encode_prompt(run: Run, text: str, what: str = "prompt") -> tuple[torch.Tensor, str | None]:
+    """``(ids (1, T), warning)``: the text's token ids (:func:`read_text`: at most
+    :data:`MAX_PROMPT_TOKENS`), and a note when half of them or more are unknown words."""
+    ids = read_text(run.tokenizer, text, what)
     unknown = int(torch.isin(ids, torch.tensor(unknown_token_ids(run.tokenizer))).sum())
     warning = None
     if unknown and 2 * unknown >= ids.shape[1]:
@@ -117,31 +233,30 @@ def encode_prompt(run: Run, text: str, what: str = "prompt") -> tuple[torch.Tens
 def generation_settings(search: str, num_beams: int = 5, num_return_sequences: int = 3,
                         temperature: float = 1.0, top_p: float = 1.0, max_new_tokens: int = 20,
                         no_repeat_ngram_size: int | None = None) -> dict:
-    """``generate()`` keyword arguments for ``search`` in ``("greedy", "beam", "sample")``, checked with the
-    command line's rules and messages (:func:`hf_nlm.generation.check_generation_settings`)."""
+    """``generate()`` keyword arguments for ``search`` in ``("greedy", "beam", "sample")``: each control the
+    search uses within the page's range (:data:`NUMBER_LIMITS`), then checked with the command line's rules
+    (:func:`hf_nlm.generation.check_generation_settings`), whose messages name the page's controls
+    (:func:`page_wording`). ``generate`` stops after :data:`MAX_GENERATION_SECONDS`."""
     if search not in ("greedy", "beam", "sample"):
         raise ValueError(f"search must be greedy, beam or sample, got {search!r}")
-    given = {"beams": num_beams, "hypotheses": num_return_sequences, "temperature": temperature,
-             "top-p": top_p, "new tokens": max_new_tokens}
-    empty = [name for name, value in given.items() if value is None]
-    if empty:  # a number field the user cleared
-        raise ValueError(f"{', '.join(empty)}: give a number")
     sample = search == "sample"
-    beams = int(num_beams) if search == "beam" else 1
-    n = int(num_return_sequences) if search != "greedy" else 1
-    if beams < 1:
-        raise ValueError(f"--num-beams must be >= 1, got {beams}")
-    if not 1 <= int(max_new_tokens) <= 200:
-        raise ValueError(f"--max-new-tokens must be between 1 and 200 on this page, got {max_new_tokens}")
-    check_generation_settings(
-        do_sample=sample, temperature=float(temperature) if sample else None,
-        top_p=float(top_p) if sample else None, no_repeat_ngram_size=no_repeat_ngram_size,
-        max_new_tokens=int(max_new_tokens), num_return_sequences=n, num_beams=beams,
-    )
-    settings = {"do_sample": sample, "num_beams": beams, "num_return_sequences": n,
-                "max_new_tokens": int(max_new_tokens)}
+    max_new_tokens = page_number("max_new_tokens", max_new_tokens)
+    beams = page_number("num_beams", num_beams) if search == "beam" else 1
+    n = page_number("num_return_sequences", num_return_sequences) if search != "greedy" else 1
     if sample:
-        settings.update(temperature=float(temperature), top_p=float(top_p), top_k=0)
+        temperature, top_p = page_number("temperature", temperature), page_number("top_p", top_p)
+    try:
+        check_generation_settings(
+            do_sample=sample, temperature=temperature if sample else None, top_p=top_p if sample else None,
+            no_repeat_ngram_size=no_repeat_ngram_size, max_new_tokens=max_new_tokens, num_return_sequences=n,
+            num_beams=beams,
+        )
+    except ValueError as err:
+        raise ValueError(page_wording(str(err))) from None
+    settings = {"do_sample": sample, "num_beams": beams, "num_return_sequences": n,
+                "max_new_tokens": max_new_tokens, "max_time": MAX_GENERATION_SECONDS}
+    if sample:
+        settings.update(temperature=temperature, top_p=top_p, top_k=0)
     if no_repeat_ngram_size is not None:
         settings["no_repeat_ngram_size"] = int(no_repeat_ngram_size)
     return settings
@@ -183,10 +298,11 @@ def continue_prompt(run: Run, prompt: str, search: str = "beam", seed: int | Non
                              **settings)
     numerals = getattr(out, "numerals", None) or [{} for _ in out.sequences]
     sequences = out.sequences
-    # The model's own probability of each generated token: one forward pass over prompt + continuation.
-    log_probs = torch.log_softmax(run.model(sequences,
-                                            attention_mask=torch.ones_like(sequences)).logits.float(), -1)
     P, eos = ids.shape[1], run.model.generation_config.eos_token_id
+    # The model's own probability of each generated token: one forward pass over prompt + continuation, with
+    # the logits of the continuation's positions only (a long prompt's would take (beams, T, vocab) floats).
+    log_probs = torch.log_softmax(run.model(sequences, attention_mask=torch.ones_like(sequences),
+                                            logits_to_keep=sequences.shape[1] - P + 1).logits.float(), -1)
     stops = set([eos] if isinstance(eos, int) else eos or [])
     hypotheses = []
     for b, seq in enumerate(sequences):
@@ -195,7 +311,7 @@ def continue_prompt(run: Run, prompt: str, search: str = "beam", seed: int | Non
         # lengths.
         end = next((t + 1 for t, i in enumerate(new) if i in stops), len(new))
         new = seq[P:P + end]
-        picked = log_probs[b, P - 1:P - 1 + end].gather(-1, new[:, None]).squeeze(-1)
+        picked = log_probs[b, :end].gather(-1, new[:, None]).squeeze(-1)
         written = {t - P: text for t, text in numerals[b].items() if P <= t < P + end}
         tokens = [written.get(t, token)
                   for t, token in enumerate(run.tokenizer.convert_ids_to_tokens(new.tolist()))]
@@ -212,20 +328,32 @@ def continue_prompt(run: Run, prompt: str, search: str = "beam", seed: int | Non
 
 @torch.no_grad()
 def next_words(run: Run, prompt: str, k: int = 10) -> dict:
-    """The ``k`` likeliest next tokens after ``prompt``: ``{"model": [(token, p)], "ngram": [(token, p)] or
+    """The ``k`` likeliest next tokens after ``prompt`` that generation may write: ``{"model": [(token, p)],
+    "ngram": [(token, p)] or None, "model_not_ranked": [(token, p)], "ngram_not_ranked": [(token, p)] or
     None, "warning"}``, the n-gram model's from the last n - 1 tokens (the sentence start before a short
-    prompt)."""
+    prompt). The tokens generation never writes (:func:`suppressed_ids`: ``<unk>``, which stands for every
+    word outside the vocabulary at once) are not ranked among the words; their probabilities come apart, in
+    ``*_not_ranked``. Every probability is the model's own (nothing is renormalised)."""
     if "lm" not in run.kind:
         raise ValueError(f"{run.name} is an encoder-decoder model: use the Story tab.")
-    if not 1 <= int(k) <= 100:
-        raise ValueError(f"k must be between 1 and 100, got {k}")
+    k = page_number("k", k)
     ids, warning = encode_prompt(run, prompt)
     log_p = torch.log_softmax(run.model(ids, attention_mask=torch.ones_like(ids)).logits[0, -1].float(), -1)
-    result = {"model": top_tokens(run, log_p, int(k)), "ngram": None, "warning": warning}
+    left_out = suppressed_ids(run)
+    result = {"model": top_tokens(run, log_p, k, left_out), "ngram": None,
+              "model_not_ranked": token_probabilities(run, log_p, left_out), "ngram_not_ranked": None,
+              "warning": warning}
     if run.ngram is not None:
-        result["ngram"] = top_tokens(run, torch.from_numpy(ngram_next_log_probs(run.ngram, ids[0].tolist())),
-                                     int(k))
+        ngram_log_p = torch.from_numpy(ngram_next_log_probs(run.ngram, ids[0].tolist()))
+        result["ngram"] = top_tokens(run, ngram_log_p, k, left_out)
+        result["ngram_not_ranked"] = token_probabilities(run, ngram_log_p, left_out)
     return result
+
+
+def suppressed_ids(run: Run) -> list[int]:
+    """The tokens the run's generation never writes (its generation config's ``suppress_tokens``:
+    ``<unk>``, :func:`hf_nlm.generation.set_generation_defaults`)."""
+    return sorted({int(i) for i in run.model.generation_config.suppress_tokens or []})
 
 
 def ngram_next_log_probs(ngram: NgramLM, ids: list[int]):
@@ -236,9 +364,16 @@ def ngram_next_log_probs(ngram: NgramLM, ids: list[int]):
     return ngram.log_probs([context])[0]
 
 
-def top_tokens(run: Run, log_p: torch.Tensor, k: int) -> list[tuple[str, float]]:
-    values, indices = log_p.double().topk(min(k, log_p.numel()))
-    return list(zip(run.tokenizer.convert_ids_to_tokens(indices.tolist()), values.exp().tolist(),
+def top_tokens(run: Run, log_p: torch.Tensor, k: int, left_out: list[int] = ()) -> list[tuple[str, float]]:
+    """The ``k`` likeliest tokens of ``log_p`` but ``left_out``, with their probabilities."""
+    log_p = log_p.double().clone()
+    log_p[list(left_out)] = -math.inf
+    return token_probabilities(run, log_p, log_p.topk(min(k, log_p.numel() - len(left_out))).indices.tolist())
+
+
+def token_probabilities(run: Run, log_p: torch.Tensor, ids: list[int]) -> list[tuple[str, float]]:
+    """Each token of ``ids`` with its probability under ``log_p``."""
+    return list(zip(run.tokenizer.convert_ids_to_tokens(ids), log_p.double()[ids].exp().tolist(),
                     strict=True))
 
 
@@ -306,19 +441,21 @@ def tell_story(storyline_run: Run, story_run: Run, title: str, attention_png: st
     """Title -> storyline -> story (Yao et al. 2019, Plan-and-Write) by beam search, each stage an
     encoder-decoder run: ``{"title", "storyline": [phrases], "story"}``; with ``attention_png``, the story
     stage's attention over its source (title and storyline) drawn there
-    (:func:`hf_nlm.plots.attention.plot_attention`)."""
+    (:func:`hf_nlm.plots.attention.plot_attention`). The title has at most :data:`MAX_TITLE_TOKENS` tokens;
+    each search stops after :data:`MAX_GENERATION_SECONDS`."""
     from ..plots.attention import plot_attention
 
     for run in (storyline_run, story_run):
         if "seq2seq" not in run.kind:
             raise ValueError(f"{run.name} is not an encoder-decoder model: a story stage is one.")
-    if title is None or not title.strip():
-        raise ValueError("Type a title first: the title is empty.")
-    keywords = generate_storyline(storyline_run.model, storyline_run.tokenizer, title, num_beams=num_beams)
-    story = generate_story(story_run.model, story_run.tokenizer, title, keywords, num_beams=num_beams)
+    for run in (storyline_run, story_run):  # each stage reads the title with its own tokenizer
+        read_text(run.tokenizer, title, "title", MAX_TITLE_TOKENS)
+    search = {"num_beams": num_beams, "max_time": MAX_GENERATION_SECONDS}
+    keywords = generate_storyline(storyline_run.model, storyline_run.tokenizer, title, **search)
+    story = generate_story(story_run.model, story_run.tokenizer, title, keywords, **search)
     if attention_png is not None:  # the same search as generate_story's: the picture shows the story shown
         plot_attention(story_run.model, story_run.tokenizer, story_source(title, keywords), attention_png,
-                       num_beams=num_beams, max_new_tokens=MAX_STORY_TOKENS)
+                       max_new_tokens=MAX_STORY_TOKENS, **search)
     return {"title": title.strip(), "storyline": keywords, "story": story}
 
 
@@ -334,9 +471,9 @@ def tree_path(run: Run, context: str, word: str) -> dict:
     if "tree" not in run.kind:
         raise ValueError(f"{run.name} has no tree-softmax head.")
     ids, _ = encode_prompt(run, context, what="context")
-    word_ids = run.tokenizer(word or "", add_special_tokens=False).input_ids
+    word_ids = read_text(run.tokenizer, word, "word")[0].tolist()
     if len(word_ids) != 1:
-        raise ValueError(f"Type one word of the vocabulary; {word!r} reads as {len(word_ids)} tokens.")
+        raise ValueError(f"Type one word of the vocabulary; the word reads as {len(word_ids)} tokens.")
     head = run.model.lm_head
     hidden = run.model(ids, attention_mask=torch.ones_like(ids),
                        output_hidden_states=True).hidden_states[-1][0, -1]
@@ -411,6 +548,8 @@ def table_html(rows, columns, element_id: str | None = None) -> str:
     return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-__all__ = ["MAX_PROMPT_TOKENS", "Run", "capabilities", "continue_prompt", "encode_prompt",
+__all__ = ["MAX_GENERATION_SECONDS", "MAX_PROMPT_TOKENS", "MAX_TEXT_CHARS", "MAX_TITLE_TOKENS",
+           "NUMBER_LIMITS", "Run", "capabilities", "continue_prompt", "distinct_names", "encode_prompt",
            "generation_settings", "hypotheses_html", "load_run", "load_runs", "next_numeral", "next_words",
-           "surprisal_html", "table_html", "tell_story", "text_surprisal", "tree_path"]
+           "page_number", "page_wording", "read_text", "surprisal_html", "table_html", "tell_story",
+           "text_surprisal", "tree_path"]

@@ -31,6 +31,7 @@ import gradio as gr
 from ..plots import plot_numeral_density, plot_strategy_weights
 from ..tokenization.numerals import UNK_NUM_TOKEN
 from .explore import (
+    NUMBER_LIMITS,
     Run,
     continue_prompt,
     hypotheses_html,
@@ -48,6 +49,13 @@ from .explore import (
 #: What ``hf-nlm app`` serves without a folder: the model ``make demo`` trains.
 DEFAULT_RUN = "demo-output/nplm-brown"
 NO_SECOND = "(none)"
+#: Questions waiting for the model at most; a client posting more is told the queue is full. One question is
+#: answered at a time (every tab's event shares one concurrency group), so that the memory one question may
+#: take (docs/app.md) bounds the server's.
+MAX_QUEUE = 20
+#: What the Next word tab says of a token that generation never writes.
+NOT_RANKED = "(not ranked: generation never writes it)"
+UNK_ROW = "(any word outside the vocabulary; not ranked: generation never writes it)"
 
 
 def message(text: str | None, error: bool = False) -> str:
@@ -93,12 +101,18 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
     not load, are listed at the top. Pictures are written under ``workdir`` (a temporary folder by
     default)."""
     by_name = {run.name: run for run in runs}
+    if len(by_name) < len(runs):
+        raise ValueError("two runs share a name: load them with load_runs, which tells them apart")
     pictures = Path(workdir or tempfile.mkdtemp(prefix="hf_nlm_app_"))
+    picture_name = {run.name: i for i, run in enumerate(runs)}  # a name may hold "/" (a/lm, b/lm)
+    one_at_a_time = {"concurrency_limit": 1, "concurrency_id": "model"}
     lm_runs = [r.name for r in runs if "lm" in r.kind]
     numeracy_runs = [r.name for r in runs if "numeracy" in r.kind]
     seq2seq_runs = [r.name for r in runs if "seq2seq" in r.kind]
     tree_runs = [r.name for r in runs if "tree" in r.kind]
-    seconds = [f"{r.name} / {r.ngram_name}" for r in runs if r.ngram is not None] + lm_runs
+    # The Next word tab's second column: a run's n-gram model ("nplm / kneser-ney-5gram") or another run.
+    seconds = {f"{r.name} / {r.ngram_name}": (r.name, "ngram") for r in runs if r.ngram is not None}
+    seconds.update({name: (name, "model") for name in lm_runs})
 
     def run_of(name: str) -> Run:
         if name not in by_name:
@@ -122,11 +136,13 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                 prompt = gr.Textbox(label="prompt", value="the president of the united states",
                                     elem_id="prompt")
                 with gr.Row():
-                    beams = gr.Slider(1, 10, value=max(saved["num_beams"], 5) if saved["search"] != "beam"
-                                      else saved["num_beams"], step=1, label="beams (beam search)")
-                    returned = gr.Slider(1, 10, value=3, step=1, label="hypotheses shown")
-                    length = gr.Slider(1, 60, value=min(saved["max_new_tokens"], 60), step=1,
-                                       label="new tokens")
+                    beams = gr.Slider(*slider_range("num_beams"), value=max(saved["num_beams"], 5)
+                                      if saved["search"] != "beam" else saved["num_beams"], step=1,
+                                      label="beams (beam search)")
+                    returned = gr.Slider(*slider_range("num_return_sequences"), value=3, step=1,
+                                         label="hypotheses shown")
+                    length = gr.Slider(*slider_range("max_new_tokens"), step=1, label="new tokens",
+                                       value=min(saved["max_new_tokens"], NUMBER_LIMITS["max_new_tokens"][2]))
                     temperature = gr.Number(value=1.0, label="temperature (sampling)")
                     top_p = gr.Number(value=0.9, label="top-p (sampling)")
                 go = gr.Button("Continue", variant="primary", elem_id="continue")
@@ -143,15 +159,15 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                     return result["hypotheses"][0]["full_text"], hypotheses_html(result), note
 
                 go.click(on_continue, [model, prompt, search, beams, returned, length, temperature, top_p],
-                         [best, table, status], api_name="continue")
+                         [best, table, status], api_name="continue", **one_at_a_time)
 
             with gr.Tab("Next word"):
                 with gr.Row():
                     first = gr.Dropdown(lm_runs, value=lm_runs[0], label="model")
-                    second = gr.Dropdown([NO_SECOND] + seconds, value=seconds[0] if seconds else NO_SECOND,
+                    second = gr.Dropdown([NO_SECOND, *seconds], value=next(iter(seconds), NO_SECOND),
                                          label="beside it")
                 context = gr.Textbox(label="prompt", value="the president of the", elem_id="next-prompt")
-                k = gr.Slider(1, 50, value=10, step=1, label="top k")
+                k = gr.Slider(*slider_range("k"), value=10, step=1, label="top k")
                 ask = gr.Button("Next word", variant="primary", elem_id="next")
                 next_status = gr.Markdown()
                 with gr.Row():
@@ -162,26 +178,30 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                 surprisal_status = gr.Markdown()
                 strips = gr.HTML(elem_id="surprisal")
 
-                def second_distribution(choice: str, prompt_text: str, top: int):
-                    if choice == NO_SECOND:
-                        return None
-                    name, _, ngram = choice.partition(" / ")
-                    if ngram:
-                        return ngram, next_words(run_of(name), prompt_text, top)["ngram"]
-                    return name, next_words(run_of(name), prompt_text, top)["model"]
+                def next_table(title: str, run: Run, result: dict, which: str, element_id: str) -> str:
+                    """The ranked tokens, then those generation never writes, labelled and not ranked."""
+                    rows = [(t, f"{p:.4f}") for t, p in result[which]]
+                    for t, p in result[f"{which}_not_ranked"]:
+                        label = UNK_ROW if t == run.tokenizer.unk_token else NOT_RANKED
+                        rows.append((f"{t} {label}", f"{p:.4f}"))
+                    return f"<b>{html.escape(title)}</b>" + table_html(rows, ("token", "p"), element_id)
 
                 @answers(3)
                 def on_next(name, other, prompt_text, top):
-                    result = next_words(run_of(name), prompt_text, int(top))
-                    rows = [(t, f"{p:.4f}") for t, p in result["model"]]
-                    found = second_distribution(other, prompt_text, int(top))
-                    side = "" if found is None else (f"<b>{html.escape(found[0])}</b>" + table_html(
-                        [(t, f"{p:.4f}") for t, p in found[1]], ("token", "p"), "next-second"))
-                    return (f"<b>{html.escape(name)}</b>" + table_html(rows, ("token", "p"), "next-first"),
-                            side, message(result["warning"]))
+                    run = run_of(name)
+                    result = next_words(run, prompt_text, top)
+                    side = ""
+                    if other != NO_SECOND:
+                        if other not in seconds:
+                            raise ValueError("Choose a second model, or (none).")
+                        second_run, which = run_of(seconds[other][0]), seconds[other][1]
+                        found = result if second_run is run else next_words(second_run, prompt_text, top)
+                        side = next_table(other, second_run, found, which, "next-second")
+                    return (next_table(name, run, result, "model", "next-first"), side,
+                            message(result["warning"]))
 
                 ask.click(on_next, [first, second, context, k], [left, right, next_status],
-                          api_name="next_word")
+                          api_name="next_word", **one_at_a_time)
 
                 @answers(2)
                 def on_score(name, text_value):
@@ -192,7 +212,8 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                                                     f"{name} / {run_of(name).ngram_name}"))
                     return "".join(parts), message(result["warning"])
 
-                score.click(on_score, [first, text], [strips, surprisal_status], api_name="surprisal")
+                score.click(on_score, [first, text], [strips, surprisal_status], api_name="surprisal",
+                            **one_at_a_time)
 
         if numeracy_runs:
             with gr.Tab("Numeracy"):
@@ -220,17 +241,18 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                     picture = None
                     head = run.model.lm_head
                     if hasattr(head, "mixture"):
-                        picture = str(pictures / f"density-{name}.png")
+                        picture = str(pictures / f"density-{picture_name[name]}.png")
                         plot_numeral_density(run.model, run.tokenizer, context_text, picture)
                     elif hasattr(head, "strategy_log_weights"):
-                        picture = str(pictures / f"weights-{name}.png")
+                        picture = str(pictures / f"weights-{picture_name[name]}.png")
                         plot_strategy_weights(run.model, run.tokenizer, context_text, picture)
                     table_part = table_html(rows, ("next numeral", "p(numeral | a numeral comes)"),
                                             "numerals")
                     return summary + table_part, picture, message(result["warning"])
 
                 predict.click(on_numeral, [numeracy_model, numeral_context],
-                              [numeral_table, numeral_picture, numeral_status], api_name="next_number")
+                              [numeral_table, numeral_picture, numeral_status], api_name="next_number",
+                              **one_at_a_time)
 
         if seq2seq_runs:
             with gr.Tab("Story"):
@@ -259,7 +281,7 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                     return f"**storyline:** {storyline_text}\n\n**story:** {story_body}", picture, note
 
                 write.click(on_story, [storyline_model, story_model, title],
-                            [story_text, attention, story_status], api_name="story")
+                            [story_text, attention, story_status], api_name="story", **one_at_a_time)
 
         if tree_runs:
             with gr.Tab("Tree"):
@@ -285,8 +307,14 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                     return "".join(parts), ""
 
                 follow.click(on_tree, [tree_model, tree_context, word], [path_table, tree_status],
-                             api_name="tree_path")
-    return app
+                             api_name="tree_path", **one_at_a_time)
+    return app.queue(max_size=MAX_QUEUE)
+
+
+def slider_range(name: str) -> tuple[int, int]:
+    """A slider's ends: the page's limits of that number (:data:`hf_nlm.app.explore.NUMBER_LIMITS`)."""
+    _, low, high, _ = NUMBER_LIMITS[name]
+    return low, high
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,8 +21,19 @@ from hf_nlm.app import (
     text_surprisal,
     tree_path,
 )
-from hf_nlm.app.explore import generation_settings, tell_story, words_below
+from hf_nlm.app.explore import (
+    MAX_GENERATION_SECONDS,
+    MAX_TEXT_CHARS,
+    MAX_TITLE_TOKENS,
+    NUMBER_LIMITS,
+    distinct_names,
+    generation_settings,
+    page_wording,
+    tell_story,
+    words_below,
+)
 from hf_nlm.evaluation import evaluate_lm
+from hf_nlm.generation import set_generation_defaults
 from hf_nlm.models import NumeracyLMConfig, NumeracyLMForCausalLM
 from hf_nlm.tokenization import train_numeracy_tokenizer, train_word_level_tokenizer
 from hf_nlm.trees import random_tree
@@ -121,6 +132,12 @@ def test_bad_text_gets_a_message_not_a_traceback(nplm_run):
             continue_prompt(run, empty)
     with pytest.raises(ValueError, match=f"this page reads at most {MAX_PROMPT_TOKENS:,}"):
         next_words(run, "the cat " * MAX_PROMPT_TOKENS)
+    with pytest.raises(ValueError, match=f"this page reads at most {MAX_TEXT_CHARS:,}"):
+        text_surprisal(run, "x" * (MAX_TEXT_CHARS + 1))
+    with pytest.raises(ValueError, match="a character that is not text at position 4"):
+        next_words(run, "the \ud800 cat")
+    with pytest.raises(ValueError, match="the top k slider takes a whole number from 1 to 50, got 10000"):
+        next_words(run, "the cat", k=10_000)
     with pytest.raises(ValueError, match="not a numeracy LM"):
         next_numeral(run, "the cat")
     with pytest.raises(ValueError, match="no tree-softmax head"):
@@ -130,21 +147,101 @@ def test_bad_text_gets_a_message_not_a_traceback(nplm_run):
     assert continue_prompt(run, "the cat", search="greedy", max_new_tokens=2)["warning"] is None
 
 
-def test_generation_settings_are_checked_with_the_command_lines_messages():
-    with pytest.raises(ValueError, match="--temperature must be > 0"):
-        generation_settings("sample", temperature=0.0)
-    with pytest.raises(ValueError, match=r"--top-p must be in \(0, 1\]"):
-        generation_settings("sample", top_p=1.5)
-    with pytest.raises(ValueError, match="--num-return-sequences 5 needs --do-sample or --num-beams >= 5"):
+def test_generation_settings_are_checked_and_named_by_the_pages_controls():
+    with pytest.raises(ValueError, match=r"the top-p field must be in \(0, 1\], got 0.0"):
+        generation_settings("sample", top_p=0.0)  # the command line's rule, in the page's words
+    with pytest.raises(ValueError, match="the hypotheses shown slider at 5 needs sample search or the beams "
+                                         "slider >= 5"):
         generation_settings("beam", num_beams=2, num_return_sequences=5)
     with pytest.raises(ValueError, match="search must be greedy, beam or sample"):
         generation_settings("best-first")
-    with pytest.raises(ValueError, match="temperature: give a number"):
+    with pytest.raises(ValueError, match="the temperature field: give a number"):
         generation_settings("sample", temperature=None)
-    with pytest.raises(ValueError, match="--max-new-tokens must be between 1 and 200"):
-        generation_settings("greedy", max_new_tokens=0)
+    # Settings that cannot be sampled from, and numbers past a slider's end (a client can post them).
+    for name, value in (("temperature", 1e-45), ("temperature", 1e300), ("temperature", math.nan),
+                        ("temperature", 0.0), ("top_p", math.inf), ("num_beams", 10**6), ("num_beams", 2.5),
+                        ("num_return_sequences", -1), ("max_new_tokens", 10**9), ("max_new_tokens", "many")):
+        control, low, high, _ = NUMBER_LIMITS[name]
+        search = "beam" if name == "num_beams" else "sample"
+        with pytest.raises(ValueError, match=f"^{control} takes a (whole )?number from {low:g} to {high:g}"):
+            generation_settings(search, **{name: value})
+    assert "--" not in str(NUMBER_LIMITS)
     assert generation_settings("greedy", num_beams=7, num_return_sequences=4) == {
-        "do_sample": False, "num_beams": 1, "num_return_sequences": 1, "max_new_tokens": 20}
+        "do_sample": False, "num_beams": 1, "num_return_sequences": 1, "max_new_tokens": 20,
+        "max_time": MAX_GENERATION_SECONDS}
+
+
+@pytest.mark.parametrize(("library", "page"), [
+    ("--temperature must be > 0, got 0.0 (for the most likely token, drop --do-sample)",
+     "the temperature field must be > 0, got 0.0 (for the most likely token, choose greedy or beam search)"),
+    ("--temperature / --top-p need --do-sample (greedy and beam search do not sample)",
+     "the temperature field / the top-p field need sample search (greedy and beam search do not sample)"),
+    ("temperature must be finite and at least 1e-04, got inf",
+     "the temperature field must be finite and at least 1e-04, got inf"),
+    ("--temperature 1e-45 is below the floor", "the temperature field at 1e-45 is below the floor"),
+    ("the temperature must be finite", "the temperature field must be finite"),
+    ("--max-new-tokens must be >= 1, got 0", "the new tokens slider must be >= 1, got 0"),
+])
+def test_the_command_lines_setting_messages_name_the_pages_controls(library, page):
+    assert page_wording(library) == page
+
+
+def test_suppressed_tokens_are_not_ranked_but_keep_their_probability(nplm_run):
+    run = copy.copy(nplm_run)
+    run.model = copy.deepcopy(nplm_run.model)
+    set_generation_defaults(run.model, run.tokenizer)  # as training saves it: <unk> is never generated
+    unk = run.tokenizer.unk_token_id
+    with torch.no_grad():  # <unk> the likeliest next token, as on the demo model
+        run.model.lm_head.bias[unk] += 10.0
+    result = next_words(run, "the cat sat", k=3)
+    log_p = next_log_probs(run.model, run.tokenizer("the cat sat", add_special_tokens=False).input_ids)
+    assert int(log_p.argmax()) == unk
+    expected = [i for i in log_p.argsort(descending=True).tolist() if i != unk][:3]
+    assert [t for t, _ in result["model"]] == run.tokenizer.convert_ids_to_tokens(expected)
+    assert result["model_not_ranked"] == [("<unk>", pytest.approx(math.exp(float(log_p[unk]))))]
+    assert "<unk>" not in dict(result["ngram"]) and [t for t, _ in result["ngram_not_ranked"]] == ["<unk>"]
+    # Greedy generation writes the likeliest ranked token, never the one left out.
+    greedy = continue_prompt(run, "the cat sat", search="greedy", max_new_tokens=1)["hypotheses"][0]
+    assert greedy["tokens"][0][0] == result["model"][0][0]
+
+
+def test_two_runs_of_the_same_folder_name_get_names_of_their_own(nplm_run, tmp_path):
+    names = distinct_names([tmp_path / "a" / "lm", tmp_path / "b" / "lm", tmp_path / "x" / "a" / "lm",
+                            tmp_path / "nplm"])
+    assert names == [f"{tmp_path.name}/a/lm", "b/lm", "x/a/lm", "nplm"]
+    other = copy.deepcopy(nplm_run.model)
+    with torch.no_grad():
+        other.lm_head.bias.zero_()
+        other.lm_head.weight.zero_()  # a uniform next-token distribution: a model unlike the fixture's
+    for folder, model in ((tmp_path / "a" / "lm", nplm_run.model), (tmp_path / "b" / "lm", other)):
+        save(model, nplm_run.tokenizer, folder)
+    runs, problems = load_runs([tmp_path / "a" / "lm", tmp_path / "b" / "lm", tmp_path / "a" / "lm"])
+    assert [r.name for r in runs] == ["a/lm", "b/lm"] and problems == [f"{tmp_path / 'a' / 'lm'} is given "
+                                                                       "twice: served once"]
+    first, second = (next_words(r, "the cat", k=len(r.tokenizer))["model"] for r in runs)
+    assert first == next_words(nplm_run, "the cat", k=len(nplm_run.tokenizer))["model"]
+    vocab = len(nplm_run.tokenizer)
+    assert [p for _, p in second] == pytest.approx([1 / vocab] * vocab)
+
+
+@pytest.mark.parametrize(("damage", "named"), [("missing npz", "ngram.npz"),
+                                               ("truncated json", "ngram.json")])
+def test_a_broken_ngram_model_is_named_and_its_run_served_without_it(nplm_run, tmp_path, damage, named):
+    folder = tmp_path / "nplm-broken"
+    save(nplm_run.model, nplm_run.tokenizer, folder)
+    nplm_run.ngram.save(folder / "kneser-ney-3gram")
+    if damage == "missing npz":
+        (folder / "kneser-ney-3gram" / "ngram.npz").unlink()
+    else:
+        config = folder / "kneser-ney-3gram" / "ngram.json"
+        config.write_text(config.read_text(encoding="utf-8")[:20], encoding="utf-8")
+    runs, problems = load_runs([nplm_run.folder, folder])
+    assert [r.name for r in runs] == ["nplm", "nplm-broken"]
+    assert runs[0].ngram is not None and runs[1].ngram is None
+    (problem,) = problems
+    assert (problem.startswith(f"{folder}: served without its n-gram model")
+            and str(folder / "kneser-ney-3gram" / named) in problem)
+    assert next_words(runs[1], "the cat")["ngram"] is None  # the neural model answers
 
 
 def test_folders_that_do_not_load_are_named_and_the_rest_served(nplm_run, tmp_path):
@@ -239,3 +336,6 @@ def test_tell_story_runs_both_stages_and_draws_the_second_ones_attention(tmp_pat
     assert drawn == story["story"]
     with pytest.raises(ValueError, match="the title is empty"):
         tell_story(run, run, "  ")
+    with pytest.raises(ValueError, match=f"The title has {MAX_TITLE_TOKENS + 1} tokens; this page reads at "
+                                         f"most {MAX_TITLE_TOKENS}"):
+        tell_story(run, run, "picnic " * (MAX_TITLE_TOKENS + 1))

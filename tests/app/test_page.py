@@ -15,7 +15,7 @@ import torch  # noqa: E402
 
 from hf_nlm.app import continue_prompt  # noqa: E402
 from hf_nlm.app.browser import headless_chromium, missing_browser, served, whole_page_screenshot  # noqa: E402
-from hf_nlm.app.explore import saved_search  # noqa: E402
+from hf_nlm.app.explore import MAX_TEXT_CHARS, saved_search  # noqa: E402
 from hf_nlm.app.page import answers, build_app, main, message, story_stages  # noqa: E402
 from hf_nlm.evaluation import decode_generated  # noqa: E402
 
@@ -80,6 +80,51 @@ def test_the_space_serves_the_folders_it_is_given(nplm_run, monkeypatch):
     front = (SPACE / "README.md").read_text(encoding="utf-8").split("---")[1]
     assert "sdk: gradio" in front and "app_file: app.py" in front
     assert "sdk_version: 6." in front  # the gradio major version pyproject.toml asks for
+
+
+def test_oversized_and_pathological_inputs_to_every_tab_are_refused_and_the_server_answers_after(
+        every_kind_of_run, tmp_path):
+    from gradio_client import Client
+
+    nplm, numeracy, hlbl, story = (run.name for run in every_kind_of_run)
+    book = "the cat sat on the mat . " * 2000  # 14,000 tokens
+    # Refused: too long, empty, not text; answered or refused (never "the model failed"): odd but small.
+    refused = (book, "x" * (MAX_TEXT_CHARS + 1), "\ud800 cat", "", None)
+    odd = ("\x00" * 100, "cat" * 20_000, "<script>alert(1)</script>", "١٢٣ ٤٥")
+    asked = []
+    for texts, must_refuse in ((refused, True), (odd, False)):
+        asked += [("/continue", [nplm, text, "beam", 5, 3, 10, 1.0, 0.9], must_refuse) for text in texts]
+        asked += [("/next_word", [nplm, f"{nplm} / kneser-ney-3gram", text, 10], must_refuse)
+                  for text in texts]
+        asked += [("/surprisal", [nplm, text], must_refuse) for text in texts]
+        asked += [("/next_number", [numeracy, text], must_refuse) for text in texts]
+        asked += [("/story", [story, story, text], must_refuse) for text in texts]
+        asked += [("/tree_path", [hlbl, text, "cat"], must_refuse) for text in texts]
+        asked += [("/tree_path", [hlbl, "the cat", text], must_refuse) for text in texts]
+    asked.append(("/story", [story, story, "the picnic " * 10_000], True))
+    for setting, value in ((3, 10**6), (4, 10**6), (5, 10**9), (3, -1), (6, 1e-45), (6, 1e300), (7, 2.0)):
+        inputs = [nplm, "the cat", "sample" if setting in (6, 7) else "beam", 5, 3, 10, 1.0, 0.9]
+        inputs[setting] = value
+        asked.append(("/continue", inputs, True))
+    asked += [("/next_word", [nplm, "(none)", "the cat", 10**6], True),
+              ("/next_word", [nplm, "no such", "the", 5], True)]
+    with served(build_app(every_kind_of_run, workdir=str(tmp_path))) as address:
+        client = Client(address, verbose=False)
+        for endpoint, inputs, must_refuse in asked:
+            try:
+                shown = client.predict(*inputs, api_name=endpoint)[-1]
+            except Exception as err:  # noqa: BLE001 -- gradio's own refusal of a value outside a control
+                assert "Traceback" not in str(err) and must_refuse, (endpoint, str(inputs)[:200], err)
+                continue
+            assert "failed on this input" not in shown and "--" not in shown, (endpoint, shown)
+            assert len(shown) < 300, (endpoint, shown)  # the input is not echoed back
+            assert shown.startswith("**Error:**") or not must_refuse, (endpoint, str(inputs)[:200], shown)
+        # The server still answers, each tab with a result.
+        assert client.predict(nplm, "the cat", "greedy", 5, 3, 3, 1.0, 0.9, api_name="/continue")[0]
+        assert "next-first" in client.predict(nplm, "(none)", "the cat", 5, api_name="/next_word")[0]
+        assert client.predict(story, story, "the picnic", api_name="/story")[0].startswith("**storyline:**")
+        assert "p(" in client.predict(hlbl, "the cat", "sat", api_name="/tree_path")[0]
+        assert "median" in client.predict(numeracy, "the deficit was", api_name="/next_number")[0]
 
 
 @pytest.mark.browser
