@@ -24,7 +24,8 @@ from hf_nlm.tokenization import train_numeracy_tokenizer
 from hf_nlm.training import load_run
 from hf_nlm.trees import WordTree, balanced_tree
 
-NOTES_HEADER = "ROW_ID,SUBJECT_ID,HADM_ID,CHARTDATE,CHARTTIME,STORETIME,CATEGORY,DESCRIPTION,CGID,ISERROR,TEXT\n"
+NOTES_HEADER = ("ROW_ID,SUBJECT_ID,HADM_ID,CHARTDATE,CHARTTIME,STORETIME,CATEGORY,DESCRIPTION,CGID,ISERROR,"
+                "TEXT\n")
 NOTES = NOTES_HEADER + "".join(f'{i},{i},1,2100-01-01,,,Nursing,x,,,"note {i} says the cat sat"\n'
                                for i in range(300))
 CSV_TEXT = "id,text,label\n" + "".join(f'{i},"the cat sat, the dog ran",{i % 2}\n' for i in range(40))
@@ -34,8 +35,9 @@ TEXT_DAMAGES = ("truncated", "wrong type", "garbage")
 MODEL_FILES = ("config.json", "generation_config.json")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 
-CASES = [(name, damage) for name in (*MODEL_FILES, *TOKENIZER_FILES, "numeracy/tokenizer.json",
-                                     "kneser-ney-3gram/ngram.json", "word_tree.json") for damage in JSON_DAMAGES]
+JSON_FILES = (*MODEL_FILES, *TOKENIZER_FILES, "numeracy/tokenizer.json", "kneser-ney-3gram/ngram.json",
+              "word_tree.json")
+CASES = [(name, damage) for name in JSON_FILES for damage in JSON_DAMAGES]
 CASES += [("kneser-ney-3gram/ngram.npz", damage) for damage in JSON_DAMAGES]
 CASES += [(name, damage) for name in ("NOTEEVENTS.csv.gz", "train.csv") for damage in TEXT_DAMAGES]
 
