@@ -22,6 +22,7 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 from transformers.utils import ModelOutput
 
 from .heads import TREE_FIELDS, OutputHead, Targets, build_head
+from .saved_files import check_json_files, read_json
 from .trees import WordTree
 
 
@@ -34,11 +35,7 @@ def check_checkpoint_model_type(path: str | os.PathLike, expected: str) -> None:
     config_file = os.path.join(os.fspath(path), "config.json")
     if not os.path.isfile(config_file):
         return
-    try:
-        with open(config_file, encoding="utf-8") as f:
-            found = json.load(f).get("model_type")
-    except (OSError, json.JSONDecodeError) as err:
-        raise ValueError(f"{config_file}: not a readable JSON config ({err})") from err
+    found = read_json(config_file).get("model_type")
     if found != expected:
         raise ValueError(
             f"{config_file} is a checkpoint of model_type={found!r}, but a {expected!r} model was asked for; "
@@ -118,6 +115,9 @@ def _size_mismatch_message(folder: str, model_class: type, config: PreTrainedCon
         "config.json saved with these weights"
     )
 
+
+#: The JSON files of a saved model folder, read (and their damage named) before transformers reads them.
+SAVED_JSON_FILES = ("config.json", "generation_config.json")
 
 #: Weights files that unpickle (torch.load): hf_nlm reads model.safetensors only.
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
@@ -414,10 +414,11 @@ class NLMPreTrainedModel(PreTrainedModel):
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
         """``transformers``' ``from_pretrained``; a local folder that cannot load gives an error naming the
-        file and what was expected (:func:`check_checkpoint_model_type`, :func:`check_config_field_types`,
-        a truncated or corrupted weights file, config sizes that do not match the weights, weights saved
-        only as a pickle: :func:`check_safetensors_only`), and every load checks that the weights are finite
-        (:func:`check_finite_weights`).
+        file and what was expected (a truncated or damaged ``config.json`` or ``generation_config.json``, or
+        one holding NaN: :func:`hf_nlm.saved_files.read_json`; :func:`check_checkpoint_model_type`,
+        :func:`check_config_field_types`, a truncated or corrupted weights file, config sizes that do not
+        match the weights, weights saved only as a pickle: :func:`check_safetensors_only`), and every load
+        checks that the weights are finite (:func:`check_finite_weights`).
 
         A checkpoint that lacks some of the model's tensors loads as in transformers: those are initialised
         (``_init_weights``), those it holds beyond the model's are ignored, and transformers' load report
@@ -426,6 +427,9 @@ class NLMPreTrainedModel(PreTrainedModel):
         folder = None
         if pretrained_model_name_or_path is not None and os.path.isdir(pretrained_model_name_or_path):
             folder = os.fspath(pretrained_model_name_or_path)
+            # transformers would name no file for a damaged config.json, and skip a damaged
+            # generation_config.json silently (the saved search and its suppressed tokens lost).
+            check_json_files(folder, SAVED_JSON_FILES)
             check_checkpoint_model_type(folder, cls.config_class.model_type)
             if not isinstance(kwargs.get("config"), PreTrainedConfig):
                 check_config_field_types(folder, cls.config_class)

@@ -9,7 +9,8 @@ is left out (counted by :func:`status_counts`).
 
 Errors name the file and the line (for a record spanning several lines: the line where it starts):
 :class:`~hf_nlm.data.reading.CorpusFormatError` for bytes that are not UTF-8 (with the byte offset),
-broken CSV syntax, a missing column, a record with the wrong number of fields or a bad value.
+broken CSV syntax, a missing column, a record with the wrong number of fields or a bad value, and a
+gzip file that is truncated or damaged (:func:`gzip_error`).
 
 ``datasets`` and ``pyarrow`` are imported when a table is generated or read, not with this module, which
 the corpus modules import.
@@ -22,6 +23,7 @@ import csv
 import gzip
 import hashlib
 import json
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -84,6 +86,20 @@ def utf8_error(path: Path) -> CorpusFormatError:
     return CorpusFormatError(f"{path} is not valid UTF-8.")
 
 
+#: What a damaged gzip file raises as it streams: it ends early (``EOFError``), is no gzip file
+#: (``gzip.BadGzipFile``) or holds bad compressed data (``zlib.error``).
+GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
+
+
+def gzip_error(path: Path, line: int, err: Exception) -> CorpusFormatError:
+    """The error for a gzip file that breaks off or is damaged after ``line`` lines of its text."""
+    where = f"after line {line} of the decompressed text" if line else "at its start"
+    return CorpusFormatError(
+        f"{path}: the gzip data is truncated or corrupted {where} ({err}). Download it again (gzip -t "
+        "checks a copy)."
+    )
+
+
 def _where(path: Path, first: int, last: int) -> str:
     return f"{path}, line {first}" if first == last else f"{path}, lines {first}-{last}"
 
@@ -143,6 +159,8 @@ def csv_records(path: Path, columns: Sequence[str], what: str) -> Iterator[tuple
                 raise csv_syntax_error(err, path, start, last, " Download it again.") from None
             except UnicodeDecodeError:
                 raise utf8_error(path) from None
+            except GZIP_ERRORS as err:
+                raise gzip_error(path, reader.line_num, err) from None
     finally:
         csv.field_size_limit(old_limit)
 

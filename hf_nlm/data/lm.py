@@ -133,6 +133,15 @@ def line_slices(texts: Sequence[str], slice_lines: int = ENCODE_SLICE_LINES):
         yield texts[start:start + slice_lines]
 
 
+def check_split_has_text(texts: Sequence[str], where: str = "the split") -> None:
+    """Raise ``ValueError`` if ``texts`` (one split) holds no word, only empty or blank lines: such a split
+    would be scored as ``<eos>`` tokens alone (a perplexity over sentence ends that are not there), and a
+    model cannot train on it. ``where`` names the split (its files) in the message."""
+    if not any(text.strip() for text in texts):
+        what = f"only {len(texts):,} blank line(s)" if len(texts) else "no line"
+        raise ValueError(f"{where} holds {what}: there is no text to train on or to score")
+
+
 def _check_texts(texts: Sequence[str], tokenizer, add_eos: bool) -> list[str]:
     texts = list(texts)
     if not texts:

@@ -38,6 +38,7 @@ __all__ = [
     "read_csv",
     "read_text_file",
     "split_lines",
+    "table_header",
     "text_dataset",
 ]
 
@@ -113,8 +114,9 @@ def read_csv(path: Path, text_column: str | None, columns: Sequence[str]) -> dic
 
     Raises:
         CorpusFormatError: no header, a column missing (the message lists the file's columns), a record with
-            the wrong number of fields or broken CSV syntax (file and line named); see also
-            :func:`read_text_file`.
+            the wrong number of fields or broken CSV syntax (file and line named: for a quoted field that
+            does not close where it should, the line where it opens, so that records are never merged);
+            see also :func:`read_text_file`.
     """
     text = read_text_file(path)
     wanted = [text_column, *columns] if text_column is not None else list(columns)
@@ -122,8 +124,11 @@ def read_csv(path: Path, text_column: str | None, columns: Sequence[str]) -> dic
     # Clinical notes and abstracts can exceed csv's default 128 KiB field limit; raise it
     # for this read only, since the limit is process-wide.
     old_limit = csv.field_size_limit(2**31 - 1)
+    start = 1  # the line where the record being read starts
     try:
-        reader = csv.reader(io.StringIO(text, newline=""))
+        # strict: a quote that does not close where a field can end is an error, not the start of a field
+        # that swallows the records after it
+        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
         header = next(reader, None)
         if not header:
             raise CorpusFormatError(f"{path} has no header line.")
@@ -134,21 +139,79 @@ def read_csv(path: Path, text_column: str | None, columns: Sequence[str]) -> dic
                 f"Pass text_column= (and columns=) naming columns that exist."
             )
         index = {name: header.index(name) for name in wanted}
+        start = reader.line_num + 1
         for row in reader:
-            if not row:
-                continue  # csv yields [] only for a truly empty line, which holds no record
-            if len(row) != len(header):
-                raise CorpusFormatError(
-                    f"{path}, line {reader.line_num}: {len(row)} fields where the header has "
-                    f"{len(header)}."
-                )
-            for name, i in index.items():
-                out[name].append(row[i])
+            if row:  # csv yields [] only for a truly empty line, which holds no record
+                if len(row) != len(header):
+                    raise CorpusFormatError(
+                        f"{path}, line {start}: {len(row)} fields where the header has {len(header)}."
+                    )
+                for name, i in index.items():
+                    out[name].append(row[i])
+            start = reader.line_num + 1
     except csv.Error as err:
-        raise CorpusFormatError(f"{path}, line {reader.line_num}: bad CSV ({err}).") from None
+        raise _csv_syntax_error(path, text, start, reader.line_num, err) from None
     finally:
         csv.field_size_limit(old_limit)
     return out
+
+
+def _csv_syntax_error(path: Path, text: str, first: int, last: int, err: csv.Error) -> CorpusFormatError:
+    """The error for broken CSV syntax in the record on lines ``first`` .. ``last``: where a quoted field
+    that runs over several lines opened (a closing quote missing there), else the line ``csv`` stopped at."""
+    opened = _open_quote_line(split_lines(text), first, max(first, last))
+    if opened is None:
+        return CorpusFormatError(f"{path}, line {max(first, last)}: bad CSV ({err}).")
+    ends = "the file ends inside it" if "unexpected end of data" in str(err) else f"at line {last}: {err}"
+    return CorpusFormatError(
+        f"{path}, line {opened}: a quoted field opens on this line and does not close where a field can end "
+        f"({ends}); the closing quote is missing, which would merge the records after it into this one. "
+        'Close the quote (a quote inside a quoted field is written twice: "").'
+    )
+
+
+def _open_quote_line(lines: Sequence[str], first: int, last: int) -> int | None:
+    """The line where a quoted field opened that is still open after line ``last``, or else the last one
+    that closed on a later line than it opened (scanning the record that starts on line ``first``); None if
+    no quoted field runs over a line end."""
+    quoted, field_start, opened, spanning = False, True, None, None
+    for number in range(first, min(last, len(lines)) + 1):
+        line, i = lines[number - 1], 0
+        while i < len(line):
+            char = line[i]
+            if quoted and char == '"':
+                if line[i + 1:i + 2] == '"':
+                    i += 1  # a doubled quote inside the field
+                else:
+                    quoted = False
+                    spanning = opened if opened != number else spanning
+            elif not quoted:
+                quoted, opened = (True, number) if char == '"' and field_start else (False, opened)
+                field_start = char == ","
+            i += 1
+        field_start = field_start or not quoted
+    return opened if quoted else spanning
+
+
+#: A column name of a header line: a letter or _, then letters, digits, _, . or -.
+_COLUMN_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+
+
+def table_header(path: PathLike) -> tuple[str, str] | None:
+    """``(first line, delimiter)`` when the first line of ``path`` reads as the header of a table (two or
+    more column names, separated by commas or by tabs) and the next line, if any, has that delimiter too;
+    else None. How a CSV or TSV file given as plain text is recognised (only the first two lines are read)."""
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace", newline="") as f:
+            first, second = f.readline().rstrip("\r\n"), f.readline()
+    except OSError:
+        return None
+    for delimiter in (",", "\t"):
+        names = [name.strip().strip('"') for name in first.split(delimiter)]
+        if (len(names) >= 2 and all(_COLUMN_NAME.fullmatch(name) for name in names)
+                and (not second or delimiter in second)):
+            return first, delimiter
+    return None
 
 
 def text_dataset(rows: list[str]):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..data.batching import batching_for, is_encoder_decoder, split_texts
+from ..data.lm import check_split_has_text
 from .numeracy import is_numeracy_tokenizer, numeracy_report
 from .report import perplexity_report
 from .scoring import score_split, split_log_probs
@@ -56,6 +57,7 @@ def evaluate_lm(
                         "evaluated on (source, target) pairs with evaluate_seq2seq")
     batching = batching_for(model, tokenizer, block_size)
     texts = split_texts(dataset, text_column)
+    check_split_has_text(texts)
     stream, stats = batching.encode(texts)
     if is_numeracy_tokenizer(tokenizer):
         return numeracy_report(batching, model, tokenizer, texts, stream, stats, batch_size, device)

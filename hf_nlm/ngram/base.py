@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from ..saved_files import read_json
 from ..tokenization.fingerprint import tokenizer_fingerprint
 from .arpa import write_arpa
 from .counts import as_id_array, context_ids, expand_ranges, lookup
@@ -21,6 +23,8 @@ from .counts import as_id_array, context_ids, expand_ranges, lookup
 CONFIG_NAME = "ngram.json"
 ARRAYS_NAME = "ngram.npz"
 FORMAT_VERSION = 1
+#: What to do about a damaged n-gram folder: counting again is quick (seconds for a 5-gram of Brown).
+_RESAVE = "fit the model again and save it (NgramLM.save), or copy the folder again"
 _CLASSES: dict[str, type[NgramLM]] = {}
 
 PathLike = str | os.PathLike[str]
@@ -250,12 +254,17 @@ class NgramLM:
 
     @classmethod
     def load(cls, path: PathLike) -> NgramLM:
-        """Read a model written by :meth:`save` (any n-gram class; ``KneserNeyLM.load`` checks the class)."""
+        """Read a model written by :meth:`save` (any n-gram class; ``KneserNeyLM.load`` checks the class).
+
+        A missing file is a ``FileNotFoundError``; a damaged one a ``ValueError`` naming it: ``ngram.json``
+        truncated, not a JSON object or holding NaN (:func:`hf_nlm.saved_files.read_json`), ``ngram.npz``
+        truncated or not an ``.npz`` archive, a table or setting missing, or a table holding NaN or +inf
+        (every stored log-probability is at most 0; -inf is a probability of 0)."""
         folder = Path(path)
-        config_file = folder / CONFIG_NAME
+        config_file, arrays_file = folder / CONFIG_NAME, folder / ARRAYS_NAME
         if not config_file.is_file():
             raise FileNotFoundError(f"{config_file} does not exist: not a folder written by NgramLM.save")
-        config = json.loads(config_file.read_text(encoding="utf-8"))
+        config = read_json(config_file, restore=_RESAVE)
         name = config.get("class")
         if name not in _CLASSES:
             raise ValueError(f"{config_file}: unknown n-gram model class {name!r}")
@@ -266,9 +275,24 @@ class NgramLM:
         target = _CLASSES[name]
         if not issubclass(target, cls):
             raise TypeError(f"{folder} holds a {name}, not a {cls.__name__}")
-        with np.load(folder / ARRAYS_NAME, allow_pickle=False) as data:
-            arrays = {key: data[key] for key in data.files}
-        lm = target._from_saved(config, arrays)
+        if not arrays_file.is_file():
+            raise FileNotFoundError(f"{arrays_file} does not exist: NgramLM.save writes it beside "
+                                    f"{CONFIG_NAME}, which holds the settings only; {_RESAVE}")
+        try:
+            with np.load(arrays_file, allow_pickle=False) as data:
+                arrays = {key: data[key] for key in data.files}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+            raise ValueError(f"{arrays_file} is not a readable .npz archive ({err}): the file is truncated "
+                             f"or corrupted; {_RESAVE}") from None
+        for key, values in arrays.items():
+            if values.dtype.kind == "f" and (np.isnan(values).any() or np.isposinf(values).any()):
+                raise ValueError(f"{arrays_file}: table {key} holds NaN or +inf, which no count or "
+                                 f"log-probability is: the file is damaged; {_RESAVE}")
+        try:
+            lm = target._from_saved(config, arrays)
+        except (KeyError, IndexError, TypeError, ValueError) as err:
+            raise ValueError(f"{config_file} and {arrays_file} do not describe a {name} (a setting or "
+                             f"table is missing or wrong: {type(err).__name__}: {err}); {_RESAVE}") from None
         lm.tokenizer_fingerprint = config.get("tokenizer_fingerprint")
         return lm
 

@@ -2,6 +2,7 @@
 words-and-numerals vocabulary of the numeracy LM (Spithourakis & Riedel 2018)."""
 
 from .features import TokenFeatures
+from .files import TOKENIZER_FILES, check_tokenizer_files
 from .fingerprint import check_tokenizer, tokenizer_fingerprint
 from .numerals import (
     NUMERAL_FEATURES,
@@ -31,12 +32,14 @@ __all__ = [
     "NUMERAL_FILL",
     "NUMERAL_PATTERN",
     "SPECIAL_TOKENS",
+    "TOKENIZER_FILES",
     "UNK_NUM_TOKEN",
     "UNK_TOKEN",
     "UNK_WORD_TOKEN",
     "Numeral",
     "TokenFeatures",
     "check_tokenizer",
+    "check_tokenizer_files",
     "NumeracyTokenizerFast",
     "parse_numeral",
     "register_numeracy_tokenizer",

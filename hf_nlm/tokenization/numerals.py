@@ -70,6 +70,7 @@ text              tokens                            numerals: canonical / value 
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -81,6 +82,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from .detokenizer import word_decoder
 from .features import TokenFeatures
+from .files import check_tokenizer_files
 from .word_level import EOS_TOKEN, ranked_vocabulary, wrap_tokenizer
 
 #: The symbols of a canonical numeral string, in id order: "0"-"9" are ids 0-9, "." is 10, "-" is 11.
@@ -258,6 +260,14 @@ class NumeracyTokenizerFast(PreTrainedTokenizerFast):
 
     #: Per-token numeral fields for :func:`hf_nlm.data.lm.tokenize_stream`.
     token_features = NUMERAL_FEATURES
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """transformers' ``from_pretrained`` (``AutoTokenizer`` comes here too); a local folder's damaged
+        tokenizer file is named first (:func:`~hf_nlm.tokenization.check_tokenizer_files`)."""
+        if pretrained_model_name_or_path is not None and os.path.isdir(pretrained_model_name_or_path):
+            check_tokenizer_files(pretrained_model_name_or_path)
+        return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
 
     @property
     def unk_word_token_id(self) -> int:

@@ -28,6 +28,7 @@ import torch
 
 from ..generation import set_generation_defaults
 from ..models import MODEL_TYPES
+from ..saved_files import check_json_files
 from .memory import check_training_memory
 from .spec import RunSpec, split_fingerprints
 from .trainer import LMTrainer
@@ -156,10 +157,13 @@ def build_tree(spec: RunSpec, tokenizer, train_texts=None):
     V = len(tokenizer)
     if spec.tree_file is not None:
         if not Path(spec.tree_file).is_file():
-            raise FileNotFoundError(f"no such file: {spec.tree_file}")
-        tree = WordTree.load(spec.tree_file)
+            raise FileNotFoundError(f"--tree-file {spec.tree_file}: no such file")
+        try:
+            tree = WordTree.load(spec.tree_file)
+        except ValueError as err:  # the file named, and here the setting that gave it
+            raise ValueError(f"--tree-file: {err}") from None
         if tree.vocab_size != V:
-            raise ValueError(f"{spec.tree_file}: the tree covers {tree.vocab_size} words "
+            raise ValueError(f"--tree-file {spec.tree_file}: the tree covers {tree.vocab_size} words "
                              f"but the vocabulary has {V}")
         return tree
     kind = spec.tree or "random"
@@ -224,15 +228,16 @@ class SavedRun(NamedTuple):
 def load_run(folder: str | os.PathLike) -> SavedRun:
     """The model and tokenizer saved in ``folder`` (a run's ``output_dir``, a checkpoint, any
     ``save_pretrained`` folder of this package's models), checked to belong together. Any failure is one
-    ``ValueError`` naming the folder and the cause (the library's errors name the file and field); a folder
-    that is no saved model is a ``FileNotFoundError``."""
+    ``ValueError`` that says whether the model or the tokenizer does not load, naming the folder and the cause
+    (the file and field: a damaged ``tokenizer.json`` is the tokenizer's, never the model's); a folder that is
+    no saved model is a ``FileNotFoundError``."""
     folder = Path(folder)
     if not (folder / "config.json").is_file():
         raise FileNotFoundError(f"{folder} is not a saved model folder (no config.json)")
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from ..modeling_utils import check_config_field_types, from_pretrained_complete
-    from ..tokenization import check_tokenizer
+    from ..modeling_utils import SAVED_JSON_FILES, check_config_field_types, from_pretrained_complete
+    from ..tokenization import check_tokenizer, check_tokenizer_files
     from .checkpoint import quiet_progress_bars
 
     if not (folder / "tokenizer.json").is_file():
@@ -243,15 +248,20 @@ def load_run(folder: str | os.PathLike) -> SavedRun:
             f"beside the model); the folder has {found}"
         )
     try:
+        check_json_files(folder, SAVED_JSON_FILES)  # before transformers, which names no file
         check_config_field_types(folder)  # before AutoConfig, which would fail on a wrong type less clearly
         seq2seq = getattr(AutoConfig.from_pretrained(folder), "is_encoder_decoder", False)
         with quiet_progress_bars():
             auto = AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM
             model = from_pretrained_complete(auto, folder)  # refuses missing or unexpected weights
-        tokenizer = AutoTokenizer.from_pretrained(folder)
-        check_tokenizer(model, tokenizer)
     except Exception as err:  # whatever a broken folder raises (Ctrl-C still interrupts)
         raise ValueError(f"cannot load the model in {folder}: {err}") from err
+    try:
+        check_tokenizer_files(folder)
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        check_tokenizer(model, tokenizer)
+    except Exception as err:
+        raise ValueError(f"cannot load the tokenizer in {folder}: {err}") from err
     return SavedRun(model, tokenizer)
 
 

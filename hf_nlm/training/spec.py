@@ -28,6 +28,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from ..data.lm import check_split_has_text
+from ..data.reading import table_header
 from ..data.registry import CORPORA, OPTION_FLAGS
 from ..models import MODEL_TYPES
 from ..models.registry import DEFAULT_RECIPE
@@ -129,8 +131,15 @@ class DataSpec:
         for split, paths in self.split_files().items():
             for path in paths:
                 check_split_file(f"--{split}-file", path)
-        return entry.load(**{split: getattr(self, f"{split}_file") and list(getattr(self, f"{split}_file"))
-                             for split in SPLITS}, **options)
+        if self.corpus is None and self.name == "text":
+            check_not_tables(self.split_files())
+        files = {split: list(getattr(self, f"{split}_file")) if getattr(self, f"{split}_file") else None
+                 for split in SPLITS}
+        datasets = entry.load(**files, **options)
+        for split, rows in datasets.items():
+            if "text" in rows.column_names:
+                check_split_has_text(rows["text"], self.describe(split))
+        return datasets
 
     def describe(self, split: str) -> str:
         """How a message names ``split`` of this corpus: its files, or the corpus."""
@@ -151,6 +160,39 @@ def check_split_file(flag: str, path: str | os.PathLike) -> None:
         raise FileNotFoundError(f"{flag} {path} is a folder, not a file: give files ({inside})")
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
+
+
+def check_not_tables(files: Mapping[str, Sequence[str]]) -> None:
+    """The split files of a corpus inferred as ``text`` (read line by line) hold no table: a ``.csv`` file
+    beside others that are not, a ``.tsv`` file, or a file whose first line reads as a CSV / TSV header
+    (:func:`hf_nlm.data.reading.table_header`) is refused, naming its flag and the ``--corpus`` that reads it
+    as meant: read as lines, its header and ids would become words of the text."""
+    given = [path for paths in files.values() for path in paths]
+    for split, paths in files.items():
+        for path in paths:
+            flag, suffix, header = f"--{split}-file {path}", Path(path).suffix.lower(), table_header(path)
+            if suffix == ".csv":
+                others = [other for other in given if not other.lower().endswith(".csv")]
+                raise ValueError(
+                    f"{flag} is a CSV file but {', '.join(others)} {'is' if len(others) == 1 else 'are'} "
+                    "not, so every file would be read as lines of text, the CSV header and ids as words: "
+                    "give --corpus csv to read them all as CSV (the text from --text-column, default text), "
+                    "or --corpus text to read them all as lines"
+                )
+            if suffix == ".tsv" or (header is not None and header[1] == "\t"):
+                first = f" (first line {header[0]!r})" if header is not None else ""
+                raise ValueError(
+                    f"{flag} is a tab-separated table{first}: read as lines of text, its header and ids "
+                    "would become words. Convert it to CSV and give --corpus csv, or give --corpus text to "
+                    "read every line as text"
+                )
+            if header is not None:
+                raise ValueError(
+                    f"{flag} looks like a CSV file (its first line, {header[0]!r}, reads as a header): read "
+                    "as lines of text, its header and ids would become words. Give --corpus csv to read its "
+                    "records (the text from --text-column, default text), or --corpus text to read every "
+                    "line as text"
+                )
 
 
 #: Rows hashed at a time by :func:`split_fingerprints`.

@@ -27,6 +27,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from ..saved_files import read_json
+
 _FORMAT = "hf_nlm.word_tree"
 _VERSION = 1
 
@@ -443,13 +445,11 @@ class WordTree:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> WordTree:
-        """Read a tree written by :meth:`save`; a malformed file raises ValueError naming it."""
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{os.fspath(path)}: not a JSON word tree ({err})") from err
-        if not isinstance(data, dict) or data.get("format") != _FORMAT:
+        """Read a tree written by :meth:`save`; a malformed file (truncated, not UTF-8 JSON, not a tree)
+        raises ValueError naming it."""
+        data = read_json(path,
+                         restore="give a file WordTree.save wrote (as hf-nlm build-tree's word_tree.json)")
+        if data.get("format") != _FORMAT:
             raise ValueError(f'{os.fspath(path)}: not a word tree file (expected "format": "{_FORMAT}")')
         if data.get("version") != _VERSION:
             raise ValueError(

@@ -118,7 +118,8 @@ def test_load_report_still_shows_when_the_load_succeeds(run_copy, transformers_r
 def test_any_failure_to_load_a_folder_exits_2(run_copy, capsys):
     (run_copy / "tokenizer.json").write_text("{not json")
     err = cli_error(["generate", str(run_copy), "the"], capsys)
-    assert f"cannot load the model in {run_copy}" in err
+    # the tokenizer is blamed, not the model
+    assert f"cannot load the tokenizer in {run_copy}: {run_copy / 'tokenizer.json'} is not valid JSON" in err
 
 
 def test_resume_from_a_broken_checkpoint_exits_2(run_copy, capsys):

@@ -21,10 +21,12 @@ import numpy as np
 
 from ..corpus import HASH_SPLIT_OPTIONS, CorpusCard, CorpusEntry
 from ..file_stream import (
+    GZIP_ERRORS,
     STATUS,
     PathLike,
     file_fingerprint,
     generate_table,
+    gzip_error,
     kept_rows,
     open_text,
     status_counts,
@@ -55,6 +57,7 @@ _FEATURES = {"text": "string", "id": "string", "categories": "string", "update_d
 
 def _arxiv_rows(file: str) -> Iterator[dict[str, Any]]:
     path = Path(file)
+    number = 0
     try:
         with open_text(path) as f:
             for number, line in enumerate(f, start=1):
@@ -94,6 +97,8 @@ def _arxiv_rows(file: str) -> Iterator[dict[str, Any]]:
                 }
     except UnicodeDecodeError:
         raise utf8_error(path) from None
+    except GZIP_ERRORS as err:
+        raise gzip_error(path, number, err) from None
 
 
 def _find_file(path: PathLike | None) -> Path:
