@@ -243,7 +243,8 @@ def foreign_files(output_dir: str | os.PathLike) -> tuple[list[str], list[str]]:
     others = [name for name in names if name not in ours]
     if (output_dir / RUN_MARKER).exists() or previous_run(output_dir):
         return [], others
-    return ours, others
+    # A lock is a run's whatever the folder holds (a live run's is refused, a dead one's taken over).
+    return [name for name in ours if name != LOCK_FILE], others
 
 
 def _listed(names: list[str], at_most: int = 8) -> str:
