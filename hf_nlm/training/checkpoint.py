@@ -55,14 +55,25 @@ def list_checkpoints(output_dir: str | os.PathLike) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
-def checkpoint_problem(folder: str | os.PathLike) -> str | None:
-    """What makes the checkpoint in ``folder`` unreadable (a truncated or corrupted file, named), or None.
+#: The files of a checkpoint besides the model's (which its loader names when one is missing), and what each
+#: holds.
+CHECKPOINT_FILES = {TRAINER_STATE: "where training stands", "optimizer.pt": "the optimizer's state",
+                    "scheduler.pt": "the learning-rate schedule's state"}
 
-    Reads the trainer state, the optimizer, scheduler and RNG states (``torch.load(weights_only=True)``: plain
-    tensors and numbers, nothing unpickled beyond them) and the safetensors headers; a file that is absent is
-    left to the loader, which says so."""
+
+def checkpoint_problem(folder: str | os.PathLike) -> str | None:
+    """What makes the checkpoint in ``folder`` unreadable (a missing, truncated or corrupted file, named), or
+    None.
+
+    Looks for the files of :data:`CHECKPOINT_FILES`, then reads the trainer state (a JSON object), the
+    optimizer, scheduler and RNG states (``torch.load(weights_only=True)``: plain tensors and numbers, nothing
+    unpickled beyond them) and the safetensors headers; the model's files are left to its loader, which names
+    one that is missing."""
     folder = Path(folder)
-    checks = [(folder / TRAINER_STATE, lambda p: json.loads(p.read_text(encoding="utf-8")))]
+    for name, what in CHECKPOINT_FILES.items():
+        if not (folder / name).is_file():
+            return f"{folder / name} is missing (a checkpoint keeps {what} there)"
+    checks = [(folder / TRAINER_STATE, _trainer_state_object)]
     checks += [(p, lambda p: torch.load(p, map_location="cpu", weights_only=True))
                for p in sorted(folder.glob("*.pt"))]
     checks += [(p, _safetensors_keys) for p in sorted(folder.glob("*.safetensors"))]
@@ -75,6 +86,13 @@ def checkpoint_problem(folder: str | os.PathLike) -> str | None:
             reason = (str(err).splitlines() or [type(err).__name__])[0].split(". ")[0]  # torch's runs on
             return f"{path} is truncated or corrupted ({reason})"
     return None
+
+
+def _trainer_state_object(path: Path) -> dict:
+    state = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(state, dict):
+        raise ValueError(f"expected a JSON object, got {type(state).__name__}")
+    return state
 
 
 def _safetensors_keys(path: Path) -> list[str]:
@@ -230,12 +248,32 @@ def load_training_tensors(folder: str | os.PathLike) -> dict[str, torch.Tensor]:
 
 
 def read_trainer_state(folder: str | os.PathLike) -> dict:
+    """``trainer_state.json`` of the checkpoint ``folder``, a JSON object (``ValueError`` naming the file
+    otherwise)."""
     path = Path(folder) / TRAINER_STATE
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, json.JSONDecodeError) as err:
+        return _trainer_state_object(path)
+    except (OSError, ValueError) as err:  # json's errors and UnicodeDecodeError are ValueErrors
         raise ValueError(f"{path}: cannot read the trainer state ({err})") from err
+
+
+def load_torch_state(folder: str | os.PathLike, name: str, load_into) -> None:
+    """``load_into(torch.load(folder / name))`` for a checkpoint's state file (``optimizer.pt``,
+    ``scheduler.pt``): a file that is missing, unreadable or holds another optimizer's or schedule's state is
+    a ``ValueError`` naming it and what it should hold."""
+    path = Path(folder) / name
+    what = CHECKPOINT_FILES.get(name, "a training state")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError as err:
+        raise ValueError(f"{path} is missing (a checkpoint keeps {what} there)") from err
+    except Exception as err:  # whatever a damaged file makes torch's reader raise
+        raise ValueError(f"{path} is truncated or corrupted: expected {what} saved with torch.save") from err
+    try:
+        load_into(state)
+    except (ValueError, KeyError, TypeError, IndexError, RuntimeError) as err:
+        raise ValueError(f"{path} does not hold this run's {what.removeprefix('the ')} "
+                         f"({type(err).__name__}: {err})") from err
 
 
 def load_model_weights(folder: str | os.PathLike, model) -> None:

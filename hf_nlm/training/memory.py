@@ -592,12 +592,14 @@ def numeral_table(config) -> dict[str, torch.Tensor] | None:
 
 
 def check_training_memory(model_class, config, training: TrainingConfig, *,
-                          tree=None) -> TrainingMemoryEstimate | None:
+                          tree=None, loaded=None) -> TrainingMemoryEstimate | None:
     """Refuse (``ValueError``) settings whose training needs more memory than there is.
 
     The need is :func:`estimate_training_memory` with ``training``'s settings, on the device the run trains
     on; what there is, :func:`hf_nlm.memory.available_memory`: the GPU's free memory where training runs on
-    one, else the system's available memory. The message names the settings that would lower the need
+    one, else the system's available memory. ``loaded``: the model already in memory (a resumed run's, or
+    ``init_from``'s): its weights on the device checked are held already, so they are added to what there is
+    rather than counted twice. The message names the settings that would lower the need
     (:func:`settings_that_lower`), each with its ``hf-nlm train`` flag. Returns the estimate; None where the
     free memory cannot be read (nothing is checked then)."""
     gpu = torch.cuda.is_available() and not training.cpu
@@ -606,6 +608,12 @@ def check_training_memory(model_class, config, training: TrainingConfig, *,
         return None
     available, where = free
     device = "cuda" if gpu else "cpu"
+    if loaded is not None:
+        held = sum(t.numel() * t.element_size() for t in [*loaded.parameters(), *loaded.buffers()]
+                   if t.device.type == device)
+        if held:
+            available += held
+            where = f"{where}, counting the {size_text(held)} the loaded weights hold"
     estimate = _estimate(model_class, config, tree, training, device)
     if estimate.total_bytes <= available:
         return estimate

@@ -68,6 +68,9 @@ def train(spec: RunSpec, accelerator=None) -> TrainResult:
     if "train" not in datasets:
         raise ValueError("the corpus has no train split (give --train-file)")
     fingerprints = split_fingerprints(datasets)
+    if resuming and spec.data_sha256 is None:  # a spec not read back from the run folder
+        recorded = recorded_fingerprints(spec.training.resume_from_checkpoint, spec.training.output_dir)
+        spec = dataclasses.replace(spec, data_sha256=recorded)
     if spec.data_sha256 is not None:
         check_same_data(spec, fingerprints)
     texts = ([*datasets["train"][pairs[0]], *datasets["train"][pairs[1]]] if pairs
@@ -76,9 +79,19 @@ def train(spec: RunSpec, accelerator=None) -> TrainResult:
         folder = spec.training.resume_from_checkpoint if resuming else spec.init_from
         model, tokenizer = load_run(folder)
         model.train()  # from_pretrained returns the model in eval mode
+        spec = spec.with_model_config(model.config)  # what the run trains: the saved model's settings
         if resuming:
             _say(f"resuming {folder}: the run's model, tokenizer, data and training settings are kept"
                  + (f"; changed: {'; '.join(spec.resume_changes)}" if spec.resume_changes else ""))
+        else:
+            _say(f"starting from the weights and tokenizer of {folder}")
+        _say(spec.recipe_line())
+        # The memory check of a fresh run, on the saved model (its weights already held are not counted
+        # twice); the vocabulary's comes with the trainer's count of unknown tokens.
+        head = getattr(model, "lm_head", None)
+        check_training_memory(type(model), model.config, training=spec.training,
+                              tree=head.tree() if callable(getattr(head, "tree", None)) else None,
+                              loaded=model)
     else:
         _say(spec.recipe_line())
         spec, tokenizer = train_tokenizer(spec, texts)
@@ -86,19 +99,53 @@ def train(spec: RunSpec, accelerator=None) -> TrainResult:
     spec = dataclasses.replace(spec, data_sha256=fingerprints)
     trainer = LMTrainer(model, tokenizer, datasets, spec.training, accelerator=accelerator,
                         dataset_name=spec.data.name, run_spec=spec.to_dict())
+    if resuming or spec.init_from is not None:
+        check_unknown_share(trainer.train_stats, folder)
     metrics = trainer.train()
     return TrainResult(spec, model, tokenizer, metrics, Path(spec.training.output_dir))
 
 
+def recorded_fingerprints(resume_from_checkpoint: str | os.PathLike,
+                          output_dir: str | os.PathLike) -> dict[str, str] | None:
+    """Each split's SHA-256 as the checkpoint's run recorded it (``run_spec`` in ``trainer_state.json``), or
+    None for a checkpoint that records none (not written by :func:`train`)."""
+    from .checkpoint import read_trainer_state, resolve_checkpoint
+
+    recorded = read_trainer_state(resolve_checkpoint(resume_from_checkpoint, output_dir)).get("run_spec")
+    prints = recorded.get("data_sha256") if isinstance(recorded, dict) else None
+    return prints if isinstance(prints, dict) else None
+
+
 def check_same_data(spec: RunSpec, fingerprints: dict[str, str]) -> None:
-    """Refuse data whose content differs from what the run recorded (``spec.data_sha256``), split by split."""
+    """Refuse data whose content differs from what the run recorded (``spec.data_sha256``), split by split.
+    A resumed run continues on its own data only; training a saved model further on other data is a new run
+    that starts from its weights (``--init-from``)."""
     changed = [split for split, digest in spec.data_sha256.items() if fingerprints.get(split) != digest]
     changed += [split for split in fingerprints if split not in spec.data_sha256]
     if changed:
         named = "; ".join(spec.data.describe(split) for split in changed)
+        from .checkpoint import resolve_checkpoint
+
+        folder = resolve_checkpoint(spec.training.resume_from_checkpoint, spec.training.output_dir)
         raise ValueError(f"the data is not the run's: {named} holds other text than when the run was saved "
-                         "(compared by content). Resume with the run's data, or start a new run in another "
-                         "--output-dir (or with --overwrite-output-dir)")
+                         "(compared by content). Resume with the run's data, or train its model on this data "
+                         f"as a new run in another --output-dir (--init-from {folder})")
+
+
+def check_unknown_share(train_stats: dict, folder: str | os.PathLike) -> None:
+    """Refuse training the tokenizer saved in ``folder`` on a text of which it leaves more than
+    :data:`~hf_nlm.tokenization.word_level.MAX_UNKNOWN_SHARE` of the tokens unknown (``train_stats``: the
+    trainer's ``num_unk`` and ``num_tokens``): the check a fresh run's vocabulary gets
+    (:func:`~hf_nlm.tokenization.word_level.check_vocabulary_coverage`)."""
+    from ..tokenization.word_level import MAX_UNKNOWN_SHARE
+
+    unknown, total = train_stats["num_unk"], train_stats["num_tokens"]
+    if total and unknown > MAX_UNKNOWN_SHARE * total:
+        raise ValueError(
+            f"the tokenizer of {folder} leaves {unknown:,} of the {total:,} training tokens "
+            f"({unknown / total:.1%}) unknown, more than {MAX_UNKNOWN_SHARE:.0%}: the training text is not "
+            "what it was made for; train a fresh run on this text (without --resume / --init-from)"
+        )
 
 
 def train_tokenizer(spec: RunSpec, texts):

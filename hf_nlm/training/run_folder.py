@@ -1,7 +1,8 @@
 """The output folder of a training run: a writable folder, held by one run at a time.
 
-* :func:`prepare_output_dir`: the folder checked and claimed for a run (a fresh run refuses to replace another
-  run's checkpoints or saved model unless told to);
+* :func:`prepare_output_dir`: the folder checked and claimed for a run: a run writes only its own files
+  (:data:`RUN_OUTPUTS`) and refuses a folder where one of their names is taken by a file no run wrote; a fresh
+  run refuses to replace another run's checkpoints or saved model unless told to;
 * :func:`check_output_dir` creates the folder and makes sure files can be written in it;
 * :func:`acquire_lock` writes ``.hf-nlm-train.lock`` (the holder's pid and host) and refuses a folder
   that a live run holds; a lock left by a process that has ended is taken over, with a message;
@@ -15,6 +16,7 @@
 from __future__ import annotations
 
 import errno
+import fnmatch
 import json
 import logging
 import os
@@ -24,6 +26,7 @@ import uuid
 from pathlib import Path
 
 from ..hub.model_card import RESULTS_NAME, write_model_card
+from ..hub.push import RUN_FILE_PATTERNS
 from .checkpoint import checkpoints_dir, list_checkpoints, quiet_progress_bars
 from .run_log import plot_curves
 
@@ -32,6 +35,13 @@ logger = logging.getLogger(__name__)
 LOCK_FILE = ".hf-nlm-train.lock"
 #: Where a run keeps the best weights so far (by validation perplexity) while it trains.
 BEST_MODEL_DIR = "best_model"
+#: Written into a folder when a run claims it: the files of :data:`RUN_OUTPUTS`' names there are a run's.
+RUN_MARKER = ".hf-nlm-run"
+#: What a run (or ``hf-nlm build-tree``) writes at the top of its output_dir, as glob patterns: the model,
+#: tokenizer, card, results and curves (what ``hf-nlm push`` uploads), the log, the checkpoints, the best
+#: weights, build-tree's first stage, the lock and the marker.
+RUN_OUTPUTS = (*RUN_FILE_PATTERNS, "log.jsonl", "checkpoints", BEST_MODEL_DIR, "random_tree", LOCK_FILE,
+               RUN_MARKER)
 _HELD: set[Path] = set()  # the locks this process holds
 _DISK_FULL_ERRNOS = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 # What a disk-full error says when a library wraps it (safetensors' Rust writer, torch's zip writer).
@@ -212,28 +222,75 @@ def previous_run(output_dir: Path) -> str | None:
     return f"a saved model ({', '.join(saved)})" if saved else None
 
 
+def is_run_output(name: str) -> bool:
+    """Is ``name`` (an entry at the top of an output_dir) one a run writes (:data:`RUN_OUTPUTS`), or a
+    temporary one of its atomic writes?"""
+    if name.startswith(".") and (".tmp-" in name or ".old-" in name):
+        return True  # a best_model/ being written or replaced (checkpoint.save_pretrained_atomic)
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in RUN_OUTPUTS)
+
+
+def foreign_files(output_dir: str | os.PathLike) -> tuple[list[str], list[str]]:
+    """The entries of ``output_dir`` no run wrote, as ``(taken, others)``: ``taken`` have the names of files a
+    run writes (:data:`RUN_OUTPUTS`), ``others`` not. In a folder a run has claimed (its
+    :data:`RUN_MARKER`, or another run's checkpoints or saved model) the run-named ones are that run's, so
+    ``taken`` is empty."""
+    output_dir = Path(output_dir)
+    if not output_dir.is_dir():
+        return [], []
+    names = sorted(p.name for p in output_dir.iterdir())
+    ours = [name for name in names if is_run_output(name)]
+    others = [name for name in names if name not in ours]
+    if (output_dir / RUN_MARKER).exists() or previous_run(output_dir):
+        return [], others
+    # A lock is a run's whatever the folder holds (a live run's is refused, a dead one's taken over).
+    return [name for name in ours if name != LOCK_FILE], others
+
+
+def _listed(names: list[str], at_most: int = 8) -> str:
+    return ", ".join(names[:at_most]) + (f" and {len(names) - at_most} more" if len(names) > at_most else "")
+
+
 def prepare_output_dir(output_dir: str | os.PathLike, resuming: bool, overwrite: bool,
                        main_process: bool = True, wait_for_everyone=lambda: None) -> None:
-    """Make ``output_dir`` ready for a run: a writable folder no live run holds. A fresh run (not
-    ``resuming``) refuses a folder holding another run's checkpoints or a saved model, unless ``overwrite``,
-    which deletes them. Several processes: each looks (``wait_for_everyone`` between) and the main one
-    writes."""
+    """Make ``output_dir`` ready for a run: a writable folder no live run holds, where the run writes only its
+    own files (:data:`RUN_OUTPUTS`). A folder holding a file of one of their names that no run wrote
+    (:func:`foreign_files`: the user's ``README.md``, ``log.jsonl``, ...) is refused, naming them, whatever
+    ``overwrite`` says; other files are left as they are, and said. A fresh run (not ``resuming``) refuses a
+    folder holding another run's checkpoints or a saved model, unless ``overwrite``, which deletes them.
+    The folder is then marked as a run's (:data:`RUN_MARKER`). Several processes: each looks
+    (``wait_for_everyone`` between) and the main one writes."""
     output_dir = Path(output_dir)
     if main_process:
         check_output_dir(output_dir)
         check_unlocked(output_dir)
-    held = previous_run(output_dir)
-    if resuming or not held:
-        return
-    if not overwrite:
-        raise ValueError(
-            f"{output_dir} already holds {held}: resume it (resume_from_checkpoint / --resume), "
-            "pick another output_dir, or set overwrite_output_dir (--overwrite-output-dir) to replace it"
+    taken, others = foreign_files(output_dir)
+    if taken:
+        raise RunFolderError(
+            f"{output_dir} holds {_listed(taken)}, which a training run writes (its model, tokenizer, card, "
+            "log or results) but no run wrote there; a run never replaces files it did not write: move them, "
+            "or pick another output_dir (--output-dir)"
         )
-    wait_for_everyone()  # every process has looked before the main one deletes
+    if others and main_process:
+        logger.warning(f"{output_dir} holds files a run does not write ({_listed(others)}): the run writes "
+                       "only its own files beside them and leaves these as they are")
+    held = previous_run(output_dir)
+    if held and not resuming:
+        if not overwrite:
+            raise RunFolderError(
+                f"{output_dir} already holds {held}: resume it (resume_from_checkpoint / --resume), "
+                "pick another output_dir, or set overwrite_output_dir (--overwrite-output-dir) to replace it"
+            )
+        wait_for_everyone()  # every process has looked before the main one deletes
+        if main_process:
+            shutil.rmtree(checkpoints_dir(output_dir), ignore_errors=True)
+            shutil.rmtree(output_dir / BEST_MODEL_DIR, ignore_errors=True)
     if main_process:
-        shutil.rmtree(checkpoints_dir(output_dir), ignore_errors=True)
-        shutil.rmtree(output_dir / BEST_MODEL_DIR, ignore_errors=True)
+        try:
+            (output_dir / RUN_MARKER).write_text("written by hf_nlm.training: the files of a run's names "
+                                                 "here are a training run's\n", encoding="utf-8")
+        except OSError as err:
+            raise output_dir_error(output_dir, err) from err
 
 
 def save_final_model(output_dir: str | os.PathLike, model, tokenizer) -> None:

@@ -506,11 +506,8 @@ class RunSpec:
                              "TrainingConfig(resume_from_checkpoint=...)) and the objects it was made of")
         spec = cls.from_dict(recorded)
         check_checkpoint_model_type(folder, spec.model_type)
-        # The model the run made: every config field, so that a setting is compared with the checkpoint's
-        # value.
-        fields = [name for by_type in model_settings([spec.model_type]).values() for name in by_type.values()]
-        model = {**spec.model, **{f: config[f] for f in fields if f in config}}
-        return dataclasses.replace(spec, model=model, training=dataclasses.replace(
+        # The model the run made, so that a setting is compared with the checkpoint's value.
+        return dataclasses.replace(spec.with_model_config(config), training=dataclasses.replace(
             spec.training, resume_from_checkpoint=os.fspath(folder)))
 
     @classmethod
@@ -567,19 +564,36 @@ class RunSpec:
         }
 
     def recipe_line(self) -> str:
-        """Which recipe the spec used and the values it gave, as the run says it at the start."""
-        description = MODEL_TYPES[self.model_type].recipe(self.recipe).description
-        values = self.settings()
-        given = ", ".join(f"{option_flag(name)} {shown(values[name])}" for name in self._recipe_order())
-        return f"recipe {self.recipe} of {self.model_type} ({description})" + (f": {given}" if given else "")
+        """Which recipe the spec used and the values it gave, as the run says it at the start; then the
+        recipe's model and tokenizer settings that the run has other values of (given, or a saved model's:
+        what its description names may not be what trains), with the recipe's."""
+        kind = MODEL_TYPES[self.model_type].recipe(self.recipe)
+        values, recipe = self.settings(), self._recipe_settings()
+        given = ", ".join(f"{option_flag(name)} {shown(values[name])}" for name in recipe
+                          if name in self.recipe_values)
+        other = ", ".join(f"{option_flag(name)} {shown(values[name])} (the recipe's: {shown(value)})"
+                          for name, value in recipe.items()
+                          if name not in self.recipe_values and name not in kind.training
+                          and _comparable(values[name]) != _comparable(value))
+        description = kind.description
+        return (f"recipe {self.recipe} of {self.model_type} ({description})" + (f": {given}" if given else "")
+                + (f"; instead of the recipe's: {other}" if other else ""))
 
-    def _recipe_order(self) -> list[str]:
+    def _recipe_settings(self) -> dict[str, Any]:
+        """The recipe's values by flat name, in the recipe's order."""
         recipe = MODEL_TYPES[self.model_type].recipe(self.recipe)
         flag_of = _flag_of(self.model_type)
-        order = [*recipe.training, *(flag_of[f] for f in recipe.model), *recipe.tokenizer]
-        return [name for name in order if name in self.recipe_values]
+        return {**recipe.training, **{flag_of[f]: v for f, v in recipe.model.items()}, **recipe.tokenizer}
 
     # ------------------------------------------------------------------ changing a spec
+
+    def with_model_config(self, config: Mapping | Any) -> RunSpec:
+        """This spec with every model setting read from ``config`` (a config dict, or a loaded model's
+        config): what a run that starts from saved weights (``--resume``, ``--init-from``) trains."""
+        values = config.to_dict() if hasattr(config, "to_dict") else config
+        fields = [name for by_type in model_settings([self.model_type]).values() for name in by_type.values()]
+        model = {**self.model, **{f: values[f] for f in fields if f in values}}
+        return dataclasses.replace(self, model=model)
 
     def replace(self, **settings) -> RunSpec:
         """A copy with ``settings`` (flat names) changed; the recipe is not applied again."""

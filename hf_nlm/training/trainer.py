@@ -30,6 +30,7 @@ import signal
 import sys
 import threading
 import time
+import typing
 import warnings
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
@@ -49,10 +50,12 @@ from ..modeling_utils import check_checkpoint_model_type
 from ..tokenization import tokenizer_fingerprint
 from .averaging import WeightAverager, nt_asgd_triggered
 from .checkpoint import (
+    TRAINER_STATE,
     capture_rng_state,
     checkpoints_dir,
     list_checkpoints,
     load_model_weights,
+    load_torch_state,
     load_training_tensors,
     read_trainer_state,
     resolve_checkpoint,
@@ -91,12 +94,43 @@ class TrainerState:
     epoch_time_s: float = 0.0  # training seconds spent so far in `epoch`
     window_nll_sum: float = 0.0  # summed NLL since the last step record of log.jsonl
     window_tokens: int = 0  # targets since the last step record
+    # The training objective summed like the NLL: the NLL plus AR/TAR (AWD-LSTM), or with the numerals
+    # weighted (numeracy LM's numeral_loss_weight); equal to the NLL for the other models.
+    epoch_objective_sum: float = 0.0
+    window_objective_sum: float = 0.0
     train_tokens: int = 0  # targets trained on in the whole run
     elapsed_s: float = 0.0  # wall-clock seconds of the whole run, across resumptions
     stop_reason: str | None = None
     val_losses: list[float] = field(default_factory=list)  # every epoch's validation loss (NT-ASGD's trigger)
     averaging_since_step: int | None = None  # the update from which the weights are averaged (ASGD)
     average_count: int = 0  # updates folded into the average so far
+
+    @classmethod
+    def from_saved(cls, saved: dict, path: str | os.PathLike) -> TrainerState:
+        """The state a checkpoint's ``trainer_state.json`` (``path``, read as ``saved``) holds; a field of the
+        wrong type is a ``ValueError`` naming the file, the field and the type expected."""
+        from huggingface_hub.dataclasses import type_validator
+
+        def as_float(value):  # JSON writes 2.0 as 2
+            return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+        hints = typing.get_type_hints(cls)
+        values = {}
+        for name, expected in hints.items():
+            if name not in saved:
+                continue
+            value = saved[name]
+            if "float" in str(expected):
+                value = [as_float(v) for v in value] if isinstance(value, list) else as_float(value)
+            values[name] = value
+            try:
+                type_validator(name, value, expected)
+            except TypeError:
+                shown = str(cls.__dataclass_fields__[name].type).replace(" | ", " or ")
+                raise ValueError(f"{path}: field {name!r} must be {shown}, got {value!r}; the checkpoint is "
+                                 "damaged: resume from another one (--resume DIR/checkpoints/checkpoint-N)"
+                                 ) from None
+        return cls(**values)
 
 
 class _DeferredInterrupt:
@@ -299,6 +333,12 @@ class LMTrainer:
         if self.accelerator.is_main_process:
             append_jsonl(self.log_path, record)
 
+    @staticmethod
+    def _objective(objective_sum: float, nll_sum: float, tokens: int) -> dict:
+        """``{"train_objective": mean}`` where the training objective is not the plain NLL (regularisers, a
+        numeral weight): ``train_loss`` and ``train_ppl`` are always the NLL's."""
+        return {"train_objective": objective_sum / max(tokens, 1)} if objective_sum != nll_sum else {}
+
     def _elapsed(self) -> float:
         return self._elapsed_at_start + (time.perf_counter() - self._run_start)
 
@@ -352,6 +392,9 @@ class LMTrainer:
         folder = resolve_checkpoint(resume_from_checkpoint, self.output_dir)
         check_checkpoint_model_type(folder, self.unwrapped_model.config.model_type)
         saved = read_trainer_state(folder)
+        if not isinstance(saved.get("config", {}), dict):
+            raise ValueError(f"{folder / TRAINER_STATE}: field 'config' must be a JSON object (the run's "
+                             f"TrainingConfig), got {saved['config']!r}")
         # The data order is a function of (seed, block size, global batch size): resuming with other
         # values would silently train on other batches than the interrupted run.
         saved_config = saved.get("config", {})
@@ -383,16 +426,13 @@ class LMTrainer:
             load_model_weights(folder, self.unwrapped_model)
         except RuntimeError as err:
             raise ValueError(f"{folder}: the saved weights do not fit this model ({err})") from err
-        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location="cpu",
-                                                  weights_only=True))
-        self.scheduler.load_state_dict(torch.load(folder / "scheduler.pt", map_location="cpu",
-                                                  weights_only=True))
+        self.state = TrainerState.from_saved(saved, folder / TRAINER_STATE)
+        self.state.stop_reason = None
+        load_torch_state(folder, "optimizer.pt", self.optimizer.load_state_dict)
+        load_torch_state(folder, "scheduler.pt", self.scheduler.load_state_dict)
         rng_file = folder / f"rng_state_{acc.process_index}.pt"
         if rng_file.is_file():
-            restore_rng_state(torch.load(rng_file, weights_only=True))
-        fields = TrainerState.__dataclass_fields__
-        self.state = TrainerState(**{k: v for k, v in saved.items() if k in fields})
-        self.state.stop_reason = None
+            load_torch_state(folder, rng_file.name, restore_rng_state)
         self._restore_training_tensors(folder)
         self._last_saved_step = self.state.global_step
         if acc.is_main_process:
@@ -402,8 +442,11 @@ class LMTrainer:
     # ------------------------------------------------------------------ training
 
     def training_step(self, batch: dict[str, torch.Tensor], global_targets: int,
-                      lr_scale: float = 1.0) -> float:
-        """One update on this process's share of a global batch. Returns the global batch's summed NLL.
+                      lr_scale: float = 1.0) -> tuple[float, float]:
+        """One update on this process's share of a global batch. Returns the global batch's summed NLL and
+        summed training objective: ``output.loss``, which adds the regularisers (AWD-LSTM's AR/TAR) or weights
+        the targets (the numeracy LM's numeral weight) to the plain NLL, ``output.nll``, where the model
+        returns one.
 
         Each process's ``loss`` is the mean over its own ``n`` targets; DDP averages gradients over the
         P processes. Scaling the loss by ``n * P / N`` (N: targets in the global batch) makes the
@@ -421,17 +464,17 @@ class LMTrainer:
         batch = {k: v.to(acc.device, non_blocking=True) for k, v in batch.items()}
         output = self.model(**batch, **self.batches.state_inputs(self.carried_state))
         loss = output.loss
+        nll = getattr(output, "nll", None)
+        nll = loss if nll is None else nll
 
         # One host sync per update: a non-finite loss must be caught before it reaches the weights.
+        sums = torch.stack([loss.detach().float(), nll.detach().float()]) * local_targets
+        check = torch.cat([sums, (~torch.isfinite(loss.detach())).float()[None]])
         if acc.num_processes > 1:
-            check = torch.stack([loss.detach().float() * local_targets,
-                                 (~torch.isfinite(loss.detach())).float()])
-            nll_sum, bad = acc.reduce(check, reduction="sum").tolist()
-        else:
-            value = loss.item()
-            nll_sum, bad = value * local_targets, not math.isfinite(value)
+            check = acc.reduce(check, reduction="sum")
+        objective_sum, nll_sum, bad = check.tolist()
         if bad:
-            raise FloatingPointError(f"non-finite training loss ({nll_sum / max(global_targets, 1)})")
+            raise FloatingPointError(f"non-finite training loss ({objective_sum / max(global_targets, 1)})")
 
         scale = local_targets * acc.num_processes / global_targets
         acc.backward(loss * scale if scale != 1.0 else loss)
@@ -448,7 +491,7 @@ class LMTrainer:
             self.averager.update()
         self.carried_state = self.batches.state_after(output)
         self._rng_before_step = None  # the update is complete
-        return nll_sum
+        return nll_sum, objective_sum
 
     def train_epoch(self, interrupt: _DeferredInterrupt | None = None) -> bool:
         """Train on the rest of epoch ``state.epoch``. Returns True when the epoch is complete, False
@@ -471,7 +514,7 @@ class LMTrainer:
         try:
             for batch, n_global, lr_scale in self.batches.epoch(st.epoch, st.step_in_epoch):
                 try:
-                    nll_sum = self.training_step(batch, n_global, lr_scale)
+                    nll_sum, objective_sum = self.training_step(batch, n_global, lr_scale)
                 except FloatingPointError as err:
                     # Every process saw the same flag, so the checkpoint can be written collectively.
                     self.save_checkpoint()
@@ -484,9 +527,11 @@ class LMTrainer:
                 st.step_in_epoch += 1
                 st.global_step += 1
                 st.epoch_nll_sum += nll_sum
+                st.epoch_objective_sum += objective_sum
                 st.epoch_tokens += n_global
                 st.train_tokens += n_global
                 st.window_nll_sum += nll_sum
+                st.window_objective_sum += objective_sum
                 st.window_tokens += n_global
                 bar.update(1)
 
@@ -500,14 +545,18 @@ class LMTrainer:
                         "global_step": st.global_step,
                         "train_loss": loss,
                         "train_ppl": math.exp(min(loss, 50.0)),
+                        **self._objective(st.window_objective_sum, st.window_nll_sum, st.window_tokens),
                         "lr": self._last_lr,
                         "tokens_per_s": st.window_tokens / max(now - window_start, 1e-9),
                         "elapsed_s": self._elapsed(),
                     }
                     self._log(record)
-                    bar.set_postfix(loss=f"{loss:.3f}", ppl=f"{record['train_ppl']:.1f}",
+                    objective = {"objective": f"{record['train_objective']:.3f}"} \
+                        if "train_objective" in record else {}
+                    bar.set_postfix(loss=f"{loss:.3f}", ppl=f"{record['train_ppl']:.1f}", **objective,
                                     lr=f"{self._last_lr:.3g}")
-                    st.window_nll_sum, st.window_tokens, window_start = 0.0, 0, now
+                    st.window_nll_sum, st.window_objective_sum, st.window_tokens = 0.0, 0.0, 0
+                    window_start = now
                 st.epoch_time_s = time.perf_counter() - epoch_start
 
                 if config.save_steps is not None and st.global_step % config.save_steps == 0:
@@ -570,6 +619,7 @@ class LMTrainer:
             "global_step": st.global_step,
             "train_loss": train_loss,
             "train_ppl": math.exp(min(train_loss, 50.0)),
+            **self._objective(st.epoch_objective_sum, st.epoch_nll_sum, st.epoch_tokens),
             "val_loss": val_loss,
             "val_ppl": val_ppl,
             "best_val_ppl": st.best_val_ppl,
@@ -581,8 +631,10 @@ class LMTrainer:
         if switched:
             record["asgd_from_step"] = st.global_step
         self._log(record)
+        objective = (f", training objective {record['train_objective']:.4f}" if "train_objective" in record
+                     else "")
         self._say(f"epoch {st.epoch + 1}/{config.num_epochs}: {st.step_in_epoch} steps, train loss "
-                  f"{train_loss:.4f} (ppl {record['train_ppl']:.2f}), {st.epoch_time_s:.1f} s")
+                  f"{train_loss:.4f} (ppl {record['train_ppl']:.2f}){objective}, {st.epoch_time_s:.1f} s")
         if val_ppl is not None:
             self._say(f"validation after epoch {st.epoch + 1}: ppl {val_ppl:.2f} "
                       f"(best so far {st.best_val_ppl:.2f})")
@@ -590,7 +642,7 @@ class LMTrainer:
             self._say(f"NT-ASGD: averaging the weights from update {st.global_step} on")
         st.epoch += 1
         st.step_in_epoch = 0
-        st.epoch_nll_sum, st.epoch_tokens, st.epoch_time_s = 0.0, 0, 0.0
+        st.epoch_nll_sum, st.epoch_objective_sum, st.epoch_tokens, st.epoch_time_s = 0.0, 0.0, 0, 0.0
         self.save_checkpoint()
         # Redraw the curves for whoever watches a long run, at most every 30 s (a plot costs ~0.3 s).
         if acc.is_main_process and time.perf_counter() - self._last_plot > 30:
@@ -663,6 +715,7 @@ class LMTrainer:
         config, acc = self.config, self.accelerator
         if config.resume_from_checkpoint:
             self.load_checkpoint(config.resume_from_checkpoint)
+            self._say_time_left()
         else:
             # Dropout masks etc.; different per process so they do not all drop the same units.
             torch.manual_seed(config.seed + acc.process_index)
@@ -718,6 +771,21 @@ class LMTrainer:
                     warnings.warn(f"could not write a checkpoint after the error: {save_err}", stacklevel=2)
             raise
         return self.finish()
+
+    def _say_time_left(self) -> None:
+        """A resumed run's time budget counts the whole run, the time it trained before included: say what is
+        left, or refuse (``ValueError``) when nothing is."""
+        budget, spent = self.config.max_time_s, self.state.elapsed_s
+        if budget is None:
+            return
+        if spent >= budget:
+            raise ValueError(
+                f"--max-time-s {budget:g} is spent: the run has trained for {spent:,.1f} s already (the "
+                f"budget counts the whole run, its earlier time included); for {budget:g} s more, resume "
+                f"with --max-time-s {spent + budget:.1f}"
+            )
+        self._say(f"time budget: --max-time-s {budget:g} counts the whole run, which has trained for "
+                  f"{spent:,.1f} s: {budget - spent:,.1f} s are left")
 
     def _validate_unfinished_epoch(self) -> None:
         """Validate the weights a run stopped with in the middle of an epoch; save them as ``best_model/`` if

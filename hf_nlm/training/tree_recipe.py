@@ -31,6 +31,7 @@ from ..heads import tree_config_fields
 from ..modeling_utils import shifted_targets
 from ..models.hlbl import HLBLConfig, HLBLForCausalLM
 from ..trees import WordTree, adaptive_tree, check_tree_mode, random_tree
+from .run_folder import prepare_output_dir
 from .trainer import train_lm
 
 
@@ -145,6 +146,9 @@ def train_with_data_tree(
     """
     check_tree_mode(mode, eps)
     out = Path(training.output_dir)
+    # The folder is checked and claimed before step 1 writes into it (random_tree/, word_tree.json).
+    prepare_output_dir(out, resuming=False, overwrite=training.overwrite_output_dir,
+                       main_process=int(os.environ.get("RANK", "0")) == 0)
     V = config.vocab_size
 
     # 1. An HLBL on a random tree.

@@ -349,6 +349,8 @@ def test_resume_from_other_model_type_errors(toy_data, toy_tokenizer, tmp_path):
     folder.mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
     (folder / "trainer_state.json").write_text(json.dumps({"global_step": 3, "config": {}}))
+    for name in ("optimizer.pt", "scheduler.pt"):  # a complete checkpoint, as transformers' Trainer writes
+        torch.save({}, folder / name)
     config = tiny_config(tmp_path / "out", resume_from_checkpoint=str(folder))
     with pytest.raises(ValueError, match="model_type='gpt2'"):
         train_lm(tiny_model(toy_tokenizer), toy_tokenizer, toy_data, config)
