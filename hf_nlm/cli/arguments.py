@@ -9,15 +9,16 @@ import os
 import re
 
 #: A setting named in the library's words: a config field (``TrainingConfig.learning_rate``, ``NPLMConfig:
-#: cutoffs``) or a keyword argument (``top_p``, ``head='split'``), not inside a path or a flag.
+#: cutoffs``) or a keyword argument (``top_p``); not inside a path or a flag, nor a value read
+#: (``head='split'``).
 _SETTING = re.compile(r"(?<![\w./\\-])(?P<config>[A-Z]\w*Config(?:\.|: ))?"
                       r"(?P<name>[a-z][a-z0-9]*(?:_[a-z0-9]+)*)(?:='(?P<value>[^']*)')?(?![\w/\\-]|\.\w)")
 
 
 def flag_names(parser: argparse.ArgumentParser, message: str) -> str:
     """``message`` with each setting named as the library names it (``TrainingConfig.learning_rate``,
-    ``top_p``, ``head='split'``, or a plain word that starts it: ``temperature must be ...``) written as
-    ``parser``'s flag for it (``--learning-rate``, ``--top-p``, ``--head split``, ``--temperature``)."""
+    ``top_p``, or a plain word that starts it: ``temperature must be ...``) written as ``parser``'s flag
+    for it (``--learning-rate``, ``--top-p``, ``--temperature``)."""
     from ..models import MODEL_TYPES
     from ..training.spec import model_settings
 
@@ -32,10 +33,11 @@ def flag_names(parser: argparse.ArgumentParser, message: str) -> str:
     def flag(match: re.Match) -> str:
         name, value = match.group("name"), match.group("value")
         name = settings.get((match.group("config") or "").replace(": ", "."), {}).get(name, name)
-        named = "_" in name or match.group("config") or value is not None or match.start() == 0
+        # A name='value' is a value the library read (a checkpoint's model_type='gpt2'), not a flag given.
+        named = ("_" in name or match.group("config") or match.start() == 0) and value is None
         if not named or name not in flags:
             return match.group(0)
-        return flags[name] if value is None else f"{flags[name]} {value}"
+        return flags[name]
 
     return _SETTING.sub(flag, message)
 
@@ -52,6 +54,8 @@ def output_file(path: str) -> str:
     folder = os.path.dirname(path) or "."
     if os.path.isdir(path):
         raise argparse.ArgumentTypeError(f"{path} is a folder: give a file name")
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"{path}: {folder} is a file, not a folder")
     if not os.path.isdir(folder):
         raise argparse.ArgumentTypeError(f"{path}: there is no folder {folder} to write it in (create it "
                                          "first)")
