@@ -10,6 +10,7 @@ one-line help from the same table) and run by :func:`hf_nlm.cli.main.run`, but `
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 
 PROG = "hf-nlm"
@@ -74,12 +75,36 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def not_utf8(argv: list[str]) -> str | None:
+    """What is wrong with the first argument of ``argv`` that is not UTF-8 text, naming it (``--file``, or the
+    argument's own text for a positional one); None when all are. Python hands such bytes over as lone
+    surrogates (``'caf\\udce9'``), which no tokenizer or file system call takes."""
+    for i, arg in enumerate(argv):
+        bad = [c for c in arg if "\udc80" <= c <= "\udcff"]  # each byte that did not decode
+        if not bad:
+            continue
+        flag, _, value = arg.partition("=") if arg.startswith("--") and "=" in arg else ("", "", arg)
+        if not flag and i > 0 and argv[i - 1].startswith("-") and argv[i - 1] != "--":
+            flag = argv[i - 1]
+        shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        where = f"{flag} '{shown}'" if flag else f"the argument '{shown}'"
+        return (f"{where} is not UTF-8 text (byte 0x{ord(bad[0]) - 0xDC00:02x}): give it in UTF-8 (a "
+                "terminal or file in another encoding, such as Latin-1, passes other bytes)")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``hf-nlm`` with ``argv`` (default: the command line). Returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         top_level_parser().parse_args(argv[:1])  # prints the help (exit 0) or the missing command (exit 2)
+    command = Parser(prog=f"{PROG} {argv[0]}")  # its usage error, before any module is imported
+    problem = not_utf8(argv)
+    if problem:
+        command.error(problem)
     if argv[0] == "app":  # SEPARATE_COMMANDS: the page sits above the command line's modules, which it uses
+        if importlib.util.find_spec("gradio") is None:
+            command.error("the web page needs Gradio, which is not installed: pip install 'hf-nlm[app]'")
         from hf_nlm.app import main as serve
 
         return serve(argv[1:])

@@ -159,9 +159,10 @@ class NLMConfig(PreTrainedConfig, SplitSoftmaxOptions, TreeSoftmaxOptions):
             raise ValueError(f"{type(self).__name__}.vocab_size must be >= 2, got {self.vocab_size}")
 
     def validate_initializer_range(self):
-        if not self.initializer_range >= 0:
+        if not 0 <= self.initializer_range <= 3.4e38:  # the weights are float32
             raise ValueError(
-                f"{type(self).__name__}.initializer_range must be >= 0, got {self.initializer_range}"
+                f"{type(self).__name__}.initializer_range must be a number from 0 to 3.4e38 (float32), got "
+                f"{self.initializer_range}"
             )
 
     def validate_head(self):

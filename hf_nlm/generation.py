@@ -32,6 +32,7 @@ transformers refuses to save a generation config that sets them while it does no
 
 from __future__ import annotations
 
+import math
 import unicodedata
 
 #: New tokens of a continuation, at most and at least.
@@ -90,39 +91,63 @@ def set_generation_defaults(model, tokenizer) -> None:
         config.suppress_tokens = [tokenizer.unk_token_id]
 
 
+#: The temperatures sampling takes, both ends included. ``generate()`` divides the float32 logits by the
+#: temperature: at 1e-30 a logit of magnitude up to 3e8 stays finite (float32 ends at 3.4e38), so the softmax
+#: is defined, and is already greedy search's choice for any two logits more than 1e-28 apart (their odds are
+#: exp(-100) or less); at 1e30 every such logit is within 3e-22 of 0, the distribution uniform over the tokens
+#: allowed. Beyond them the division overflows
+#: (``inf - inf``) or the temperature itself is not a float32 number (1e-45 is a subnormal, 1e300 is inf), and
+#: torch's sampler fails on NaN probabilities.
+MIN_TEMPERATURE = 1e-30
+MAX_TEMPERATURE = 1e30
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def check_generation_settings(do_sample: bool = False, num_beams: int | None = 1,
                               num_return_sequences: int = 1,
                               max_new_tokens: int | None = None, min_new_tokens: int | None = None,
                               temperature: float | None = None, top_k: int | None = None,
                               top_p: float | None = None, no_repeat_ngram_size: int | None = None) -> None:
-    """Refuse search and sampling settings that make no sense, before a model generates (``ValueError`` naming
-    the setting by its flag). None: not given, so not checked (the model's generation config decides it)."""
+    """Refuse search and sampling settings that cannot be searched or sampled with, before a model generates
+    (``ValueError`` naming the setting by its ``generate()`` keyword, ``temperature`` or ``top_p``, which a
+    command line or a page says in its own words). None: not given, so not checked (the model's generation
+    config decides it)."""
     if not do_sample:
-        given = [f"--{name.replace('_', '-')}" for name, value in
-                 (("temperature", temperature), ("top_k", top_k), ("top_p", top_p)) if value is not None]
+        given = [name for name, value in (("temperature", temperature), ("top_k", top_k), ("top_p", top_p))
+                 if value is not None]
         if given:
-            raise ValueError(f"{' / '.join(given)} need --do-sample (greedy and beam search do not sample)")
-    if temperature is not None and not temperature > 0:
-        raise ValueError(f"--temperature must be > 0, got {temperature} "
-                         "(for the most likely token, drop --do-sample)")
+            raise ValueError(f"{' / '.join(given)} need do_sample (greedy and beam search do not sample)")
+    if temperature is not None and not (_is_number(temperature)
+                                        and MIN_TEMPERATURE <= temperature <= MAX_TEMPERATURE):
+        raise ValueError(f"temperature must be a number from {MIN_TEMPERATURE:g} to {MAX_TEMPERATURE:g}, got "
+                         f"{temperature} (beyond them the sampling probabilities are not numbers; for the "
+                         "most likely token, do not sample)")
     if top_k is not None and top_k < 0:
-        raise ValueError(f"--top-k must be >= 0 (0 = all tokens), got {top_k}")
+        raise ValueError(f"top_k must be >= 0 (0 = all tokens), got {top_k}")
     if no_repeat_ngram_size is not None and no_repeat_ngram_size < 0:
-        raise ValueError(f"--no-repeat-ngram-size must be >= 0 (0 = allow repeats), "
-                         f"got {no_repeat_ngram_size}")
-    if top_p is not None and not 0 < top_p <= 1:
-        raise ValueError(f"--top-p must be in (0, 1], got {top_p}")
+        raise ValueError(f"no_repeat_ngram_size must be >= 0 (0 = allow repeats), got {no_repeat_ngram_size}")
+    if top_p is not None and not (_is_number(top_p) and 0 < top_p <= 1):
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    if max_new_tokens is not None and max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     if min_new_tokens is not None and min_new_tokens < 0:
-        raise ValueError(f"--min-new-tokens must be >= 0, got {min_new_tokens}")
+        raise ValueError(f"min_new_tokens must be >= 0, got {min_new_tokens}")
     if min_new_tokens is not None and max_new_tokens is not None and min_new_tokens > max_new_tokens:
-        raise ValueError(f"--min-new-tokens must be between 0 and --max-new-tokens ({max_new_tokens}), "
+        raise ValueError(f"min_new_tokens must be between 0 and max_new_tokens ({max_new_tokens}), "
                          f"got {min_new_tokens}")
+    if num_beams is not None and num_beams < 1:
+        raise ValueError(f"num_beams must be >= 1, got {num_beams}")
+    if num_return_sequences < 1:
+        raise ValueError(f"num_return_sequences must be >= 1, got {num_return_sequences}")
     n = num_return_sequences
     if n > 1 and not do_sample and num_beams is not None and n > num_beams:
-        raise ValueError(f"--num-return-sequences {num_return_sequences} needs --do-sample or --num-beams >= "
+        raise ValueError(f"num_return_sequences {num_return_sequences} needs do_sample or num_beams >= "
                          f"{num_return_sequences} (greedy search has one continuation)")
 
 
-__all__ = ["CONTINUING_PUNCTUATION", "MAX_NEW_TOKENS", "MIN_NEW_TOKENS", "NO_REPEAT_NGRAM_SIZE",
-           "SAMPLING_DEFAULTS", "check_generation_settings", "first_step_suppressed_ids", "is_punctuation",
-           "punctuation_token_ids", "set_generation_defaults"]
+__all__ = ["CONTINUING_PUNCTUATION", "MAX_NEW_TOKENS", "MAX_TEMPERATURE", "MIN_NEW_TOKENS", "MIN_TEMPERATURE",
+           "NO_REPEAT_NGRAM_SIZE", "SAMPLING_DEFAULTS", "check_generation_settings",
+           "first_step_suppressed_ids", "is_punctuation", "punctuation_token_ids", "set_generation_defaults"]

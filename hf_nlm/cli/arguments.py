@@ -5,20 +5,84 @@ error. A run's flags (data, tokenizer, model, training) are the library's:
 from __future__ import annotations
 
 import argparse
+import os
+import re
+
+#: A setting named in the library's words: a config field (``TrainingConfig.learning_rate``, ``NPLMConfig:
+#: cutoffs``) or a keyword argument (``top_p``); not inside a path or a flag, nor a value read
+#: (``head='split'``).
+_SETTING = re.compile(r"(?<![\w./\\-])(?P<config>[A-Z]\w*Config(?:\.|: ))?"
+                      r"(?P<name>[a-z][a-z0-9]*(?:_[a-z0-9]+)*)(?:='(?P<value>[^']*)')?(?![\w/\\-]|\.\w)")
+
+
+def flag_names(parser: argparse.ArgumentParser, message: str) -> str:
+    """``message`` with each setting named as the library names it (``TrainingConfig.learning_rate``,
+    ``top_p``, or a plain word that starts it: ``temperature must be ...``) written as ``parser``'s flag
+    for it (``--learning-rate``, ``--top-p``, ``--temperature``)."""
+    from ..models import MODEL_TYPES
+    from ..training.spec import model_settings
+
+    flags = {action.dest: max(action.option_strings, key=len) for action in parser._actions
+             if action.option_strings}
+    # A model config's field by the setting it is given with: HLBLConfig.hidden_size is --embedding-size.
+    settings = {MODEL_TYPES[m].config_class.__name__ + ".": {} for m in MODEL_TYPES}
+    for setting, fields in model_settings().items():
+        for m, field_name in fields.items():
+            settings[MODEL_TYPES[m].config_class.__name__ + "."][field_name] = setting
+
+    def flag(match: re.Match) -> str:
+        name, value = match.group("name"), match.group("value")
+        name = settings.get((match.group("config") or "").replace(": ", "."), {}).get(name, name)
+        # A name='value' is a value the library read (a checkpoint's model_type='gpt2'), not a flag given.
+        named = ("_" in name or match.group("config") or match.start() == 0) and value is None
+        if not named or name not in flags:
+            return match.group(0)
+        return flags[name]
+
+    return _SETTING.sub(flag, message)
 
 
 def fail(parser: argparse.ArgumentParser, message: str):
-    parser.error(message)  # "hf-nlm CMD: error: MESSAGE" and the --help hint on stderr, exit status 2
+    """End the command with a usage error: ``hf-nlm CMD: error: MESSAGE`` (the settings it names written as
+    the command's flags, :func:`flag_names`) and the --help hint on stderr, exit status 2."""
+    parser.error(flag_names(parser, message))
 
 
-def load_saved_run(parser: argparse.ArgumentParser, folder: str):
-    """:func:`hf_nlm.training.load_run`, a folder that does not load ending the command with a usage error."""
+def output_file(path: str) -> str:
+    """argparse type of a file a command writes: refused at once, naming the flag, where its folder does not
+    exist or it is a folder (rather than after the model has loaded and run)."""
+    folder = os.path.dirname(path) or "."
+    if os.path.isdir(path):
+        raise argparse.ArgumentTypeError(f"{path} is a folder: give a file name")
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"{path}: {folder} is a file, not a folder")
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"{path}: there is no folder {folder} to write it in (create it "
+                                         "first)")
+    return path
+
+
+def picture_file(path: str) -> str:
+    """argparse type of a picture a command draws: an :func:`output_file` whose extension names a format
+    matplotlib writes (``.png``, ``.pdf``, ``.svg``, ...)."""
+    from matplotlib.figure import Figure
+
+    formats = Figure().canvas.get_supported_filetypes()
+    if os.path.splitext(path)[1].lstrip(".").lower() not in formats:
+        raise argparse.ArgumentTypeError(f"{path}: name a picture file ending in one of "
+                                         f"{', '.join('.' + f for f in sorted(formats))}")
+    return output_file(path)
+
+
+def load_saved_run(parser: argparse.ArgumentParser, folder: str, flag: str | None = None):
+    """:func:`hf_nlm.training.load_run`, a folder that does not load ending the command with a usage error
+    (naming ``flag``, the option that gave the folder, if any)."""
     from ..training.run import load_run
 
     try:
         return load_run(folder)
     except (ValueError, FileNotFoundError) as err:
-        fail(parser, str(err))
+        fail(parser, f"{flag} {err}" if flag else str(err))
 
 
 def add_generation_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +95,8 @@ def add_generation_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sample instead of greedy / beam search (a model hf-nlm train made does not "
                              "sample unless asked)")
     parser.add_argument("--temperature", type=float, default=None,
-                        help="sampling temperature, > 0 (with --do-sample; default: 1.0)")
+                        help="sampling temperature, in [1e-30, 1e30]: beyond, the probabilities overflow "
+                             "(with --do-sample; default: 1.0)")
     parser.add_argument("--top-k", type=int, default=None,
                         help="sample from the k most likely tokens; 0 = all (with --do-sample; default: 0)")
     parser.add_argument("--top-p", type=float, default=None,

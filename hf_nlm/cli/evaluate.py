@@ -8,7 +8,7 @@ import json
 import sys
 
 from ..training.arguments import add_data_arguments, data_spec_from_arguments
-from .arguments import add_folder_command, fail, load_saved_run
+from .arguments import add_folder_command, fail, load_saved_run, output_file
 
 #: ``--numeral-chunk-size``'s default (hf_nlm.evaluation.numeracy.DEFAULT_NUMERAL_CHUNK_SIZE; the parser
 #: is built without importing torch).
@@ -62,7 +62,7 @@ def add_predict_numbers_parser(sub: argparse._SubParsersAction, help_text: str) 
                          help="point estimate of the predicted distribution (default: median)")
     predict.add_argument("--interval", type=float, default=0.8,
                          help="probability mass of the interval written with each prediction (default: 0.8)")
-    predict.add_argument("--predictions", default=None, metavar="FILE",
+    predict.add_argument("--predictions", type=output_file, default=None, metavar="FILE",
                          help="also write one JSON line per numeral: index, value, prediction, low, high")
     add_numeral_scoring_arguments(predict)
     return predict
@@ -178,13 +178,16 @@ def cmd_predict_numbers(args: argparse.Namespace) -> int:
 
 def _texts_to_check(args: argparse.Namespace) -> list[str]:
     """The texts ``check-numbers`` reads: ``--text``, ``--file`` or a corpus split, exactly one of them."""
-    corpus = any(hasattr(args, name) for name in ("corpus", "train_file", "validation_file", "test_file"))
+    corpus = any(hasattr(args, name) for name in ("corpus", "corpus_path", "train_file", "validation_file",
+                                                  "test_file"))
     given = [name for name, present in (("--text", args.text), ("--file", args.file), ("--corpus", corpus))
              if present]
     if len(given) != 1:
         fail(args.parser,
              "give the text to check with one of --text TEXT, --file PATH or --corpus NAME --split SPLIT"
              + (f", not {' and '.join(given)}" if given else ""))
+    if hasattr(args, "corpus_path") and not hasattr(args, "corpus"):
+        fail(args.parser, f"--corpus-path {args.corpus_path} needs --corpus NAME: the corpus read from it")
     if args.text:
         return list(args.text)
     if args.file:

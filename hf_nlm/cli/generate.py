@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
 from ..generation import MAX_NEW_TOKENS, MIN_NEW_TOKENS, SAMPLING_DEFAULTS, check_generation_settings
-from .arguments import add_folder_command, add_generation_arguments, fail, load_saved_run
+from .arguments import add_folder_command, add_generation_arguments, fail, load_saved_run, picture_file
 
 #: The flags that default to the model's generation config: given, they go to ``generate()``; left out, the
 #: model's generation config decides, as it does for ``model.generate(ids)`` and ``pipeline``.
@@ -68,7 +69,8 @@ def add_plot_attention_parser(sub: argparse._SubParsersAction, help_text: str) -
     attention = add_folder_command(sub, "plot-attention", help_text, "a saved story_seq2seq model folder",
                                    PLOT_ATTENTION_DESCRIPTION)
     attention.add_argument("source", help="the source text")
-    attention.add_argument("--output", default=None, help="PNG file (default: MODEL_DIR/attention.png)")
+    attention.add_argument("--output", type=picture_file, default=None,
+                           help="PNG file (default: MODEL_DIR/attention.png)")
     attention.add_argument("--num-beams", type=int, default=1, help="beam width (default: 1, greedy)")
     attention.add_argument("--max-new-tokens", type=int, default=50,
                            help="tokens to generate at most (default: 50)")
@@ -85,7 +87,8 @@ PLOT_NUMERALS_DESCRIPTION = (
 def add_plot_numerals_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
     plot = add_folder_command(sub, "plot-numerals", help_text, "a saved model folder",
                               PLOT_NUMERALS_DESCRIPTION)
-    plot.add_argument("--output", default=None, help="PNG file (default: MODEL_DIR/numeral_embeddings.png)")
+    plot.add_argument("--output", type=picture_file, default=None,
+                      help="PNG file (default: MODEL_DIR/numeral_embeddings.png)")
     plot.add_argument("--which", choices=("output", "input"), default="output",
                       help="the head's numeral rows (output, default) or the input embeddings")
     plot.add_argument("--density-after", default=None, metavar="TEXT",
@@ -218,8 +221,9 @@ def cmd_story(args: argparse.Namespace) -> int:
         fail(args.parser, "--model serves both stages: give it alone, or --storyline-model and --story-model")
     if args.storyline_model is not None and args.story_model is None:
         fail(args.parser, "--storyline-model needs --story-model")
-    first = load_saved_run(args.parser, args.model or args.storyline_model)
-    second = first if args.model else load_saved_run(args.parser, args.story_model)
+    first = load_saved_run(args.parser, args.model or args.storyline_model,
+                           "--model" if args.model else "--storyline-model")
+    second = first if args.model else load_saved_run(args.parser, args.story_model, "--story-model")
     for model, _ in (first, second):
         model.eval()
     if args.seed is not None:
@@ -282,6 +286,8 @@ def cmd_plot_numerals(args: argparse.Namespace) -> int:
         plot_strategy_weights,
     )
 
+    if args.value is not None and not math.isfinite(args.value):
+        fail(args.parser, f"--value must be a finite number, got {args.value}")
     model, tokenizer = load_saved_run(args.parser, args.model_dir)
     if getattr(tokenizer, "numeral_vocab", None) is None:
         fail(args.parser, f"{args.model_dir}: its tokenizer does not tell numerals from words (train the "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -33,6 +34,9 @@ def add_build_tree_parser(sub: argparse._SubParsersAction, help_text: str) -> ar
 def cmd_train(args: argparse.Namespace) -> int:
     from ..training import train
 
+    for flag, folder in (("--init-from", getattr(args, "init_from", None)), ("--resume", args.resume)):
+        if folder not in (None, "latest") and not os.path.isdir(folder):
+            fail(args.parser, f"{flag} {folder}: no such folder")
     try:
         spec = spec_from_arguments(args)
         result = train(spec)

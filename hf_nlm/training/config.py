@@ -214,8 +214,11 @@ class TrainingConfig:
         if self.momentum and self.optimizer != "sgd":
             raise ValueError("TrainingConfig.momentum applies to optimizer='sgd' only "
                              f"(got optimizer={self.optimizer!r})")
-        if not (0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1):
-            raise ValueError(f"Adam betas must lie in [0, 1), got ({self.adam_beta1}, {self.adam_beta2})")
+        for name in ("adam_beta1", "adam_beta2"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"TrainingConfig.{name} must lie in [0, 1), got {getattr(self, name)}")
+        if not (0 <= self.adam_epsilon and math.isfinite(self.adam_epsilon)):
+            raise ValueError(f"TrainingConfig.adam_epsilon must be a number >= 0, got {self.adam_epsilon}")
         if self.nt_asgd and self.fine_tune:
             raise ValueError("TrainingConfig: nt_asgd waits for a trigger, "
                              "fine_tune averages from the start; choose one")

@@ -159,7 +159,7 @@ def check_split_file(flag: str, path: str | os.PathLike) -> None:
             if found else "it holds no .txt or .csv file"
         raise FileNotFoundError(f"{flag} {path} is a folder, not a file: give files ({inside})")
     if not path.is_file():
-        raise FileNotFoundError(f"no such file: {path}")
+        raise FileNotFoundError(f"{flag} {path}: no such file")
 
 
 def check_not_tables(files: Mapping[str, Sequence[str]]) -> None:

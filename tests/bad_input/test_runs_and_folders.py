@@ -188,8 +188,9 @@ def test_generation_settings_are_checked_up_front(tiny_run, capsys):
     run = str(tiny_run)
     assert "--top-p must be in (0, 1]" in cli_error(
         ["generate", run, "the", "--do-sample", "--top-p", "1.5"], capsys)
-    assert "--temperature must be > 0" in cli_error(
-        ["generate", run, "the", "--do-sample", "--temperature", "0"], capsys)
+    for temperature in ("0", "-1", "nan", "inf", "1e-45", "1e300"):
+        assert "--temperature must be a number from 1e-30 to 1e+30, got " in cli_error(
+            ["generate", run, "the", "--do-sample", "--temperature", temperature], capsys)
     assert "--top-k must be >= 0" in cli_error(
         ["generate", run, "the", "--do-sample", "--top-k", "-1"], capsys)
     assert "need --do-sample" in cli_error(["generate", run, "the", "--temperature", "0.7"], capsys)

@@ -109,10 +109,10 @@ def test_bad_input_exits_2_with_a_message(tmp_path, capsys):
     expect_usage_error([*base], capsys, "give --corpus")
     expect_usage_error([*base, "--train-file", str(tmp_path / "missing.txt")], capsys, "missing.txt")
     expect_usage_error([*with_files, "--learning-rate", "-1"], capsys,
-                       "learning_rate must be a positive number")
+                       "--learning-rate must be a positive number")
     expect_usage_error([*with_files, "--learning-rate", "fast"], capsys, "invalid float value")
     expect_usage_error([*with_files, "--optimizer", "rmsprop"], capsys, "invalid choice: 'rmsprop'")
-    expect_usage_error([*with_files, "--context-size", "0"], capsys, "context_size")
+    expect_usage_error([*with_files, "--context-size", "0"], capsys, "--context-size (n - 1) must be >= 1")
     expect_usage_error([*with_files, "--tokenizer", "bpe"], capsys, "needs --vocab-size")
     expect_usage_error([*with_files, "--block-size", "0"], capsys, "--block-size must be >= 1")
     expect_usage_error([*with_files, "--max-steps", "0"], capsys, "max_steps must be >= 1")
