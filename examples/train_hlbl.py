@@ -28,6 +28,7 @@ from hf_nlm import HLBLForCausalLM
 from hf_nlm.training import train_lm
 from hf_nlm.training.arguments import add_build_tree_arguments, spec_from_arguments
 from hf_nlm.training.run import build_config, train_tokenizer
+from hf_nlm.training.run_folder import prepare_output_dir
 from hf_nlm.training.tree_recipe import build_data_tree, config_for_tree, tree_summary
 from hf_nlm.trees import random_tree
 
@@ -45,6 +46,11 @@ def main() -> None:
         parser.error(str(err))
     out, name = training.output_dir, spec.data.name
     print(f"{name}: vocabulary {len(tokenizer):,}; D = {config.hidden_size}, n - 1 = {config.context_size}")
+    try:  # the folder is checked and claimed before step 1 writes into it (random_tree/, word_tree.json)
+        prepare_output_dir(out, resuming=False, overwrite=training.overwrite_output_dir,
+                           main_process=int(os.environ.get("RANK", "0")) == 0)
+    except ValueError as err:
+        parser.error(str(err))
 
     # 1. An HLBL on a random tree (a balanced tree with the words at random leaves).
     tree = random_tree(config.vocab_size, seed=spec.tree_seed)

@@ -254,7 +254,7 @@ def test_a_model_folder_a_head_file_and_a_metric_folder_added_at_run_time(extens
     with pytest.raises(SystemExit) as refused:
         main([*train, "--unigram-floor", "1.5", "--output-dir", str(root / "refused")])
     assert refused.value.code == 2
-    assert "BagLMConfig.unigram_floor must be in [0, 1), got 1.5" in capsys.readouterr().err
+    assert "--unigram-floor must be in [0, 1), got 1.5" in capsys.readouterr().err
 
     # Training: the config saves the setting flat, beside the new model type and head.
     run = root / "run"

@@ -80,7 +80,8 @@ def page_wording(text: str) -> str:
     in the page's words: each flag, or setting name, becomes the control that sets it on the page, so that
     the library's messages stay shared and the page names what its user sees."""
     text = text.replace("drop --do-sample", "choose greedy or beam search")
-    text = re.sub(r"(?<![\w-])--do-sample(?![\w-])", "sample search", text)
+    text = text.replace("drop do_sample", "choose greedy or beam search")
+    text = re.sub(r"(?<![\w-])(?:--do-sample|do_sample)(?![\w-])", "sample search", text)
     for name, (control, *_) in NUMBER_LIMITS.items():
         spelled = name.replace("_", "[-_]")
         # "--temperature", "temperature", "the temperature"; a number right after the flag reads "at" it

@@ -89,7 +89,7 @@ def output_dir_error(path: str | os.PathLike, err: BaseException, after: str = "
         return RunFolderError(f"output_dir {path} is not a folder{where}: give --output-dir a folder path")
     if isinstance(err, OSError) and err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return RunFolderError(f"cannot write into {path} ({err.strerror}): make it writable or pick another "
-                              "output_dir (--output-dir)")
+                              "output_dir")
     return RunFolderError(f"cannot write into {path}: {err}")
 
 
@@ -148,7 +148,7 @@ def _in_use(output_dir: Path, holder: dict) -> RunFolderError:
     lock = output_dir / LOCK_FILE
     return RunFolderError(
         f"{output_dir} is in use by another training run (process {holder['pid']} on {holder.get('host')}): "
-        f"wait for it to end or pick another output_dir (--output-dir); if no run is using it, delete {lock}"
+        f"wait for it to end or pick another output_dir; if no run is using it, delete {lock}"
     )
 
 
@@ -269,7 +269,7 @@ def prepare_output_dir(output_dir: str | os.PathLike, resuming: bool, overwrite:
         raise RunFolderError(
             f"{output_dir} holds {_listed(taken)}, which a training run writes (its model, tokenizer, card, "
             "log or results) but no run wrote there; a run never replaces files it did not write: move them, "
-            "or pick another output_dir (--output-dir)"
+            "or pick another output_dir"
         )
     if others and main_process:
         logger.warning(f"{output_dir} holds files a run does not write ({_listed(others)}): the run writes "

@@ -129,7 +129,7 @@ def test_an_output_folder_that_is_a_file(small_txt, tmp_path, capsys):
     path = tmp_path / "model.bin"
     path.write_text("not a folder")
     err = refused(capsys, small_txt, path)
-    assert f"output_dir {path} is not a folder: give --output-dir a folder path" in err
+    assert f"--output-dir {path} is not a folder: give --output-dir a folder path" in err
     err = refused(capsys, small_txt, path / "run")
     assert f"({path} is a file)" in err
     assert path.read_text() == "not a folder"
@@ -153,7 +153,8 @@ def test_a_read_only_output_folder(small_txt, tmp_path, monkeypatch, capsys):
         err = refused(capsys, small_txt, out)
     finally:
         read_only.chmod(0o755)
-    assert f"cannot write into {out} (Permission denied): make it writable or pick another output_dir" in err
+    assert (f"cannot write into {out} (Permission denied): make it writable or pick another --output-dir"
+            in err)
 
 
 def test_a_full_disk_at_the_start(small_txt, tmp_path, monkeypatch, capsys):

@@ -115,7 +115,7 @@ def test_bad_input_exits_2_with_a_message(tmp_path, capsys):
     expect_usage_error([*with_files, "--context-size", "0"], capsys, "--context-size (n - 1) must be >= 1")
     expect_usage_error([*with_files, "--tokenizer", "bpe"], capsys, "needs --vocab-size")
     expect_usage_error([*with_files, "--block-size", "0"], capsys, "--block-size must be >= 1")
-    expect_usage_error([*with_files, "--max-steps", "0"], capsys, "max_steps must be >= 1")
+    expect_usage_error([*with_files, "--max-steps", "0"], capsys, "--max-steps must be >= 1")
     expect_usage_error(["train"], capsys, "--output-dir")
     expect_usage_error(["evaluate", str(tmp_path / "nowhere"), "--test-file", str(files["test"])], capsys,
                        "not a saved model folder")
@@ -128,7 +128,9 @@ def test_resume_from_another_model_type_exits_2(tmp_path, capsys):
     checkpoint = tmp_path / "run" / "checkpoints" / "checkpoint-7"
     checkpoint.mkdir(parents=True)
     (checkpoint / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
-    (checkpoint / "trainer_state.json").write_text("{}")
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": 3, "config": {}}))
+    for name in ("optimizer.pt", "scheduler.pt"):  # a complete checkpoint, as transformers' Trainer writes
+        torch.save({}, checkpoint / name)
     expect_usage_error(["train", "--train-file", str(files["train"]), "--output-dir", str(tmp_path / "run"),
                         "--resume"], capsys, "model_type='gpt2'")
 
