@@ -3,6 +3,8 @@ not a traceback."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import torch
 from bad_input_helpers import TEXTS, cli_error, edit_weights, nplm, save_folder, word_tokenizer
@@ -20,6 +22,8 @@ def test_a_floating_point_error_during_evaluate_is_a_usage_error(tmp_path, capsy
     def diverged(*args, **kwargs):
         raise FloatingPointError("evaluation loss is nan after 0 tokens")
 
+    # A module first imported while the patch holds would keep the fake for good: the trainer binds the name.
+    importlib.import_module("hf_nlm.training.trainer")
     monkeypatch.setattr(hf_nlm.evaluation, "evaluate_lm", diverged)
     err = cli_error(["evaluate", str(folder), "--test-file", str(tmp_path / "test.txt")], capsys)
     assert f"{folder}: evaluation loss is nan after 0 tokens" in err
