@@ -126,6 +126,8 @@ def register_auto_classes(model_types: Iterable[ModelType]) -> None:
     ``from_pretrained`` / ``pipeline`` load them without ``trust_remote_code``."""
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
+    from ..tokenization import NLMTokenizerFast
+
     for t in model_types:
         AutoConfig.register(t.name, t.config_class, exist_ok=True)
         AutoModel.register(t.config_class, t.base_model_class, exist_ok=True)
@@ -133,5 +135,6 @@ def register_auto_classes(model_types: Iterable[ModelType]) -> None:
             AutoModelForCausalLM.register(t.config_class, t.causal_lm_class, exist_ok=True)
         if t.seq2seq_lm_class is not None:
             AutoModelForSeq2SeqLM.register(t.config_class, t.seq2seq_lm_class, exist_ok=True)
-        if t.tokenizer_class is not None:
-            AutoTokenizer.register(t.config_class, tokenizer_class=t.tokenizer_class, exist_ok=True)
+        # AutoTokenizer finds a tokenizer_config.json's class by name among the registered classes.
+        AutoTokenizer.register(t.config_class, tokenizer_class=t.tokenizer_class or NLMTokenizerFast,
+                               exist_ok=True)

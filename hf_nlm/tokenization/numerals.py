@@ -70,7 +70,6 @@ text              tokens                            numerals: canonical / value 
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -78,12 +77,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
-from transformers import AutoTokenizer, PreTrainedTokenizerFast
+from transformers import AutoTokenizer
 
 from .detokenizer import word_decoder
 from .features import TokenFeatures
-from .files import check_tokenizer_files
-from .word_level import EOS_TOKEN, ranked_vocabulary, wrap_tokenizer
+from .word_level import EOS_TOKEN, NLMTokenizerFast, ranked_vocabulary, wrap_tokenizer
 
 #: The symbols of a canonical numeral string, in id order: "0"-"9" are ids 0-9, "." is 10, "-" is 11.
 DIGIT_SYMBOLS = "0123456789.-"
@@ -237,7 +235,7 @@ UNK_NUM_TOKEN = "<unk_num>"
 NUMERACY_SPECIAL_TOKENS = (UNK_WORD_TOKEN, EOS_TOKEN, UNK_NUM_TOKEN)
 
 
-class NumeracyTokenizerFast(PreTrainedTokenizerFast):
+class NumeracyTokenizerFast(NLMTokenizerFast):
     """A word-level tokenizer whose tokens are words or numerals, with two unknown tokens.
 
     Spithourakis & Riedel's softmax strategy maps unseen words to ``UNK_word`` and unseen numerals
@@ -260,14 +258,6 @@ class NumeracyTokenizerFast(PreTrainedTokenizerFast):
 
     #: Per-token numeral fields for :func:`hf_nlm.data.lm.tokenize_stream`.
     token_features = NUMERAL_FEATURES
-
-    @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
-        """transformers' ``from_pretrained`` (``AutoTokenizer`` comes here too); a local folder's damaged
-        tokenizer file is named first (:func:`~hf_nlm.tokenization.check_tokenizer_files`)."""
-        if pretrained_model_name_or_path is not None and os.path.isdir(pretrained_model_name_or_path):
-            check_tokenizer_files(pretrained_model_name_or_path)
-        return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
 
     @property
     def unk_word_token_id(self) -> int:

@@ -9,6 +9,7 @@ frequency-based word trees rely on that order.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -17,14 +18,30 @@ from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
 from .detokenizer import word_decoder
+from .files import check_tokenizer_files
 
 UNK_TOKEN = "<unk>"
 EOS_TOKEN = "<eos>"
 SPECIAL_TOKENS = (UNK_TOKEN, EOS_TOKEN)
 
 
+class NLMTokenizerFast(PreTrainedTokenizerFast):
+    """transformers' ``PreTrainedTokenizerFast`` for the tokenizers this package trains (word-level, BPE,
+    WordPiece; the numeracy tokenizer is a subclass). Saved under this name in ``tokenizer_config.json``, so
+    that ``AutoTokenizer.from_pretrained`` (after ``import hf_nlm``, which every model of this package needs
+    too) comes here: a damaged tokenizer file of a local folder is named first
+    (:func:`~hf_nlm.tokenization.check_tokenizer_files`), where transformers raises a bare
+    ``JSONDecodeError``. Folders saved as ``PreTrainedTokenizerFast`` load as before."""
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        if pretrained_model_name_or_path is not None and os.path.isdir(pretrained_model_name_or_path):
+            check_tokenizer_files(pretrained_model_name_or_path)
+        return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+
+
 def wrap_tokenizer(
-    tokenizer: Tokenizer, unk_token: str = UNK_TOKEN, tokenizer_class: type = PreTrainedTokenizerFast
+    tokenizer: Tokenizer, unk_token: str = UNK_TOKEN, tokenizer_class: type = NLMTokenizerFast
 ) -> PreTrainedTokenizerFast:
     """Wrap a ``tokenizers.Tokenizer`` with the hf_nlm special-token convention.
 
@@ -35,7 +52,7 @@ def wrap_tokenizer(
     ``DataCollatorForLanguageModeling(mlm=False)``) also drops every ``<eos>`` from the targets: with
     transformers' ``Trainer`` use :class:`hf_nlm.data.DataCollatorForCausalLM`, which pads by length
     (:func:`hf_nlm.data.check_collator` tells whether a collator keeps the sentence ends).
-    ``tokenizer_class``: a ``PreTrainedTokenizerFast`` subclass to build (the numeracy tokenizer's).
+    ``tokenizer_class``: the :class:`NLMTokenizerFast` subclass to build (the numeracy tokenizer's).
     """
     return tokenizer_class(
         tokenizer_object=tokenizer,
