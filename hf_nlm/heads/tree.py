@@ -436,8 +436,8 @@ class TreeSoftmaxHead(OutputHead):
         -log P; a word's leaves are then gathered (one gather over |V| x max_codes) and combined by
         logsumexp. The work per row after the matmul is O(num_nodes), where a gather over each word's
         padded path would be O(|V| x max_depth) (several times the matmul on a CPU).
-        Rows go in blocks of :attr:`chunk_size`, so that the (rows, 2, num_nodes) edge table stays one
-        reused allocation rather than a fresh, page-faulted one per call.
+        Rows go in blocks of :attr:`chunk_size`, which bounds the (rows, 2, num_nodes) edge table; without
+        autograd the scores, costs and result are written in place (``out=``), with no other temporaries.
         """
         s = self._structure()
         lead = hidden.shape[:-1]
