@@ -437,7 +437,8 @@ class TreeSoftmaxHead(OutputHead):
         logsumexp. The work per row after the matmul is O(num_nodes), where a gather over each word's
         padded path would be O(|V| x max_depth) (several times the matmul on a CPU).
         Rows go in blocks of :attr:`chunk_size`, which bounds the (rows, 2, num_nodes) edge table; without
-        autograd the scores, costs and result are written in place (``out=``), with no other temporaries.
+        autograd the scores, costs and result are written in place (``out=``); the per-level gathers are
+        the only other temporaries.
         """
         s = self._structure()
         lead = hidden.shape[:-1]
