@@ -14,8 +14,8 @@ Training touches only the nodes on the target's path(s), and pays for each of th
 are kept as one flat (ragged) list of (node, bit) steps per word, so a token costs the total length of
 its word's codes (about the expected code length for a Huffman tree, one path for a word with one
 code), not max_codes x max_depth. Exact full-vocabulary log-probabilities cost one (N, num_nodes)
-matmul plus O(|V|) additions per row (top-down over the tree levels), about the price of a full
-softmax.
+matmul, one softplus per node and O(num_nodes) additions and gathers per row (top-down over the tree
+levels).
 """
 
 from __future__ import annotations
@@ -429,12 +429,16 @@ class TreeSoftmaxHead(OutputHead):
     def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
         """log P(w | h) for every word, shape ``hidden.shape[:-1] + (|V|,)``.
 
-        All node scores at once (q h + b, one matmul), then top-down one tree level at a time: the
-        log-probability of taking each edge (node, bit) is the node's reach plus
-        log sigmoid(+-(h . q_i + b_i)); the next level's nodes are the internal ones among those edges,
-        the leaves are the rest; a word's leaves are combined by logsumexp. The work per row is
-        O(num_nodes) after the matmul, so the cost stays close to a full softmax's (which also needs
-        a |V| x D matmul). Rows are processed in chunks to keep the (num_nodes, chunk) tables in cache.
+        All node scores at once (s = q h + b, one matmul against every internal node), then the cost
+        -log P of each edge (node, bit): softplus(-s) for bit 1, softplus(s) = softplus(-s) + s for bit 0.
+        Top down over the tree levels, each edge adds the cost of the edge that leads to its node (one
+        gather per level, from a level already complete), so a leaf's edge ends up holding its code's whole
+        -log P; a word's leaves are then gathered (one gather over |V| x max_codes) and combined by
+        logsumexp. The work per row after the matmul is O(num_nodes), where a gather over each word's
+        padded path would be O(|V| x max_depth) (several times the matmul on a CPU).
+        Rows go in blocks of :attr:`chunk_size`, which bounds the (rows, 2, num_nodes) edge table; without
+        autograd the scores, costs and result are written in place (``out=``); the per-level gathers are
+        the only other temporaries.
         """
         s = self._structure()
         lead = hidden.shape[:-1]
@@ -443,40 +447,68 @@ class TreeSoftmaxHead(OutputHead):
         if s["node_order"] is not None:  # buffers not stored level by level (never from __init__)
             weight = weight.index_select(0, s["node_order"])
             bias = None if bias is None else bias.index_select(0, s["node_order"])
-        chunks = [
-            self._log_probs_chunk(h[i : i + self.chunk_size], weight, bias, s)
-            for i in range(0, h.shape[0], self.chunk_size)
-        ]
-        out = torch.cat(chunks, dim=0) if chunks else h.new_zeros(0, self.vocab_size)
+        h = h.to(weight.dtype)
+        params = (h, weight) if bias is None else (h, weight, bias)
+        if torch.is_grad_enabled() and any(t.requires_grad for t in params):
+            # Differentiable: the same computation without out= arguments (which autograd refuses).
+            chunks = [
+                self._log_probs_chunk(h[i : i + self.chunk_size], weight, bias, s)
+                for i in range(0, h.shape[0], self.chunk_size)
+            ]
+            out = torch.cat(chunks) if chunks else upcast(h).new_zeros(0, self.vocab_size)
+        else:
+            out = upcast(h).new_empty(h.shape[0], self.vocab_size)
+            for i in range(0, h.shape[0], self.chunk_size):
+                rows = slice(i, i + self.chunk_size)
+                self._log_probs_chunk(h[rows], weight, bias, s, out[rows])
         return out.view(*lead, self.vocab_size)
 
-    # Rows per block of log_probs: (num_nodes x chunk) tables stay small enough for the CPU caches.
+    # Rows per block of log_probs: larger blocks make the matmul and the per-level gathers more efficient.
     chunk_size = 64
 
     def _log_probs_chunk(
-        self, h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, s: dict
+        self,
+        h: torch.Tensor,
+        weight: torch.Tensor,
+        bias: torch.Tensor | None,
+        s: dict,
+        out: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        """log P(w | h) of the rows ``h`` into ``out`` (written in place, no autograd), or returned."""
         n, M = h.shape[0], self.num_nodes
-        # Node-major layout (M, n): one tree level is a contiguous block of rows.
-        score = weight @ h.t() if bias is None else torch.addmm(bias[:, None], weight, h.t())
-        score = upcast(score)
-        log_sig = F.logsigmoid(score)  # log P(bit 1 | node); log P(bit 0 | node) = log_sig - score
-        edge = score.new_empty(M, 2, n)  # log-prob of reaching each (node, bit) edge
-        reach = score.new_zeros(1, n)  # the root is reached with probability 1
-        for (start, end), next_nodes in zip(s["level_bounds"], s["level_children"], strict=True):
-            take_1 = reach + log_sig[start:end]
-            edge[start:end, 1] = take_1
-            edge[start:end, 0] = take_1 - score[start:end]
-            # The next level: the internal children of this level, gathered from its edges.
-            reach = edge[start:end].reshape(2 * (end - start), n).index_select(0, next_nodes)
-        leaf = edge.view(2 * M, n).index_select(0, s["leaf_edge"])  # (V * C, n)
+        dtype = upcast(h[:0]).dtype
+        # softplus(x) returns x above the threshold, where log1p(exp(-x)) is below the dtype's resolution.
+        threshold = 20.0 if dtype != torch.float64 else 40.0
+        # edge[:, bit, node]: the cost -log P of reaching that edge; first the node's own factor.
+        if out is None:
+            neg_score = -upcast(F.linear(h, weight, bias))
+            cost_1 = F.softplus(neg_score, threshold=threshold)  # -log sigmoid(s)
+            edge = torch.stack((cost_1 - neg_score, cost_1), dim=1)  # bit 0: -log sigmoid(-s)
+        else:
+            edge = out.new_empty(n, 2, M)
+            neg_score = edge[:, 0]  # -(q h + b), overwritten by bit 0's cost below
+            if weight.dtype != dtype:  # half precision: scores upcast before the softplus
+                neg_score.copy_(F.linear(h, weight, bias)).neg_()
+            elif bias is None:
+                torch.mm(h, weight.t(), out=neg_score).neg_()
+            else:
+                torch.addmm(bias, h, weight.t(), beta=-1, alpha=-1, out=neg_score)
+            torch._C._nn.softplus(neg_score, 1.0, threshold, out=edge[:, 1])
+            torch.sub(edge[:, 1], neg_score, out=edge[:, 0])
+        flat = edge.view(n, 2 * M)
+        for (start, end), parent_edge in zip(s["level_bounds"], s["level_parent_edge"], strict=True):
+            edge[:, :, start:end] += flat.index_select(1, parent_edge)[:, None, :]
         V, C = self.vocab_size, s["max_codes"]
-        if C > 1:
-            leaf = leaf.view(V, C, n).masked_fill(~s["code_mask"][..., None], float("-inf")).logsumexp(1)
-        return leaf.t()
+        if C == 1:
+            if out is None:
+                return -flat.index_select(1, s["leaf_edge"])
+            return torch.index_select(flat, 1, s["leaf_edge"], out=out).neg_()
+        leaf = (-flat.index_select(1, s["leaf_edge"])).view(n, V, C)
+        leaf = leaf.masked_fill(~s["code_mask"], float("-inf"))
+        return leaf.logsumexp(-1) if out is None else torch.logsumexp(leaf, dim=-1, out=out)
 
     def _structure(self) -> dict:
-        """Level blocks, child and leaf indices derived from the buffers (cached).
+        """Level blocks, parent-edge and leaf-edge indices derived from the buffers (cached).
 
         Derived rather than stored so that the saved state is just the tree (see :meth:`_cache_key`).
         """
@@ -507,24 +539,19 @@ class TreeSoftmaxHead(OutputHead):
             starts = [0]
             for c in counts:
                 starts.append(starts[-1] + c)
-            bounds = [(starts[d], starts[d + 1]) for d in range(len(counts))]
-            # Edge (node, bit) of a depth-ordered node p is row 2 p + bit of the (2M, n) edge table.
-            edge_of_node = 2 * pos[parent] + parent_bit  # the edge leading into each node
-            level_children = []
-            for d, (a, _) in enumerate(bounds):
-                if d + 1 < len(bounds):
-                    nxt = order[bounds[d + 1][0] : bounds[d + 1][1]]
-                    level_children.append(edge_of_node[nxt] - 2 * a)  # local to this level's edges
-                else:
-                    level_children.append(torch.zeros(0, dtype=torch.int64, device=dev))
+            # Edge (bit, node) of a depth-ordered node p is column bit * M + p of the (n, 2 M) edge table.
+            edge_of_node = parent_bit * M + pos[parent]  # the edge leading into each node
+            # The root's level (depth 0) has no parent edge to add.
+            bounds = [(starts[d], starts[d + 1]) for d in range(1, len(counts))]
+            level_parent_edge = [edge_of_node[order[a:b]] for a, b in bounds]
             length = mask.sum(1)
             last = (length - 1).clamp_min(0).unsqueeze(1)
             leaf_node = nodes.gather(1, last).squeeze(1)
             leaf_bit = bits.gather(1, last).squeeze(1)
             structure = {
                 "level_bounds": bounds,
-                "level_children": level_children,
-                "leaf_edge": 2 * pos[leaf_node] + leaf_bit,
+                "level_parent_edge": level_parent_edge,
+                "leaf_edge": leaf_bit * M + pos[leaf_node],
                 "code_mask": (length > 0).view(V, C),
                 "max_codes": C,
                 "node_order": None if identity else order,

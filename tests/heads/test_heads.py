@@ -295,6 +295,24 @@ def test_tree_softmax_matches_the_formula(kind):
         assert math.isclose(float(expected.sum(1).mean()), 1.0, rel_tol=1e-12)
 
 
+@pytest.mark.parametrize("kind", ["huffman", "adaptive_eps"])
+def test_tree_log_probs_under_autograd_match_nll(kind):
+    """With gradients on, log_probs takes its differentiable path: the same values as without, and its
+    gradient at the targets equals the training loss's (an independent computation over the paths)."""
+    head = make_head(f"tree_{kind}").double()
+    h = torch.randn(5, D, dtype=torch.float64, requires_grad=True)
+    target = torch.arange(5) * 3 % V
+    log_probs = head.log_probs(h)
+    with torch.no_grad():
+        torch.testing.assert_close(log_probs, head.log_probs(h))
+    picked = log_probs.gather(1, target[:, None]).squeeze(1)
+    torch.testing.assert_close(picked, -head.nll(h, target))
+    grad_log_probs = torch.autograd.grad(picked.sum(), (h, head.weight))
+    grad_nll = torch.autograd.grad(-head.nll(h, target).sum(), (h, head.weight))
+    for a, b in zip(grad_log_probs, grad_nll, strict=True):
+        torch.testing.assert_close(a, b)
+
+
 def test_tree_head_renumbers_a_depth_unsorted_tree():
     # Node 1 is deeper than node 2: 0 -> (2, w0), 2 -> (1, w1), 1 -> (w2, w3)
     tree = WordTree([[2, leaf(0)], [leaf(2), leaf(3)], [1, leaf(1)]], 4)
