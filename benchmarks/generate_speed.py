@@ -11,7 +11,7 @@ For every model type of :data:`hf_nlm.models.MODEL_TYPES`, random weights (seede
   argmax; for the recurrent models the embedding of the new token, one ``torch.lstm_cell`` step per layer
   with the state carried, the head and the argmax. Both give the same tokens (asserted).
   Targets: <= 1.2 for the fixed-window models, <= 1.1 for the recurrent ones.
-* ``greedy_floor_vs_plain_loop`` (fixed-window models) -- the same ``generate()`` call around a model whose
+* ``greedy_floor_vs_plain_loop`` -- the same ``generate()`` call around a model whose
   forward is the plain loop's step and nothing else: what transformers' own decoding loop (its stopping
   criteria, logits-processor list, output object and bookkeeping per token) adds, the least any
   ``generate()`` of the model can cost.
@@ -187,18 +187,29 @@ def sequence_log_prob(model, prompt: torch.Tensor, sequence: torch.Tensor) -> fl
 
 
 class FloorModel(PreTrainedModel, GenerationMixin):
-    """A fixed-window model whose forward is the plain loop's step (the last window, the head's scores) and
-    nothing else: ``generate()`` over it costs the plain loop plus transformers' own decoding loop, the least
-    any ``generate()`` of the model can cost."""
+    """A model whose forward is the plain loop's step and nothing else (the last window, or for a recurrent
+    model one LSTM step from a state it keeps itself; the head's scores): greedy ``generate()`` over it costs
+    the plain loop plus transformers' own decoding loop, the least any greedy ``generate()`` of the model can
+    cost."""
 
     def __init__(self, model) -> None:
         super().__init__(model.config)
         self.inner = model
         self.generation_config = model.generation_config
+        self.state = None
+
+    def generate(self, *args, **kwargs):
+        self.state = None  # a new sequence
+        return super().generate(*args, **kwargs)
 
     def forward(self, input_ids, attention_mask=None, **kwargs) -> CausalLMOutputWithPast:
-        context = input_ids[:, -self.inner.config.context_size:].flip(1)
-        return CausalLMOutputWithPast(logits=window_scores(self.inner, context)[:, None])
+        if self.inner.config.model_type in WINDOW:
+            scores = window_scores(self.inner, input_ids[:, -self.inner.config.context_size:].flip(1))
+        elif self.state is None:
+            scores, self.state = lstm_prefix(self.inner, input_ids)
+        else:
+            scores = lstm_step(self.inner, input_ids[:, -1], self.state)
+        return CausalLMOutputWithPast(logits=scores[:, None])
 
     def prepare_inputs_for_generation(self, input_ids, **kwargs) -> dict:
         return {"input_ids": input_ids}
@@ -271,14 +282,12 @@ def bench(model_type: str, args: argparse.Namespace) -> None:
     compare(model_type, "greedy_vs_plain_loop", model, prompt,
             {"generate": generate(), "plain": lambda: plain(model, prompt, new)}, args.repeats, target,
             context)
-    if model_type in WINDOW:
-        # transformers' own loop: generate() around a forward that is the plain loop's step and nothing else.
-        floor = FloorModel(model)
-        config = greedy_config(new)
-        compare(model_type, "greedy_floor_vs_plain_loop", model, prompt,
-                {"generate": lambda: floor.generate(prompt, attention_mask=torch.ones_like(prompt),
-                                                    generation_config=config),
-                 "plain": lambda: plain(model, prompt, new)}, args.repeats, None, context)
+    # transformers' own loop: generate() around a forward that is the plain loop's step and nothing else.
+    floor, config = FloorModel(model), greedy_config(new)
+    compare(model_type, "greedy_floor_vs_plain_loop", model, prompt,
+            {"generate": lambda: floor.generate(prompt, attention_mask=torch.ones_like(prompt),
+                                                generation_config=config),
+             "plain": lambda: plain(model, prompt, new)}, args.repeats, None, context)
     if args.beams > 1:
         compare(model_type, "beam_vs_plain_loop", model, prompt,
                 {"generate": generate(args.beams),
