@@ -41,7 +41,7 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from common import add_run_arguments, emit_json, log, quick_defaults, start_run
+from common import add_run_arguments, emit_json, log, quick_defaults, start_run, time_rotated
 from torch import nn
 
 from hf_nlm.models.awd_lstm import AWDLSTMConfig, AWDLSTMForCausalLM
@@ -58,19 +58,8 @@ def emit(**fields) -> None:
 
 
 def time_interleaved(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1) -> dict[str, float]:
-    """Median seconds per call of each function; each repetition calls every function once, and the
-    order rotates from one repetition to the next so that drifting load hits all of them alike."""
-    names = list(fns)
-    for _ in range(warmup):
-        for name in names:
-            fns[name]()
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for rep in range(repeats):
-        for name in names[rep % len(names) :] + names[: rep % len(names)]:
-            start = time.perf_counter()
-            fns[name]()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
+    """Median seconds per call of each function (:func:`common.time_rotated`)."""
+    return {name: statistics.median(t) for name, t in time_rotated(fns, repeats, warmup).items()}
 
 
 def zipf_batch(vocab_size: int, shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:

@@ -10,6 +10,7 @@ import argparse
 import json
 import platform
 import sys
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -27,6 +28,24 @@ def log(message: str) -> None:
 def emit_json(benchmark: str, row: dict) -> None:
     """One result as one JSON line on stdout, tagged with the benchmark's name."""
     print(json.dumps({"benchmark": benchmark, **row}), flush=True)
+
+
+def time_rotated(fns: dict[str, Callable[[], object]], repeats: int,
+                 warmup: int = 1) -> dict[str, list[float]]:
+    """Seconds of each call of each function, ``repeats`` times after ``warmup`` calls; each repetition calls
+    every function once, the order rotating from one repetition to the next, so that drifting load on a shared
+    machine hits all of them alike."""
+    names = list(fns)
+    for _ in range(warmup):
+        for name in names:
+            fns[name]()
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for rep in range(repeats):
+        for name in names[rep % len(names):] + names[: rep % len(names)]:
+            start = time.perf_counter()
+            fns[name]()
+            times[name].append(time.perf_counter() - start)
+    return times
 
 
 def machine() -> str:

@@ -247,6 +247,8 @@ class NLMPreTrainedModel(PreTrainedModel):
 
     # Our forward() computes the mean loss itself; Trainer must not rescale it under DDP.
     accepts_loss_kwargs = False
+    # True inside generate() after the prompt is checked: forward() then skips check_inputs.
+    _generating = False
 
     # ------------------------------------------------------------------ the output head
     def _build_head(self, in_features: int, **head_kwargs) -> OutputHead:
@@ -361,6 +363,8 @@ class NLMPreTrainedModel(PreTrainedModel):
         what ``DataCollatorForLanguageModeling(mlm=False)`` gives when the pad token is ``<eos>``)."""
         if input_ids is None or input_ids.device.type == "meta" or _tracing():
             return  # min / max read the values: a traced or exported graph has none to read
+        if self._generating and labels is None and shift_labels is None:
+            return  # generate() checked the prompt; every token it appends is an argmax / draw of our scores
         V = self.config.vocab_size
         given = [(name, ids) for name, ids in (("input_ids", input_ids), ("labels", labels),
                                                ("shift_labels", shift_labels))
@@ -539,7 +543,11 @@ class NLMPreTrainedModel(PreTrainedModel):
 
         An empty prompt (``input_ids`` of shape (B, 0)) starts from the sentence boundary: it becomes one
         column of ``bos_token_id``, which the returned sequences then begin with (as ``hf-nlm generate``
-        does for an empty prompt)."""
+        does for an empty prompt).
+
+        The prompt's ids are checked once (:meth:`check_inputs`); the steps that follow read only tokens
+        generate() chose from the model's own scores, so ``forward`` does not check them again (except in
+        assisted decoding, whose candidates come from another model)."""
         for name in ("num_beams", "num_return_sequences"):
             value = kwargs.get(name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -561,7 +569,17 @@ class NLMPreTrainedModel(PreTrainedModel):
             mask = kwargs.get("attention_mask")
             if mask is None or mask.shape[-1] == 0:
                 kwargs["attention_mask"] = torch.ones_like(ids)
-        return super().generate(*args, **kwargs)
+        for given in (ids, kwargs.get("decoder_input_ids")):
+            if isinstance(given, torch.Tensor) and given.dtype in (torch.long, torch.int):
+                self.check_inputs(given)
+        config = kwargs.get("generation_config") or self.generation_config
+        assisted = (kwargs.get("assistant_model") is not None
+                    or kwargs.get("prompt_lookup_num_tokens", config.prompt_lookup_num_tokens) is not None)
+        self._generating = not assisted
+        try:
+            return super().generate(*args, **kwargs)
+        finally:
+            self._generating = False
 
 
 def positions_to_score(hidden: torch.Tensor, logits_to_keep: int | torch.Tensor) -> torch.Tensor:

@@ -8,7 +8,8 @@ Each of them predicts w_{t+1} from the n - 1 tokens w_t, ..., w_{t-n+2} only, so
   ``bos_token_id``, as an n-gram model pads with <s>) and :meth:`context_vectors` (the same windows, of
   word vectors), both cut by :func:`sliding_windows`;
 * :class:`WindowCausalLMMixin` gives their ``XForCausalLM`` classes the same ``generate()`` behaviour
-  (no key/value cache: each step re-reads the last n - 1 tokens).
+  (no key/value cache: each step reads the last n - 1 tokens, and only the last position's window goes
+  through the body and the head).
 """
 
 from __future__ import annotations
@@ -86,6 +87,27 @@ class WindowModelMixin:
         ids = self._window_tokens(input_ids, attention_mask)
         return sliding_windows(ids, self._fill_id(ids), self.config.context_size)
 
+    def last_context(self, input_ids: torch.LongTensor,
+                     attention_mask: torch.Tensor | None = None) -> torch.LongTensor:
+        """``contexts(input_ids, attention_mask)[:, -1:]``, (B, 1, n - 1), cut from the last n - 1 tokens
+        alone: what a generation step reads."""
+        n_1 = self.config.context_size
+        ids = self._window_tokens(input_ids[:, -n_1:],
+                                  None if attention_mask is None else attention_mask[:, -n_1:])
+        if ids.shape[1] < n_1:
+            ids = torch.cat([self._fill_id(ids).expand(-1, n_1 - ids.shape[1]), ids], dim=1)
+        return ids.flip(1)[:, None]
+
+    def window_output(self, windows: torch.Tensor) -> torch.Tensor:
+        """The vector the head reads, (B, T, D_out), from the context windows' word vectors ``windows``
+        (B, T, n - 1, D): each body's own network."""
+        raise NotImplementedError
+
+    def last_hidden_state(self, input_ids: torch.LongTensor,
+                          attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``forward(input_ids, attention_mask).last_hidden_state[:, -1:]`` from the last window alone."""
+        return self.window_output(self.get_input_embeddings()(self.last_context(input_ids, attention_mask)))
+
     def context_vectors(
         self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -118,6 +140,12 @@ class WindowCausalLMMixin:
         """The body's vectors at every position, then the head: loss (mean NLL of the shifted ``labels``,
         or of ``shift_labels``; -100 ignored) and logits, as :meth:`lm_output` describes."""
         self.check_inputs(input_ids, labels, kwargs.get("shift_labels"), attention_mask)
+        if (isinstance(logits_to_keep, int) and logits_to_keep == 1 and not self.training and labels is None
+                and kwargs.get("shift_labels") is None and not self._hidden_states(output_hidden_states)):
+            # A generate() step: only the last position is scored, so only its window is read (one
+            # embedding lookup of n - 1 words and one pass of the network, not one per position).
+            hidden = self.model.last_hidden_state(input_ids, attention_mask)
+            return self.lm_output(hidden, None, 1, return_dict, outputs={"hidden_states": None}, **kwargs)
         body = self.model(
             input_ids, attention_mask=attention_mask, output_hidden_states=output_hidden_states,
             return_dict=True,

@@ -557,3 +557,29 @@ def test_pipeline_text_generation_with_hlbl(tmp_path, toy_texts):
     out = gen("the cat", max_new_tokens=4, min_new_tokens=4, num_beams=2, do_sample=False,
               skip_special_tokens=False)[0]["generated_text"]
     assert out.startswith("the cat ") and len(out.split()) == 6
+
+
+@pytest.mark.parametrize("make", [
+    lambda: NPLMForCausalLM(NPLMConfig(vocab_size=V, context_size=3, embedding_size=4, hidden_size=5,
+                                       bos_token_id=0)),
+    lambda: NPLMForCausalLM(NPLMConfig(vocab_size=V, context_size=3, embedding_size=4, hidden_size=0,
+                                       bos_token_id=0)),
+    lambda: tiny_lbl(diagonal=False, context_size=3, bos_token_id=0),
+    lambda: tiny_lbl(diagonal=True, context_size=3, bos_token_id=0),
+], ids=["nplm", "nplm-mlp3", "lbl", "lbl-diagonal"])
+@pytest.mark.parametrize("length", [1, 2, 3, 6])
+def test_a_generation_step_reads_the_last_window_alone_and_scores_as_the_whole_forward(make, length):
+    """forward(logits_to_keep=1) in eval mode, what each generate() step calls, cuts the last position's
+    window from the last n - 1 tokens only: the same logits as scoring every position, with the input shorter
+    than the window, as long, longer, and left-padded."""
+    torch.manual_seed(0)
+    model = make().eval()
+    ids = torch.randint(0, V, (2, length), generator=torch.Generator().manual_seed(length))
+    mask = torch.ones_like(ids)
+    mask[1, : length // 2] = 0  # the second row left-padded
+    with torch.no_grad():
+        for m in (None, mask):
+            whole = model(ids, attention_mask=m).logits[:, -1:]
+            step = model(ids, attention_mask=m, logits_to_keep=1).logits
+            torch.testing.assert_close(step, whole)
+            assert torch.equal(model.model.last_context(ids, m), model.model.contexts(ids, m)[:, -1:])

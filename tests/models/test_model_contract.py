@@ -270,3 +270,17 @@ def test_save_and_load_through_the_auto_classes(model, tmp_path):
     assert type(loaded) is type(model)
     ids = batch()
     torch.testing.assert_close(loaded(**inputs(model, ids)).logits, model(**inputs(model, ids)).logits)
+
+
+def test_generate_checks_the_prompt_once_and_forward_checks_again_afterwards(model):
+    """generate() refuses a prompt id outside the vocabulary with the message forward() gives (its steps then
+    skip the check: they read only tokens chosen from the model's own scores), and after it forward() checks
+    every call again."""
+    bad = batch(B=1, T=4)
+    bad[0, 1] = V
+    with pytest.raises(ValueError, match="outside the model's vocabulary"):
+        model.generate(bad, attention_mask=torch.ones_like(bad), max_new_tokens=2, do_sample=False)
+    prompt = batch(B=1, T=4)
+    model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=2, do_sample=False)
+    with pytest.raises(ValueError, match="outside the model's vocabulary"):
+        model(**inputs(model, bad))

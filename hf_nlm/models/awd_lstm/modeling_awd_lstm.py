@@ -125,9 +125,10 @@ class WeightDropLSTM(GradientCheckpointingLayer):
             if inp.shape[1] == 1 and inp.device.type == "cpu":
                 # One token (cached generate(), the padding loop): on a CPU nn.LSTM goes through oneDNN,
                 # whose per-call set-up costs 4-5x the step itself; the plain cell kernel does not.
-                w = {**dict(self.lstm.named_parameters()), **weights}
+                lstm = self.lstm
                 h, c = torch.lstm_cell(
-                    inp[:, 0], (h, c), w["weight_ih_l0"], w["weight_hh_l0"], w["bias_ih_l0"], w["bias_hh_l0"]
+                    inp[:, 0], (h, c), lstm.weight_ih_l0, weights.get("weight_hh_l0", lstm.weight_hh_l0),
+                    lstm.bias_ih_l0, lstm.bias_hh_l0,
                 )
                 return h[:, None], h, c
             # nn.LSTM wants states as (num_layers=1, B, H).
@@ -384,8 +385,11 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
         **kwargs,
     ) -> dict:
         # Without a state the whole prefix is read from the sentence boundary. attention_mask stays whole:
-        # forward() takes its last columns.
+        # forward() takes its last columns. From a state, the unread tokens are the ones generate() appended,
+        # never padding: no mask, so that no step reads the mask's values back.
         input_ids, cache = unread_tokens(input_ids, cache)
+        if cache is not None:
+            attention_mask = None
         return {
             "input_ids": input_ids,
             "attention_mask": attention_mask,

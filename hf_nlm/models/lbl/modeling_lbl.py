@@ -64,6 +64,12 @@ class LBLModel(WindowModelMixin, LBLPreTrainedModel):
         self.C = nn.Parameter(torch.empty((n_1, D) if config.diagonal_context else (n_1, D, D)))
         self.post_init()
 
+    def window_output(self, r: torch.Tensor) -> torch.Tensor:
+        """r_hat = sum_i C_i r_{w_{t-i}} of the context windows' feature vectors ``r`` (B, T, n - 1, D)."""
+        if self.config.diagonal_context:
+            return (r * self.C).sum(dim=2)  # sum_i c_i * r_{w_{t-i}}
+        return torch.einsum("btid,ied->bte", r, self.C)
+
     def forward(
         self,
         input_ids: torch.LongTensor,
@@ -77,10 +83,7 @@ class LBLModel(WindowModelMixin, LBLPreTrainedModel):
         are cut, and the predicted ones."""
         # (B, T, D): r_{w_t}; (B, T, n-1, D): r_{w_{t-i}}
         r_w, r = self.context_vectors(input_ids, attention_mask)
-        if self.config.diagonal_context:
-            r_hat = (r * self.C).sum(dim=2)  # sum_i c_i * r_{w_{t-i}}
-        else:
-            r_hat = torch.einsum("btid,ied->bte", r, self.C)  # sum_i C_i r_{w_{t-i}}
+        r_hat = self.window_output(r)
         hidden_states = (r_w, r_hat) if self._hidden_states(output_hidden_states) else None
         return self._output(BaseModelOutput(last_hidden_state=r_hat, hidden_states=hidden_states),
                             return_dict)

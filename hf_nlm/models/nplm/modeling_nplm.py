@@ -61,6 +61,20 @@ class NPLMModel(WindowModelMixin, NPLMPreTrainedModel):
         self.dropout = nn.Dropout(config.dropout)
         self.post_init()
 
+    def output_input(self, x: torch.Tensor) -> torch.Tensor:
+        """z = [tanh(d + H x); x] of the concatenated word features x (..., (n - 1) m)."""
+        parts = []
+        if self.H is not None:
+            parts.append(torch.tanh(self.H(x)))  # tanh(d + H x)
+        if self.config.direct_connections:
+            parts.append(x)
+        z = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+        return self.dropout(z) if self.training else z  # no module call per generated token
+
+    def window_output(self, windows: torch.Tensor) -> torch.Tensor:
+        """z of the context windows' word features ``windows`` (B, T, n - 1, m)."""
+        return self.output_input(windows.flatten(2))
+
     def forward(
         self,
         input_ids: torch.LongTensor,
@@ -71,14 +85,8 @@ class NPLMModel(WindowModelMixin, NPLMPreTrainedModel):
     ) -> BaseModelOutput:
         """z at every position; with ``output_hidden_states``, also ``hidden_states = (x, z)``: the
         concatenated word features and the vector the output layer reads."""
-        B, T = input_ids.shape
-        x = self.C(self.contexts(input_ids, attention_mask)).reshape(B, T, -1)  # (B, T, (n-1) m)
-        parts = []
-        if self.H is not None:
-            parts.append(torch.tanh(self.H(x)))  # tanh(d + H x)
-        if self.config.direct_connections:
-            parts.append(x)
-        z = self.dropout(parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1))
+        x = self.C(self.contexts(input_ids, attention_mask)).flatten(2)  # (B, T, (n-1) m)
+        z = self.output_input(x)
         hidden_states = (x, z) if self._hidden_states(output_hidden_states) else None
         return self._output(BaseModelOutput(last_hidden_state=z, hidden_states=hidden_states), return_dict)
 
