@@ -196,6 +196,31 @@ def build_config(spec: RunSpec, tokenizer):
     )
 
 
+def run_heads(model_type: str) -> list[str]:
+    """The registered heads (:data:`hf_nlm.heads.HEAD_REGISTRY`, in its order) that a run of ``model_type``
+    builds a config for: each tried on a small vocabulary, with the settings a run supplies itself (a split
+    head's default cutoffs; a numeral vocabulary, where the config has the field). A new head or model type
+    shows up here by being registered."""
+    from ..heads import HEAD_REGISTRY
+    from ..heads.split import default_cutoffs
+
+    config_class = MODEL_TYPES[model_type].config_class
+    numerals = any(f.name == "numeral_vocab" for f in dataclasses.fields(config_class))
+    heads = []
+    for head in HEAD_REGISTRY:
+        settings = {"vocab_size": 16, "head": head}
+        if head == "split":
+            settings["cutoffs"] = default_cutoffs(16)
+        if numerals:
+            settings["numeral_vocab"] = {"<unk_num>": 2, "1": 3, "2.5": 4}
+        try:
+            config_class(**settings)
+        except ValueError:
+            continue
+        heads.append(head)
+    return heads
+
+
 def build_tree(spec: RunSpec, tokenizer, train_texts=None):
     """The word tree of a tree head: ``tree_file``, or a random / balanced / Huffman (by the training texts'
     word frequencies) tree over the vocabulary."""
