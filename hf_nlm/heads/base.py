@@ -67,6 +67,14 @@ def upcast(x: torch.Tensor) -> torch.Tensor:
 HEAD_REGISTRY: dict[str, type[OutputHead]] = {}
 
 
+def zero_with_gradient(parameters) -> torch.Tensor:
+    """0, as a function of every tensor of ``parameters``: added to a loss, it gives each of them a zero
+    gradient and changes nothing else. A head whose branches run only on the targets that need them
+    (the numeral branch on numeral targets) ties in the branches a batch left unused: DDP reduces every
+    parameter's gradient at each step and stops a run where one process's loss did not use one."""
+    return sum((p.reshape(-1)[:0].sum() for p in parameters), torch.zeros(()))
+
+
 def register_head(name: str, place: float = math.inf):
     """Class decorator: make an :class:`OutputHead` subclass available as ``config.head = name``.
 

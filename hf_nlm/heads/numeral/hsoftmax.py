@@ -15,7 +15,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..base import OutputHead, Targets, refuse_arguments, register_head, upcast, write_unless_loaded
+from ..base import (
+    OutputHead,
+    Targets,
+    refuse_arguments,
+    register_head,
+    upcast,
+    write_unless_loaded,
+    zero_with_gradient,
+)
 from ..fused import linear_nll
 from ..softmax import resized_rows
 from .common import check_numerals_kept, numeral_vocab_of, sorted_numerals
@@ -193,6 +201,13 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
                          .to(log_class.dtype))
                 in_branch = vocab if exact is None else in_branch.index_put((by_row,), vocab)
             picked = picked.index_put((rows,), log_class[rows, 1] + in_branch)
+        if torch.is_grad_enabled():
+            # The numeral branch's parameters are few: tie them in always, whichever of them the
+            # targets used; the word branch only when the batch has no word target.
+            unused = [p for name, p in self.named_parameters() if not name.startswith(("class_", "word_"))]
+            if not words.numel():
+                unused += [self.word_weight, self.word_bias]
+            picked = picked + zero_with_gradient(unused).to(picked.dtype)
         return torch.where(keep, -picked, torch.zeros_like(picked)).view(shape)
 
     def extra_repr(self) -> str:
