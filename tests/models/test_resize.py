@@ -15,6 +15,8 @@ from hf_nlm import (
     LBLForCausalLM,
     NPLMConfig,
     NPLMForCausalLM,
+    StorySeq2SeqConfig,
+    StorySeq2SeqForConditionalGeneration,
 )
 from hf_nlm.heads import tree_config_fields
 from hf_nlm.trees import balanced_tree
@@ -95,3 +97,29 @@ def test_heads_that_cannot_follow_refuse_clearly():
     with pytest.raises(ValueError, match="tree"):
         hlbl.resize_token_embeddings(V + 1)
     assert hlbl.get_input_embeddings().weight.shape[0] == V  # refused before anything changed
+
+
+def test_untied_seq2seq_grows_both_embeddings_and_its_head(tmp_path):
+    """The story seq2seq with separate source and decoder embeddings: both follow, as the head does."""
+    torch.manual_seed(0)
+    model = StorySeq2SeqForConditionalGeneration(
+        StorySeq2SeqConfig(vocab_size=V, embedding_size=6, hidden_size=8, tie_word_embeddings=False)
+    ).eval()
+    old = snapshot(model)
+    model.resize_token_embeddings(V + 3)
+
+    for name in ("model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"):
+        new = model.state_dict()[name]
+        assert new.shape[0] == V + 3, name
+        torch.testing.assert_close(new[:V], old[name], rtol=0, atol=0)
+        torch.testing.assert_close(new[V:], old[name].mean(0).expand_as(new[V:]), rtol=0, atol=1e-3)
+    assert model.model.encoder.embed_tokens is not model.model.decoder.embed_tokens
+
+    x = torch.randint(0, V + 3, (2, 5))
+    with torch.no_grad():
+        logits = model(input_ids=x, decoder_input_ids=x).logits
+    assert logits.shape == (2, 5, V + 3)
+    model.save_pretrained(tmp_path)
+    reloaded = StorySeq2SeqForConditionalGeneration.from_pretrained(tmp_path).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(reloaded(input_ids=x, decoder_input_ids=x).logits, logits)

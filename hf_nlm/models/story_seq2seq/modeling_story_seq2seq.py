@@ -548,15 +548,17 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
         return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
 
     def resize_token_embeddings(self, new_num_tokens=None, pad_to_multiple_of=None, mean_resizing=True):
-        if not self.config.tie_word_embeddings and (
-            new_num_tokens is not None or pad_to_multiple_of is not None
-        ):
-            raise ValueError(
-                "resize_token_embeddings resizes one input embedding; this model's decoder embedding is "
-                "untied (tie_word_embeddings=False) and would keep the old size: build a new model for the "
-                "new vocabulary"
-            )
-        return super().resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
+        """The source embedding and the output head (see the base class), and the decoder's own embedding
+        where it is untied (``tie_word_embeddings=False``): new rows the mean of the old ones with
+        ``mean_resizing``, as transformers resizes an input embedding."""
+        embeddings = super().resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
+        decoder = self.model.decoder
+        if decoder.embed_tokens.num_embeddings != embeddings.num_embeddings:
+            resized = self._get_resized_embeddings(decoder.embed_tokens, embeddings.num_embeddings,
+                                                   mean_resizing=mean_resizing)
+            resized.requires_grad_(decoder.embed_tokens.weight.requires_grad)
+            decoder.embed_tokens = resized
+        return embeddings
 
     @deprecate_kwarg("past_key_values", "6.0.0", new_name="cache")
     def forward(
