@@ -49,11 +49,14 @@ class ArpaLM(BackoffLM):
         lm._build(sections)
         return lm
 
-    def _build(self, sections) -> None:
+    def _build(self, sections: list) -> None:
+        """The query tables of the parsed ``sections`` (emptied as they are used: the tables take their
+        place in memory)."""
         n, V = self.order, self.vocab_size
-        grams = [None] + [ids for ids, _, _ in sections]
-        logp = [None] + [lp * LN10 for _, lp, _ in sections]
-        bows = [None] + [b * LN10 for _, _, b in sections]
+        grams: list = [None] + [ids for ids, _, _ in sections]
+        logp: list = [None] + [np.multiply(lp, LN10, out=lp) for _, lp, _ in sections]
+        bows: list = [None] + [np.multiply(b, LN10, out=b) for _, _, b in sections]
+        sections.clear()
         has_bow = [None] + [~np.isnan(b) for b in bows[1:]]
         unigram = np.full(V, -np.inf)
         given = ~np.isnan(logp[1])  # <s> alone has no probability: it is never predicted
@@ -61,41 +64,57 @@ class ArpaLM(BackoffLM):
         # Top down, the contexts a query must be able to reach: those of listed n-grams, those with a
         # backoff weight, and (a trie cannot skip a node) every suffix of those. Ranking them also tells
         # where each (j+1)-gram's context (prefix), each backoff j-gram and each longer context's suffix is.
-        contexts: list[np.ndarray] = [np.zeros((1, 0), dtype=np.int64)] + [None] * (n - 1)
+        # Of every level's n-grams and contexts only one word is needed further down: the rest is dropped.
+        contexts: list = [np.zeros((1, 0), dtype=grams[1].dtype)] + [None] * (n - 1)
         prefix_at, bow_at, suffix_at = [None] * (n + 1), [None] * n, [None] * n
         for j in range(n - 1, 0, -1):
             parts = [grams[j + 1][:, :-1], grams[j][has_bow[j]]]
             if j + 1 < n:
                 parts.append(contexts[j + 1][:, 1:])
             stacked = np.concatenate(parts)
-            rank, count = row_ranks(stacked, V)
-            contexts[j] = np.empty((count, j), dtype=np.int64)
-            contexts[j][rank] = stacked
             bounds = np.cumsum([len(p) for p in parts])[:-1]
+            del parts
+            grams[j + 1] = grams[j + 1][:, -1].copy()
+            if j + 1 < n:
+                contexts[j + 1] = contexts[j + 1][:, 0].copy()
+            rank, count = row_ranks(stacked, V)
+            contexts[j] = np.empty((count, j), dtype=stacked.dtype)
+            contexts[j][rank] = stacked
+            del stacked
             prefix_at[j + 1], bow_at[j], *rest = np.split(rank, bounds)
             if rest:
                 suffix_at[j + 1] = rest[0]
+        grams[1] = None
+        if n > 1:
+            contexts[1] = contexts[1][:, 0].copy()
         # Bottom up, the trie id of every context (module docstring of counts.py): the rank of
         # id(its suffix) * V + its oldest word among its level's keys.
         ctx_keys, ctx_logbow = [np.zeros(1, dtype=np.int64)], [np.zeros(1)]
         trie_id = [np.zeros(1, dtype=np.int64)]
         for j in range(1, n):
             parent = trie_id[j - 1][suffix_at[j]] if j > 1 else np.zeros(len(contexts[j]), dtype=np.int64)
-            keys = parent * V + contexts[j][:, 0]
+            keys = parent * V + contexts[j]
+            contexts[j] = suffix_at[j] = parent = None
             order = np.argsort(keys)  # the keys are distinct: the contexts are
             ctx_keys.append(keys[order])
-            trie_id.append(np.empty(keys.size, dtype=np.int64))
-            trie_id[j][order] = np.arange(keys.size)
-            logbow = np.zeros(keys.size)
+            del keys
+            trie_id.append(np.empty(order.size, dtype=np.int64))
+            trie_id[j][order] = np.arange(order.size)
+            del order
+            logbow = np.zeros(trie_id[j].size)
             logbow[trie_id[j][bow_at[j]]] = bows[j][has_bow[j]]
+            bows[j] = bow_at[j] = None
             ctx_logbow.append(logbow)
         gram_keys, gram_logp = [None, None], [None, None]
         for k in range(2, n + 1):
             given = ~np.isnan(logp[k])  # an n-gram ending in <s> alone is a context, not a prediction
-            keys = trie_id[k - 1][prefix_at[k][given]] * V + grams[k][given, -1]
+            keys = trie_id[k - 1][prefix_at[k][given]] * V + grams[k][given]
+            trie_id[k - 1] = prefix_at[k] = grams[k] = None
             order = np.argsort(keys)
             gram_keys.append(keys[order])
+            del keys
             gram_logp.append(logp[k][given][order])
+            logp[k] = None
         self._set_tables(unigram, ctx_keys, ctx_logbow, gram_keys, gram_logp)
 
     def _model_ids(self, ids: np.ndarray, tokenizer) -> np.ndarray:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..counts import row_ranks
-from .bulk_reader import BulkWords, read_bulk
+from .bulk_reader import BulkFile, read_bulk
 from .format import BOS, EOS, PathLike, line_error
 from .line_reader import read_lines
 
@@ -44,7 +44,7 @@ def read_arpa(
 ) -> tuple[list[str], int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
     """Parse an ARPA file. Returns ``(words, vocab_size, sections)``.
 
-    ``sections[k - 1] = (ids (M, k) int64 oldest first, log10 p (M,), log10 bow (M,))``; a missing
+    ``sections[k - 1] = (ids (M, k) oldest first, log10 p (M,), log10 bow (M,))``; a missing
     backoff weight is NaN, and so is the probability of an n-gram ending in ``<s>`` that has no
     ``</s>`` twin (a context only: ``<s>`` is never predicted).
 
@@ -68,29 +68,53 @@ def read_arpa(
 def read_arpa_with_boundary(path: PathLike, vocab=None, bos_id: int | None = None):
     """:func:`read_arpa`, plus the boundary id (``None`` when the file has no ``<s>`` / ``</s>``)."""
     path = Path(path)
-    data = path.read_bytes()
-    text = _decode(path, data)
-    raw = read_bulk(data, text)
-    if raw is None:  # anything irregular: read line by line, which also finds and names what is wrong
-        raw = read_lines(path, text)
-    return _map_words(path, raw, vocab, bos_id)
+    source = "the vocabulary given" if vocab is not None else "the \\1-grams: section"
+    bulk = read_bulk(path, lambda unigrams: _word_ids(path, unigrams, vocab, bos_id), source)
+    if bulk is not None:
+        return _bulk_sections(path, bulk)
+    # Anything irregular: read line by line, which also finds and names what is wrong.
+    text = _decode(path, path.read_bytes())
+    return _map_words(path, read_lines(path, text), vocab, bos_id, source)
 
 
-def _map_words(path: Path, raw, vocab, bos_id: int | None):
-    """The parsed sections as id arrays (words mapped to ids, ``<s>`` / ``</s>`` pairs merged)."""
+def _bulk_sections(path: Path, bulk: BulkFile):
+    """:func:`_map_words` of a file parsed in bulk (its words already numbered)."""
+    word_id, words, vocab_size, boundary = bulk.mapped
+    table = np.fromiter(word_id.values(), dtype=np.int64, count=len(word_id))  # bulk.words -> id
+    table = table.astype(np.int32) if vocab_size < 2**31 else table
+    start_word = bulk.words.index(BOS) if boundary is not None and BOS in word_id else -1
+    sections = []
+    for k in range(1, len(bulk.sections) + 1):
+        section, bulk.sections[k - 1] = bulk.sections[k - 1], None  # dropped once numbered
+        start = section.words[:, -1] == start_word if boundary is not None else None
+        named = _Named(bulk.words, section.words.reshape(-1))
+        ids = table[section.words]
+        sections.append(_merge_duplicates(path, k, ids, section.logp, section.bow, start, named, section.lines))
+    return words, vocab_size, sections, boundary
+
+
+class _Named:
+    """The words of a section by position (``words[index[i]]``), for messages."""
+
+    def __init__(self, words: list[str], index: np.ndarray) -> None:
+        self.words, self.index = words, index
+
+    def __getitem__(self, i: slice) -> list[str]:
+        return [self.words[j] for j in self.index[i].tolist()]
+
+
+def _map_words(path: Path, raw, vocab, bos_id: int | None, source: str):
+    """The sections parsed line by line as id arrays (words mapped to ids, ``<s>`` / ``</s>`` pairs
+    merged)."""
     word_id, words, vocab_size, boundary = _word_ids(path, raw[0][0], vocab, bos_id)
     sections = []
     for k, (flat, logp, bow, where) in enumerate(raw, start=1):
-        ids = flat.ids(word_id) if isinstance(flat, BulkWords) else None
-        if ids is None:
-            try:
-                ids = np.fromiter(map(word_id.__getitem__, flat), dtype=np.int64, count=len(flat))
-            except KeyError:  # find and name the first unknown word
-                ids = np.fromiter(map(word_id.get, flat, itertools.repeat(-1)), dtype=np.int64,
-                                  count=len(flat))
+        try:
+            ids = np.fromiter(map(word_id.__getitem__, flat), dtype=np.int64, count=len(flat))
+        except KeyError:  # find and name the first unknown word
+            ids = np.fromiter(map(word_id.get, flat, itertools.repeat(-1)), dtype=np.int64, count=len(flat))
         if (ids < 0).any():
             unknown = int(np.argmax(ids < 0))
-            source = "the vocabulary given" if vocab is not None else "the \\1-grams: section"
             raise line_error(path, where[unknown // k], f"word {flat[unknown]!r} is not in {source}")
         ids = ids.reshape(-1, k)
         logp, bow = np.asarray(logp, dtype=np.float64), np.asarray(bow, dtype=np.float64)
@@ -99,10 +123,7 @@ def _map_words(path: Path, raw, vocab, bos_id: int | None):
         if boundary is not None:
             start = np.zeros(len(ids), dtype=bool)
             ends = np.flatnonzero(ids[:, -1] == boundary)
-            if isinstance(flat, BulkWords):
-                start[ends] = flat.equal(ends * k + k - 1, BOS)
-            else:
-                start[ends] = [flat[r * k + k - 1] == BOS for r in ends.tolist()]
+            start[ends] = [flat[r * k + k - 1] == BOS for r in ends.tolist()]
         ids, logp, bow = _merge_duplicates(path, k, ids, logp, bow, start, flat, where)
         sections.append((ids, logp, bow))
     return words, vocab_size, sections, boundary
