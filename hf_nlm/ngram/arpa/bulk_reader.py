@@ -1,12 +1,14 @@
 """The ARPA bulk reader: a regular file parsed a block of lines at a time into arrays, or ``None`` (the line
 reader then reads it).
 
-Parser: numpy finds the layout (the tabs, spaces and newlines of a block, checked against the one layout
-a regular entry can have), Apache Arrow's C++ string kernels (``pyarrow``, a dependency already, for the
-``datasets`` library) split the block into its fields, parse the numbers (``cast`` to float64, the
-correctly rounded value that ``float`` gives) and map the words to ids (``index_in``, a hash table of the
-file's words). No Python object per line, and no copy of the whole file: a block of
-:data:`BLOCK_BYTES` is read, parsed into id and value arrays, and dropped.
+The parser: numpy finds the layout (the tabs, spaces and newlines of a block, checked against the one
+layout a regular entry can have) and makes the block an Arrow string array of its fields without copying
+it; Apache Arrow's C++ kernels (``pyarrow``, which the ``datasets`` library already brings) then parse the
+numbers (``cast`` to float64: the correctly rounded value, as ``float`` gives) and number the words
+(``index_in``: a hash table of the 1-grams' words). No Python object per line and no copy of the whole
+file: a block of :data:`BLOCK_BYTES` is read, parsed into int32 word numbers and float64 values, and
+dropped. (Arrow, not a compiled extension of our own: it already does the two per-field jobs, parsing
+numbers and hashing strings, in C++.)
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ import pyarrow.compute as pc
 from .format import NGRAM_LINE, line_error
 
 BLOCK_BYTES = 1 << 22  # read and parsed at a time (a block grows to hold a longer line)
+# Arrow's memory is the C library's, as numpy's is: freed at once, not kept in a pool of Arrow's own.
+_POOL = pa.system_memory_pool()
 # Characters str.split() splits on besides " ", "\t" and "\n": the bulk reader leaves files with any of
-# them to the line reader (which splits lines with str.split()).
+# them to the line reader (which splits lines with str.split()). The ASCII ones are found as separators.
 _ODD_SPACE = re.compile("[\r\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 
 
@@ -160,10 +164,11 @@ def _read(f, path: Path, map_unigrams, source: str) -> BulkFile | None:
 def _number_words(tokens, vocab: pa.Array, k: int, path: Path, first_line: int, source: str) -> np.ndarray:
     """The position of every word of ``tokens`` (k per entry, the first entry on ``first_line``) in
     ``vocab``; an unknown word is a ``ValueError`` naming its line."""
-    index = pc.fill_null(pc.index_in(tokens, value_set=vocab), -1).to_numpy().astype(np.int32, copy=False)
-    if (index < 0).any():
-        row = int(np.argmax(index < 0))
+    index = pc.index_in(tokens, value_set=vocab, memory_pool=_POOL)
+    if index.null_count:
+        row = int(np.argmax(pc.is_null(index).to_numpy(zero_copy_only=False)))
         raise line_error(path, first_line + row // k, f"word {tokens[row].as_py()!r} is not in {source}")
+    index = index.to_numpy().astype(np.int32, copy=False)
     return index
 
 
@@ -190,19 +195,27 @@ def _parse_block(data: bytearray, count: int, k: int, order: int):
     want[ends] = 10
     if not np.array_equal(kind, want) or (np.diff(separators, prepend=-1) < 2).any():
         return None
-    buf = np.frombuffer(data, dtype=np.uint8)  # writable: data is a bytearray
-    buf[separators] = 32
-    text = pa.StringArray.from_buffers(
-        1, pa.py_buffer(np.array([0, buf.size - 1], dtype=np.int32)), pa.py_buffer(data)
-    )
-    tokens = pc.split_pattern(text, " ").flatten()  # token i ends at separator i
-    logp = _numbers(tokens.take(first))
+    # The block as Arrow strings without a copy: its fields and, between them, its separators (field
+    # i is string 2i: it ends at separator i).
+    offsets = np.empty(2 * separators.size + 1, dtype=np.int32 if buf.size < 2**31 else np.int64)
+    offsets[0] = 0
+    offsets[1::2] = separators
+    offsets[2::2] = separators + 1
+    string = pa.string() if offsets.dtype == np.int32 else pa.large_string()
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    pieces = pa.Array.from_buffers(string, offsets.size - 1, buffers)
+
+    def tokens(i):  # field i
+        return pc.take(pieces, i, memory_pool=_POOL)
+
+    first *= 2
+    logp = _numbers(tokens(first))
     bow = np.full(count, np.nan)
-    values = _numbers(tokens.take(ends[with_bow])) if with_bow.any() else bow[:0]
+    values = _numbers(tokens(2 * ends[with_bow])) if with_bow.any() else bow[:0]
     if logp is None or values is None or np.isnan(logp).any() or (logp > 0).any() or np.isnan(values).any():
         return None
     bow[with_bow] = values
-    return tokens.take((first[:, None] + np.arange(1, k + 1)).reshape(-1)), logp, bow
+    return tokens((first[:, None] + np.arange(2, 2 * k + 1, 2)).reshape(-1)), logp, bow
 
 
 def _numbers(fields: pa.Array) -> np.ndarray | None:
@@ -210,7 +223,7 @@ def _numbers(fields: pa.Array) -> np.ndarray | None:
     correctly rounded values; the few spellings it refuses that ``float`` reads (``1_0``) go through
     ``float``."""
     try:
-        return pc.cast(fields, pa.float64()).to_numpy(zero_copy_only=False)
+        return pc.cast(fields, pa.float64(), memory_pool=_POOL).to_numpy(zero_copy_only=False)
     except pa.ArrowInvalid:
         try:
             return np.array([float(x) for x in fields.to_pylist()], dtype=np.float64)

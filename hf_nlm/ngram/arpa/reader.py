@@ -88,8 +88,9 @@ def _bulk_sections(path: Path, bulk: BulkFile):
         section, bulk.sections[k - 1] = bulk.sections[k - 1], None  # dropped once numbered
         start = section.words[:, -1] == start_word if boundary is not None else None
         named = _Named(bulk.words, section.words.reshape(-1))
-        ids = table[section.words]
-        sections.append(_merge_duplicates(path, k, ids, section.logp, section.bow, start, named, section.lines))
+        merged = _merge_duplicates(path, k, table[section.words], section.logp, section.bow, start, named,
+                                   section.lines)
+        sections.append(merged)
     return words, vocab_size, sections, boundary
 
 
