@@ -43,7 +43,7 @@ def fixed_point_bytes(x: np.ndarray, digits: int) -> np.ndarray | None:
     while at > 2 + width:
         size = min(5, at - 2 - width)
         frac, group = np.divmod(frac, 10**size)
-        out[:, at - size : at] = _five_digits()[group, 5 - size :]
+        out[:, at - size : at] = np.take(_five_digits(), group, axis=0)[:, 5 - size :]
         at -= size
     return out
 

@@ -187,48 +187,56 @@ def _word_ids(path: Path, unigrams: list[str], vocab, bos_id: int | None):
 
 
 def _merge_duplicates(path, k, ids, logp, bow, start, flat, where):
-    """Refuse repeated n-grams, except an ``<s>`` / ``</s>`` pair (``start``: the rows ending in ``<s>``)."""
-    if len(ids) == 0:
+    """Refuse repeated n-grams, except an ``<s>`` / ``</s>`` pair (``start``: the rows ending in ``<s>``).
+
+    Only the rows whose words another row may repeat (equal hashes) are compared exactly."""
+    if start is not None:  # an <s> n-gram is a context, never predicted (a pair's </s> row has the p)
+        logp = np.where(start, np.nan, logp)
+    rows = _repeated_rows(ids)
+    if rows.size == 0:
         return ids, logp, bow
-    inverse, num = row_ranks(ids, int(ids.max()) + 1)
+    inverse, num = row_ranks(ids[rows], int(ids.max()) + 1)
     counts = np.bincount(inverse, minlength=num)
-    lone_start = start & (counts[inverse] == 1) if start is not None else None
-    if counts.max() == 1:
-        if start is not None:
-            logp = np.where(lone_start, np.nan, logp)  # a lone <s> n-gram is a context, never predicted
-        return ids, logp, bow
     order = np.argsort(inverse, kind="stable")
     ranked = inverse[order]
     first = order[np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])]  # first row of every rank
-    rows = np.arange(len(ids))
     repeated = counts[inverse] > 1
+    later = repeated & (np.arange(rows.size) != first[inverse])
+    pair = np.zeros(rows.size, dtype=bool)
     if start is not None:
         # A pair of one <s> row and one </s> row is allowed; every other repeat is an error.
+        is_start = start[rows]
         pair = repeated & (counts[inverse] == 2)
-        starts_in_group = np.bincount(inverse, weights=start, minlength=num)
-        pair &= starts_in_group[inverse] == 1
-        bad = np.flatnonzero(repeated & ~pair & (rows != first[inverse]))
-    else:
-        pair = np.zeros(len(ids), dtype=bool)
-        bad = np.flatnonzero(repeated & (rows != first[inverse]))
+        pair &= np.bincount(inverse, weights=is_start, minlength=num)[inverse] == 1
+    bad = np.flatnonzero(later & ~pair)
     if bad.size:
-        r = bad[0]
+        r = rows[bad[0]]
         raise line_error(
             path,
             where[r],
             f"duplicate {k}-gram {' '.join(flat[r * k : r * k + k])!r} "
-            f"(first on line {where[first[inverse[r]]]})",
+            f"(first on line {where[rows[first[inverse[bad[0]]]]]})",
         )
     if start is None:
         return ids, logp, bow
     # The </s> row of a pair keeps its probability and takes the <s> row's backoff weight (if any).
     start_bow = np.full(num, np.nan)
-    sel = pair & start
-    start_bow[inverse[sel]] = bow[sel]
-    target = pair & ~start
+    start_bow[inverse[pair & is_start]] = bow[rows[pair & is_start]]
+    target = pair & ~is_start
+    taken = start_bow[inverse[target]]
     bow = bow.copy()
-    own = bow[target]
-    bow[target] = np.where(np.isnan(start_bow[inverse[target]]), own, start_bow[inverse[target]])
-    logp = np.where(lone_start, np.nan, logp)  # a lone <s> n-gram is a context, never predicted
-    keep = ~(pair & start)
+    bow[rows[target]] = np.where(np.isnan(taken), bow[rows[target]], taken)
+    keep = np.ones(len(ids), dtype=bool)
+    keep[rows[pair & is_start]] = False
     return ids[keep], logp[keep], bow[keep]
+
+
+def _repeated_rows(ids: np.ndarray) -> np.ndarray:
+    """The rows of an (M, k) id array whose hash another row shares: every repeated row among them."""
+    key = ids[:, 0].astype(np.uint64)
+    for j in range(1, ids.shape[1]):  # a polynomial hash, wrapping around 2^64
+        key *= np.uint64(0x9E3779B97F4A7C15)
+        key += ids[:, j].astype(np.uint64)
+    ordered = np.sort(key)
+    shared = ordered[1:][ordered[1:] == ordered[:-1]]
+    return np.flatnonzero(np.isin(key, shared)) if shared.size else np.zeros(0, dtype=np.int64)
