@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
+import sys
+
 import numpy as np
 
 from .arpa import write_arpa
@@ -47,6 +50,7 @@ class ArpaLM(BackoffLM):
         lm = cls(len(sections), V, bos_id)
         lm.words = words if words and not all(w.isdigit() for w in words) else None
         lm._build(sections)
+        _return_freed_memory()
         return lm
 
     def _build(self, sections: list) -> None:
@@ -153,3 +157,16 @@ class ArpaLM(BackoffLM):
         lm.words = config.get("words")
         lm._load_tables(arrays)
         return lm
+
+
+def _return_freed_memory() -> None:
+    """Hand the memory the parse and the table build freed back to the system (glibc's ``malloc_trim``).
+
+    glibc keeps freed heap pages for the process's next allocations; after a load's temporaries (several
+    times the tables' size) the process would go on holding them. Elsewhere (another C library, another
+    system) nothing is done."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None).malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc
+            pass
