@@ -99,7 +99,7 @@ class ArpaLM(BackoffLM):
             parent = trie_id[j - 1][suffix_at[j]] if j > 1 else np.zeros(len(contexts[j]), dtype=np.int64)
             keys = parent * V + contexts[j]
             contexts[j] = suffix_at[j] = parent = None
-            order = np.argsort(keys)  # the keys are distinct: the contexts are
+            order = _order(keys)  # the keys are distinct: the contexts are
             ctx_keys.append(keys[order])
             del keys
             trie_id.append(np.empty(order.size, dtype=np.int64))
@@ -114,7 +114,7 @@ class ArpaLM(BackoffLM):
             given = ~np.isnan(logp[k])  # an n-gram ending in <s> alone is a context, not a prediction
             keys = trie_id[k - 1][prefix_at[k][given]] * V + grams[k][given]
             trie_id[k - 1] = prefix_at[k] = grams[k] = None
-            order = np.argsort(keys)
+            order = _order(keys)
             gram_keys.append(keys[order])
             del keys
             gram_logp.append(logp[k][given][order])
@@ -157,6 +157,19 @@ class ArpaLM(BackoffLM):
         lm.words = config.get("words")
         lm._load_tables(arrays)
         return lm
+
+
+def _order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort`` of distinct non-negative int64 keys: one ``np.sort`` of the keys with their positions in
+    the low bits where they fit (SIMD-accelerated, unlike ``argsort``)."""
+    shift = max(1, (keys.size - 1).bit_length())
+    if keys.size == 0 or int(keys.max()) >= 1 << (62 - shift):
+        return np.argsort(keys)
+    packed = keys << shift
+    packed |= np.arange(keys.size)
+    packed.sort()
+    packed &= (1 << shift) - 1
+    return packed
 
 
 def _return_freed_memory() -> None:
