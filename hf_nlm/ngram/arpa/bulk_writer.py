@@ -100,32 +100,45 @@ class BulkWriter:
         return blocks
 
     def _weights(self, bow: np.ndarray) -> pa.Array | None:
-        """The end of every line: ``"\\t" + value + "\\n"``, or ``"\\n"`` where ``bow`` is NaN."""
+        """The end of every line with a backoff weight, ``"\\t" + value + "\\n"``; null (a bare newline
+        when the line is joined) where ``bow`` is NaN."""
         has_bow = ~np.isnan(bow)
         rows = np.flatnonzero(has_bow)
-        text = fixed_point_bytes(bow[rows], self.digits) if rows.size else np.zeros((0, 0), dtype=np.uint8)
+        if rows.size == 0:
+            return pa.nulls(bow.size, type=pa.large_string())
+        text = fixed_point_bytes(bow[rows], self.digits)
         if text is None:
             return None
-        out = np.zeros((bow.size, 2 + text.shape[1]), dtype=np.uint8)
-        out[rows, 0] = 9
-        out[rows, 1:-1] = text
-        out[:, -1] = 10
-        return _strings(out)
+        text = _strings(np.concatenate([np.full((rows.size, 1), 9, dtype=np.uint8), text,
+                                        np.full((rows.size, 1), 10, dtype=np.uint8)], axis=1))
+        lengths = np.zeros(bow.size, dtype=np.int64)
+        lengths[rows] = np.diff(np.frombuffer(text.buffers()[1], dtype=np.int64))
+        offsets = np.zeros(bow.size + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        valid = pa.py_buffer(np.packbits(has_bow, bitorder="little"))
+        buffers = [valid, pa.py_buffer(offsets), text.buffers()[2]]
+        return pa.Array.from_buffers(pa.large_string(), bow.size, buffers, null_count=bow.size - rows.size)
 
     def _lines(self, grams, prob, last, weight) -> pa.Buffer:
-        """The text of the lines ``prob`` + words + ``weight`` (their columns joined row by row), the
-        last word taken from ``last``."""
+        """The text of the lines ``prob`` + words + ``weight`` (their columns joined row by row, a null
+        weight read as a newline), the last word taken from ``last``."""
         k = grams.shape[1]
         columns = [prob]
         columns += [self.context.take(grams[:, j]) for j in range(k - 1)]
         columns += [last.take(grams[:, -1]), weight]
-        lines = pc.binary_join_element_wise(*columns, pa.scalar("", type=pa.large_string()))
+        options = pc.JoinOptions(null_handling="replace", null_replacement="\n")
+        lines = pc.binary_join_element_wise(*columns, pa.scalar("", type=pa.large_string()), options=options)
         offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)
         return lines.buffers()[2][int(offsets[lines.offset]) : int(offsets[lines.offset + len(lines)])]
 
 
 def _strings(rows: np.ndarray) -> pa.Array:
-    """The rows of a NUL-padded (N, W) uint8 array as N strings (the NULs dropped)."""
+    """The rows of a NUL-padded (N, W) uint8 array as N strings (the NULs dropped; without a copy where
+    there are none, as when every number has the same sign and integer digits)."""
+    if not (rows == 0).any():
+        offsets = np.arange(0, rows.size + 1, max(1, rows.shape[1]), dtype=np.int64)
+        return pa.LargeStringArray.from_buffers(rows.shape[0], pa.py_buffer(offsets),
+                                                pa.py_buffer(np.ascontiguousarray(rows)))
     lengths = np.count_nonzero(rows, axis=1)
     offsets = np.zeros(rows.shape[0] + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
