@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 from .arpa import write_arpa
-from .arpa.format import LN10, PathLike
+from .arpa.format import LN10, PathLike, row_hashes
 from .arpa.reader import read_arpa_with_boundary
 from .base import BackoffLM
 from .counts import row_ranks
@@ -66,28 +66,23 @@ class ArpaLM(BackoffLM):
         given = ~np.isnan(logp[1])  # <s> alone has no probability: it is never predicted
         unigram[grams[1][given, 0]] = logp[1][given]
         # Top down, the contexts a query must be able to reach: those of listed n-grams, those with a
-        # backoff weight, and (a trie cannot skip a node) every suffix of those. Ranking them also tells
+        # backoff weight, and (a trie cannot skip a node) every suffix of those; numbering them also tells
         # where each (j+1)-gram's context (prefix), each backoff j-gram and each longer context's suffix is.
         # Of every level's n-grams and contexts only one word is needed further down: the rest is dropped.
         contexts: list = [np.zeros((1, 0), dtype=grams[1].dtype)] + [None] * (n - 1)
         prefix_at, bow_at, suffix_at = [None] * (n + 1), [None] * n, [None] * n
         for j in range(n - 1, 0, -1):
-            parts = [grams[j + 1][:, :-1], grams[j][has_bow[j]]]
-            if j + 1 < n:
-                parts.append(contexts[j + 1][:, 1:])
-            stacked = np.concatenate(parts)
-            bounds = np.cumsum([len(p) for p in parts])[:-1]
-            del parts
+            asked = [grams[j + 1][:, :-1]] + ([contexts[j + 1][:, 1:]] if j + 1 < n else [])
+            asked = np.concatenate(asked) if len(asked) > 1 else asked[0].copy()
+            size = len(grams[j + 1])
             grams[j + 1] = grams[j + 1][:, -1].copy()
             if j + 1 < n:
                 contexts[j + 1] = contexts[j + 1][:, 0].copy()
-            rank, count = row_ranks(stacked, V)
-            contexts[j] = np.empty((count, j), dtype=stacked.dtype)
-            contexts[j][rank] = stacked
-            del stacked
-            prefix_at[j + 1], bow_at[j], *rest = np.split(rank, bounds)
-            if rest:
-                suffix_at[j + 1] = rest[0]
+            contexts[j], bow_at[j], at = _number_contexts(grams[j][has_bow[j]], asked, V)
+            prefix_at[j + 1] = at[:size]
+            if j + 1 < n:
+                suffix_at[j + 1] = at[size:]
+            del asked, at
         grams[1] = None
         if n > 1:
             contexts[1] = contexts[1][:, 0].copy()
@@ -157,6 +152,55 @@ class ArpaLM(BackoffLM):
         lm.words = config.get("words")
         lm._load_tables(arrays)
         return lm
+
+
+def _number_contexts(known: np.ndarray, asked: np.ndarray, vocab_size: int):
+    """Dense ids of the distinct rows of ``known`` (the contexts with a backoff weight, distinct: the
+    reader refuses repeats) and ``asked`` (the contexts the longer levels need). Returns the rows of every
+    id, the id of each known row and the id of each asked row.
+
+    The contexts of a file in the usual form (KenLM's, ours) all have backoff weights: the asked rows are
+    found among the known ones by a sorted table of hashes, compared exactly; the few others, and every
+    row where two known rows share a hash, are numbered by a lexicographic ranking."""
+    at = _find_rows(known, asked)
+    if at is None:
+        stacked = np.concatenate([known, asked])
+        rank, count = row_ranks(stacked, vocab_size)
+        rows = np.empty((count, known.shape[1]), dtype=stacked.dtype)
+        rows[rank] = stacked
+        return rows, rank[: len(known)], rank[len(known) :]
+    missing = np.flatnonzero(at < 0)
+    if not missing.size:
+        return known, np.arange(len(known)), at
+    rank, count = row_ranks(asked[missing], vocab_size)
+    extra = np.empty((count, known.shape[1]), dtype=known.dtype)
+    extra[rank] = asked[missing]
+    at[missing] = len(known) + rank
+    return np.concatenate([known, extra]), np.arange(len(known)), at
+
+
+def _find_rows(rows: np.ndarray, queries: np.ndarray) -> np.ndarray | None:
+    """The index in ``rows`` of every row of ``queries`` (-1: not there), by the rows' and the queries'
+    hashes, both sorted (a binary search of sorted queries stays in cache), each candidate then compared
+    exactly; ``None`` if two of ``rows`` share a hash."""
+    if len(rows) == 0:
+        return np.full(len(queries), -1, dtype=np.int64)
+    hashes = row_hashes(rows)
+    order = np.argsort(hashes)
+    hashes = hashes[order]
+    if (hashes[1:] == hashes[:-1]).any():
+        return None
+    wanted = row_hashes(queries)
+    asked = np.argsort(wanted)
+    wanted = wanted[asked]
+    at = np.minimum(np.searchsorted(hashes, wanted), len(rows) - 1)
+    found = hashes[at] == wanted
+    del hashes, wanted
+    candidate = np.empty(len(queries), dtype=np.int64)
+    candidate[asked] = order[at]
+    found[asked] = found.copy()
+    found &= (rows[candidate] == queries).all(axis=1)
+    return np.where(found, candidate, -1)
 
 
 def _order(keys: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..counts import row_ranks
 from .bulk_reader import BulkFile, read_bulk
-from .format import BOS, EOS, PathLike, line_error
+from .format import BOS, EOS, PathLike, line_error, row_hashes
 from .line_reader import read_lines
 
 
@@ -233,10 +233,7 @@ def _merge_duplicates(path, k, ids, logp, bow, start, flat, where):
 
 def _repeated_rows(ids: np.ndarray) -> np.ndarray:
     """The rows of an (M, k) id array whose hash another row shares: every repeated row among them."""
-    key = ids[:, 0].astype(np.uint64)
-    for j in range(1, ids.shape[1]):  # a polynomial hash, wrapping around 2^64
-        key *= np.uint64(0x9E3779B97F4A7C15)
-        key += ids[:, j].astype(np.uint64)
+    key = row_hashes(ids)
     ordered = np.sort(key)
     shared = ordered[1:][ordered[1:] == ordered[:-1]]
     return np.flatnonzero(np.isin(key, shared)) if shared.size else np.zeros(0, dtype=np.int64)
