@@ -283,6 +283,22 @@ def test_arpa_round_trip_is_exact(tmp_path, vocab):
     assert (tmp_path / "again.arpa").read_text() == text
 
 
+def test_arpa_contexts_found_by_hash_or_ranked_give_the_same_tables(tmp_path, monkeypatch):
+    """ArpaLM finds the contexts a level needs among those with a backoff weight by their hashes; where
+    two share a hash it ranks them all instead: the same tables either way."""
+    from hf_nlm.ngram import arpa_lm
+
+    lm = KneserNeyLM.from_ids(TRAIN, 4, V)
+    lm.to_arpa(tmp_path / "lm.arpa", vocab=WORDS)
+    found = ArpaLM.from_arpa(tmp_path / "lm.arpa", vocab=WORDS)
+    monkeypatch.setattr(arpa_lm, "row_hashes", lambda ids: np.zeros(len(ids), dtype=np.uint64))
+    ranked = ArpaLM.from_arpa(tmp_path / "lm.arpa", vocab=WORDS)
+    for name in ("ctx_keys", "ctx_logbow", "gram_keys", "gram_logp"):
+        for a, b in zip(getattr(found, name), getattr(ranked, name), strict=True):
+            np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(found.unigram_logp, ranked.unigram_logp)
+
+
 def test_arpa_file_semantics_by_hand(tmp_path):
     """A foreign file: ids follow the 1-grams; p(w|h) = listed, else bow(h) * p(w|h')."""
     path = tmp_path / "hand.arpa"
