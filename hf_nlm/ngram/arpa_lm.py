@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ctypes
+import sys
+
 import numpy as np
 
 from .arpa import write_arpa
-from .arpa.format import LN10, PathLike
+from .arpa.format import LN10, PathLike, row_hashes
 from .arpa.reader import read_arpa_with_boundary
 from .base import BackoffLM
 from .counts import row_ranks
@@ -47,55 +50,70 @@ class ArpaLM(BackoffLM):
         lm = cls(len(sections), V, bos_id)
         lm.words = words if words and not all(w.isdigit() for w in words) else None
         lm._build(sections)
+        _return_freed_memory()
         return lm
 
-    def _build(self, sections) -> None:
+    def _build(self, sections: list) -> None:
+        """The query tables of the parsed ``sections`` (emptied as they are used: the tables take their
+        place in memory)."""
         n, V = self.order, self.vocab_size
-        grams = [None] + [ids for ids, _, _ in sections]
-        logp = [None] + [lp * LN10 for _, lp, _ in sections]
-        bows = [None] + [b * LN10 for _, _, b in sections]
+        grams: list = [None] + [ids for ids, _, _ in sections]
+        logp: list = [None] + [np.multiply(lp, LN10, out=lp) for _, lp, _ in sections]
+        bows: list = [None] + [np.multiply(b, LN10, out=b) for _, _, b in sections]
+        sections.clear()
         has_bow = [None] + [~np.isnan(b) for b in bows[1:]]
         unigram = np.full(V, -np.inf)
         given = ~np.isnan(logp[1])  # <s> alone has no probability: it is never predicted
         unigram[grams[1][given, 0]] = logp[1][given]
         # Top down, the contexts a query must be able to reach: those of listed n-grams, those with a
-        # backoff weight, and (a trie cannot skip a node) every suffix of those. Ranking them also tells
+        # backoff weight, and (a trie cannot skip a node) every suffix of those; numbering them also tells
         # where each (j+1)-gram's context (prefix), each backoff j-gram and each longer context's suffix is.
-        contexts: list[np.ndarray] = [np.zeros((1, 0), dtype=np.int64)] + [None] * (n - 1)
+        # Of every level's n-grams and contexts only one word is needed further down: the rest is dropped.
+        contexts: list = [np.zeros((1, 0), dtype=grams[1].dtype)] + [None] * (n - 1)
         prefix_at, bow_at, suffix_at = [None] * (n + 1), [None] * n, [None] * n
         for j in range(n - 1, 0, -1):
-            parts = [grams[j + 1][:, :-1], grams[j][has_bow[j]]]
+            asked = [grams[j + 1][:, :-1]] + ([contexts[j + 1][:, 1:]] if j + 1 < n else [])
+            asked = np.concatenate(asked) if len(asked) > 1 else asked[0].copy()
+            size = len(grams[j + 1])
+            grams[j + 1] = grams[j + 1][:, -1].copy()
             if j + 1 < n:
-                parts.append(contexts[j + 1][:, 1:])
-            stacked = np.concatenate(parts)
-            rank, count = row_ranks(stacked, V)
-            contexts[j] = np.empty((count, j), dtype=np.int64)
-            contexts[j][rank] = stacked
-            bounds = np.cumsum([len(p) for p in parts])[:-1]
-            prefix_at[j + 1], bow_at[j], *rest = np.split(rank, bounds)
-            if rest:
-                suffix_at[j + 1] = rest[0]
+                contexts[j + 1] = contexts[j + 1][:, 0].copy()
+            contexts[j], bow_at[j], at = _number_contexts(grams[j][has_bow[j]], asked, V)
+            prefix_at[j + 1] = at[:size]
+            if j + 1 < n:
+                suffix_at[j + 1] = at[size:]
+            del asked, at
+        grams[1] = None
+        if n > 1:
+            contexts[1] = contexts[1][:, 0].copy()
         # Bottom up, the trie id of every context (module docstring of counts.py): the rank of
         # id(its suffix) * V + its oldest word among its level's keys.
         ctx_keys, ctx_logbow = [np.zeros(1, dtype=np.int64)], [np.zeros(1)]
         trie_id = [np.zeros(1, dtype=np.int64)]
         for j in range(1, n):
             parent = trie_id[j - 1][suffix_at[j]] if j > 1 else np.zeros(len(contexts[j]), dtype=np.int64)
-            keys = parent * V + contexts[j][:, 0]
-            order = np.argsort(keys)  # the keys are distinct: the contexts are
+            keys = parent * V + contexts[j]
+            contexts[j] = suffix_at[j] = parent = None
+            order = _order(keys)  # the keys are distinct: the contexts are
             ctx_keys.append(keys[order])
-            trie_id.append(np.empty(keys.size, dtype=np.int64))
-            trie_id[j][order] = np.arange(keys.size)
-            logbow = np.zeros(keys.size)
+            del keys
+            trie_id.append(np.empty(order.size, dtype=np.int64))
+            trie_id[j][order] = np.arange(order.size)
+            del order
+            logbow = np.zeros(trie_id[j].size)
             logbow[trie_id[j][bow_at[j]]] = bows[j][has_bow[j]]
+            bows[j] = bow_at[j] = None
             ctx_logbow.append(logbow)
         gram_keys, gram_logp = [None, None], [None, None]
         for k in range(2, n + 1):
             given = ~np.isnan(logp[k])  # an n-gram ending in <s> alone is a context, not a prediction
-            keys = trie_id[k - 1][prefix_at[k][given]] * V + grams[k][given, -1]
-            order = np.argsort(keys)
+            keys = trie_id[k - 1][prefix_at[k][given]] * V + grams[k][given]
+            trie_id[k - 1] = prefix_at[k] = grams[k] = None
+            order = _order(keys)
             gram_keys.append(keys[order])
+            del keys
             gram_logp.append(logp[k][given][order])
+            logp[k] = None
         self._set_tables(unigram, ctx_keys, ctx_logbow, gram_keys, gram_logp)
 
     def _model_ids(self, ids: np.ndarray, tokenizer) -> np.ndarray:
@@ -134,3 +152,78 @@ class ArpaLM(BackoffLM):
         lm.words = config.get("words")
         lm._load_tables(arrays)
         return lm
+
+
+def _number_contexts(known: np.ndarray, asked: np.ndarray, vocab_size: int):
+    """Dense ids of the distinct rows of ``known`` (the contexts with a backoff weight, distinct: the
+    reader refuses repeats) and ``asked`` (the contexts the longer levels need). Returns the rows of every
+    id, the id of each known row and the id of each asked row.
+
+    The contexts of a file in the usual form (KenLM's, ours) all have backoff weights: the asked rows are
+    found among the known ones by a sorted table of hashes, compared exactly; the few others, and every
+    row where two known rows share a hash, are numbered by a lexicographic ranking."""
+    at = _find_rows(known, asked)
+    if at is None:
+        stacked = np.concatenate([known, asked])
+        rank, count = row_ranks(stacked, vocab_size)
+        rows = np.empty((count, known.shape[1]), dtype=stacked.dtype)
+        rows[rank] = stacked
+        return rows, rank[: len(known)], rank[len(known) :]
+    missing = np.flatnonzero(at < 0)
+    if not missing.size:
+        return known, np.arange(len(known)), at
+    rank, count = row_ranks(asked[missing], vocab_size)
+    extra = np.empty((count, known.shape[1]), dtype=known.dtype)
+    extra[rank] = asked[missing]
+    at[missing] = len(known) + rank
+    return np.concatenate([known, extra]), np.arange(len(known)), at
+
+
+def _find_rows(rows: np.ndarray, queries: np.ndarray) -> np.ndarray | None:
+    """The index in ``rows`` of every row of ``queries`` (-1: not there), by the rows' and the queries'
+    hashes, both sorted (a binary search of sorted queries stays in cache), each candidate then compared
+    exactly; ``None`` if two of ``rows`` share a hash."""
+    if len(rows) == 0:
+        return np.full(len(queries), -1, dtype=np.int64)
+    hashes = row_hashes(rows)
+    order = np.argsort(hashes)
+    hashes = hashes[order]
+    if (hashes[1:] == hashes[:-1]).any():
+        return None
+    wanted = row_hashes(queries)
+    asked = np.argsort(wanted)
+    wanted = wanted[asked]
+    at = np.minimum(np.searchsorted(hashes, wanted), len(rows) - 1)
+    found = hashes[at] == wanted
+    del hashes, wanted
+    candidate = np.empty(len(queries), dtype=np.int64)
+    candidate[asked] = order[at]
+    found[asked] = found.copy()
+    found &= (rows[candidate] == queries).all(axis=1)
+    return np.where(found, candidate, -1)
+
+
+def _order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort`` of distinct non-negative int64 keys: one ``np.sort`` of the keys with their positions in
+    the low bits where they fit (SIMD-accelerated, unlike ``argsort``)."""
+    shift = max(1, (keys.size - 1).bit_length())
+    if keys.size == 0 or int(keys.max()) >= 1 << (62 - shift):
+        return np.argsort(keys)
+    packed = keys << shift
+    packed |= np.arange(keys.size)
+    packed.sort()
+    packed &= (1 << shift) - 1
+    return packed
+
+
+def _return_freed_memory() -> None:
+    """Hand the memory the parse and the table build freed back to the system (glibc's ``malloc_trim``).
+
+    glibc keeps freed heap pages for the process's next allocations; after a load's temporaries (several
+    times the tables' size) the process would go on holding them. Elsewhere (another C library, another
+    system) nothing is done."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None).malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc
+            pass

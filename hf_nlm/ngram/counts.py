@@ -164,18 +164,20 @@ def row_ranks(rows: np.ndarray, vocab_size: int) -> tuple[np.ndarray, int]:
 
     ``np.unique(rows, axis=0, return_inverse=True)`` with int64 sorts instead of a sort of k-wide records
     (several times faster): the rank of the first j columns times V^g plus the next g columns in base V,
-    re-ranked, with g as large as the int64 range allows (a 4-word row over a 10k vocabulary: one sort).
+    re-ranked, with g as large as lets :func:`unique_inverse` sort the keys packed with their positions
+    (a 4-word row over a 10k vocabulary: two such sorts, faster and smaller than one ``np.unique``).
     """
     rank, count = np.zeros(rows.shape[0], dtype=np.int64), 1
     width, j = rows.shape[1], 0
     base = max(int(vocab_size), 2)
+    fast = 1 << (62 - max(1, (rows.shape[0] - 1).bit_length()))  # keys unique_inverse sorts packed
     while j < width:
         key, span = rank, count
-        while j < width and span * base < 1 << 62:  # the key stays below 2^62: no int64 overflow
+        while j < width and (span * base < fast or span == count):  # (one column at least per round)
             key = key * base + rows[:, j]
             span *= base
             j += 1
-        if span == count:  # count * V alone overflows (cannot happen: count <= rows, V < 2^31)
+        if span >= 1 << 62:  # count * V alone overflows (cannot happen: count <= rows, V < 2^31)
             raise OverflowError(f"cannot rank {count} rows over a vocabulary of {vocab_size}")
         uniq, rank = unique_inverse(key, span)
         count = uniq.size

@@ -283,6 +283,22 @@ def test_arpa_round_trip_is_exact(tmp_path, vocab):
     assert (tmp_path / "again.arpa").read_text() == text
 
 
+def test_arpa_contexts_found_by_hash_or_ranked_give_the_same_tables(tmp_path, monkeypatch):
+    """ArpaLM finds the contexts a level needs among those with a backoff weight by their hashes; where
+    two share a hash it ranks them all instead: the same tables either way."""
+    from hf_nlm.ngram import arpa_lm
+
+    lm = KneserNeyLM.from_ids(TRAIN, 4, V)
+    lm.to_arpa(tmp_path / "lm.arpa", vocab=WORDS)
+    found = ArpaLM.from_arpa(tmp_path / "lm.arpa", vocab=WORDS)
+    monkeypatch.setattr(arpa_lm, "row_hashes", lambda ids: np.zeros(len(ids), dtype=np.uint64))
+    ranked = ArpaLM.from_arpa(tmp_path / "lm.arpa", vocab=WORDS)
+    for name in ("ctx_keys", "ctx_logbow", "gram_keys", "gram_logp"):
+        for a, b in zip(getattr(found, name), getattr(ranked, name), strict=True):
+            np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(found.unigram_logp, ranked.unigram_logp)
+
+
 def test_arpa_file_semantics_by_hand(tmp_path):
     """A foreign file: ids follow the 1-grams; p(w|h) = listed, else bow(h) * p(w|h')."""
     path = tmp_path / "hand.arpa"
@@ -568,12 +584,25 @@ def test_irregular_arpa_layout_reads_as_the_regular_one(tmp_path):
         np.testing.assert_array_equal(b_a, b_b)
 
 
-def _bulk_and_lines(path):
+def _bulk(path):
+    """A file's sections as the bulk reader parses them: (flat words, log10 p, log10 bow, line numbers)
+    per section, as the line reader gives them; ``None`` where it leaves the file to the line reader."""
     from hf_nlm.ngram.arpa.bulk_reader import read_bulk
+
+    def by_file_order(unigrams):
+        return ({w: j for j, w in enumerate(dict.fromkeys(unigrams))},)
+
+    bulk = read_bulk(Path(path), by_file_order, "the \\1-grams: section")
+    if bulk is None:
+        return None
+    return [([bulk.words[j] for j in section.words.reshape(-1).tolist()], section.logp, section.bow,
+             section.lines) for section in bulk.sections]
+
+
+def _bulk_and_lines(path):
     from hf_nlm.ngram.arpa.line_reader import read_lines
 
-    data = Path(path).read_bytes()
-    return read_bulk(data, data.decode()), read_lines(Path(path), data.decode())
+    return _bulk(path), read_lines(Path(path), Path(path).read_bytes().decode())
 
 
 def _assert_same_sections(a, b):
@@ -607,8 +636,8 @@ ngram 2=3
 
 @pytest.mark.parametrize("order", [1, 2, 3, 5])
 def test_bulk_reader_gives_the_line_readers_sections(tmp_path, order):
-    """Regular files are parsed in bulk (numpy over the bytes); the result is the line reader's, bit for
-    bit."""
+    """Regular files are parsed in bulk (numpy and Arrow over blocks of lines); the result is the line
+    reader's, bit for bit."""
     rng = np.random.default_rng(order)
     train = rng.choice(V, size=400, p=[0.05, 0.15, 0.3, 0.2, 0.1, 0.1, 0.1])
     files = {"ours": KneserNeyLM.from_ids(train, order, V), "ids": KneserNeyLM.from_ids(train, order, V)}
@@ -645,60 +674,53 @@ def test_bulk_reader_gives_the_line_readers_sections(tmp_path, order):
 def test_bulk_reader_leaves_irregular_files_to_the_line_reader(tmp_path, edit):
     path = tmp_path / "odd.arpa"
     path.write_bytes(edit(GOOD_ARPA).encode())
-    from hf_nlm.ngram.arpa.bulk_reader import read_bulk
-
-    data = path.read_bytes()
-    assert read_bulk(data, data.decode()) is None
+    assert _bulk(path) is None
     try:
         read_arpa(path, bos_id=0)  # the line reader reads it, or names what is wrong
     except ValueError as err:
         assert str(err).startswith(f"{path}")
 
 
-def test_bulk_word_matching_is_by_the_exact_bytes():
-    """The bulk reader maps words to ids in numpy (8-byte keys, a hash table, then a byte comparison):
-    the same ids as a dict, for words of every length, unknown ones, and words sharing a table slot."""
-    from hf_nlm.ngram.arpa.bulk_reader import BulkWords
+def test_bulk_word_matching_is_by_the_exact_bytes(tmp_path, monkeypatch):
+    """The bulk reader numbers words with a hash table of the 1-grams' strings: the same words as the line
+    reader for words of every length, prefixes of each other, non-ASCII and numeric ones, across blocks."""
+    from hf_nlm.ngram.arpa import bulk_reader
 
     rng = np.random.default_rng(0)
-    letters = list("abcdefghijklmnopqrstuvwxyzéü\x00")
-    vocab = sorted({"".join(rng.choice(letters, size=int(rng.integers(1, 21)))) for _ in range(6000)})
-    word_id = {w: j for j, w in enumerate(vocab)}
-    unknown = ["zzzzzzzzzzzzzzzzzzzzzz", "a" * 8, "a" * 9, "a" * 16, "a" * 17, vocab[5] + "x",
-               vocab[7][:-1] or "q"]
-    words = [*vocab, *[w for w in unknown if w not in word_id], *vocab[::7]]
-    data = " ".join(words).encode() + b" "
-    buf = np.frombuffer(data, np.uint8)
-    ends = np.flatnonzero(buf == 32)
-    starts = np.concatenate([[0], ends[:-1] + 1])
-    padded = np.concatenate([buf, np.zeros(16, np.uint8)])
-    octets = np.ndarray((padded.size - 7,), dtype="<u8", buffer=padded, strides=(1,))
-    bulk = BulkWords(octets, buf, starts, ends)
-    assert [bulk[i] for i in range(3)] == words[:3] and bulk[1:3] == words[1:3]
-    np.testing.assert_array_equal(bulk.ids(word_id), [word_id.get(w, -1) for w in words])
-    rows = np.arange(len(words))
-    np.testing.assert_array_equal(bulk.equal(rows, vocab[3]), [w == vocab[3] for w in words])
+    letters = list("abcdefghijklmnopqrstuvwxyzéü0123456789.-")
+    words = sorted({"".join(rng.choice(letters, size=int(rng.integers(1, 21)))) for _ in range(3000)})
+    words += ["a" * 8, "a" * 9, "a" * 16, "a" * 17, words[5] + "x", "-0.5", "1e5"]
+    words = list(dict.fromkeys(words))
+    pairs = rng.integers(0, len(words), size=(4000, 2))
+    lines = ["\\data\\", f"ngram 1={len(words)}", f"ngram 2={len(pairs)}", "", "\\1-grams:"]
+    lines += [f"-{rng.uniform(0, 5):.6f}\t{w}\t-{rng.uniform(0, 1):.4f}" for w in words]
+    lines += ["", "\\2-grams:"]
+    lines += [f"-{rng.uniform(0, 5):.6f}\t{words[a]} {words[b]}" for a, b in pairs]
+    path = tmp_path / "words.arpa"
+    path.write_text("\n".join([*lines, "", "\\end\\", ""]), encoding="utf-8")
+    monkeypatch.setattr(bulk_reader, "BLOCK_BYTES", 4096)  # many blocks, and lines across their edges
+    bulk, by_lines = _bulk_and_lines(path)
+    assert bulk is not None
+    _assert_same_sections(bulk, by_lines)
+    assert bulk[1][0] == [w for a, b in pairs for w in (words[a], words[b])]
 
 
 def test_bulk_number_parser_is_float():
-    from hf_nlm.ngram.arpa.bulk_reader import _parse_numbers
+    import pyarrow as pa
+
+    from hf_nlm.ngram.arpa.bulk_reader import _numbers
 
     fields = [
         "-1.2345678901", "-99", "0", "-0", "3", "-0.5", ".5", "5.", "-.5", "1e-5", "-1.5E+02", "-inf", "1_0",
         "123456789012345", "1234567890123456", "-0.000000000000001", "12345678901234567890",
         "-9.999999999999999", "0.1", "-0.3", "-2.2250738585072014", "17.000000000000000",
     ]  # fmt: skip
-    data = ("\t".join(fields) + "\t").encode()
-    ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 9)
-    starts = np.concatenate([[0], ends[:-1] + 1])
-    got = _parse_numbers(data, np.frombuffer(data, np.uint8), starts, ends)
+    got = _numbers(pa.array(fields))
     want = np.array([float(f) for f in fields])
     np.testing.assert_array_equal(got, want)
     assert np.array_equal(np.signbit(got), np.signbit(want))
     for bad in ["-", ".", "1.2.3", "--1", "1-", "abc", "nan-"]:
-        data = f"{bad}\t".encode()
-        assert _parse_numbers(data, np.frombuffer(data, np.uint8), np.array([0]),
-                              np.array([len(bad)])) is None
+        assert _numbers(pa.array(["-1.5", bad])) is None
 
 
 def test_row_ranks_match_numpy_unique():
@@ -756,7 +778,7 @@ def test_arpa_bulk_writer_writes_the_general_writers_bytes(tmp_path, monkeypatch
     lm = KneserNeyLM.from_ids(TRAIN, order, V, per_sentence=per_sentence)
     lm.to_arpa(tmp_path / "bulk.arpa", vocab=WORDS)
     lm.to_arpa(tmp_path / "bulk4.arpa", vocab=WORDS, digits=4)
-    monkeypatch.setattr(BulkWriter, "MAX_WORD_BYTES", 0)  # every word too long: the general path
+    monkeypatch.setattr(BulkWriter, "section", lambda *args: None)  # every section: the general path
     lm.to_arpa(tmp_path / "general.arpa", vocab=WORDS)
     lm.to_arpa(tmp_path / "general4.arpa", vocab=WORDS, digits=4)
     assert (tmp_path / "bulk.arpa").read_bytes() == (tmp_path / "general.arpa").read_bytes()

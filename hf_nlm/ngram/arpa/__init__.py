@@ -44,10 +44,12 @@ This package is the file format only (it knows no model class): the models write
 :func:`write_arpa` (``BackoffLM.to_arpa``), and ``ArpaLM`` is built from :func:`read_arpa`.
 
 - :mod:`.writer`: :func:`write_arpa`, every line formatted by Python; :mod:`.bulk_writer` builds the
-  same bytes in numpy where the words and values allow it.
+  same bytes a column at a time (numbers formatted by integer arithmetic in numpy, words gathered and
+  lines joined by Apache Arrow's string kernels) wherever the values allow it.
 - :mod:`.reader`: :func:`read_arpa`, which maps the words of a parsed file to ids; the parsing is
-  :mod:`.bulk_reader` (a regular file, in numpy over its bytes) or else :mod:`.line_reader` (line by
-  line, naming the line of whatever is wrong).
+  :mod:`.bulk_reader` (a regular file, a block of lines at a time: numpy for the layout, Arrow for the
+  numbers and the words' ids) or else :mod:`.line_reader` (line by line, naming the line of whatever
+  is wrong).
 - :mod:`.format`: the markers and the pieces both directions share.
 """
 

@@ -1,281 +1,231 @@
-"""The ARPA bulk reader: a regular file parsed in numpy over its bytes, or ``None`` (the line reader then
-reads it)."""
+"""The ARPA bulk reader: a regular file parsed a block of lines at a time into arrays, or ``None`` (the line
+reader then reads it).
+
+The parser: numpy finds the layout (the tabs, spaces and newlines of a block, checked against the one
+layout a regular entry can have) and makes the block an Arrow string array of its fields without copying
+it; Apache Arrow's C++ kernels (``pyarrow``, which the ``datasets`` library already brings) then parse the
+numbers (``cast`` to float64: the correctly rounded value, as ``float`` gives) and number the words
+(``index_in``: a hash table of the 1-grams' words). No Python object per line and no copy of the whole
+file: a block of :data:`BLOCK_BYTES` is read, parsed into int32 word numbers and float64 values, and
+dropped. (Arrow, not a compiled extension of our own: it already does the two per-field jobs, parsing
+numbers and hashing strings, in C++.)
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from .format import NGRAM_LINE
+from .format import NGRAM_LINE, line_error
 
+BLOCK_BYTES = 1 << 22  # read and parsed at a time (a block grows to hold a longer line)
+# Arrow's memory is the C library's, as numpy's is: freed at once, not kept in a pool of Arrow's own.
+_POOL = pa.system_memory_pool()
 # Characters str.split() splits on besides " ", "\t" and "\n": the bulk reader leaves files with any of
-# them to the line reader (which splits lines with str.split()).
-_ODD_SPACE_BYTES = (b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
+# them to the line reader (which splits lines with str.split()). The ASCII ones are found as separators.
 _ODD_SPACE = re.compile("[\r\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-_DATA_LINE = re.compile(rb"^[ \t]*\\data\\[ \t]*$", re.MULTILINE)
-_POW10 = 10.0 ** np.arange(16)  # exact doubles
-_POW10_INT = 10 ** np.arange(16, dtype=np.int64)
 
 
-def read_bulk(data: bytes, text: str) -> list[tuple[list[str], np.ndarray, np.ndarray, Sequence[int]]] | None:
-    """The sections of a regular file, parsed in bulk from its bytes, or ``None``.
+class BulkSection:
+    """The entries of one section: ``words`` (M, k) int32, each word's position in the reader's word
+    list (``BulkFile.words``), oldest first; log10 p (M,); log10 bow (M,), NaN where there is none;
+    ``first_line``, the line number of the first entry (the entries are consecutive lines)."""
 
-    Returns, for k = 1 .. order, ``(words, log10 p, log10 bow, lines)``: the k words of every entry
-    (flat), its probability, its backoff weight (NaN where there is none) and its line number. Regular:
-    the entries of every section are ``p<TAB>w1 .. wk`` or ``p<TAB>w1 .. wk<TAB>bow`` lines (single
-    spaces between words), exactly as many as the ``\\data\\`` header declares. Anything else (and any
-    malformed value) gives ``None``: the caller then reads the file line by line, which gives the same
-    sections for every file this reader accepts, and names the line of whatever is wrong.
+    def __init__(self, words: np.ndarray, logp: np.ndarray, bow: np.ndarray, first_line: int) -> None:
+        self.words, self.logp, self.bow, self.first_line = words, logp, bow, first_line
 
-    Bulk: numpy over the file's bytes (line ends, tabs and spaces found once, numbers parsed column by
-    column), and one ``str.split`` for the words of a section; no Python object per line.
-    """
-    if any(c in data for c in _ODD_SPACE_BYTES) or (not data.isascii() and _ODD_SPACE.search(text)):
-        return None
-    header = _DATA_LINE.search(data)
-    if header is None:
-        return None
-    buf = np.frombuffer(data, dtype=np.uint8)
-    # One pass over the bytes for the separators (the only bytes <= 32 left: tab, newline, space).
-    separators = np.flatnonzero(buf <= 32)
-    kind = buf[separators]
-    newlines, tabs, spaces = (separators[kind == c] for c in (10, 9, 32))
-    # Every 8 bytes from every byte offset as a little-endian integer (a strided view; the words' keys).
-    padded = np.concatenate([buf, np.zeros(16, dtype=np.uint8)])
-    octets = np.ndarray((padded.size - 7,), dtype="<u8", buffer=padded, strides=(1,))
+    @property
+    def lines(self) -> range:
+        return range(self.first_line, self.first_line + len(self.logp))
 
-    def line(pos: int) -> tuple[str, int]:  # the line from byte pos on, stripped, and where the next starts
-        end = data.find(b"\n", pos)
-        end = len(data) if end < 0 else end
-        return data[pos:end].decode("utf-8").strip(), end + 1
 
-    def next_line(pos: int) -> tuple[str | None, int]:  # the next non-blank line (None: end of file)
-        while pos < len(data):
-            s, after = line(pos)
+class BulkFile:
+    """A regular ARPA file parsed by :func:`read_bulk`: ``sections[k - 1]`` for k = 1 .. order, their
+    words named by ``words`` (the file's words, each once, in the order of the vocabulary ``word_id``
+    that the 1-grams were mapped with), and ``mapped``, what that mapping returned."""
+
+    def __init__(self, sections: list[BulkSection], words: list[str], mapped) -> None:
+        self.sections, self.words, self.mapped = sections, words, mapped
+
+
+class _Lines:
+    """The file read forward: whole lines (for the header), or blocks of whole lines (for entries)."""
+
+    def __init__(self, f) -> None:
+        self.f, self.line = f, 0  # line: how many lines have been read
+
+    def next_line(self) -> str | None:
+        """The next non-blank line, stripped (``None``: the end of the file); ``UnicodeDecodeError`` if
+        it is not UTF-8."""
+        for raw in iter(self.f.readline, b""):
+            self.line += 1
+            s = raw.decode("utf-8").strip()
             if s:
-                return s, after
-            pos = after
-        return None, pos
+                return s
+        return None
 
+    def block(self, most: int) -> tuple[bytearray, int] | None:
+        """Up to ``most`` whole lines (at least one): their bytes, each ending in a newline, and how many;
+        ``None`` at the end of the file."""
+        start, size = self.f.tell(), BLOCK_BYTES
+        while True:
+            data = bytearray(self.f.read(size))
+            if not data:
+                return None
+            at_end = len(data) < size
+            ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+            if ends.size or at_end:
+                break
+            self.f.seek(start)  # not one whole line: read a larger block
+            size *= 2
+        if at_end and data[-1] != 10 and ends.size < most:
+            data.append(10)  # the last line of the file, without its newline
+            ends = np.append(ends, len(data) - 1)
+        count = min(most, ends.size)
+        end = int(ends[count - 1]) + 1
+        self.f.seek(start + end)
+        del data[end:]
+        self.line += count
+        return data, count
+
+
+def read_bulk(path: Path, map_unigrams: Callable[[list[str]], tuple], source: str) -> BulkFile | None:
+    """A regular file parsed in bulk, or ``None``.
+
+    Regular: after the ``\\data\\`` header, the entries of every section are ``p<TAB>w1 .. wk`` or
+    ``p<TAB>w1 .. wk<TAB>bow`` lines (single spaces between words; a backoff weight only below the
+    highest order), exactly as many as the header declares, with numbers that ``float`` reads (not NaN,
+    and p <= 0), in UTF-8 with no whitespace but those three characters. Anything else gives ``None``:
+    the caller then reads the file line by line, which gives the same sections for every file this
+    reader accepts, and names the line of whatever is wrong.
+
+    ``map_unigrams(words)`` maps the words of the 1-grams section (in file order) and returns a tuple
+    whose first item is the ``word -> id`` dict to map every word by; a word of a longer n-gram that is
+    not in it is a ``ValueError`` naming the line and ``source`` (the vocabulary's description).
+    """
+    with open(path, "rb") as f:
+        try:
+            return _read(f, path, map_unigrams, source)
+        except UnicodeDecodeError:
+            return None
+
+
+def _read(f, path: Path, map_unigrams, source: str) -> BulkFile | None:
+    lines = _Lines(f)
+    s = lines.next_line()
+    while s is not None and s != "\\data\\":
+        s = lines.next_line()
     declared: list[int] = []
-    s, pos = next_line(header.end() + 1)
+    s = lines.next_line()
     while s is not None and not s.startswith("\\"):
         m = NGRAM_LINE.fullmatch(s)
         if m is None or int(m.group(1)) != len(declared) + 1:
             return None
         declared.append(int(m.group(2)))
-        s, pos = next_line(pos)
+        s = lines.next_line()
     order = len(declared)
-    sections = []
+    sections: list[BulkSection] = []
+    vocab: pa.Array | None = None  # the words that map to ids (`words`), in Arrow for index_in
+    words: list[str] = []
+    mapped = None
     for k in range(1, order + 1):
-        if s != f"\\{k}-grams:":
+        if s != f"\\{k}-grams:" or declared[k - 1] == 0:
             return None
-        section = _bulk_section(data, buf, octets, newlines, tabs, spaces, pos, declared[k - 1], k, order)
-        if section is None:
-            return None
-        sections.append(section[0])
-        s, pos = next_line(section[1])
-    return sections if order and s == "\\end\\" else None
-
-
-def _bulk_section(data, buf, octets, newlines, tabs, spaces, pos: int, count: int, k: int, order: int):
-    """The ``count`` entries of the k-grams section starting at byte ``pos`` (see :func:`read_bulk`), and
-    the byte after them; ``None`` if they are not regular."""
-    first = int(np.searchsorted(newlines, pos))  # index of the newline that ends the first entry
-    if count == 0 or first + count > newlines.size:
-        return None
-    ends = newlines[first : first + count]
-    starts = np.concatenate([[pos], ends[:-1] + 1])
-    after = int(ends[-1]) + 1
-    follow_end = data.find(b"\n", after)
-    follow = data[after : follow_end if follow_end >= 0 else len(data)].strip()
-    if follow and not follow.startswith(b"\\"):
-        return None  # more entries than declared
-    tab = tabs[np.searchsorted(tabs, pos) : np.searchsorted(tabs, after)]
-    tab_line = np.searchsorted(ends, tab)  # the entry each tab is on
-    per_line = np.bincount(tab_line, minlength=count)
-    with_bow = per_line == 2
-    if not ((per_line == 1) | (with_bow & (k < order))).all():
-        return None
-    first_tab = np.cumsum(per_line) - per_line
-    word_start = tab[first_tab] + 1
-    word_end = np.where(with_bow, tab[np.minimum(first_tab + 1, tab.size - 1)], ends)
-    space = spaces[np.searchsorted(spaces, pos) : np.searchsorted(spaces, after)]
-    space_line = np.searchsorted(ends, space)
-    # k - 1 single spaces per entry, all inside the words field and none at its edges: k non-empty words.
-    if (
-        not (word_end > word_start).all()
-        or not (np.bincount(space_line, minlength=count) == k - 1).all()
-        or not ((space > word_start[space_line]) & (space < word_end[space_line] - 1)).all()
-        or (np.diff(space) == 1).any()
-    ):
-        return None
-    logp = _parse_numbers(data, buf, starts, word_start - 1)
-    bow = np.full(count, np.nan)
-    if logp is None or np.isnan(logp).any() or (logp > 0).any():
-        return None
-    if with_bow.any():
-        values = _parse_numbers(data, buf, word_end[with_bow] + 1, ends[with_bow])
-        if values is None or np.isnan(values).any():
-            return None
-        bow[with_bow] = values
-    if k == 1:
-        words = _join_fields(buf, word_start, word_end).split(" ")
-        if len(words) != count:
-            return None
-    else:  # k words per entry: from the words field's start or a space, to a space or the field's end
-        space = space.reshape(count, k - 1)
-        words = BulkWords(
-            octets,
-            buf,
-            np.concatenate([word_start[:, None], space + 1], axis=1).reshape(-1),
-            np.concatenate([space, word_end[:, None]], axis=1).reshape(-1),
-        )
-    return (words, logp, bow, range(first + 1, first + 1 + count)), after
-
-
-_LOW_BYTES = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
-_HASH = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9], dtype=np.uint64)
-
-
-class BulkWords:
-    """The words of a section as byte ranges of the file (``starts[i]:ends[i]``), for :func:`_map_words`:
-    a sequence of strings (decoded one at a time, for messages), and :meth:`ids`, which maps them all to
-    ids in numpy: a word of at most 16 bytes is two 8-byte integers and a length, matched exactly
-    against the vocabulary's (a hash finds the candidate, the bytes are then compared)."""
-
-    def __init__(self, octets: np.ndarray, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
-        self.octets, self.buf, self.starts, self.ends = octets, buf, starts, ends
-
-    def __len__(self) -> int:
-        return self.starts.size
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        return self.buf[self.starts[i] : self.ends[i]].tobytes().decode("utf-8")
-
-    def _keys(self, rows=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(first 8 bytes, next 8 bytes, length) of every word (of ``rows``), bytes past its end zeroed."""
-        starts = self.starts if rows is None else self.starts[rows]
-        lengths = (self.ends if rows is None else self.ends[rows]) - starts
-        low = self.octets[starts] & _LOW_BYTES[np.minimum(lengths, 8)]
-        high = self.octets[starts + 8] & _LOW_BYTES[np.clip(lengths - 8, 0, 8)]
-        return low, high, lengths
-
-    @staticmethod
-    def _hash(low, high, lengths) -> np.ndarray:
-        with np.errstate(over="ignore"):
-            return low * _HASH[0] ^ high * _HASH[1] ^ lengths.astype(np.uint64) * _HASH[2]
-
-    def ids(self, word_id: dict[str, int]) -> np.ndarray | None:
-        """The id of every word (-1: not in ``word_id``); ``None`` if the vocabulary cannot be matched
-        this way (two of its words with one hash)."""
-        short = [(w.encode("utf-8"), j) for w, j in word_id.items()]
-        short = [(b, j) for b, j in short if len(b) <= 16]
-        ids = np.full(len(self), -1, dtype=np.int64)
-        low, high, lengths = self._keys()
-        if short:
-            v_bytes = np.frombuffer(b"".join(b.ljust(16, b"\0") for b, _ in short),
-                                    dtype="<u8").reshape(-1, 2)
-            v_len = np.array([len(b) for b, _ in short], dtype=np.int64)
-            v_id = np.array([j for _, j in short], dtype=np.int64)
-            v_hash = self._hash(v_bytes[:, 0], v_bytes[:, 1], v_len)
-            order = np.argsort(v_hash)
-            v_hash, v_bytes, v_len, v_id = v_hash[order], v_bytes[order], v_len[order], v_id[order]
-            if (v_hash[1:] == v_hash[:-1]).any():
+        first_line, parts, left = lines.line + 1, [], declared[k - 1]
+        while left:
+            line, block = lines.line + 1, lines.block(left)
+            part = None if block is None else _parse_block(block[0], block[1], k, order)
+            if part is None:
                 return None
-            # A table of 2^bits slots (a few per word) holds one candidate per slot; the words that
-            # share a slot with another are found by binary search instead.
-            bits = max(12, int(v_hash.size).bit_length() + 4)
-            table = np.full(1 << bits, -1, dtype=np.int64)
-            table[(v_hash >> np.uint64(64 - bits)).astype(np.int64)] = np.arange(v_hash.size)
-            q_hash = self._hash(low, high, lengths)
-
-            def match(at, rows):  # candidates at -> their ids where the bytes are the word's, else -1
-                ok = at >= 0
-                at = np.where(ok, at, 0)
-                ok &= ((v_bytes[at, 0] == low[rows]) & (v_bytes[at, 1] == high[rows])
-                       & (v_len[at] == lengths[rows]))
-                return np.where(ok, v_id[at], -1)
-
-            ids = match(table[(q_hash >> np.uint64(64 - bits)).astype(np.int64)], slice(None))
-            rest = np.flatnonzero((ids < 0) & (lengths <= 16))
-            if rest.size:
-                ids[rest] = match(np.minimum(np.searchsorted(v_hash, q_hash[rest]), v_hash.size - 1), rest)
-        for i in np.flatnonzero((self.ends - self.starts) > 16).tolist():  # long words: by string
-            ids[i] = word_id.get(self[i], -1)
-        return ids
-
-    def equal(self, rows: np.ndarray, word: str) -> np.ndarray:
-        """Whether the words at ``rows`` are ``word``."""
-        b = word.encode("utf-8")
-        if len(b) > 16:
-            return np.array([self[i] == word for i in rows.tolist()], dtype=bool)
-        low, high, lengths = self._keys(rows)
-        want = np.frombuffer(b.ljust(16, b"\0"), dtype="<u8")
-        return (low == want[0]) & (high == want[1]) & (lengths == len(b))
+            if k > 1:  # the words numbered a block at a time; the 1-grams' once all are read
+                part = (_number_words(part[0], vocab, k, path, line, source), *part[1:])
+            parts.append(part)
+            left -= block[1]
+        columns = [pa.chunked_array(column) if i == 0 and k == 1 else np.concatenate(column)
+                   for i, column in enumerate(zip(*parts, strict=True))]
+        del parts
+        if k == 1:
+            mapped = map_unigrams(columns[0].to_pylist())
+            words = list(mapped[0])
+            vocab = pa.array(words, type=pa.string())
+            columns[0] = _number_words(columns[0], vocab, 1, path, first_line, source)
+        sections.append(BulkSection(columns[0].reshape(-1, k), columns[1], columns[2], first_line))
+        s = lines.next_line()
+        if s is not None and not s.startswith("\\"):
+            return None  # more entries than declared
+    return BulkFile(sections, words, mapped) if order and s == "\\end\\" else None
 
 
-def _parse_numbers(data: bytes, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
-    """``float(data[starts[i]:ends[i]])`` for every i; ``None`` if one is not a number.
+def _number_words(tokens, vocab: pa.Array, k: int, path: Path, first_line: int, source: str) -> np.ndarray:
+    """The position of every word of ``tokens`` (k per entry, the first entry on ``first_line``) in
+    ``vocab``; an unknown word is a ``ValueError`` naming its line."""
+    index = pc.index_in(tokens, value_set=vocab, memory_pool=_POOL)
+    if index.null_count:
+        row = int(np.argmax(pc.is_null(index).to_numpy(zero_copy_only=False)))
+        raise line_error(path, first_line + row // k, f"word {tokens[row].as_py()!r} is not in {source}")
+    index = index.to_numpy().astype(np.int32, copy=False)
+    return index
 
-    Plain decimals (``-?digits[.digits]``, at most 15 digits: ``-1.2345678901``, ``-99``) are parsed in
-    numpy, all fields of one length at a time as a (fields, length) byte matrix: the digits as an
-    integer m and the number f of decimals, then m / 10^f, which is correctly rounded as ``float`` is
-    (m and 10^f are exact doubles, one division). Anything else (an exponent, ``inf``, more digits)
-    goes through ``float`` itself."""
-    lengths = ends - starts
-    values = np.empty(starts.size)
-    plain = np.zeros(starts.size, dtype=bool)
-    widths = np.bincount(np.clip(lengths, 0, 18))  # fields of 1 .. 17 bytes may be plain decimals
-    for width in np.flatnonzero(widths[:18]).tolist():
-        if width == 0:
-            continue
-        rows = np.flatnonzero(lengths == width)
-        chars = np.lib.stride_tricks.sliding_window_view(buf, width)[starts[rows]]
-        digit_value = chars - np.uint8(ord("0"))  # wraps below "0": a digit is < 10
-        is_digit = digit_value < 10
-        is_dot = chars == ord(".")
-        negative = chars[:, 0] == ord("-")
-        other = ~(is_digit | is_dot)
-        other[:, 0] &= ~negative
-        # One pass over the rows: the number of dots (bits 0-4) and of other characters (bits 5-9).
-        tally = np.add.reduce(is_dot + (other.view(np.uint8) << 5), axis=1, dtype=np.uint16)
-        dots = tally & 31
-        ok = ((tally >> 5 == 0) & (dots <= 1) & (width - dots - negative >= 1)
-              & (width - dots - negative <= 15))
-        digit_value[~is_digit] = 0  # the sign and the dot read as a 0 digit, taken out below
-        mantissa = np.zeros(rows.size, dtype=np.int64)
-        for p in range(width):
-            mantissa *= 10
-            mantissa += digit_value[:, p]
-        decimals = np.where(dots == 1, width - 1 - is_dot.argmax(axis=1), 0)
-        scale = _POW10_INT[decimals]
-        # With the dot read as a 0: m' = int part * 10^(f+1) + decimals part.
-        mantissa = np.where(dots == 1, mantissa // (scale * 10) * scale + mantissa % (scale * 10), mantissa)
-        number = mantissa / _POW10[decimals]
-        values[rows] = np.where(negative, -number, number)
-        plain[rows] = ok
-    for i in np.flatnonzero(~plain).tolist():
+
+def _parse_block(data: bytearray, count: int, k: int, order: int):
+    """``count`` k-gram entries (``data``, each line ending in a newline): (their words, a flat string
+    array, k per entry; log10 p; log10 bow, NaN where there is none), or ``None`` if one is irregular."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    if not buf.size:
+        return None
+    if (buf >= 128).any() and _ODD_SPACE.search(bytes(data).decode("utf-8")):
+        return None  # (decode raises UnicodeDecodeError for bytes that are not UTF-8)
+    separators = np.flatnonzero(buf <= 32)
+    kind = buf[separators]
+    ends = np.flatnonzero(kind == 10)  # the separator that ends each line
+    fields = np.diff(ends, prepend=-1)  # separators per line = fields per line
+    with_bow = fields == k + 2
+    if ends.size != count or not ((fields == k + 1) | (with_bow & (k < order))).all():
+        return None
+    # The one layout of a regular line: p TAB w1 SPACE .. SPACE wk [TAB bow] NEWLINE, no field empty.
+    first = ends - fields + 1
+    want = np.full(separators.size, 32, dtype=np.uint8)
+    want[first] = 9
+    want[ends[with_bow] - 1] = 9
+    want[ends] = 10
+    if not np.array_equal(kind, want) or (np.diff(separators, prepend=-1) < 2).any():
+        return None
+    # The block as Arrow strings without a copy: its fields and, between them, its separators (field
+    # i is string 2i: it ends at separator i).
+    offsets = np.empty(2 * separators.size + 1, dtype=np.int32 if buf.size < 2**31 else np.int64)
+    offsets[0] = 0
+    offsets[1::2] = separators
+    offsets[2::2] = separators + 1
+    string = pa.string() if offsets.dtype == np.int32 else pa.large_string()
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    pieces = pa.Array.from_buffers(string, offsets.size - 1, buffers)
+
+    def tokens(i):  # field i
+        return pc.take(pieces, i, memory_pool=_POOL)
+
+    first *= 2
+    logp = _numbers(tokens(first))
+    bow = np.full(count, np.nan)
+    values = _numbers(tokens(2 * ends[with_bow])) if with_bow.any() else bow[:0]
+    if logp is None or values is None or np.isnan(logp).any() or (logp > 0).any() or np.isnan(values).any():
+        return None
+    bow[with_bow] = values
+    return tokens((first[:, None] + np.arange(2, 2 * k + 1, 2)).reshape(-1)), logp, bow
+
+
+def _numbers(fields: pa.Array) -> np.ndarray | None:
+    """``float(field)`` of every field; ``None`` if one is not a number. Arrow's parser gives the same
+    correctly rounded values; the few spellings it refuses that ``float`` reads (``1_0``) go through
+    ``float``."""
+    try:
+        return pc.cast(fields, pa.float64(), memory_pool=_POOL).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:
         try:
-            values[i] = float(data[starts[i] : ends[i]])
+            return np.array([float(x) for x in fields.to_pylist()], dtype=np.float64)
         except ValueError:
             return None
-    return values
-
-
-def _join_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> str:
-    """The byte ranges ``[starts[i], ends[i])`` (in order, each followed by a separator byte, with bytes
-    between one separator and the next range) as one string, joined by single spaces."""
-    lo = int(starts[0])
-    span = buf[lo : int(ends[-1]) + 1]
-    kept = ends - starts + 1  # each range's separator is kept, and becomes the joining space
-    runs = np.empty(2 * starts.size, dtype=np.int64)
-    runs[0::2] = starts - np.concatenate([[lo], ends[:-1] + 1])
-    runs[1::2] = kept
-    out = span[np.repeat(np.tile([False, True], starts.size), runs)]
-    out[np.cumsum(kept) - 1] = ord(" ")
-    return out[:-1].tobytes().decode("utf-8")

@@ -1,9 +1,11 @@
-"""ARPA lines built as bytes in numpy (:class:`BulkWriter`), and :func:`fixed_point_bytes`, the
+"""ARPA lines built in bulk (:class:`BulkWriter`), and :func:`fixed_point_bytes`, the
 ``"%.{digits}f"`` formatting of a whole array at once."""
 
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .format import BOS
 
@@ -41,7 +43,7 @@ def fixed_point_bytes(x: np.ndarray, digits: int) -> np.ndarray | None:
     while at > 2 + width:
         size = min(5, at - 2 - width)
         frac, group = np.divmod(frac, 10**size)
-        out[:, at - size : at] = _five_digits()[group, 5 - size :]
+        out[:, at - size : at] = np.take(_five_digits(), group, axis=0)[:, 5 - size :]
         at -= size
     return out
 
@@ -59,81 +61,86 @@ def _five_digits() -> np.ndarray:
 
 
 class BulkWriter:
-    """ARPA entry lines built as bytes in bulk: every line a fixed-width row of a uint8 array (each
-    field in a slot of its own, NUL-padded), then the NULs dropped. Only for vocabularies whose words
-    are short and free of NUL characters (see :meth:`for_words`)."""
+    """ARPA entry lines built in bulk, a column at a time: the numbers as NUL-padded byte rows
+    (:func:`fixed_point_bytes`) made into strings by dropping the NULs, the words gathered from the
+    vocabulary's strings by id (``pyarrow.compute.take``), then every line joined from its columns
+    (``binary_join_element_wise``) into one buffer. Arrow's string kernels are C++ loops over offsets
+    and bytes: no Python object per line."""
 
-    MAX_WORD_BYTES = 64  # longer words make every row that wide: the general path is faster then
-    CHUNK_BYTES = 1 << 26  # rows are built this many bytes at a time
+    def __init__(self, as_context: list[str], as_target: list[str], digits: int) -> None:
+        # A context word is followed by a space, the target word by the line's next field.
+        self.context = pa.array([w + " " for w in as_context], type=pa.large_string())
+        self.target = pa.array(as_target, type=pa.large_string())
+        self.digits = digits
 
-    def __init__(self, context: np.ndarray, target: np.ndarray, digits: int) -> None:
-        self.context, self.target, self.digits = context, target, digits
+    CHUNK_ROWS = 1 << 20  # lines are built this many at a time
 
-    @classmethod
-    def for_words(cls, as_context: list[str], as_target: list[str], digits: int) -> BulkWriter | None:
-        encoded = [[w.encode("utf-8") for w in words] for words in (as_context, as_target)]
-        width = max(len(w) for w in encoded[0] + encoded[1])
-        if width > cls.MAX_WORD_BYTES or any(b"\0" in w for w in encoded[0] + encoded[1]):
-            return None
-        mats = [np.array(words, dtype=f"S{width}").view(np.uint8).reshape(len(words), width)
-                for words in encoded]
-        return cls(mats[0], mats[1], digits)
-
-    def section(self, grams, logp, bow, start_rows, start_bow) -> list[np.ndarray] | None:
-        """The lines of one section (byte arrays, to be written one after the other): every n-gram
+    def section(self, grams, logp, bow, start_rows, start_bow) -> list | None:
+        """The lines of one section (buffers, to be written one after the other): every n-gram
         (``grams`` (N, k) ids, log10 p, log10 bow or NaN), then an ``<s>`` line (-99, the backoff weight
         ``start_bow`` or NaN) for each of ``start_rows``; ``None`` if a value needs the general path."""
-        prob = fixed_point_bytes(logp, self.digits)
-        weight = self._weights(bow)
-        start_weight = self._weights(start_bow)
-        if prob is None or weight is None or start_weight is None:
-            return None
-        blocks = self._lines(grams, prob, None, weight)
-        if start_rows.size:
-            bos = np.zeros((1, self.target.shape[1]), dtype=np.uint8)
-            bos[0, : len(BOS)] = np.frombuffer(BOS.encode(), dtype=np.uint8)
-            minus99 = np.frombuffer(b"-99", dtype=np.uint8)[None, :]
-            blocks += self._lines(grams[start_rows], minus99, bos, start_weight)
+        blocks = []
+        for lo in range(0, len(grams), self.CHUNK_ROWS):
+            hi = lo + self.CHUNK_ROWS
+            prob = fixed_point_bytes(logp[lo:hi], self.digits)
+            weight = self._weights(bow[lo:hi])
+            if prob is None or weight is None:
+                return None
+            prob = _strings(np.concatenate([prob, np.full((len(prob), 1), 9, dtype=np.uint8)], axis=1))
+            blocks.append(self._lines(grams[lo:hi], prob, self.target, weight))
+        bos = pa.array([BOS], type=pa.large_string())
+        for lo in range(0, len(start_rows), self.CHUNK_ROWS):
+            rows = start_rows[lo : lo + self.CHUNK_ROWS]
+            weight = self._weights(start_bow[lo : lo + self.CHUNK_ROWS])
+            if weight is None:
+                return None
+            minus99 = pa.repeat(pa.scalar("-99\t", type=pa.large_string()), rows.size)
+            context = np.column_stack([grams[rows, :-1], np.zeros(rows.size, dtype=np.int64)])
+            blocks.append(self._lines(context, minus99, bos, weight))
         return blocks
 
-    def _weights(self, bow: np.ndarray) -> np.ndarray | None:
-        """The backoff field of every line, ``"\\t" + value``, as NUL-padded rows (all NUL: no field)."""
+    def _weights(self, bow: np.ndarray) -> pa.Array | None:
+        """The end of every line with a backoff weight, ``"\\t" + value + "\\n"``; null (a bare newline
+        when the line is joined) where ``bow`` is NaN."""
         has_bow = ~np.isnan(bow)
         rows = np.flatnonzero(has_bow)
         if rows.size == 0:
-            return np.zeros((bow.size, 0), dtype=np.uint8)
+            return pa.nulls(bow.size, type=pa.large_string())
         text = fixed_point_bytes(bow[rows], self.digits)
         if text is None:
             return None
-        out = np.zeros((bow.size, 1 + text.shape[1]), dtype=np.uint8)
-        out[rows, 0] = 9
-        out[rows, 1:] = text
-        return out
+        text = _strings(np.concatenate([np.full((rows.size, 1), 9, dtype=np.uint8), text,
+                                        np.full((rows.size, 1), 10, dtype=np.uint8)], axis=1))
+        lengths = np.zeros(bow.size, dtype=np.int64)
+        lengths[rows] = np.diff(np.frombuffer(text.buffers()[1], dtype=np.int64))
+        offsets = np.zeros(bow.size + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        valid = pa.py_buffer(np.packbits(has_bow, bitorder="little"))
+        buffers = [valid, pa.py_buffer(offsets), text.buffers()[2]]
+        return pa.Array.from_buffers(pa.large_string(), bow.size, buffers, null_count=bow.size - rows.size)
 
-    def _lines(self, grams, prob, last, weight) -> list[np.ndarray]:
-        n, k = grams.shape
-        word = self.context.shape[1]
-        width = prob.shape[1] + k * (word + 1) + weight.shape[1] + 1
-        step = max(1, self.CHUNK_BYTES // width)
-        out = []
-        for lo in range(0, n, step):
-            hi = min(lo + step, n)
-            rows = np.empty((hi - lo, width), dtype=np.uint8)
-            at = prob.shape[1]
-            rows[:, :at] = prob if prob.shape[0] == 1 else prob[lo:hi]
-            for j in range(k):
-                rows[:, at] = 9 if j == 0 else 32
-                if j < k - 1:
-                    np.take(self.context, grams[lo:hi, j], axis=0, mode="clip",
-                            out=rows[:, at + 1 : at + 1 + word])
-                elif last is None:
-                    np.take(self.target, grams[lo:hi, j], axis=0, mode="clip",
-                            out=rows[:, at + 1 : at + 1 + word])
-                else:
-                    rows[:, at + 1 : at + 1 + word] = last
-                at += 1 + word
-            rows[:, at:-1] = weight[lo:hi]
-            rows[:, -1] = 10
-            flat = rows.reshape(-1)
-            out.append(flat[flat != 0])
-        return out
+    def _lines(self, grams, prob, last, weight) -> pa.Buffer:
+        """The text of the lines ``prob`` + words + ``weight`` (their columns joined row by row, a null
+        weight read as a newline), the last word taken from ``last``."""
+        k = grams.shape[1]
+        columns = [prob]
+        columns += [self.context.take(grams[:, j]) for j in range(k - 1)]
+        columns += [last.take(grams[:, -1]), weight]
+        options = pc.JoinOptions(null_handling="replace", null_replacement="\n")
+        lines = pc.binary_join_element_wise(*columns, pa.scalar("", type=pa.large_string()), options=options)
+        offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)
+        return lines.buffers()[2][int(offsets[lines.offset]) : int(offsets[lines.offset + len(lines)])]
+
+
+def _strings(rows: np.ndarray) -> pa.Array:
+    """The rows of a NUL-padded (N, W) uint8 array as N strings (the NULs dropped; without a copy where
+    there are none, as when every number has the same sign and integer digits)."""
+    if not (rows == 0).any():
+        offsets = np.arange(0, rows.size + 1, max(1, rows.shape[1]), dtype=np.int64)
+        return pa.LargeStringArray.from_buffers(rows.shape[0], pa.py_buffer(offsets),
+                                                pa.py_buffer(np.ascontiguousarray(rows)))
+    lengths = np.count_nonzero(rows, axis=1)
+    offsets = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    data = rows[rows != 0]
+    return pa.LargeStringArray.from_buffers(rows.shape[0], pa.py_buffer(offsets), pa.py_buffer(data))

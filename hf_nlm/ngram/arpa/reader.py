@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from ..counts import row_ranks
-from .bulk_reader import BulkWords, read_bulk
-from .format import BOS, EOS, PathLike, line_error
+from .bulk_reader import BulkFile, read_bulk
+from .format import BOS, EOS, PathLike, line_error, row_hashes
 from .line_reader import read_lines
 
 
@@ -44,7 +44,7 @@ def read_arpa(
 ) -> tuple[list[str], int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
     """Parse an ARPA file. Returns ``(words, vocab_size, sections)``.
 
-    ``sections[k - 1] = (ids (M, k) int64 oldest first, log10 p (M,), log10 bow (M,))``; a missing
+    ``sections[k - 1] = (ids (M, k) oldest first, log10 p (M,), log10 bow (M,))``; a missing
     backoff weight is NaN, and so is the probability of an n-gram ending in ``<s>`` that has no
     ``</s>`` twin (a context only: ``<s>`` is never predicted).
 
@@ -68,29 +68,54 @@ def read_arpa(
 def read_arpa_with_boundary(path: PathLike, vocab=None, bos_id: int | None = None):
     """:func:`read_arpa`, plus the boundary id (``None`` when the file has no ``<s>`` / ``</s>``)."""
     path = Path(path)
-    data = path.read_bytes()
-    text = _decode(path, data)
-    raw = read_bulk(data, text)
-    if raw is None:  # anything irregular: read line by line, which also finds and names what is wrong
-        raw = read_lines(path, text)
-    return _map_words(path, raw, vocab, bos_id)
+    source = "the vocabulary given" if vocab is not None else "the \\1-grams: section"
+    bulk = read_bulk(path, lambda unigrams: _word_ids(path, unigrams, vocab, bos_id), source)
+    if bulk is not None:
+        return _bulk_sections(path, bulk)
+    # Anything irregular: read line by line, which also finds and names what is wrong.
+    text = _decode(path, path.read_bytes())
+    return _map_words(path, read_lines(path, text), vocab, bos_id, source)
 
 
-def _map_words(path: Path, raw, vocab, bos_id: int | None):
-    """The parsed sections as id arrays (words mapped to ids, ``<s>`` / ``</s>`` pairs merged)."""
+def _bulk_sections(path: Path, bulk: BulkFile):
+    """:func:`_map_words` of a file parsed in bulk (its words already numbered)."""
+    word_id, words, vocab_size, boundary = bulk.mapped
+    table = np.fromiter(word_id.values(), dtype=np.int64, count=len(word_id))  # bulk.words -> id
+    table = table.astype(np.int32) if vocab_size < 2**31 else table
+    start_word = bulk.words.index(BOS) if boundary is not None and BOS in word_id else -1
+    sections = []
+    for k in range(1, len(bulk.sections) + 1):
+        section, bulk.sections[k - 1] = bulk.sections[k - 1], None  # dropped once numbered
+        start = section.words[:, -1] == start_word if boundary is not None else None
+        named = _Named(bulk.words, section.words.reshape(-1))
+        merged = _merge_duplicates(path, k, table[section.words], section.logp, section.bow, start, named,
+                                   section.lines)
+        sections.append(merged)
+    return words, vocab_size, sections, boundary
+
+
+class _Named:
+    """The words of a section by position (``words[index[i]]``), for messages."""
+
+    def __init__(self, words: list[str], index: np.ndarray) -> None:
+        self.words, self.index = words, index
+
+    def __getitem__(self, i: slice) -> list[str]:
+        return [self.words[j] for j in self.index[i].tolist()]
+
+
+def _map_words(path: Path, raw, vocab, bos_id: int | None, source: str):
+    """The sections parsed line by line as id arrays (words mapped to ids, ``<s>`` / ``</s>`` pairs
+    merged)."""
     word_id, words, vocab_size, boundary = _word_ids(path, raw[0][0], vocab, bos_id)
     sections = []
     for k, (flat, logp, bow, where) in enumerate(raw, start=1):
-        ids = flat.ids(word_id) if isinstance(flat, BulkWords) else None
-        if ids is None:
-            try:
-                ids = np.fromiter(map(word_id.__getitem__, flat), dtype=np.int64, count=len(flat))
-            except KeyError:  # find and name the first unknown word
-                ids = np.fromiter(map(word_id.get, flat, itertools.repeat(-1)), dtype=np.int64,
-                                  count=len(flat))
+        try:
+            ids = np.fromiter(map(word_id.__getitem__, flat), dtype=np.int64, count=len(flat))
+        except KeyError:  # find and name the first unknown word
+            ids = np.fromiter(map(word_id.get, flat, itertools.repeat(-1)), dtype=np.int64, count=len(flat))
         if (ids < 0).any():
             unknown = int(np.argmax(ids < 0))
-            source = "the vocabulary given" if vocab is not None else "the \\1-grams: section"
             raise line_error(path, where[unknown // k], f"word {flat[unknown]!r} is not in {source}")
         ids = ids.reshape(-1, k)
         logp, bow = np.asarray(logp, dtype=np.float64), np.asarray(bow, dtype=np.float64)
@@ -99,10 +124,7 @@ def _map_words(path: Path, raw, vocab, bos_id: int | None):
         if boundary is not None:
             start = np.zeros(len(ids), dtype=bool)
             ends = np.flatnonzero(ids[:, -1] == boundary)
-            if isinstance(flat, BulkWords):
-                start[ends] = flat.equal(ends * k + k - 1, BOS)
-            else:
-                start[ends] = [flat[r * k + k - 1] == BOS for r in ends.tolist()]
+            start[ends] = [flat[r * k + k - 1] == BOS for r in ends.tolist()]
         ids, logp, bow = _merge_duplicates(path, k, ids, logp, bow, start, flat, where)
         sections.append((ids, logp, bow))
     return words, vocab_size, sections, boundary
@@ -165,48 +187,53 @@ def _word_ids(path: Path, unigrams: list[str], vocab, bos_id: int | None):
 
 
 def _merge_duplicates(path, k, ids, logp, bow, start, flat, where):
-    """Refuse repeated n-grams, except an ``<s>`` / ``</s>`` pair (``start``: the rows ending in ``<s>``)."""
-    if len(ids) == 0:
+    """Refuse repeated n-grams, except an ``<s>`` / ``</s>`` pair (``start``: the rows ending in ``<s>``).
+
+    Only the rows whose words another row may repeat (equal hashes) are compared exactly."""
+    if start is not None:  # an <s> n-gram is a context, never predicted (a pair's </s> row has the p)
+        logp = np.where(start, np.nan, logp)
+    rows = _repeated_rows(ids)
+    if rows.size == 0:
         return ids, logp, bow
-    inverse, num = row_ranks(ids, int(ids.max()) + 1)
+    inverse, num = row_ranks(ids[rows], int(ids.max()) + 1)
     counts = np.bincount(inverse, minlength=num)
-    lone_start = start & (counts[inverse] == 1) if start is not None else None
-    if counts.max() == 1:
-        if start is not None:
-            logp = np.where(lone_start, np.nan, logp)  # a lone <s> n-gram is a context, never predicted
-        return ids, logp, bow
     order = np.argsort(inverse, kind="stable")
     ranked = inverse[order]
     first = order[np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])]  # first row of every rank
-    rows = np.arange(len(ids))
     repeated = counts[inverse] > 1
+    later = repeated & (np.arange(rows.size) != first[inverse])
+    pair = np.zeros(rows.size, dtype=bool)
     if start is not None:
         # A pair of one <s> row and one </s> row is allowed; every other repeat is an error.
+        is_start = start[rows]
         pair = repeated & (counts[inverse] == 2)
-        starts_in_group = np.bincount(inverse, weights=start, minlength=num)
-        pair &= starts_in_group[inverse] == 1
-        bad = np.flatnonzero(repeated & ~pair & (rows != first[inverse]))
-    else:
-        pair = np.zeros(len(ids), dtype=bool)
-        bad = np.flatnonzero(repeated & (rows != first[inverse]))
+        pair &= np.bincount(inverse, weights=is_start, minlength=num)[inverse] == 1
+    bad = np.flatnonzero(later & ~pair)
     if bad.size:
-        r = bad[0]
+        r = rows[bad[0]]
         raise line_error(
             path,
             where[r],
             f"duplicate {k}-gram {' '.join(flat[r * k : r * k + k])!r} "
-            f"(first on line {where[first[inverse[r]]]})",
+            f"(first on line {where[rows[first[inverse[bad[0]]]]]})",
         )
     if start is None:
         return ids, logp, bow
     # The </s> row of a pair keeps its probability and takes the <s> row's backoff weight (if any).
     start_bow = np.full(num, np.nan)
-    sel = pair & start
-    start_bow[inverse[sel]] = bow[sel]
-    target = pair & ~start
+    start_bow[inverse[pair & is_start]] = bow[rows[pair & is_start]]
+    target = pair & ~is_start
+    taken = start_bow[inverse[target]]
     bow = bow.copy()
-    own = bow[target]
-    bow[target] = np.where(np.isnan(start_bow[inverse[target]]), own, start_bow[inverse[target]])
-    logp = np.where(lone_start, np.nan, logp)  # a lone <s> n-gram is a context, never predicted
-    keep = ~(pair & start)
+    bow[rows[target]] = np.where(np.isnan(taken), bow[rows[target]], taken)
+    keep = np.ones(len(ids), dtype=bool)
+    keep[rows[pair & is_start]] = False
     return ids[keep], logp[keep], bow[keep]
+
+
+def _repeated_rows(ids: np.ndarray) -> np.ndarray:
+    """The rows of an (M, k) id array whose hash another row shares: every repeated row among them."""
+    key = row_hashes(ids)
+    ordered = np.sort(key)
+    shared = ordered[1:][ordered[1:] == ordered[:-1]]
+    return np.flatnonzero(np.isin(key, shared)) if shared.size else np.zeros(0, dtype=np.int64)

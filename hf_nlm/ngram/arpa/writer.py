@@ -63,7 +63,7 @@ def write_arpa(lm, path: PathLike, vocab=None, digits: int = 10) -> None:
     as_target[bos] = EOS
     ctx_words = context_words(lm.ctx_keys, V)
     fmt = f"%.{digits}f"
-    fast = BulkWriter.for_words(as_context.tolist(), as_target.tolist(), digits)
+    fast = BulkWriter(as_context.tolist(), as_target.tolist(), digits)
     sections = []
     for k in range(1, n + 1):
         # The model's own level-k probability, from the last k-1 words: stored or backed off.
@@ -109,7 +109,7 @@ def write_arpa(lm, path: PathLike, vocab=None, digits: int = 10) -> None:
 def _section_lines(grams, logp, bow, rows, start_bow, as_context, as_target, fast, fmt) -> list:
     """The text of one section (bytes-like blocks): every n-gram (``grams``, log10 p, log10 bow or NaN)
     and an ``<s>`` entry (-99, ``start_bow``) for each of ``rows``; in bulk where it can be."""
-    blocks = fast.section(grams, logp, bow, rows, start_bow) if fast is not None else None
+    blocks = fast.section(grams, logp, bow, rows, start_bow)
     if blocks is None:  # the general (slower) path: Python's own formatting, line by line
         k = grams.shape[1]
         columns = [as_context[grams[:, j]] for j in range(k - 1)]
