@@ -28,10 +28,10 @@ def baseline_skipped(model, tokenizer, datasets) -> str | None:
     """Why a run of ``model`` with ``tokenizer`` on ``datasets`` gets no n-gram baseline, or None (it gets
     one)."""
     if getattr(model.config, "is_encoder_decoder", False):
-        return "an encoder-decoder model scores targets given their sources, which a 5-gram does not see"
+        return "an encoder-decoder model scores targets given their sources, which a 5-gram never sees"
     if getattr(tokenizer, "numeral_vocab", None) is not None:
-        return ("a numeracy LM scores numerals with its numeral head (see its adjusted perplexity), not as the "
-                "tokens a 5-gram counts")
+        return ("a numeracy LM scores numerals with its numeral head (see its adjusted perplexity), not as "
+                "the tokens a 5-gram counts")
     if "validation" not in datasets:
         return "the run has no validation split"
     return None

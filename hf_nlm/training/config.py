@@ -178,9 +178,9 @@ class TrainingConfig:
     progress_bar: bool = _f(True, "show a tqdm progress bar on the main process")
     eval_test: bool = _f(True, "evaluate the final model on the test split (when there is one)")
     ngram_baseline: bool = _f(
-        True, "fit a Kneser-Ney 5-gram on the training split with the run's tokenizer (seconds) and report its "
-              "validation perplexity beside the model's, in the run's account and results.json (causal LMs; "
-              "not the numeracy LM or an encoder-decoder model, whose perplexities count other events)"
+        True, "fit a Kneser-Ney 5-gram on the training split with the run's tokenizer (seconds) and report "
+              "its validation perplexity beside the model's, in the run's account and results.json (causal "
+              "LMs; not the numeracy LM or an encoder-decoder model, whose perplexities count other events)"
     )
 
     def __post_init__(self) -> None:

@@ -7,7 +7,7 @@
     model     = build_model(spec, tokenizer, ...)      sized for the tokenizer, seeded, its tree, generation
                                                        defaults
     check_training_memory(...)                         refuses what cannot train in the memory there is
-    fit_ngram_baseline(tokenizer, datasets)            a Kneser-Ney 5-gram on the same split: the figure to beat
+    fit_ngram_baseline(tokenizer, datasets)            a Kneser-Ney 5-gram on the same split: the bar
     LMTrainer(model, tokenizer, datasets, ...).train() the loop; the best model, card, results in
                                                        output_dir
 
@@ -113,7 +113,7 @@ def train(spec: RunSpec, accelerator=None) -> TrainResult:
 
 
 def ngram_baseline(spec: RunSpec, model, tokenizer, datasets) -> dict | None:
-    """The Kneser-Ney 5-gram baseline of the run (:mod:`.baseline`), fitted on the main process and said before
+    """The Kneser-Ney 5-gram baseline of the run (:mod:`.baseline`), fitted on the main process, said before
     training starts; None where ``spec.training.ngram_baseline`` is off or the run's perplexity and a 5-gram's
     do not compare (the reason is said)."""
     if not spec.training.ngram_baseline or int(os.environ.get("RANK", "0")) != 0:

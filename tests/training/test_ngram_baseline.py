@@ -32,7 +32,8 @@ def tiny_spec(tmp_path, model="nplm", numerals=False, **settings) -> RunSpec:
     sizes = {"embedding_size": 8, "hidden_size": 8} if model != "numeracy_lm" else {}
     return RunSpec.from_recipe(model, train_file=str(tmp_path / "train.txt"),
                                validation_file=str(tmp_path / "valid.txt"), output_dir=str(tmp_path / "run"),
-                               max_steps=2, batch_size=2, block_size=8, progress_bar=False, **sizes, **settings)
+                               max_steps=2, batch_size=2, block_size=8, progress_bar=False, **sizes,
+                               **settings)
 
 
 def test_the_reported_kn5_is_a_kneser_ney_5gram_on_the_same_split(tmp_path, capsys):
