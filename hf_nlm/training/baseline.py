@@ -22,6 +22,9 @@ BASELINE_ORDER = 5
 BASELINE_NAME = f"Kneser-Ney {BASELINE_ORDER}-gram"
 #: ``results.json``'s key for it.
 BASELINE_KEY = "ngram_baseline"
+#: A model whose validation perplexity is this many times the baseline's has learnt less than the counts:
+#: near the unigram distribution, its continuations repeat the commonest words ("the the the , the").
+WEAK_RATIO = 2.0
 
 
 def baseline_skipped(model, tokenizer, datasets) -> str | None:
@@ -56,8 +59,12 @@ def comparison_line(results: dict) -> str:
     baseline = results.get(BASELINE_KEY)
     if baseline is None:
         return f"validation perplexity {model_ppl:.1f}"
-    return (f"validation perplexity {model_ppl:.1f} ({baseline['model']} on the same split: "
+    line = (f"validation perplexity {model_ppl:.1f} ({baseline['model']} on the same split: "
             f"{baseline['validation']['perplexity']:.1f}, ratio {baseline['ratio']:.2f})")
+    if baseline["ratio"] >= WEAK_RATIO:
+        line += ("; the model has learnt less than the 5-gram's counts and its continuations will repeat the "
+                 "commonest words: train it longer (--max-time-s) or with a recipe that converges sooner")
+    return line
 
 
 def add_baseline(results: dict, baseline: dict, output_dir: str | Path) -> dict:

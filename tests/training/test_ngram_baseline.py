@@ -77,3 +77,18 @@ def test_a_numeracy_lm_gets_no_baseline_and_is_told_why(tmp_path, capsys):
     result = train(tiny_spec(tmp_path, "numeracy_lm", numerals=True, hidden_size=8, embedding_size=8))
     assert "ngram_baseline" not in result.metrics
     assert "no Kneser-Ney 5-gram baseline: a numeracy LM" in capsys.readouterr().err
+
+
+def test_a_model_far_behind_the_5gram_is_told_so():
+    from hf_nlm.training.baseline import WEAK_RATIO, comparison_line
+
+    def results(ppl: float) -> dict:
+        return {"validation": {"perplexity": ppl},
+                "ngram_baseline": {"model": "Kneser-Ney 5-gram", "validation": {"perplexity": 161.0},
+                                   "ratio": ppl / 161.0}}
+
+    assert comparison_line(results(4449.0)).startswith(
+        "validation perplexity 4449.0 (Kneser-Ney 5-gram on the same split: 161.0, ratio 27.63); the model "
+        "has learnt less")
+    assert comparison_line(results(161.0 * WEAK_RATIO * 0.99)).endswith(")")
+    assert comparison_line({"validation": {"perplexity": 12.345}}) == "validation perplexity 12.3"
