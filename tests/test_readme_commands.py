@@ -52,7 +52,8 @@ def test_every_command_states_its_time_and_every_training_run_has_a_budget():
         assert seconds is not None and seconds > 0, shlex.join(argv)
         if argv[1] == "train":
             budget = float(argv[argv.index("--max-time-s") + 1])
-            assert budget < seconds <= budget + 120, shlex.join(argv)
+            # The budget counts training; the tokenizer, the 5-gram and the final reports come on top of it.
+            assert budget < seconds <= 2 * budget, shlex.join(argv)
 
 
 def test_the_stated_time_is_read_from_the_comment():
