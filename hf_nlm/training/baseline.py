@@ -25,11 +25,14 @@ BASELINE_KEY = "ngram_baseline"
 #: A model whose validation perplexity is this many times the baseline's has learnt less than the counts:
 #: near the unigram distribution, its continuations repeat the commonest words ("the the the , the").
 WEAK_RATIO = 2.0
+#: Training tokens above which a run fits no baseline: counting 5-grams holds about three of them per training
+#: token in memory (2.4M on Brown's 0.84M tokens), gigabytes beyond this.
+MAX_BASELINE_TOKENS = 50_000_000
 
 
-def baseline_skipped(model, tokenizer, datasets) -> str | None:
-    """Why a run of ``model`` with ``tokenizer`` on ``datasets`` gets no n-gram baseline, or None (it gets
-    one)."""
+def baseline_skipped(model, tokenizer, datasets, num_tokens: int) -> str | None:
+    """Why a run of ``model`` with ``tokenizer`` on ``datasets`` (``num_tokens`` training tokens) gets no
+    n-gram baseline, or None (it gets one)."""
     if getattr(model.config, "is_encoder_decoder", False):
         return "an encoder-decoder model scores targets given their sources, which a 5-gram never sees"
     if getattr(tokenizer, "numeral_vocab", None) is not None:
@@ -37,6 +40,9 @@ def baseline_skipped(model, tokenizer, datasets) -> str | None:
                 "the tokens a 5-gram counts")
     if "validation" not in datasets:
         return "the run has no validation split"
+    if num_tokens > MAX_BASELINE_TOKENS:
+        return (f"{num_tokens:,} training tokens are more than its {MAX_BASELINE_TOKENS:,} (its counts would "
+                "take gigabytes)")
     return None
 
 

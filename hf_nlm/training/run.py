@@ -103,7 +103,7 @@ def train(spec: RunSpec, accelerator=None) -> TrainResult:
                         dataset_name=spec.data.name, run_spec=spec.to_dict())
     if resuming or spec.init_from is not None:
         check_unknown_share(trainer.train_stats, folder)
-    baseline = ngram_baseline(spec, model, tokenizer, datasets)
+    baseline = ngram_baseline(spec, model, tokenizer, datasets, trainer.train_stats["num_tokens"])
     metrics = trainer.train()
     if metrics and "validation" in metrics:
         if baseline is not None:
@@ -112,13 +112,13 @@ def train(spec: RunSpec, accelerator=None) -> TrainResult:
     return TrainResult(spec, model, tokenizer, metrics, Path(spec.training.output_dir))
 
 
-def ngram_baseline(spec: RunSpec, model, tokenizer, datasets) -> dict | None:
+def ngram_baseline(spec: RunSpec, model, tokenizer, datasets, num_tokens: int) -> dict | None:
     """The Kneser-Ney 5-gram baseline of the run (:mod:`.baseline`), fitted on the main process, said before
     training starts; None where ``spec.training.ngram_baseline`` is off or the run's perplexity and a 5-gram's
     do not compare (the reason is said)."""
     if not spec.training.ngram_baseline or int(os.environ.get("RANK", "0")) != 0:
         return None
-    reason = baseline_skipped(model, tokenizer, datasets)
+    reason = baseline_skipped(model, tokenizer, datasets, num_tokens)
     if reason is not None:
         _say(f"no Kneser-Ney 5-gram baseline: {reason}")
         return None

@@ -92,3 +92,15 @@ def test_a_model_far_behind_the_5gram_is_told_so():
         "has learnt less")
     assert comparison_line(results(161.0 * WEAK_RATIO * 0.99)).endswith(")")
     assert comparison_line({"validation": {"perplexity": 12.345}}) == "validation perplexity 12.3"
+
+
+def test_no_baseline_without_a_validation_split_or_beyond_its_size(tmp_path):
+    from types import SimpleNamespace
+
+    from hf_nlm.training.baseline import MAX_BASELINE_TOKENS, baseline_skipped
+
+    model, tokenizer = SimpleNamespace(config=SimpleNamespace()), SimpleNamespace()
+    splits = {"train": [], "validation": []}
+    assert baseline_skipped(model, tokenizer, splits, MAX_BASELINE_TOKENS) is None
+    assert "more than" in baseline_skipped(model, tokenizer, splits, MAX_BASELINE_TOKENS + 1)
+    assert "no validation split" in baseline_skipped(model, tokenizer, {"train": []}, 10)
