@@ -14,7 +14,7 @@ from ..training.run import report_interrupt, resume_command
 from .arguments import fail
 
 #: What ``hf-nlm train`` prints of the results (one JSON line on stdout).
-SUMMARY = ("validation", "test", "best_val_ppl", "stop_reason")
+SUMMARY = ("validation", "test", "best_val_ppl", "stop_reason", "ngram_baseline")
 
 
 def add_train_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:

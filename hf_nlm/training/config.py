@@ -23,6 +23,7 @@ RESUME_CHANGEABLE = (
     "output_dir", "resume_from_checkpoint", "overwrite_output_dir", "batch_size", "eval_batch_size",
     "num_epochs", "max_steps", "max_time_s", "max_time_within_epoch", "early_stopping_patience",
     "logging_steps", "save_steps", "save_total_limit", "cpu", "progress_bar", "eval_test",
+    "ngram_baseline",
 )
 
 
@@ -176,6 +177,11 @@ class TrainingConfig:
     # Extras.
     progress_bar: bool = _f(True, "show a tqdm progress bar on the main process")
     eval_test: bool = _f(True, "evaluate the final model on the test split (when there is one)")
+    ngram_baseline: bool = _f(
+        True, "fit a Kneser-Ney 5-gram on the training split with the run's tokenizer (seconds) and report "
+              "its validation perplexity beside the model's, in the run's account and results.json (causal "
+              "LMs; not the numeracy LM or an encoder-decoder model, whose perplexities count other events)"
+    )
 
     def __post_init__(self) -> None:
         if not self.output_dir:

@@ -7,6 +7,7 @@
     model     = build_model(spec, tokenizer, ...)      sized for the tokenizer, seeded, its tree, generation
                                                        defaults
     check_training_memory(...)                         refuses what cannot train in the memory there is
+    fit_ngram_baseline(tokenizer, datasets)            a Kneser-Ney 5-gram on the same split: the bar
     LMTrainer(model, tokenizer, datasets, ...).train() the loop; the best model, card, results in
                                                        output_dir
 
@@ -29,6 +30,7 @@ import torch
 from ..generation import set_generation_defaults
 from ..models import MODEL_TYPES
 from ..saved_files import check_json_files
+from .baseline import add_baseline, baseline_skipped, comparison_line, fit_ngram_baseline
 from .memory import check_training_memory
 from .spec import RunSpec, split_fingerprints
 from .trainer import LMTrainer
@@ -101,8 +103,30 @@ def train(spec: RunSpec, accelerator=None) -> TrainResult:
                         dataset_name=spec.data.name, run_spec=spec.to_dict())
     if resuming or spec.init_from is not None:
         check_unknown_share(trainer.train_stats, folder)
+    baseline = ngram_baseline(spec, model, tokenizer, datasets, trainer.train_stats["num_tokens"])
     metrics = trainer.train()
+    if metrics and "validation" in metrics:
+        if baseline is not None:
+            metrics = add_baseline(metrics, baseline, spec.training.output_dir)
+        _say(comparison_line(metrics))
     return TrainResult(spec, model, tokenizer, metrics, Path(spec.training.output_dir))
+
+
+def ngram_baseline(spec: RunSpec, model, tokenizer, datasets, num_tokens: int) -> dict | None:
+    """The Kneser-Ney 5-gram baseline of the run (:mod:`.baseline`), fitted on the main process, said before
+    training starts; None where ``spec.training.ngram_baseline`` is off or the run's perplexity and a 5-gram's
+    do not compare (the reason is said)."""
+    if not spec.training.ngram_baseline or int(os.environ.get("RANK", "0")) != 0:
+        return None
+    reason = baseline_skipped(model, tokenizer, datasets, num_tokens)
+    if reason is not None:
+        _say(f"no Kneser-Ney 5-gram baseline: {reason}")
+        return None
+    baseline = fit_ngram_baseline(tokenizer, datasets)
+    _say(f"{baseline['model']} on the same training split and tokenizer: validation perplexity "
+         f"{baseline['validation']['perplexity']:.1f} ({baseline['fit_s']:.1f} s; --no-ngram-baseline skips "
+         "it)")
+    return baseline
 
 
 def recorded_fingerprints(resume_from_checkpoint: str | os.PathLike,

@@ -58,7 +58,8 @@ def test_train_prints_a_summary_and_each_epoch_without_the_progress_bar(run):
     results = json.loads((out / "results.json").read_text())
     # stdout: the one JSON line of results, as before
     assert json.loads(stdout) == {k: results[k]
-                                  for k in ("validation", "test", "best_val_ppl", "stop_reason")}
+                                  for k in ("validation", "test", "best_val_ppl", "stop_reason",
+                                            "ngram_baseline")}
     lines = err.splitlines()
     tokenizer = AutoTokenizer.from_pretrained(out)
     model = AutoModelForCausalLM.from_pretrained(out)
@@ -79,7 +80,10 @@ def test_train_prints_a_summary_and_each_epoch_without_the_progress_bar(run):
         assert f": {steps} steps, train loss {r['train_loss']:.4f} (ppl {r['train_ppl']:.2f}), " in said[0]
         assert f"validation after epoch {r['epoch'] + 1}: ppl {r['val_ppl']:.2f} " \
                f"(best so far {r['best_val_ppl']:.2f})" in lines
-    assert f"(best so far {results['best_val_ppl']:.2f})" in lines[-1]
+    assert f"(best so far {results['best_val_ppl']:.2f})" in lines[-2]
+    kn5 = results["ngram_baseline"]["validation"]["perplexity"]
+    assert lines[-1].startswith(f"validation perplexity {results['validation']['perplexity']:.1f} "
+                                f"(Kneser-Ney 5-gram on the same split: {kn5:.1f}")
 
 
 def test_saved_weights_have_the_permissions_of_the_other_files(run):
