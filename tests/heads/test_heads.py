@@ -449,8 +449,11 @@ def multi_code_tree() -> WordTree:
 
 
 def steps_per_block(head: TreeSoftmaxHead, steps: int | None) -> None:
-    """Make the CPU training path work ``steps`` path steps at a time (None: all at once)."""
-    head.block_bytes = None if steps is None else steps * head.in_features * head.weight.element_size()
+    """Make the CPU training path gather the rows ``steps`` path steps at a time (None: the sparse
+    kernels)."""
+    if steps is not None:
+        head.sparse_kernel_dtypes = ()
+        head.block_bytes = steps * head.in_features * head.weight.element_size()
 
 
 @pytest.mark.parametrize("steps", [None, 1, 7])
@@ -472,12 +475,13 @@ def test_tree_nll_equals_padded_and_brute_force(kind, steps):
         torch.testing.assert_close(nll, expected.masked_fill(target == -100, 0.0))
 
 
+@pytest.mark.parametrize("steps", [None, 5])
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("kind", ["random", "huffman", "adaptive_eps"])
-def test_tree_nll_gradients_equal_the_padded_ones(kind, sparse):
+def test_tree_nll_gradients_equal_the_padded_ones(kind, sparse, steps):
     head = make_head(f"tree_{kind}")
     head.sparse = sparse
-    steps_per_block(head, 5)
+    steps_per_block(head, steps)
     torch.manual_seed(4)
     hidden = torch.randn(40, D, dtype=torch.float64)
     target = torch.randint(0, V, (40,))
@@ -496,6 +500,24 @@ def test_tree_nll_gradients_equal_the_padded_ones(kind, sparse):
     torch.testing.assert_close(gh, rh)
     torch.testing.assert_close(gw.to_dense(), rw)
     torch.testing.assert_close(gb, rb)
+
+
+@pytest.mark.parametrize("steps", [None, 5])
+@pytest.mark.parametrize("kind", ["random", "adaptive_eps"])
+def test_tree_dense_gradient_accumulates_into_the_existing_one(kind, steps):
+    """Dense mode, .grad kept: the node gradient is added into it in place, equal to autograd's sum."""
+    head = make_head(f"tree_{kind}")
+    steps_per_block(head, steps)
+    torch.manual_seed(6)
+    hidden = torch.randn(2, 30, D, dtype=torch.float64)
+    target = torch.randint(0, V, (2, 30))
+    ref = make_head(f"tree_{kind}")
+    for h in hidden:
+        head.nll(h, target[0]).sum().backward()
+        padded_nll(ref, h, target[0]).sum().backward()
+    assert head.weight.grad.layout == torch.strided
+    torch.testing.assert_close(head.weight.grad, ref.weight.grad)
+    torch.testing.assert_close(head.bias.grad, ref.bias.grad)
 
 
 @pytest.mark.parametrize("steps", [None, 2])
