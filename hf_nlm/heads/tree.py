@@ -94,7 +94,9 @@ class TreeSoftmaxHead(OutputHead):
             ``nn.Embedding(sparse=True)``): only the touched rows, each once (nodes near the root are
             on most paths), no dense num_nodes x D gradient per step. For optimizers that accept
             sparse gradients (SGD, SparseAdam, Adagrad), as in Mnih & Hinton's and word2vec's SGD
-            training.
+            training. Without it the gradient is dense: added in place into ``weight.grad`` when one is
+            kept from the step before (``zero_grad(set_to_none=False)``; O(touched rows)), a fresh
+            num_nodes x D tensor otherwise.
 
     Parameters: ``weight`` (num_nodes x D, the node vectors q_i) and ``bias`` (num_nodes, b_i).
     Persistent buffers (saved in the state dict / safetensors with the model):
