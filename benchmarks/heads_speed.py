@@ -5,7 +5,8 @@ inputs) and N tokens of width D, one training step = forward + backward of ``hea
 (no optimizer step). Every method runs once per repetition, alternating, and the median over
 repetitions is reported. Also: the cost of exact full-vocabulary log-probabilities, tree vs softmax.
 
-The tree head runs in three modes: a dense node gradient made fresh each step (``zero_grad(set_to_none=True)``,
+The tree head runs in three modes: a dense node gradient made fresh each step
+(``zero_grad(set_to_none=True)``,
 as every other head here), a sparse one (``sparse=True``), and a dense one kept between steps
 (``tree_kept``: ``zero_grad(set_to_none=False)``, the zeroing of its num_nodes x D gradient counted in
 the step; the node gradient is added into it in place). The full softmax is timed the first way, its
