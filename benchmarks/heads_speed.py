@@ -6,14 +6,14 @@ inputs) and N tokens of width D, one training step = forward + backward of ``hea
 repetitions is reported. Also: the cost of exact full-vocabulary log-probabilities, tree vs softmax.
 
 The tree head runs in three modes: a dense node gradient made fresh each step
-(``zero_grad(set_to_none=True)``,
-as every other head here), a sparse one (``sparse=True``), and a dense one kept between steps
-(``tree_kept``: ``zero_grad(set_to_none=False)``, the zeroing of its num_nodes x D gradient counted in
-the step; the node gradient is added into it in place). The full softmax is timed the first way, its
-cheapest. The body alone and the tree heads alone on its output are timed in the same rotation: the
-``head_*`` ratios set the full softmax's step less the body's against a tree head's own step, the
-comparison of the heads' own work (with the body in, two 2048 x 256 x 256 products, the ratio cannot
-pass about 1,200x at |V| = 200k: the full softmax's three products are that many times the body's).
+(``zero_grad(set_to_none=True)``, as every other head here), a sparse one (``sparse=True``), and a
+dense one kept between steps (``tree_kept``: ``zero_grad(set_to_none=False)``, the zeroing of its
+num_nodes x D gradient counted in the step; the node gradient is added into it in place). The full
+softmax is timed the first way, its cheapest. The body alone and the tree heads alone on its output
+are timed in the same rotation: the ``head_*`` ratios set the full softmax's step less the body's
+against a tree head's own step, the comparison of the heads' own work. With the body in (two
+2048 x 256 x 256 products) the ratio cannot pass about 1,200x at |V| = 200k: the full softmax's three
+products are that many times the body's.
 
 Prints one JSON object per result on stdout (progress on stderr), e.g.
 {"benchmark": "heads_speed", "case": "tree_vs_full", "vocab_size": 200000, "value": 61.3, "unit": "x",
