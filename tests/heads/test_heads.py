@@ -188,7 +188,7 @@ def test_split_fused_nll_equals_autograd_reference():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("bias", [True, False])
 def test_softmax_fused_nll_equals_cross_entropy(dtype, bias):
-    """The fused loss (scores laid out |V| x N, gradient formed in the forward pass) against autograd
+    """The fused loss (scores laid out N x |V|, gradient formed in the forward pass) against autograd
     through F.cross_entropy(F.linear(...)): values and the gradients of a row-weighted sum, with an
     ignored target and targets at both ends of the vocabulary."""
     torch.manual_seed(0)
@@ -230,6 +230,24 @@ def test_softmax_fused_nll_gradient_to_the_inputs_it_is_asked_for():
     ref_w, ref_b = torch.autograd.grad(F.cross_entropy(head(h), t, reduction="sum"), [head.weight, head.bias])
     torch.testing.assert_close(g_w, ref_w)
     torch.testing.assert_close(g_b, ref_b)
+
+
+def test_softmax_fused_nll_reuses_its_score_buffer_safely():
+    """Consecutive steps share one score buffer: each gives cross_entropy's gradients, and a graph kept for a
+    second backward whose buffer a later step took fails loudly instead of giving wrong numbers."""
+    torch.manual_seed(8)
+    head = SoftmaxHead(D, V)
+    t = torch.randint(0, V, (6,))
+    for _ in range(2):
+        h = torch.randn(6, D)
+        (got,) = torch.autograd.grad(head.nll(h, t).sum(), [head.weight])
+        (ref,) = torch.autograd.grad(F.cross_entropy(head(h), t, reduction="sum"), [head.weight])
+        torch.testing.assert_close(got, ref)
+    kept = head.nll(torch.randn(6, D), t).sum()
+    kept.backward(retain_graph=True)  # gives the buffer back
+    head.nll(torch.randn(6, D), t).sum()  # takes it
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        kept.backward()
 
 
 def test_softmax_nll_under_autocast_and_in_half_precision_uses_upcast_scores():
