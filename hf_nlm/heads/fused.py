@@ -34,9 +34,9 @@ from .base import upcast
 # Free N x |V| score buffers of the CPU training loss, one per (shape, dtype), taken by a forward pass
 # and given back by its backward pass (see _score_buffer).
 _free_buffers: dict[tuple, torch.Tensor] = {}
-#: The largest score buffer kept between steps; larger ones are allocated per step (their matrix products
-#: take far longer than mapping them).
-SCORE_BUFFER_MAX_BYTES = 256 << 20
+#: The largest score buffer kept between steps (an NPLM's at |V| = 16k, N = 512: 34 MB); larger ones are
+#: allocated per step, so that a big buffer is not held beside evaluation and the rest of a run.
+SCORE_BUFFER_MAX_BYTES = 64 << 20
 
 
 def _score_buffer(shape: tuple[int, int], like: torch.Tensor) -> torch.Tensor:
