@@ -637,7 +637,7 @@ class _PathScores(torch.autograd.Function):
         need_w, need_h = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         (M, D), E = weight.shape, node.shape[0]
         g = grad_score.contiguous()
-        existing = weight.grad
+        existing = weight.grad if weight.is_leaf else None  # a non-leaf holds no .grad
         into_existing = (existing is not None and existing.layout == torch.strided
                          and existing.shape == weight.shape and existing.dtype == weight.dtype)
         sparse_w = ctx.sparse or into_existing
