@@ -5,6 +5,16 @@ inputs) and N tokens of width D, one training step = forward + backward of ``hea
 (no optimizer step). Every method runs once per repetition, alternating, and the median over
 repetitions is reported. Also: the cost of exact full-vocabulary log-probabilities, tree vs softmax.
 
+The tree head runs in three modes: a dense node gradient made fresh each step
+(``zero_grad(set_to_none=True)``, as every other head here), a sparse one (``sparse=True``), and a
+dense one kept between steps (``tree_kept``: ``zero_grad(set_to_none=False)``, the zeroing of its
+num_nodes x D gradient counted in the step; the node gradient is added into it in place). The full
+softmax is timed the first way, its cheapest. The body alone and the tree heads alone on its output
+are timed in the same rotation: the ``head_*`` ratios set the full softmax's step less the body's
+against a tree head's own step, the comparison of the heads' own work. With the body in (two
+2048 x 256 x 256 products) the ratio cannot pass about 1,200x at |V| = 200k: the full softmax's three
+products are that many times the body's.
+
 Prints one JSON object per result on stdout (progress on stderr), e.g.
 {"benchmark": "heads_speed", "case": "tree_vs_full", "vocab_size": 200000, "value": 61.3, "unit": "x",
  "better": "higher", "target": 20}
@@ -72,14 +82,28 @@ def time_alternating(fns: dict[str, Callable[[], None]], repeats: int, warmup: i
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def train_step(body: nn.Module, head: nn.Module, x: torch.Tensor, target: torch.Tensor) -> Callable[[], None]:
-    params = list(body.parameters()) + list(head.parameters())
+def train_step(body: nn.Module | None, head: nn.Module | None, x: torch.Tensor, target: torch.Tensor,
+               keep_grads: bool = False) -> Callable[[], None]:
+    """One training step; the gradients start from None (``zero_grad(set_to_none=True)``), or with
+    ``keep_grads`` are kept between steps and zeroed in place inside the step
+    (``zero_grad(set_to_none=False)``, whose cost the step then counts). ``body`` None: the head alone,
+    on the hidden vectors ``x`` (a leaf that takes a gradient, as the body's output would); ``head``
+    None: the body alone."""
+    if body is None:
+        x = x.detach().requires_grad_()
+        body = nn.Identity()
+    params = [*body.parameters(), *([] if head is None else head.parameters()), x]
 
     def step() -> None:
         for p in params:
-            p.grad = None
+            if keep_grads and p.grad is not None:
+                p.grad.zero_()
+            else:
+                p.grad = None
         h = body(x)
-        if isinstance(head, nn.AdaptiveLogSoftmaxWithLoss):
+        if head is None:
+            loss = h.sum()
+        elif isinstance(head, nn.AdaptiveLogSoftmaxWithLoss):
             loss = -head(h, target).output.mean()
         else:
             loss = head.nll(h, target).mean()
@@ -103,10 +127,20 @@ def bench_vocab(vocab_size: int, args: argparse.Namespace, gen: torch.Generator)
         "tree_huffman": TreeSoftmaxHead(D, huffman_tree(counts)),
         # The same balanced tree with a sparse gradient of the node vectors (for SGD-style optimizers).
         "tree_sparse": TreeSoftmaxHead(D, balanced_tree(vocab_size), sparse=True),
+        # The same balanced tree, dense gradients kept between steps (below).
+        "tree_kept": TreeSoftmaxHead(D, balanced_tree(vocab_size)),
         "adaptive_div1": nn.AdaptiveLogSoftmaxWithLoss(D, vocab_size, cutoffs, div_value=1.0),
         "adaptive_div4": nn.AdaptiveLogSoftmaxWithLoss(D, vocab_size, cutoffs, div_value=4.0),
     }
-    steps = {name: train_step(body, head, x, target) for name, head in heads.items()}
+    steps = {name: train_step(body, head, x, target, keep_grads=name == "tree_kept")
+             for name, head in heads.items()}
+    # The body alone, and the tree heads alone on its output: the heads' own cost, which the ratios
+    # against the full softmax are bounded by once the body's two D x D products dominate a tree step.
+    steps["body"] = train_step(body, None, x, target)
+    with torch.no_grad():
+        hidden = body(x)
+    for name in ("tree", "tree_sparse", "tree_kept"):
+        steps[f"{name}_alone"] = train_step(None, heads[name], hidden, target, keep_grads=name == "tree_kept")
     log(f"|V|={vocab_size}: timing training steps, N={N} tokens, D={D}, {args.repeats} repetitions")
     sec = time_alternating(steps, args.repeats)
     context = {
@@ -116,6 +150,7 @@ def bench_vocab(vocab_size: int, args: argparse.Namespace, gen: torch.Generator)
         "dim": D,
         "cutoffs": cutoffs,
         "threads": torch.get_num_threads(),
+        "loadavg": [round(v, 2) for v in os.getloadavg()],
     }
     for name, s in sec.items():
         emit(
@@ -130,10 +165,23 @@ def bench_vocab(vocab_size: int, args: argparse.Namespace, gen: torch.Generator)
               **extra):
         emit(case=case, value=round(numerator / denominator, digits), unit="x", better=better, **extra, **ctx)
 
-    at_200k = {"target": 20} if vocab_size >= 200_000 else {}
-    ratio("tree_vs_full", sec["full"], sec["tree"], "higher", tree="balanced", **at_200k)
-    ratio("huffman_tree_vs_full", sec["full"], sec["tree_huffman"], "higher", tree="huffman", **at_200k)
+    at_200k = vocab_size >= 200_000
+    ratio("tree_vs_full", sec["full"], sec["tree"], "higher", tree="balanced",
+          **({"target": 20} if at_200k else {}))
+    ratio("huffman_tree_vs_full", sec["full"], sec["tree_huffman"], "higher", tree="huffman",
+          **({"target": 20} if at_200k else {}))
     ratio("sparse_tree_vs_full", sec["full"], sec["tree_sparse"], "higher", tree="balanced")
+    # Dense node gradient accumulated into the .grad kept from the step before, zeroed in the step (the
+    # full softmax is timed as above, its dense |V| x D gradient fresh each step: its faster protocol).
+    ratio("kept_dense_tree_vs_full", sec["full"], sec["tree_kept"], "higher", tree="balanced")
+    # Head against head: the full softmax's step less the body's, against the tree heads timed alone.
+    full_head = sec["full"] - sec["body"]
+    ratio("head_tree_vs_full", full_head, sec["tree_alone"], "higher", tree="balanced",
+          head_seconds=round(sec["tree_alone"], 5), body_seconds=round(sec["body"], 5))
+    ratio("head_sparse_tree_vs_full", full_head, sec["tree_sparse_alone"], "higher", tree="balanced",
+          head_seconds=round(sec["tree_sparse_alone"], 5), **({"target": 2000} if at_200k else {}))
+    ratio("head_kept_dense_tree_vs_full", full_head, sec["tree_kept_alone"], "higher", tree="balanced",
+          head_seconds=round(sec["tree_kept_alone"], 5), **({"target": 400} if at_200k else {}))
     # Split vs adaptive head to head: in the rotation above they follow the full softmax, whose
     # (N, |V|) tensors leave the allocator in a state that costs whichever head runs next; alone, the
     # two alternate with nothing else in between.

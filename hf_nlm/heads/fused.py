@@ -3,11 +3,13 @@
 Full softmax (:func:`softmax_nll`). Left to autograd, ``cross_entropy(linear(h, W, b), t)`` allocates
 the |V|-wide scores, then their log-softmax, then in the backward a zero-filled gradient of the
 log-softmax and the gradient of the scores: four N x |V| buffers and as many passes over them, about
-a quarter of a CPU training step of an NPLM at |V| = 16k. Here the scores are computed once, turned
-in place into softmax(y) - onehot(t) during the forward pass (the gradient of every row's NLL does
-not depend on anything after the loss), and the backward only multiplies. The scores are laid out
-|V| x N (``W @ h^T``): on a 2-core AVX2 CPU MKL runs that product at 1.5x the speed of ``h @ W^T``
-(``benchmarks/train_throughput.py``). The upstream gradient g scales rows, so it is applied to the
+a quarter of a CPU training step of an NPLM at |V| = 16k. Here the scores are computed once into one
+N x |V| buffer, turned in place into their log-softmax (the loss is read off it) and then into
+softmax(y) - onehot(t) during the forward pass (the gradient of every row's NLL does not depend on
+anything after the loss), and the backward only multiplies. The buffer is N x |V| (``h @ W^T``), so that
+the softmax runs along contiguous rows, torch's fastest softmax kernel, and, on a CPU, it is kept for
+the next step (:func:`_score_buffer`) rather than mapped and page-faulted anew each step (a 34 MB
+buffer per step at |V| = 16k, N = 512). The upstream gradient g scales rows, so it is applied to the
 N x D operands, never to the N x |V| buffer.
 
 Split softmax (:func:`split_softmax_nll`).
@@ -29,24 +31,50 @@ from torch.autograd.function import once_differentiable
 
 from .base import upcast
 
+# Free N x |V| score buffers of the CPU training loss, one per (shape, dtype), taken by a forward pass
+# and given back by its backward pass (see _score_buffer).
+_free_buffers: dict[tuple, torch.Tensor] = {}
+#: The largest score buffer kept between steps (an NPLM's at |V| = 16k, N = 512: 34 MB); larger ones are
+#: allocated per step, so that a big buffer is not held beside evaluation and the rest of a run.
+SCORE_BUFFER_MAX_BYTES = 64 << 20
+
+
+def _score_buffer(shape: tuple[int, int], like: torch.Tensor) -> torch.Tensor:
+    """An N x |V| buffer for the scores: the one a finished backward gave back, else a new one.
+
+    A graph kept for a second backward (``retain_graph``) whose buffer was taken by a later forward pass
+    meanwhile fails that backward with autograd's in-place modification error, never with wrong numbers.
+    """
+    key = (shape, like.dtype, like.device)
+    buffer = _free_buffers.pop(key, None)
+    return buffer if buffer is not None else like.new_empty(shape)
+
+
+def _give_back(buffer: torch.Tensor) -> None:
+    if buffer.device.type == "cpu" and buffer.numel() * buffer.element_size() <= SCORE_BUFFER_MAX_BYTES:
+        _free_buffers[(tuple(buffer.shape), buffer.dtype, buffer.device)] = buffer
+
 
 def _softmax_nll_scores(scores: torch.Tensor, target: torch.Tensor, gradient: bool) -> torch.Tensor:
-    """-log softmax(scores[:, i])[target_i] for each column i of the |V| x N ``scores``. With
-    ``gradient``, ``scores`` is overwritten by softmax - onehot(target), the gradient of each column's NLL."""
-    t = target[None, :]
-    y_t = scores.gather(0, t).squeeze(0)
-    top = scores.amax(0, keepdim=True)  # shift by the column maximum, so exp() cannot overflow
-    scores.sub_(top).exp_()
-    total = scores.sum(0, keepdim=True)
+    """-log softmax(scores[i])[target_i] for each row i of the N x |V| ``scores``, which are overwritten:
+    by their log-softmax, and with ``gradient`` by softmax - onehot(target), the gradient of each row's
+    NLL."""
+    t = target[:, None]
+    torch._log_softmax(scores, 1, False, out=scores)
+    loss = -scores.gather(1, t).squeeze(1)
     if gradient:
-        scores.mul_(total.reciprocal())
-        scores.scatter_add_(0, t, scores.new_full(t.shape, -1.0))
-    return (total.log() + top).squeeze(0) - y_t
+        scores.exp_().scatter_add_(1, t, scores.new_full(t.shape, -1.0))
+    return loss
 
 
-def _scores_t(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """The scores b + W h as a |V| x N matrix (see the module docstring for why that layout)."""
-    return torch.addmm(bias[:, None], weight, hidden.t()) if bias is not None else weight @ hidden.t()
+def _scores(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+            out: torch.Tensor | None = None) -> torch.Tensor:
+    """The scores b + h W^T as an N x |V| matrix, into ``out`` when given."""
+    if out is None:
+        return F.linear(hidden, weight, bias)
+    if bias is None:
+        return torch.mm(hidden, weight.t(), out=out)
+    return torch.addmm(bias, hidden, weight.t(), out=out)
 
 
 class SoftmaxNLL(torch.autograd.Function):
@@ -55,7 +83,8 @@ class SoftmaxNLL(torch.autograd.Function):
     @staticmethod
     def forward(ctx, hidden, weight, bias, target):
         valid = target != -100
-        grad_scores = _scores_t(hidden, weight, bias)
+        buffer = _score_buffer((hidden.shape[0], weight.shape[0]), hidden)
+        grad_scores = _scores(hidden, weight, bias, out=buffer)
         loss = _softmax_nll_scores(grad_scores, target.masked_fill(~valid, 0), gradient=True)
         ctx.has_bias = bias is not None
         ctx.save_for_backward(hidden, weight, grad_scores, valid)
@@ -67,9 +96,10 @@ class SoftmaxNLL(torch.autograd.Function):
         hidden, weight, grad_scores, valid = ctx.saved_tensors
         g = grad_loss * valid.to(grad_loss.dtype)  # ignored rows get no gradient
         need_h, need_w, need_b, _ = ctx.needs_input_grad
-        grad_h = (grad_scores.t() @ weight).mul_(g[:, None]) if need_h else None
-        grad_w = grad_scores @ (hidden * g[:, None]) if need_w else None
-        grad_b = grad_scores @ g if need_b and ctx.has_bias else None
+        grad_h = (grad_scores @ weight).mul_(g[:, None]) if need_h else None
+        grad_w = grad_scores.t() @ (hidden * g[:, None]) if need_w else None
+        grad_b = grad_scores.t() @ g if need_b and ctx.has_bias else None
+        _give_back(grad_scores)
         return grad_h, grad_w, grad_b, None
 
 
@@ -84,7 +114,7 @@ def softmax_nll(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor |
     if torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in (hidden, weight, bias)):
         return SoftmaxNLL.apply(hidden, weight, bias, target)
     valid = target != -100
-    loss = _softmax_nll_scores(_scores_t(hidden, weight, bias), target.masked_fill(~valid, 0), gradient=False)
+    loss = _softmax_nll_scores(_scores(hidden, weight, bias), target.masked_fill(~valid, 0), gradient=False)
     return loss.masked_fill(~valid, 0.0)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -93,7 +94,9 @@ class TreeSoftmaxHead(OutputHead):
             ``nn.Embedding(sparse=True)``): only the touched rows, each once (nodes near the root are
             on most paths), no dense num_nodes x D gradient per step. For optimizers that accept
             sparse gradients (SGD, SparseAdam, Adagrad), as in Mnih & Hinton's and word2vec's SGD
-            training.
+            training. Without it the gradient is dense: added in place into ``weight.grad`` when one is
+            kept from the step before (``zero_grad(set_to_none=False)``; O(touched rows)), a fresh
+            num_nodes x D tensor otherwise.
 
     Parameters: ``weight`` (num_nodes x D, the node vectors q_i) and ``bias`` (num_nodes, b_i).
     Persistent buffers (saved in the state dict / safetensors with the model):
@@ -305,8 +308,10 @@ class TreeSoftmaxHead(OutputHead):
         # Step e of the batch is step (e - first step of its target) of that target's word.
         entry = torch.arange(E, device=t.device) + (p["word_start"][t] - (ends - length)).index_select(0, row)
         node = p["node"].index_select(0, entry)
+        # Row pointers of the (N, num_nodes) matrix of path steps (steps grouped by target).
+        crow = torch.cat([ends.new_zeros(1), ends])
         score = _PathScores.apply(
-            self.weight, h.to(self.weight.dtype), node, row, self.sparse, self._block(D)
+            self.weight, h.to(self.weight.dtype), node, row, crow, self.sparse, self._block(D)
         )
         if self.bias is not None:
             score = score + self.bias.index_select(0, node)  # dense gradient: num_nodes floats, cheap
@@ -337,7 +342,14 @@ class TreeSoftmaxHead(OutputHead):
     #: estimate, :mod:`hf_nlm.training.memory`) adds ``"meta"``.
     blocked_devices: tuple[str, ...] = ("cpu",)
 
+    #: The dtypes whose training path takes the sparse kernels of :class:`_PathScores` (those torch's
+    #: ``sampled_addmm`` takes); other dtypes, and the ``meta`` device, gather the rows in blocks.
+    sparse_kernel_dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float64)
+
     def _block(self, D: int) -> int | None:
+        """Steps per block of the gathering path; 0: the sparse kernels."""
+        if self.weight.dtype in self.sparse_kernel_dtypes and self.weight.device.type != "meta":
+            return 0
         if self.block_bytes is None or self.weight.device.type not in self.blocked_devices:
             return None  # accelerators: one pass, as many steps as possible per kernel
         return max(1, self.block_bytes // max(1, D * self.weight.element_size()))
@@ -577,15 +589,30 @@ def _warm_after_load(module: TreeSoftmaxHead, incompatible_keys) -> None:
 class _PathScores(torch.autograd.Function):
     """``score[e] = weight[node[e]] . hidden[row[e]]``: one dot product per path step.
 
-    Autograd over gather + multiply + sum would allocate several (steps, D) tensors per training step
-    (the gathered node vectors and hidden rows, the product, their gradients). Here the forward keeps
-    none of them, and the backward regathers the rows and scatters the gradients straight into
-    ``weight``'s and ``hidden``'s, block by block (``block`` steps at a time; ``None``: all at once).
+    The steps, grouped by row (``crow``: where each row's steps start, as a CSR matrix's row pointers),
+    are the nonzeros of an N x num_nodes sparse matrix S. The forward is a sampled product
+    (``torch.sparse.sampled_addmm``: only the dots at S's nonzeros), the backward two sparse-dense
+    products: dL/dh = S_g @ weight and, for the touched nodes only, dL/dq = S_g^T @ h (S_g: S holding
+    the upstream gradient), each one ``embedding_bag`` weighted sum. No (steps, D) tensor is built:
+    each kernel reads the node rows and hidden rows where they lie (the nodes near the root, on most
+    paths, stay in cache), and no num_nodes x D tensor either, unless the gradient must be a fresh
+    dense one (see ``backward``).
+
+    With ``block`` 0 it takes those kernels; otherwise (dtypes they do not take, the ``meta`` device) the
+    same dots come from gathering the rows, ``block`` steps at a time (``None``: all at once), into
+    buffers reused across blocks; the backward regathers them and scatters the gradients.
     """
 
     @staticmethod
-    def forward(ctx, weight, hidden, node, row, sparse, block):
+    def forward(ctx, weight, hidden, node, row, crow, sparse, block):
         # weight and hidden share a dtype (nll casts h), so every product below is taken in it.
+        ctx.csr = block == 0
+        ctx.sparse, ctx.block = sparse, block
+        ctx.save_for_backward(weight, hidden, node, row, crow)
+        if ctx.csr:
+            ones = weight.new_ones(()).expand(node.shape[0])
+            pattern = _csr(crow, node, ones, hidden.shape[0], weight.shape[0])
+            return torch.sparse.sampled_addmm(pattern, hidden, weight.t(), beta=0.0).values()
         E, D = node.shape[0], weight.shape[1]
         block = max(E, 1) if block is None else block
         score = weight.new_empty(E)
@@ -596,39 +623,71 @@ class _PathScores(torch.autograd.Function):
             q = torch.index_select(weight, 0, node[a:b], out=q_buf[: b - a])
             h = torch.index_select(hidden, 0, row[a:b], out=h_buf[: b - a])
             torch.sum(q.mul_(h), dim=1, out=score[a:b])
-        ctx.save_for_backward(weight, hidden, node, row)
-        ctx.sparse, ctx.block = sparse, block
         return score
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_score):
-        weight, hidden, node, row = ctx.saved_tensors
+        """The node gradient as a sparse tensor of the touched rows, each once (nodes near the root are on
+        almost every path): with ``sparse``, and also when ``weight.grad`` already holds a dense gradient,
+        which autograd then adds it into in place (O(touched rows), no num_nodes x D temporary or
+        zero-fill). Otherwise (no gradient yet, dense mode) a dense num_nodes x D tensor, as any dense
+        parameter gradient."""
+        weight, hidden, node, row, crow = ctx.saved_tensors
         need_w, need_h = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         (M, D), E = weight.shape, node.shape[0]
-        block, g = ctx.block, grad_score.contiguous()
-        grad_w = grad_h = rows = None
-        if need_w and ctx.sparse:
-            # One row per touched node, where nn.Embedding(sparse=True) would give one per path step:
-            # the nodes near the root are on almost every path, so this is several times smaller.
+        g = grad_score.contiguous()
+        existing = weight.grad if weight.is_leaf else None  # a non-leaf holds no .grad
+        into_existing = (existing is not None and existing.layout == torch.strided
+                         and existing.shape == weight.shape and existing.dtype == weight.dtype)
+        sparse_w = ctx.sparse or into_existing
+        grad_w = grad_h = None
+        if need_w:
+            # The touched nodes (ascending) and, for each step, its node's rank among them.
             touched = torch.zeros(M, dtype=torch.bool, device=node.device).index_fill_(0, node, True)
             rows = touched.nonzero().squeeze(1)
-            into = (touched.cumsum(0) - 1).index_select(0, node)
-            grad_w = weight.new_zeros(rows.shape[0], D)
-        elif need_w:
-            into, grad_w = node, torch.zeros_like(weight)
-        if need_h:
-            grad_h = torch.zeros_like(hidden)
-        buf = weight.new_empty(min(block, E), D)
-        for a in range(0, E, block):
-            b = min(a + block, E)
-            g_ab = g[a:b, None]
+            into = touched.cumsum(0).index_select(0, node) - 1
+        if ctx.csr:
+            # Both are CSR x dense products; embedding_bag's weighted sums (one bag per row of S_g, or of
+            # S_g^T) take them several times faster than torch's sparse-dense product on a CPU.
             if need_h:
-                q = torch.index_select(weight, 0, node[a:b], out=buf[: b - a])
-                grad_h.index_add_(0, row[a:b], q.mul_(g_ab))
+                grad_h = F.embedding_bag(node, weight, crow, mode="sum", per_sample_weights=g,
+                                         include_last_offset=True)
             if need_w:
-                h = torch.index_select(hidden, 0, row[a:b], out=buf[: b - a])
-                grad_w.index_add_(0, into[a:b], h.mul_(g_ab))
-        if rows is not None:
-            grad_w = torch.sparse_coo_tensor(rows[None], grad_w, (M, D), check_invariants=False)
-        return grad_w, grad_h, None, None, None, None
+                # S_g^T, one bag per touched node: the steps sorted by node (stable: by row within a node).
+                order = torch.argsort(into, stable=True)
+                counts = torch.bincount(into, minlength=rows.shape[0])
+                starts = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+                grad_rows = F.embedding_bag(row.index_select(0, order), hidden, starts, mode="sum",
+                                            per_sample_weights=g.index_select(0, order),
+                                            include_last_offset=True)
+        else:
+            block = max(E, 1) if ctx.block is None else ctx.block
+            if need_h:
+                grad_h = torch.zeros_like(hidden)
+            if need_w:
+                grad_rows = weight.new_zeros(rows.shape[0], D)
+            buf = weight.new_empty(min(block, E), D)
+            for a in range(0, E, block):
+                b = min(a + block, E)
+                g_ab = g[a:b, None]
+                if need_h:
+                    q = torch.index_select(weight, 0, node[a:b], out=buf[: b - a])
+                    grad_h.index_add_(0, row[a:b], q.mul_(g_ab))
+                if need_w:
+                    h = torch.index_select(hidden, 0, row[a:b], out=buf[: b - a])
+                    grad_rows.index_add_(0, into[a:b], h.mul_(g_ab))
+        if need_w:
+            if sparse_w:
+                grad_w = torch.sparse_coo_tensor(rows[None], grad_rows, (M, D), check_invariants=False,
+                                                 is_coalesced=True)
+            else:
+                grad_w = weight.new_zeros(M, D).index_copy_(0, rows, grad_rows)
+        return grad_w, grad_h, None, None, None, None, None
+
+
+def _csr(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
+    """The rows x cols CSR matrix with row pointers ``crow``, column indices ``col`` and ``values``."""
+    with warnings.catch_warnings():  # torch flags CSR support as beta on first use
+        warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta", UserWarning)
+        return torch.sparse_csr_tensor(crow, col, values, (rows, cols), check_invariants=False)

@@ -34,11 +34,29 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     return [g for g in groups if g["params"]]
 
 
+def fused_sgd_applies(model: nn.Module) -> bool:
+    """Whether torch's fused SGD kernel can update ``model``: every parameter on a CPU or a CUDA device in a
+    floating dtype, and no module that gives sparse gradients (``nn.Embedding(sparse=True)``, a tree head
+    with ``sparse=True``), which that kernel refuses."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    return (
+        bool(params)
+        and all(p.device.type in ("cpu", "cuda") and p.dtype.is_floating_point for p in params)
+        and not any(getattr(m, "sparse", False) is True for m in model.modules())
+    )
+
+
 def build_optimizer(model: nn.Module, config: TrainingConfig) -> torch.optim.Optimizer:
-    """SGD (optionally with momentum), Adam or AdamW over :func:`param_groups`."""
+    """SGD (optionally with momentum), Adam or AdamW over :func:`param_groups`.
+
+    SGD takes torch's fused kernel where it applies (:func:`fused_sgd_applies`): one pass over each
+    parameter for weight decay and update, where the per-tensor loop allocates the decayed gradient and
+    reads each tensor three times (a few ms per step of an NPLM's 16k x 290 output matrix on a CPU).
+    """
     groups = param_groups(model, config.weight_decay)
     if config.optimizer == "sgd":
-        return torch.optim.SGD(groups, lr=config.learning_rate, momentum=config.momentum)
+        return torch.optim.SGD(groups, lr=config.learning_rate, momentum=config.momentum,
+                               fused=fused_sgd_applies(model) or None)
     betas = (config.adam_beta1, config.adam_beta2)
     if config.optimizer == "adam":
         return torch.optim.Adam(groups, lr=config.learning_rate, betas=betas, eps=config.adam_epsilon)

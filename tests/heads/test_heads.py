@@ -188,7 +188,7 @@ def test_split_fused_nll_equals_autograd_reference():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("bias", [True, False])
 def test_softmax_fused_nll_equals_cross_entropy(dtype, bias):
-    """The fused loss (scores laid out |V| x N, gradient formed in the forward pass) against autograd
+    """The fused loss (scores laid out N x |V|, gradient formed in the forward pass) against autograd
     through F.cross_entropy(F.linear(...)): values and the gradients of a row-weighted sum, with an
     ignored target and targets at both ends of the vocabulary."""
     torch.manual_seed(0)
@@ -230,6 +230,24 @@ def test_softmax_fused_nll_gradient_to_the_inputs_it_is_asked_for():
     ref_w, ref_b = torch.autograd.grad(F.cross_entropy(head(h), t, reduction="sum"), [head.weight, head.bias])
     torch.testing.assert_close(g_w, ref_w)
     torch.testing.assert_close(g_b, ref_b)
+
+
+def test_softmax_fused_nll_reuses_its_score_buffer_safely():
+    """Consecutive steps share one score buffer: each gives cross_entropy's gradients, and a graph kept for a
+    second backward whose buffer a later step took fails loudly instead of giving wrong numbers."""
+    torch.manual_seed(8)
+    head = SoftmaxHead(D, V)
+    t = torch.randint(0, V, (6,))
+    for _ in range(2):
+        h = torch.randn(6, D)
+        (got,) = torch.autograd.grad(head.nll(h, t).sum(), [head.weight])
+        (ref,) = torch.autograd.grad(F.cross_entropy(head(h), t, reduction="sum"), [head.weight])
+        torch.testing.assert_close(got, ref)
+    kept = head.nll(torch.randn(6, D), t).sum()
+    kept.backward(retain_graph=True)  # gives the buffer back
+    head.nll(torch.randn(6, D), t).sum()  # takes it
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        kept.backward()
 
 
 def test_softmax_nll_under_autocast_and_in_half_precision_uses_upcast_scores():
@@ -449,8 +467,11 @@ def multi_code_tree() -> WordTree:
 
 
 def steps_per_block(head: TreeSoftmaxHead, steps: int | None) -> None:
-    """Make the CPU training path work ``steps`` path steps at a time (None: all at once)."""
-    head.block_bytes = None if steps is None else steps * head.in_features * head.weight.element_size()
+    """Make the CPU training path gather the rows ``steps`` path steps at a time (None: the sparse
+    kernels)."""
+    if steps is not None:
+        head.sparse_kernel_dtypes = ()
+        head.block_bytes = steps * head.in_features * head.weight.element_size()
 
 
 @pytest.mark.parametrize("steps", [None, 1, 7])
@@ -472,12 +493,13 @@ def test_tree_nll_equals_padded_and_brute_force(kind, steps):
         torch.testing.assert_close(nll, expected.masked_fill(target == -100, 0.0))
 
 
+@pytest.mark.parametrize("steps", [None, 5])
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("kind", ["random", "huffman", "adaptive_eps"])
-def test_tree_nll_gradients_equal_the_padded_ones(kind, sparse):
+def test_tree_nll_gradients_equal_the_padded_ones(kind, sparse, steps):
     head = make_head(f"tree_{kind}")
     head.sparse = sparse
-    steps_per_block(head, 5)
+    steps_per_block(head, steps)
     torch.manual_seed(4)
     hidden = torch.randn(40, D, dtype=torch.float64)
     target = torch.randint(0, V, (40,))
@@ -496,6 +518,24 @@ def test_tree_nll_gradients_equal_the_padded_ones(kind, sparse):
     torch.testing.assert_close(gh, rh)
     torch.testing.assert_close(gw.to_dense(), rw)
     torch.testing.assert_close(gb, rb)
+
+
+@pytest.mark.parametrize("steps", [None, 5])
+@pytest.mark.parametrize("kind", ["random", "adaptive_eps"])
+def test_tree_dense_gradient_accumulates_into_the_existing_one(kind, steps):
+    """Dense mode, .grad kept: the node gradient is added into it in place, equal to autograd's sum."""
+    head = make_head(f"tree_{kind}")
+    steps_per_block(head, steps)
+    torch.manual_seed(6)
+    hidden = torch.randn(2, 30, D, dtype=torch.float64)
+    target = torch.randint(0, V, (2, 30))
+    ref = make_head(f"tree_{kind}")
+    for h in hidden:
+        head.nll(h, target[0]).sum().backward()
+        padded_nll(ref, h, target[0]).sum().backward()
+    assert head.weight.grad.layout == torch.strided
+    torch.testing.assert_close(head.weight.grad, ref.weight.grad)
+    torch.testing.assert_close(head.bias.grad, ref.bias.grad)
 
 
 @pytest.mark.parametrize("steps", [None, 2])
