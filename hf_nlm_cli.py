@@ -2,9 +2,10 @@
 
 ``hf-nlm`` and ``hf-nlm --help`` print the list of commands from :data:`COMMANDS` without importing
 ``hf_nlm`` (whose import registers the models with transformers and loads torch: seconds). Every other
-command line is parsed by :func:`build_parser` (each command's arguments from :mod:`hf_nlm.cli.main`, its
-one-line help from the same table) and run by :func:`hf_nlm.cli.main.run`, but ``hf-nlm app``, which goes to
-:func:`hf_nlm.app.main`. Nothing in ``hf_nlm`` imports this module: the imports point one way.
+command line is parsed by :func:`build_parser` (each command's arguments from its module in
+:mod:`hf_nlm.cli`, :func:`command_functions`; its one-line help from :data:`COMMANDS`) and run by :func:`run`,
+but ``hf-nlm app``, which goes to :func:`hf_nlm.app.main`. Nothing in ``hf_nlm`` imports this module: the
+imports point one way.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+from collections.abc import Callable, Mapping
 
 PROG = "hf-nlm"
 DESCRIPTION = "Classic neural language models on Hugging Face."
@@ -63,16 +65,81 @@ def top_level_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_functions() -> dict[str, tuple[Callable, Callable]]:
+    """Each command's ``add_*_parser(subparsers, help_text)`` (returning its parser) and handler
+    ``cmd_*(args)`` (imports ``hf_nlm``)."""
+    from hf_nlm.cli.download import add_download_parser, cmd_download
+    from hf_nlm.cli.evaluate import (
+        add_check_numbers_parser,
+        add_evaluate_parser,
+        add_predict_numbers_parser,
+        cmd_check_numbers,
+        cmd_evaluate,
+        cmd_predict_numbers,
+    )
+    from hf_nlm.cli.generate import (
+        add_generate_parser,
+        add_plot_attention_parser,
+        add_plot_numerals_parser,
+        add_story_parser,
+        cmd_generate,
+        cmd_plot_attention,
+        cmd_plot_numerals,
+        cmd_story,
+    )
+    from hf_nlm.cli.hub import add_card_parser, add_push_parser, cmd_card, cmd_push
+    from hf_nlm.cli.train import add_build_tree_parser, add_train_parser, cmd_build_tree, cmd_train
+
+    return {
+        "train": (add_train_parser, cmd_train),
+        "build-tree": (add_build_tree_parser, cmd_build_tree),
+        "evaluate": (add_evaluate_parser, cmd_evaluate),
+        "predict-numbers": (add_predict_numbers_parser, cmd_predict_numbers),
+        "check-numbers": (add_check_numbers_parser, cmd_check_numbers),
+        "generate": (add_generate_parser, cmd_generate),
+        "story": (add_story_parser, cmd_story),
+        "plot-attention": (add_plot_attention_parser, cmd_plot_attention),
+        "card": (add_card_parser, cmd_card),
+        "plot-numerals": (add_plot_numerals_parser, cmd_plot_numerals),
+        "push": (add_push_parser, cmd_push),
+        "download": (add_download_parser, cmd_download),
+    }
+
+
+def add_commands(sub: argparse._SubParsersAction, help_texts: Mapping[str, str]) -> None:
+    """Add each command of ``help_texts`` (name -> its one-line help, in the order ``--help`` lists them) with
+    its arguments to the subparsers ``sub``."""
+    functions = command_functions()
+    for name, help_text in help_texts.items():
+        add_parser, handler = functions[name]
+        command = add_parser(sub, help_text)
+        command.set_defaults(func=handler, parser=command)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The full ``hf-nlm`` parser (imports ``hf_nlm``): ``command`` with its arguments, or every command of
     :data:`COMMANDS` when None (a command line parses with its own command's parser alone, which builds
     faster)."""
-    from hf_nlm.cli.main import add_commands
-
     parser, sub = command_parsers()
     names = [command] if command in COMMANDS else list(COMMANDS)
     add_commands(sub, {name: COMMANDS[name] for name in names if name not in SEPARATE_COMMANDS})
     return parser
+
+
+#: The options that count something: each must be at least 1.
+COUNT_OPTIONS = ("max_new_tokens", "num_beams", "num_return_sequences", "block_size", "batch_size",
+                 "numeral_chunk_size", "top")
+
+
+def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    """Run the command line ``argv`` with ``parser`` (from :func:`build_parser`). Returns the exit status."""
+    args = parser.parse_args(argv)
+    args.argv = argv[1:]  # the command's own arguments, e.g. to print the --resume command
+    for name in COUNT_OPTIONS:
+        value = getattr(args, name, None)
+        if isinstance(value, int) and value < 1:
+            args.parser.error(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    return args.func(args)
 
 
 def not_utf8(argv: list[str]) -> str | None:
@@ -108,8 +175,6 @@ def main(argv: list[str] | None = None) -> int:
         from hf_nlm.app import main as serve
 
         return serve(argv[1:])
-    from hf_nlm.cli.main import run
-
     return run(build_parser(argv[0]), argv)
 
 

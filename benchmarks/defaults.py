@@ -48,7 +48,7 @@ from pathlib import Path
 
 from common import emit_json, log, machine
 
-from hf_nlm.training.run_log import read_jsonl
+from hf_nlm.training.run_folder import read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("nplm", "lbl", "hlbl", "awd_lstm")

@@ -41,7 +41,7 @@ from hf_nlm.ngram import KneserNeyLM
 from hf_nlm.ngram.neural_interpolation import fit_mixture_weight, mix_log_probs
 from hf_nlm.tokenization import train_word_level_tokenizer
 from hf_nlm.training import TrainingConfig, train_lm
-from hf_nlm.training.run_log import read_jsonl
+from hf_nlm.training.run_folder import read_jsonl
 
 BLOCK_SIZE = 64  # targets per block
 EVAL_BATCH_SIZE = 64  # blocks per validation batch (TrainingConfig's default)

@@ -15,6 +15,6 @@ torch). ``train`` and ``build-tree`` parse the library's run flags (:mod:`hf_nlm
 :class:`~hf_nlm.training.RunSpec` and call :func:`hf_nlm.training.train`; the other commands load a saved run
 with :func:`hf_nlm.training.load_run` and call one library function each. One module per command group
 (:mod:`~hf_nlm.cli.train`, :mod:`~hf_nlm.cli.evaluate`, :mod:`~hf_nlm.cli.generate`, :mod:`~hf_nlm.cli.hub`,
-:mod:`~hf_nlm.cli.download`) and :mod:`~hf_nlm.cli.main` (the table of commands and
-:func:`~hf_nlm.cli.main.run`). Bad input ends with a usage error (exit 2) naming what is wrong.
+:mod:`~hf_nlm.cli.download`); the console script holds the table of commands. Bad input ends with a usage
+error (exit 2) naming what is wrong.
 """

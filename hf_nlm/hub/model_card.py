@@ -33,6 +33,9 @@ LANGUAGE = "en"
 LIBRARY_NAME = "transformers"
 TASK = {"type": "text-generation", "name": "Language modelling"}
 RESULTS_NAME = "results.json"
+#: ``results.json``'s key for the count baseline a training run reports beside its model
+#: (:func:`hf_nlm.training.train`).
+BASELINE_KEY = "ngram_baseline"
 CARD_NAME = "README.md"
 
 
@@ -227,11 +230,14 @@ def render_model_card(
     samples: Mapping[str, str] | None = None,
     model_name: str | None = None,
     load_from: str = "path/to/this/folder",
+    baseline: Mapping | None = None,
 ) -> str:
     """The card of a model with ``config``: ``results`` maps a split name to ``evaluate_lm``'s output
     (written as the results table and the model-index), ``dataset`` what the card says about the training
     corpus (a :class:`CorpusCard`: :func:`hf_nlm.data.registry.corpus_card` gives a corpus's by name),
-    ``training`` the training settings. With none of them, the basic card that ``save_pretrained`` writes.
+    ``training`` the training settings, ``baseline`` the n-gram model a training run measured on the same
+    split (``results.json``'s :data:`BASELINE_KEY`: ``model``, ``validation``, ``ratio``). With none of them,
+    the basic card that ``save_pretrained`` writes.
     What the card says about the model type is ``config.card_text``, declared with the model type
     (:class:`CardText`)."""
     if dataset is not None and not isinstance(dataset, CorpusCard):
@@ -257,6 +263,10 @@ def render_model_card(
                       "updates; the perplexities are those of the saved weights (the best by validation "
                       "perplexity when there is a validation split), every token scored, `<eos>` and `<unk>` "
                       "included."]
+    if table and baseline and "validation" in results:
+        table += ["", f"A {baseline['model']} fitted on the same training split with the same tokenizer has "
+                      f"validation perplexity {_fmt(baseline['validation']['perplexity'])}: this model's is "
+                      f"{baseline['ratio']:.2f} times that."]
     train_lines = []
     if training:
         train_lines = ["Trained with `hf_nlm.training.train_lm` (`hf-nlm train`), these settings "
@@ -309,4 +319,5 @@ def write_run_card(run_dir: str | os.PathLike, dataset: str | None = None, model
         folder, config, results=evaluations, dataset=corpus_card(name) if name else None,
         training=saved.get("training_config"), num_parameters=saved.get("num_parameters"),
         model_name=model_name, load_from=load_from or "path/to/this/folder",
+        baseline=saved.get(BASELINE_KEY) if isinstance(saved.get(BASELINE_KEY), Mapping) else None,
     )

@@ -46,9 +46,9 @@ from ..data.pairs import PairFormat
 from ..data.registry import corpus_card
 from ..evaluation import evaluate_lm, evaluate_seq2seq, score_split
 from ..heads import OutputHead
+from ..hub.model_card import BASELINE_KEY
 from ..modeling_utils import check_checkpoint_model_type
 from ..tokenization import tokenizer_fingerprint
-from .averaging import WeightAverager, nt_asgd_triggered
 from .checkpoint import (
     TRAINER_STATE,
     capture_rng_state,
@@ -65,18 +65,20 @@ from .checkpoint import (
     save_pretrained_atomic,
 )
 from .config import RESUME_CHANGEABLE, TrainingConfig
-from .optim import build_lr_scheduler, build_optimizer
+from .optim import WeightAverager, build_lr_scheduler, build_optimizer, nt_asgd_triggered
 from .run_folder import (
     BEST_MODEL_DIR,
     acquire_lock,
+    append_jsonl,
     is_disk_full,
     output_dir_error,
+    plot_curves,
     prepare_output_dir,
     release_lock,
     save_final_model,
+    truncate_log,
     write_results,
 )
-from .run_log import append_jsonl, plot_curves, truncate_log
 
 
 @dataclass
@@ -183,6 +185,9 @@ class LMTrainer:
         run_spec: the run's specification (:meth:`hf_nlm.training.RunSpec.to_dict`) when
             :func:`hf_nlm.training.train` made the run: kept in every checkpoint's ``trainer_state.json`` and
             in ``results.json``, so that :meth:`~hf_nlm.training.RunSpec.from_run_folder` reads it back.
+        ngram_baseline: the n-gram model measured on the same split
+            (:func:`hf_nlm.training.run.ngram_baseline`: ``model``, ``order``, ``validation``), reported with
+            the ratio of the model's validation perplexity to its in ``results.json`` and the model card.
     """
 
     def __init__(
@@ -194,9 +199,11 @@ class LMTrainer:
         accelerator: Accelerator | None = None,
         dataset_name: str | None = None,
         run_spec: dict | None = None,
+        ngram_baseline: dict | None = None,
     ) -> None:
         self.config = config
         self.run_spec = run_spec
+        self.ngram_baseline = ngram_baseline
         self.tokenizer = tokenizer
         if getattr(model.config, "tokenizer_fingerprint", False) is None:
             model.config.tokenizer_fingerprint = tokenizer_fingerprint(tokenizer)  # saved with the model
@@ -850,6 +857,10 @@ class LMTrainer:
             results.update(dataset=self.dataset_name, training_config=training)
             if self.run_spec is not None:
                 results["run_spec"] = self.run_spec
+            if self.ngram_baseline is not None and "validation" in evaluations:
+                baseline = self.ngram_baseline
+                ratio = evaluations["validation"]["perplexity"] / baseline["validation"]["perplexity"]
+                results[BASELINE_KEY] = {**baseline, "ratio": ratio}
             write_results(self.output_dir, model.config, results, evaluations, corpus_card(self.dataset_name),
                           training, num_parameters, self.log_path)
         acc.wait_for_everyone()

@@ -13,7 +13,7 @@ import sys
 import pytest
 import torch
 
-from hf_nlm.training.run_log import read_jsonl
+from hf_nlm.training.run_folder import read_jsonl
 from hf_nlm_cli import main
 
 TINY = ["--context-size", "2", "--embedding-size", "8", "--hidden-size", "8", "--block-size", "8",

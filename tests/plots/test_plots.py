@@ -11,7 +11,7 @@ import torch
 
 from hf_nlm.plots.attention import attention_figure
 from hf_nlm.plots.numerals import density_figure
-from hf_nlm.training.run_log import SPLIT_COLORS, curves_figure, logging_windows, plot_curves
+from hf_nlm.training.run_folder import SPLIT_COLORS, curves_figure, logging_windows, plot_curves
 
 matplotlib.use("Agg")
 

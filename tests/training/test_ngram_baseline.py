@@ -11,6 +11,7 @@ import random
 import pytest
 from transformers import AutoTokenizer
 
+from hf_nlm.hub import write_run_card
 from hf_nlm.ngram import KneserNeyLM
 from hf_nlm.training import RunSpec, train
 from hf_nlm_cli import main
@@ -54,6 +55,14 @@ def test_the_reported_kn5_is_a_kneser_ney_5gram_on_the_same_split(tmp_path, caps
         assert baseline["validation"]["perplexity"] == pytest.approx(expected, rel=1e-9)
         assert baseline["validation"]["num_tokens"] == len(stream)
         assert baseline["ratio"] == pytest.approx(results["validation"]["perplexity"] / expected, rel=1e-9)
+    # The card says the same, and says it again when `hf-nlm card` rewrites it from results.json.
+    line = (f"A Kneser-Ney 5-gram fitted on the same training split with the same tokenizer has validation "
+            f"perplexity {expected:.2f}: this model's is {saved['ngram_baseline']['ratio']:.2f} times that.")
+    card = tmp_path / "run" / "README.md"
+    assert line in card.read_text(encoding="utf-8")
+    card.unlink()
+    write_run_card(tmp_path / "run")
+    assert line in card.read_text(encoding="utf-8")
     said = capsys.readouterr().err
     assert (f"validation perplexity {saved['validation']['perplexity']:.1f} (Kneser-Ney 5-gram on the same "
             f"split: {expected:.1f}, ratio {saved['ngram_baseline']['ratio']:.2f})") in said
@@ -80,7 +89,7 @@ def test_a_numeracy_lm_gets_no_baseline_and_is_told_why(tmp_path, capsys):
 
 
 def test_a_model_far_behind_the_5gram_is_told_so():
-    from hf_nlm.training.baseline import WEAK_RATIO, comparison_line
+    from hf_nlm.training.run import WEAK_RATIO, comparison_line
 
     def results(ppl: float) -> dict:
         return {"validation": {"perplexity": ppl},
@@ -97,7 +106,7 @@ def test_a_model_far_behind_the_5gram_is_told_so():
 def test_no_baseline_without_a_validation_split_or_beyond_its_size(tmp_path):
     from types import SimpleNamespace
 
-    from hf_nlm.training.baseline import MAX_BASELINE_TOKENS, baseline_skipped
+    from hf_nlm.training.run import MAX_BASELINE_TOKENS, baseline_skipped
 
     model, tokenizer = SimpleNamespace(config=SimpleNamespace()), SimpleNamespace()
     splits = {"train": [], "validation": []}

@@ -18,7 +18,7 @@ from hf_nlm.data.stream import MIN_BPTT, bptt_chunks, stream_columns
 from hf_nlm.evaluation import evaluate_lm
 from hf_nlm.tokenization import train_word_level_tokenizer
 from hf_nlm.training import TrainingConfig, list_checkpoints, train_lm
-from hf_nlm.training.averaging import WeightAverager, nt_asgd_triggered
+from hf_nlm.training.optim import WeightAverager, nt_asgd_triggered
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,7 @@ import torch
 from hf_nlm.training import RunSpec, load_run, run_folder, train
 from hf_nlm.training import memory as training_memory
 from hf_nlm.training.memory import check_training_memory
-from hf_nlm.training.run_folder import RunFolderError, is_run_output
-from hf_nlm.training.run_log import read_jsonl
+from hf_nlm.training.run_folder import RunFolderError, is_run_output, read_jsonl
 from hf_nlm_cli import main
 
 TINY = dict(context_size=2, embedding_size=4, hidden_size=4, block_size=4, batch_size=2, progress_bar=False)
