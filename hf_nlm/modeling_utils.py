@@ -245,6 +245,8 @@ class NLMPreTrainedModel(PreTrainedModel):
     (:meth:`_build_head`, :meth:`_init_weights`, :meth:`lm_output`); refuses to save an inconsistent config.
     """
 
+    # Every model here keeps its body in ``self.model`` (``model.`` prefixes the task model's weights).
+    base_model_prefix = "model"
     # Our forward() computes the mean loss itself; Trainer must not rescale it under DDP.
     accepts_loss_kwargs = False
     # True inside generate() after the prompt is checked: forward() then skips check_inputs.

@@ -198,8 +198,6 @@ class AWDLSTMCausalLMOutput(NLMCausalLMOutput):
 
 class AWDLSTMPreTrainedModel(NLMPreTrainedModel):
     config_class = AWDLSTMConfig
-    base_model_prefix = "model"
-    main_input_name = "input_ids"
     # The LSTM state summarises the prefix and cannot be rolled back (generate() refuses assisted decoding).
     _is_stateful = True
     # Long BPTT keeps every layer's activations for the backward pass; with activation checkpointing each

@@ -38,8 +38,6 @@ from .configuration_lbl import LBLConfig
 
 class LBLPreTrainedModel(NLMPreTrainedModel):
     config_class = LBLConfig
-    base_model_prefix = "model"
-    main_input_name = "input_ids"
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:

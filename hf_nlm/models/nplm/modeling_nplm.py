@@ -36,8 +36,6 @@ from .configuration_nplm import NPLMConfig
 
 class NPLMPreTrainedModel(NLMPreTrainedModel):
     config_class = NPLMConfig
-    base_model_prefix = "model"
-    main_input_name = "input_ids"
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
