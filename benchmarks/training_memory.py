@@ -300,9 +300,9 @@ def main(argv: list[str] | None = None) -> None:
 
     args.repeats = args.repeats or (1 if args.quick else 3)
 
-    cases = [(t, h, s) for s in (("default",) if args.quick else SETTINGS)
-             for t, h in (QUICK_CASES if args.quick else cases())]
-    for model_type, head, size in cases:
+    todo = [(t, h, s) for s in (("default",) if args.quick else SETTINGS)
+            for t, h in (QUICK_CASES if args.quick else cases())]
+    for model_type, head, size in todo:
         name = f"{model_type}/{head}/{size}"
         if args.only and args.only not in name:
             continue
@@ -321,6 +321,7 @@ def main(argv: list[str] | None = None) -> None:
         row["measured_mb_runs"] = [r["measured_mb"] for r in runs]
         emit_json(BENCHMARK, row)
         log(f"  estimate {row['estimate_mb']} MB, measured {row['measured_mb_runs']} MB: {row['value']}x")
+
 
 if __name__ == "__main__":
     main()
