@@ -24,6 +24,8 @@ def flag_names(parser: argparse.ArgumentParser, message: str) -> str:
 
     flags = {action.dest: max(action.option_strings, key=len) for action in parser._actions
              if action.option_strings}
+    if "resume" in flags:  # --resume gives TrainingConfig.resume_from_checkpoint
+        flags["resume_from_checkpoint"] = flags["resume"]
     # A model config's field by the setting it is given with: HLBLConfig.hidden_size is --embedding-size.
     settings = {MODEL_TYPES[m].config_class.__name__ + ".": {} for m in MODEL_TYPES}
     for setting, fields in model_settings().items():

@@ -119,8 +119,9 @@ def resolve_checkpoint(resume_from_checkpoint: str | os.PathLike, output_dir: st
     if str(resume_from_checkpoint) == "latest":
         found = list_checkpoints(output_dir)
         if not found:
-            raise FileNotFoundError(f"resume_from_checkpoint='latest' but {checkpoints_dir(output_dir)} "
-                                    "holds no checkpoint")
+            raise FileNotFoundError(f"resume_from_checkpoint found nothing to resume: "
+                                    f"{checkpoints_dir(output_dir)} holds no checkpoint (start the run "
+                                    "afresh, without resuming)")
         return _newest_complete(found)
     path = Path(resume_from_checkpoint)
     if not path.is_dir():

@@ -135,6 +135,13 @@ def test_resume_from_another_model_type_exits_2(tmp_path, capsys):
                         "--resume"], capsys, "model_type='gpt2'")
 
 
+def test_resume_without_a_checkpoint_names_the_flag(tmp_path, capsys):
+    files = write_corpus(tmp_path)
+    expect_usage_error(["train", "--train-file", str(files["train"]), "--output-dir", str(tmp_path / "run"),
+                        "--resume"], capsys,
+                       f"--resume found nothing to resume: {tmp_path / 'run' / 'checkpoints'} holds no")
+
+
 def test_download_is_delegated(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["download", "--help"])
