@@ -33,6 +33,7 @@ class ArpaLM(BackoffLM):
         to the tokenizer's bos / eos id, else the id of ``<s>`` / ``</s>`` or ``<eos>`` in the file,
         else 1 for a file of numeric ids."""
         words, V, sections, boundary = read_arpa_with_boundary(path, vocab, bos_id)
+        _return_freed_memory()  # the parse's freed blocks: the tables' large arrays would not reuse them
         if bos_id is None:
             if vocab is not None and hasattr(vocab, "eos_token_id"):
                 bos_id = vocab.bos_token_id if vocab.bos_token_id is not None else vocab.eos_token_id
@@ -199,8 +200,15 @@ def _find_rows(rows: np.ndarray, queries: np.ndarray) -> np.ndarray | None:
     candidate = np.empty(len(queries), dtype=np.int64)
     candidate[asked] = order[at]
     found[asked] = found.copy()
-    found &= (rows[candidate] == queries).all(axis=1)
+    del order, at, asked
+    # Compared a slice at a time: the candidates' rows, gathered, would be as large as the queries.
+    for start in range(0, len(queries), _COMPARE_ROWS):
+        part = slice(start, start + _COMPARE_ROWS)
+        found[part] &= (rows[candidate[part]] == queries[part]).all(axis=1)
     return np.where(found, candidate, -1)
+
+
+_COMPARE_ROWS = 1 << 16
 
 
 def _order(keys: np.ndarray) -> np.ndarray:

@@ -136,25 +136,29 @@ def _read(f, path: Path, map_unigrams, source: str) -> BulkFile | None:
     for k in range(1, order + 1):
         if s != f"\\{k}-grams:" or declared[k - 1] == 0:
             return None
-        first_line, parts, left = lines.line + 1, [], declared[k - 1]
-        while left:
-            line, block = lines.line + 1, lines.block(left)
+        first_line, size = lines.line + 1, declared[k - 1]
+        # The section's arrays at their declared size, filled a block at a time: no second copy of them.
+        grams, logp, bow = np.empty((size, k), dtype=np.int32), np.empty(size), np.empty(size)
+        unigrams, done = [], 0  # the 1-grams' words, numbered once all are read
+        while done < size:
+            line, block = lines.line + 1, lines.block(size - done)
             part = None if block is None else _parse_block(block[0], block[1], k, order)
             if part is None:
                 return None
-            if k > 1:  # the words numbered a block at a time; the 1-grams' once all are read
-                part = (_number_words(part[0], vocab, k, path, line, source), *part[1:])
-            parts.append(part)
-            left -= block[1]
-        columns = [pa.chunked_array(column) if i == 0 and k == 1 else np.concatenate(column)
-                   for i, column in enumerate(zip(*parts, strict=True))]
-        del parts
+            rows = slice(done, done + block[1])
+            if k > 1:
+                grams[rows] = _number_words(part[0], vocab, k, path, line, source).reshape(-1, k)
+            else:
+                unigrams.append(part[0])
+            logp[rows], bow[rows] = part[1], part[2]
+            done += block[1]
         if k == 1:
-            mapped = map_unigrams(columns[0].to_pylist())
+            tokens = pa.chunked_array(unigrams)
+            mapped = map_unigrams(tokens.to_pylist())
             words = list(mapped[0])
             vocab = pa.array(words, type=pa.string())
-            columns[0] = _number_words(columns[0], vocab, 1, path, first_line, source)
-        sections.append(BulkSection(columns[0].reshape(-1, k), columns[1], columns[2], first_line))
+            grams[:, 0] = _number_words(tokens, vocab, 1, path, first_line, source)
+        sections.append(BulkSection(grams, logp, bow, first_line))
         s = lines.next_line()
         if s is not None and not s.startswith("\\"):
             return None  # more entries than declared
