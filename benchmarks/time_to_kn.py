@@ -122,7 +122,8 @@ def plot(curves: dict[str, dict], budget: float, path: Path) -> None:
             ax.axvline(run["time_to_kn5"], color="tab:green", alpha=0.5,
                        label=f"reaches the 5-gram at {run['time_to_kn5']:.0f} s")
         ax.set_xlim(0, max([budget, *times]) * 1.05)
-        low = min([*ppls, run["kn5_valid"]]) * 0.9
+        # The floor under every point drawn: the training curve dips below validation once it overfits.
+        low = min([*ppls, *train_ppls, run["kn5_valid"]]) * 0.9
         # The first updates' training perplexity (thousands) is left off the top.
         ax.set_ylim(low, max([*ppls, run["kn5_valid"]]) * 2.5)
         ax.set_title(f"{corpus}: {run['threads']} threads")
