@@ -22,6 +22,7 @@ from transformers.models.auto.modeling_auto import (
 
 import hf_nlm  # noqa: F401  (registers the Auto classes)
 from hf_nlm.heads import HEAD_REGISTRY
+from hf_nlm.heads.split import default_cutoffs
 from hf_nlm.models import MODEL_TYPES
 from hf_nlm.training.run import run_heads
 from hf_nlm.trees import random_tree
@@ -31,7 +32,10 @@ from .test_configuration_common import ConfigTester
 from .test_modeling_common import ModelTesterMixin, ids_tensor
 
 V = 23
-NUMERAL_VOCAB = {"<unk_num>": 2, "1": 5, "12": 9, "3.5": 14, "-0.25": 20}
+#: The numerals of the numeracy LM's cases, at ids 2 and 3: transformers' resize test also builds the model
+#: after setting ``config.vocab_size = 4`` (leaving the other fields as they are), and a numeral vocabulary
+#: must lie inside the vocabulary. (Resizing that cuts numerals is tested in tests/models/.)
+NUMERAL_VOCAB = {"<unk_num>": 2, "1": 3}
 
 #: Settings of a model type other than its head that change its network, each a case of its own (with the
 #: softmax head): ``{model_type: {variant name: config values}}``.
@@ -46,7 +50,8 @@ VARIANTS = {
 
 def tiny_values(model_type, head, variant=None):
     """Config values of a tiny model of ``model_type`` with ``head``: sizes of 6, 2 layers, a context of 2,
-    a 23-word vocabulary (with a numeral vocabulary where the config has one), then the variant's values."""
+    a 23-word vocabulary (with a numeral vocabulary where the config has one; a split head's default
+    cut-offs), then the variant's values."""
     t = MODEL_TYPES[model_type]
     fields = {f.name: f.default for f in dataclasses.fields(t.config_class)}
     values = {"vocab_size": V, "head": head}
@@ -60,7 +65,7 @@ def tiny_values(model_type, head, variant=None):
                 values[name] = 2
     values["tie_word_embeddings"] = bool(fields["tie_word_embeddings"]) and HEAD_REGISTRY[head].tieable
     if head == "split":
-        values["cutoffs"] = [5, 12]
+        values["cutoffs"] = default_cutoffs(V)  # what a run gives a split head
     if "numeral_vocab" in fields:
         values["numeral_vocab"] = NUMERAL_VOCAB
     values.update(VARIANTS.get(model_type, {}).get(variant, {}))
@@ -78,11 +83,13 @@ def cases():
 
 
 def with_tree(cls):
-    """``cls`` building its tree head over a fixed random tree when none is given (transformers' tests call
-    ``model_class(config)``)."""
+    """``cls`` building its tree head over a fixed random tree of the config's vocabulary when none is given
+    (transformers' tests call ``model_class(config)``, and change ``config.vocab_size`` between calls)."""
 
     def __init__(self, config, tree=None, **kwargs):
-        cls.__init__(self, config, tree=tree if tree is not None else random_tree(V, seed=0), **kwargs)
+        if tree is None:
+            tree = random_tree(config.vocab_size, seed=0)
+        cls.__init__(self, config, tree=tree, **kwargs)
 
     return type(cls.__name__, (cls,), {"__init__": __init__, "__module__": cls.__module__})
 
