@@ -4,9 +4,9 @@ transformers tests each of its models with the mixins of its repository's ``test
 (``ModelTesterMixin``, ``GenerationTesterMixin``, ``ConfigTester``), which the wheel does not ship. This
 script takes the sdist of the installed transformers version (``--sdist``, else ``pip download
 transformers==VERSION --no-deps --no-binary :all:`` into ``--cache-dir``), extracts the part of its
-``tests/`` the mixins need into ``--work-dir``, copies ``common_tests_module.py`` (one test class per model type
-x head x variant, read from the registries: a new model type or head is tested by being registered) there as
-``tests/test_hf_nlm_common.py`` and runs pytest on it.
+``tests/`` the mixins need into ``--work-dir``, copies ``common_tests_module.py`` (one test class per model
+type x head x variant, read from the registries: a new model type or head is tested by being registered)
+there as ``tests/test_hf_nlm_common.py`` and runs pytest on it.
 
 Prints one JSON line on stdout: ``value`` is the number of failed tests (target 0), with the passed, failed,
 skipped and error counts and the failing tests' ids; pytest's output goes to stderr. ``-k`` selects tests as
@@ -109,7 +109,8 @@ def run_pytest(work_dir: Path, select: str | None, extra: list[str]) -> tuple[in
     """pytest's exit status and output lines (echoed to stderr as they come) on the harness module."""
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE",
                "tests/test_hf_nlm_common.py", *(["-k", select] if select else []), *extra]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path,
            "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")}
     log(f"cd {work_dir} && {' '.join(command)}")
     lines = []
@@ -136,7 +137,8 @@ def summarize(lines: list[str]) -> dict:
     for line in lines:
         match = FAILURE_LINE.match(line)
         if match:
-            test_id = f"{match.group(2)} [{match.group(1)}]" if match.group(1).startswith("SUB") else match.group(2)
+            kind, test_id = match.groups()
+            test_id = f"{test_id} [{kind}]" if kind.startswith("SUB") else test_id
             if test_id not in failing:
                 failing.append(test_id)
     return {**counts, "failing": failing}

@@ -2,13 +2,15 @@
 from the ``tests/`` of transformers' sdist) over every hf_nlm model type x head x variant.
 
 Not run from here: ``benchmarks/common_tests.py`` copies this file into the extracted ``tests/`` folder as
-``test_hf_nlm_common.py`` (its relative imports are transformers' test modules beside it) and runs pytest on it.
+``test_hf_nlm_common.py`` (its relative imports are transformers' test modules beside it) and runs pytest on
+it.
 
 The cases come from the registries: every model type of ``hf_nlm.models.MODEL_TYPES`` with every head of
-``HEAD_REGISTRY`` a run of it builds (``hf_nlm.training.run.run_heads``) (the numeracy LM's numeral strategies are its heads), plus the
-:data:`VARIANTS` of a model type (other settings of its own, tried with the softmax head). Each case is one
-test class, ``Test_<model_type>_<head>`` or ``Test_<model_type>_<variant>``, testing the body (``AutoModel``)
-and the LM class."""
+``HEAD_REGISTRY`` a run of it builds (``hf_nlm.training.run.run_heads``; the numeracy LM's numeral
+strategies are its heads), plus the :data:`VARIANTS` of a model type (other settings of its own, tried with
+the softmax head). Each case is one test class, ``Test_<model_type>_<head>`` or
+``Test_<model_type>_<variant>``, testing the body (``AutoModel``) and the LM class. The generation and export
+mixins are empty stand-ins (the sdist does not ship their folders; see ``common_tests.py``)."""
 
 import dataclasses
 import unittest
@@ -147,8 +149,8 @@ def make_case(model_type, head, variant, case):
     return type(f"Test_{model_type}_{case}", bases, attrs)
 
 
-# transformers lists its own models by name in its Auto mappings, and its tests read those lists (which classes
-# are bodies, which get labels); ours are registered with the Auto classes instead: name them there too.
+# transformers lists its own models by name in its Auto mappings, and its tests read those lists (which
+# classes are bodies, which get labels); ours are registered with the Auto classes instead: name them there.
 for _t in MODEL_TYPES.values():
     MODEL_MAPPING_NAMES[_t.name] = _t.base_model_class.__name__
     if _t.causal_lm_class is not None:

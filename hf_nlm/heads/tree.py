@@ -267,8 +267,8 @@ class TreeSoftmaxHead(OutputHead):
     def check_resize(self, vocab_size: int) -> None:
         if vocab_size < 2:
             raise ValueError(
-                f"a tree head cannot follow a vocabulary resized to {vocab_size} tokens: a word tree needs at "
-                "least 2 words"
+                f"a tree head cannot follow a vocabulary resized to {vocab_size} tokens: a word tree needs "
+                "at least 2 words"
             )
 
     @torch.no_grad()
@@ -301,7 +301,7 @@ class TreeSoftmaxHead(OutputHead):
         self.set_tree_buffers(tree)
 
     def set_tree_buffers(self, tree: WordTree) -> None:
-        """Hold ``tree`` (numbered breadth-first, with as many nodes as ``weight`` has rows) in the buffers."""
+        """Hold ``tree`` (numbered breadth-first, as many nodes as ``weight`` has rows) in the buffers."""
         device = self.tree_nodes.device
         nodes, bits, mask = tree.to_tensors()
         self.tree_nodes = nodes.to(device)

@@ -49,8 +49,8 @@ class NumeracyLMPreTrainedModel(AWDLSTMPreTrainedModel):
             kept_numerals(self.config.numeral_vocab, vocab_size, type(self).__name__)
         super().check_resize(vocab_size)
 
-    def resize_token_embeddings(self, new_num_tokens: int | None = None, pad_to_multiple_of: int | None = None,
-                                mean_resizing: bool = True):
+    def resize_token_embeddings(self, new_num_tokens: int | None = None,
+                                pad_to_multiple_of: int | None = None, mean_resizing: bool = True):
         """The models' ``resize_token_embeddings``; ``config.numeral_vocab`` keeps the numerals whose ids
         the new vocabulary keeps (None where it keeps none)."""
         embeddings = super().resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
