@@ -350,7 +350,8 @@ class TreeSoftmaxHead(OutputHead):
         # Row pointers of the (N, num_nodes) matrix of path steps (steps grouped by target).
         crow = torch.cat([ends.new_zeros(1), ends])
         score = _PathScores.apply(
-            self.weight, h.to(self.weight.dtype), node, row, crow, self.sparse, self._block(D)
+            self.weight, h.to(self.weight.dtype), node, row, crow, self.sparse,
+            self._block(D, p["multi_code"]),
         )
         if self.bias is not None:
             score = score + self.bias.index_select(0, node)  # dense gradient: num_nodes floats, cheap
@@ -385,9 +386,12 @@ class TreeSoftmaxHead(OutputHead):
     #: ``sampled_addmm`` takes); other dtypes, and the ``meta`` device, gather the rows in blocks.
     sparse_kernel_dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float64)
 
-    def _block(self, D: int) -> int | None:
-        """Steps per block of the gathering path; 0: the sparse kernels."""
-        if self.weight.dtype in self.sparse_kernel_dtypes and self.weight.device.type != "meta":
+    def _block(self, D: int, multi_code: bool = False) -> int | None:
+        """Steps per block of the gathering path; 0: the sparse kernels. Not for a tree whose words may have
+        several codes (``multi_code``): their codes share nodes (the root at least), and a row of the sparse
+        kernels' CSR matrix holds each node once (``sampled_addmm`` refuses the repeats)."""
+        if (self.weight.dtype in self.sparse_kernel_dtypes and self.weight.device.type != "meta"
+                and not multi_code):
             return 0
         if self.block_bytes is None or self.weight.device.type not in self.blocked_devices:
             return None  # accelerators: one pass, as many steps as possible per kernel
