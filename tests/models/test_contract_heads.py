@@ -6,7 +6,6 @@ a key both give a working model; and ``resize_token_embeddings`` follows with ev
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import pytest

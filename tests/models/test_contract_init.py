@@ -22,7 +22,6 @@ from transformers.utils import logging
 
 from hf_nlm.models import MODEL_TYPES
 
-
 CASES = registry_cases()
 IDS = [f"{name}-{head}" for name, head in CASES]
 

@@ -1,6 +1,7 @@
 """resize_token_embeddings: the input embedding (transformers' code) and our output heads follow the
 new vocabulary, old words keep their rows, new ones start from the mean row, ties survive; a split head cut
-past a cut-off drops its emptied clusters, a tree head gives new words leaves and removes cut words' leaves."""
+past a cut-off drops its emptied clusters, a tree head gives new words leaves and removes cut words'
+leaves."""
 
 from __future__ import annotations
 
@@ -133,7 +134,8 @@ def test_split_head_cut_past_a_cutoff_drops_the_emptied_clusters(tmp_path):
         expected = torch.log_softmax(hidden @ old["lm_head.weight"][:5].T + old["lm_head.bias"][:5], -1)
     torch.testing.assert_close(full_log_probs(model, x), expected)
     model.save_pretrained(tmp_path / "5")
-    torch.testing.assert_close(full_log_probs(type(model).from_pretrained(tmp_path / "5").eval(), x), expected)
+    reloaded = type(model).from_pretrained(tmp_path / "5").eval()
+    torch.testing.assert_close(full_log_probs(reloaded, x), expected)
 
 
 def hlbl(tree) -> HLBLForCausalLM:
@@ -149,9 +151,9 @@ def hlbl(tree) -> HLBLForCausalLM:
 def test_tree_head_follows_a_resized_vocabulary(tree, size, mean_resizing, tmp_path):
     """The tree head resized by resize_token_embeddings: a distribution over the new vocabulary (summed by
     brute force); a new word's node starts at q = 0 and b = -log |V| (0 without mean resizing), so only the
-    words whose leaves were split move, by log(|V| / (|V| + 1)) (log 1/2) per split; cut words' nodes collapse and the
-    node vectors kept keep their rows; the config records the new tree's shape, and the model loads back
-    identical."""
+    words whose leaves were split move, by log(|V| / (|V| + 1)) (log 1/2) per split; cut words' nodes
+    collapse and the node vectors kept keep their rows; the config records the new tree's shape, and the
+    model loads back identical."""
     if size > tree.vocab_size and tree.vocab_size != V:
         size = tree.vocab_size + size - V  # the multi-code tree has 5 words
     model = hlbl(tree)
