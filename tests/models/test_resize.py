@@ -9,6 +9,7 @@ import math
 
 import pytest
 import torch
+from test_contract_heads import multi_code_tree
 
 from hf_nlm import (
     AWDLSTMConfig,
@@ -23,21 +24,10 @@ from hf_nlm import (
     StorySeq2SeqForConditionalGeneration,
 )
 from hf_nlm.heads import tree_config_fields
-from hf_nlm.trees import WordTree, balanced_tree, huffman_tree
+from hf_nlm.trees import balanced_tree, huffman_tree
 
 V = 40
 
-
-def multi_code_tree() -> WordTree:
-    """5 words; word 0 has two codes, one ending at the root; word 3 has both leaves of node 5."""
-    down = [(0, 1), (1, 1), (2, 0), (3, 1)]
-    return WordTree.from_codes([
-        [[(0, 0)], [(0, 1), (1, 1), (2, 1)]],
-        [[(0, 1), (1, 0)]],
-        [[(0, 1), (1, 1), (2, 0), (3, 0)]],
-        [[*down, (4, 0), (5, 0)], [*down, (4, 0), (5, 1)]],
-        [[*down, (4, 1)]],
-    ])
 
 MODELS = {
     "nplm": lambda: NPLMForCausalLM(
