@@ -62,8 +62,8 @@ class OpenNumeralBranchHead(NumeralHierarchicalSoftmaxHead):
                 setattr(self, name, branch.over(self.numeral_tokens))
             if isinstance(branch, ValueBranch):
                 values, precisions = getattr(self, name).known_numeral_tensors()
-                self.known_values = values.to(self.known_values.device)
-                self.known_precisions = precisions.to(self.known_precisions.device)
+                self.known_values = values.to(self.known_values)  # (its device and dtype)
+                self.known_precisions = precisions.to(self.known_precisions)
 
     # ------------------------------------------------------------------ the numeral branch's hooks
     def branch_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
