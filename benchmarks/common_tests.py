@@ -3,8 +3,8 @@
 transformers tests each of its models with the mixins of its repository's ``tests/`` folder
 (``ModelTesterMixin``, ``GenerationTesterMixin``, ``ConfigTester``), which the wheel does not ship. This
 script takes the sdist of the installed transformers version (``--sdist``, else ``pip download
-transformers==VERSION --no-deps --no-binary :all:`` into ``--cache-dir``), extracts the part of its
-``tests/`` the mixins need into ``--work-dir``, copies ``common_tests_module.py`` (one test class per model
+transformers==VERSION --no-deps --no-binary :all: --no-build-isolation`` into ``--cache-dir``), extracts
+the ``tests/*.py`` the mixins live in into ``--work-dir``, copies ``common_tests_module.py`` (one test class per model
 type x head x variant, read from the registries: a new model type or head is tested by being registered)
 there as ``tests/test_hf_nlm_common.py`` and runs pytest on it.
 
@@ -74,8 +74,10 @@ def fetch_sdist(transformers_version: str, cache_dir: Path) -> Path:
     if not path.exists():
         cache_dir.mkdir(parents=True, exist_ok=True)
         log(f"downloading {name} into {cache_dir}")
+        # --no-build-isolation: pip reads the sdist's metadata with the setuptools installed here, rather than
+        # fetching build dependencies (from source too, under --no-binary :all:).
         subprocess.run([sys.executable, "-m", "pip", "download", f"transformers=={transformers_version}",
-                        "--no-deps", "--no-binary", ":all:", "--dest", str(cache_dir)],
+                        "--no-deps", "--no-binary", ":all:", "--no-build-isolation", "--dest", str(cache_dir)],
                        check=True, stdout=sys.stderr)
     if not path.exists():
         sys.exit(f"common_tests: pip gave no {name} in {cache_dir}")
