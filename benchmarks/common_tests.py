@@ -4,9 +4,9 @@ transformers tests each of its models with the mixins of its repository's ``test
 (``ModelTesterMixin``, ``GenerationTesterMixin``, ``ConfigTester``), which the wheel does not ship. This
 script takes the sdist of the installed transformers version (``--sdist``, else ``pip download
 transformers==VERSION --no-deps --no-binary :all: --no-build-isolation`` into ``--cache-dir``), extracts
-the ``tests/*.py`` the mixins live in into ``--work-dir``, copies ``common_tests_module.py`` (one test class per model
-type x head x variant, read from the registries: a new model type or head is tested by being registered)
-there as ``tests/test_hf_nlm_common.py`` and runs pytest on it.
+the ``tests/*.py`` the mixins live in into ``--work-dir``, copies ``common_tests_module.py`` (one test class
+per model type x head x variant, read from the registries: a new model type or head is tested by being
+registered) there as ``tests/test_hf_nlm_common.py`` and runs pytest on it.
 
 Prints one JSON line on stdout: ``value`` is the number of failed tests (target 0), with the passed, failed,
 skipped and error counts and the failing tests' ids; pytest's output goes to stderr. ``-k`` selects tests as
@@ -77,7 +77,8 @@ def fetch_sdist(transformers_version: str, cache_dir: Path) -> Path:
         # --no-build-isolation: pip reads the sdist's metadata with the setuptools installed here, rather than
         # fetching build dependencies (from source too, under --no-binary :all:).
         subprocess.run([sys.executable, "-m", "pip", "download", f"transformers=={transformers_version}",
-                        "--no-deps", "--no-binary", ":all:", "--no-build-isolation", "--dest", str(cache_dir)],
+                        "--no-deps", "--no-binary", ":all:", "--no-build-isolation",
+                        "--dest", str(cache_dir)],
                        check=True, stdout=sys.stderr)
     if not path.exists():
         sys.exit(f"common_tests: pip gave no {name} in {cache_dir}")
