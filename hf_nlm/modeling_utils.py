@@ -511,11 +511,14 @@ class NLMPreTrainedModel(PreTrainedModel):
         The softmax and split heads add their output rows, the mean of the old ones with ``mean_resizing``
         (J. Hewitt, "Initializing new word embeddings for pretrained language models", 2021; zeros
         otherwise), so that the old tokens' probabilities change only by the new normalisation; a tied
-        head stays tied. The numeral heads of the numeracy LM do the same in their word part (the word
-        branch of a hierarchical softmax), their numerals keep their ids and probabilities. A head that
-        cannot follow refuses before anything is resized, saying what to do instead
-        (:meth:`~hf_nlm.heads.OutputHead.check_resize`): a tree head has no place in its tree for a new word,
-        a numeral head does not cut its numerals, a split head does not cut into its clusters.
+        head stays tied; a split head cut past a cut-off drops the clusters left empty. A tree head gives
+        each new word a leaf and removes the leaves of cut words
+        (:meth:`~hf_nlm.heads.TreeSoftmaxHead.resize`). The numeral heads of the numeracy LM do as the
+        softmax in their word part (the word branch of a hierarchical softmax); their numerals keep their
+        ids and probabilities, and a numeral cut with its id leaves ``numeral_vocab``. What describes the
+        head in the config (a tree's shape, the cut-offs, the numerals) follows, so that ``save_pretrained``
+        / ``from_pretrained`` give the resized model back. A head that cannot follow refuses before anything
+        is resized, saying what to do instead (:meth:`~hf_nlm.heads.OutputHead.check_resize`).
         """
         head = getattr(self, "lm_head", None)
         resizing = new_num_tokens is not None or pad_to_multiple_of is not None
@@ -530,6 +533,8 @@ class NLMPreTrainedModel(PreTrainedModel):
         if resizing and head is not None:
             # A tied head weight is already the new embedding (super() re-tied it); resize() keeps it.
             head.resize(embeddings.num_embeddings, mean_init=mean_resizing)
+            for name, value in head.config_values().items():
+                setattr(self.config, name, value)
         return embeddings
 
     def check_resize(self, vocab_size: int) -> None:

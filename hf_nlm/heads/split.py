@@ -187,20 +187,29 @@ class SplitSoftmaxHead(OutputHead):
             target, torch.tensor(self.cutoffs, dtype=target.dtype, device=target.device), right=True
         )
 
+    def config_values(self) -> dict:
+        return {"cutoffs": list(self.cutoffs)}
+
     def check_resize(self, vocab_size: int) -> None:
-        if self.cutoffs and vocab_size <= self.cutoffs[-1]:
-            raise ValueError(
-                f"cannot resize the split softmax to {vocab_size} words: its last cut-off is "
-                f"{self.cutoffs[-1]}, so its last cluster would be empty. Keep more than {self.cutoffs[-1]} "
-                "words, or build a new model with smaller cutoffs"
-            )
+        if vocab_size < 1:
+            raise ValueError(f"cannot resize the split softmax to {vocab_size} words: it needs at least one")
 
     def resize(self, vocab_size: int, mean_init: bool = True) -> None:
         """Follow a resized vocabulary (``resize_token_embeddings``): words are cut or added at the end,
-        i.e. in the last (rarest) cluster, which keeps the frequency order the split assumes."""
+        i.e. in the last (rarest) cluster, which keeps the frequency order the split assumes. Cutting past
+        a cut-off empties the clusters after it: they go, with their tombstones (the head softmax no longer
+        offers them), and ``cutoffs`` keeps the cut-offs below ``vocab_size``; cutting into the head
+        cluster leaves a full softmax (``cutoffs=[]``)."""
         self.check_resize(vocab_size)
         resize_word_rows(self, vocab_size, mean_init)
+        self.cutoffs = [c for c in self.cutoffs if c < vocab_size]
+        tails = len(self.cutoffs)
+        if self.tombstone_weight.shape[0] != tails:
+            self.tombstone_weight = nn.Parameter(self.tombstone_weight.detach()[:tails].clone())
+            if self.tombstone_bias is not None:
+                self.tombstone_bias = nn.Parameter(self.tombstone_bias.detach()[:tails].clone())
         self.boundaries = [0, *self.cutoffs, vocab_size]
+        self.head_size = self.boundaries[1]
 
     # ------------------------------------------------------------------ interface
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:

@@ -62,6 +62,11 @@ class TreeSoftmaxOptions:
     tree_max_depth: int | None = None
 
 
+#: The dtype of the 0/1 buffers ``tree_bits`` and ``tree_mask``: uint8 rather than bool, one byte either way;
+#: transformers' own save/load tests compare bool tensors with an expression that fails on them. Checkpoints
+#: holding bool buffers load as well (every reader converts with ``.bool()`` / ``.long()``).
+FLAG_DTYPE = torch.uint8
+
 #: The config fields that record a tree head's shape (:class:`TreeSoftmaxOptions`).
 TREE_FIELDS = tuple(f.name for f in dataclasses.fields(TreeSoftmaxOptions))
 
@@ -99,10 +104,12 @@ class TreeSoftmaxHead(OutputHead):
             num_nodes x D tensor otherwise.
 
     Parameters: ``weight`` (num_nodes x D, the node vectors q_i) and ``bias`` (num_nodes, b_i).
-    Persistent buffers (saved in the state dict / safetensors with the model):
-    ``tree_nodes`` (|V|, max_codes, max_depth) int64, ``tree_bits`` (same shape) bool,
-    ``tree_mask`` (same shape) bool; see :class:`~hf_nlm.trees.TreeTensors`. The flat per-word paths
-    ``nll`` works from and the level tables of ``log_probs`` are derived from these and cached.
+    Persistent buffers (saved in the state dict / safetensors with the model): the tree itself,
+    ``tree_nodes`` (|V|, max_codes, max_depth) int64, ``tree_bits`` (same shape) and ``tree_mask`` (same
+    shape), the last two 0/1 flags stored as uint8 (:data:`FLAG_DTYPE`); see
+    :class:`~hf_nlm.trees.TreeTensors`. The config records only the tree's shape, so the tree is state like
+    the weights: a checkpoint that lacks a tree buffer reports it missing. The flat per-word paths ``nll``
+    works from and the level tables of ``log_probs`` are derived from these and cached.
 
     :meth:`init_weights` writes the tree buffers that hold no loaded tree: from the tree given at
     construction (kept as a :class:`~hf_nlm.trees.WordTree`, so that a model built on the meta device
@@ -111,6 +118,7 @@ class TreeSoftmaxHead(OutputHead):
 
     config_fields = TREE_FIELDS
     returns_log_probs = True
+    resizable = True
     derived_caches = ("_paths_cache", "_structure_cache")
 
     def __init__(
@@ -145,7 +153,7 @@ class TreeSoftmaxHead(OutputHead):
             V, C, L = shape["vocab_size"], shape["max_codes"], shape["max_depth"]
             # Placeholder tree (every code absent) to be overwritten by a state dict of these shapes.
             z = torch.zeros(V, C, L, dtype=torch.int64)
-            tensors = (z, z.bool(), z.bool())
+            tensors = (z, z, z)
         self.in_features = in_features
         self.sparse = sparse
         self.vocab_size = shape["vocab_size"]
@@ -154,14 +162,11 @@ class TreeSoftmaxHead(OutputHead):
         self.bias = nn.Parameter(torch.zeros(self.num_nodes)) if bias else None
         nodes, bits, mask = tensors
         self.register_buffer("tree_nodes", nodes.clone())
-        self.register_buffer("tree_bits", bits.clone())
-        self.register_buffer("tree_mask", mask.clone())
-        if tree is not None:
-            # Written from the tree just now: marked initialised (transformers' flag), so that post_init keeps
-            # them. Tensors materialised later (to_empty after the meta device) come unmarked, and
-            # init_weights writes them from the tree, kept here as numpy arrays (a WordTree), not as tensors.
-            for buffer in (self.tree_nodes, self.tree_bits, self.tree_mask):
-                buffer._is_hf_initialized = True
+        self.register_buffer("tree_bits", bits.to(FLAG_DTYPE))
+        self.register_buffer("tree_mask", mask.to(FLAG_DTYPE))
+        # Not marked as initialised (transformers' _is_hf_initialized): a checkpoint without them reports them
+        # missing, and init_weights writes them again from the tree, kept here as numpy arrays (a WordTree),
+        # which also serves tensors materialised later (to_empty after the meta device).
         self._source_tree = tree
         self.register_load_state_dict_post_hook(_warm_after_load)
         self._structure_cache: tuple | None = None
@@ -260,17 +265,51 @@ class TreeSoftmaxHead(OutputHead):
             write_unless_loaded(buffer, values[name].to(buffer.device))
 
     def check_resize(self, vocab_size: int) -> None:
-        if vocab_size != self.vocab_size:
+        if vocab_size < 2:
             raise ValueError(
-                f"a tree head cannot follow a vocabulary resized to {vocab_size} tokens: its word tree has a "
-                f"leaf for each of its {self.vocab_size} words and no place for another, and cutting words "
-                "would leave nodes with one child. Build a tree over the new vocabulary "
-                "(hf_nlm.trees.huffman_tree, random_tree, ...) and a new model over it (tree=...)"
+                f"a tree head cannot follow a vocabulary resized to {vocab_size} tokens: a word tree needs "
+                "at least 2 words"
             )
 
+    @torch.no_grad()
     def resize(self, vocab_size: int, mean_init: bool = True) -> None:
-        """The same size only (:meth:`check_resize` refuses any other): nothing to change."""
+        """Follow a vocabulary resized by words added or cut at its end (``resize_token_embeddings``):
+        the tree becomes :meth:`WordTree.resized <hf_nlm.trees.WordTree.resized>`, and every node it keeps
+        keeps its vector q_i and bias b_i.
+
+        A cut word's leaves go, and a node left with one child gives way to it: the words below that child
+        lose that node's factor sigmoid(+-s_i), so they share the cut words' probability. A new word splits
+        the shallowest leaf: a new node i whose bit 0 keeps the old word u and whose bit 1 holds the new
+        word w. Its q_i is zero and, with ``mean_init`` (the analogue of transformers' mean resizing, which
+        gives a new word an average score), b_i = -log |V| (|V| the vocabulary before), so that
+        P(w | h) = P(u | h) / (|V| + 1) and u keeps |V| / (|V| + 1) of its probability, whatever h is: every
+        other word's probability is unchanged. Without ``mean_init``, b_i = 0: u and w share u's probability
+        equally."""
         self.check_resize(vocab_size)
+        if vocab_size == self.vocab_size:
+            return
+        tree, origin = self.tree().resized(vocab_size)
+        kept = torch.as_tensor(origin, device=self.weight.device)
+        old = kept >= 0
+        weight = self.weight.new_zeros(tree.num_nodes, self.in_features)
+        weight[old] = self.weight[kept[old]]
+        self.weight = nn.Parameter(weight, requires_grad=self.weight.requires_grad)
+        if self.bias is not None:
+            bias = self.bias.new_full((tree.num_nodes,), -math.log(self.vocab_size) if mean_init else 0.0)
+            bias[old] = self.bias[kept[old]]
+            self.bias = nn.Parameter(bias, requires_grad=self.bias.requires_grad)
+        self.set_tree_buffers(tree)
+
+    def set_tree_buffers(self, tree: WordTree) -> None:
+        """Hold ``tree`` (numbered breadth-first, as many nodes as ``weight`` has rows) in the buffers."""
+        device = self.tree_nodes.device
+        nodes, bits, mask = tree.to_tensors()
+        self.tree_nodes = nodes.to(device)
+        self.tree_bits = bits.to(device=device, dtype=FLAG_DTYPE)
+        self.tree_mask = mask.to(device=device, dtype=FLAG_DTYPE)
+        self.vocab_size, self.num_nodes = tree.vocab_size, tree.num_nodes
+        self._source_tree = tree
+        self.warm_cache()
 
     def config_values(self) -> dict[str, int]:
         V, C, L = self.tree_nodes.shape
@@ -311,7 +350,8 @@ class TreeSoftmaxHead(OutputHead):
         # Row pointers of the (N, num_nodes) matrix of path steps (steps grouped by target).
         crow = torch.cat([ends.new_zeros(1), ends])
         score = _PathScores.apply(
-            self.weight, h.to(self.weight.dtype), node, row, crow, self.sparse, self._block(D)
+            self.weight, h.to(self.weight.dtype), node, row, crow, self.sparse,
+            self._block(D, p["multi_code"]),
         )
         if self.bias is not None:
             score = score + self.bias.index_select(0, node)  # dense gradient: num_nodes floats, cheap
@@ -346,9 +386,12 @@ class TreeSoftmaxHead(OutputHead):
     #: ``sampled_addmm`` takes); other dtypes, and the ``meta`` device, gather the rows in blocks.
     sparse_kernel_dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float64)
 
-    def _block(self, D: int) -> int | None:
-        """Steps per block of the gathering path; 0: the sparse kernels."""
-        if self.weight.dtype in self.sparse_kernel_dtypes and self.weight.device.type != "meta":
+    def _block(self, D: int, multi_code: bool = False) -> int | None:
+        """Steps per block of the gathering path; 0: the sparse kernels. Not for a tree whose words may have
+        several codes (``multi_code``): their codes share nodes (the root at least), and a row of the sparse
+        kernels' CSR matrix holds each node once (``sampled_addmm`` refuses the repeats)."""
+        if (self.weight.dtype in self.sparse_kernel_dtypes and self.weight.device.type != "meta"
+                and not multi_code):
             return 0
         if self.block_bytes is None or self.weight.device.type not in self.blocked_devices:
             return None  # accelerators: one pass, as many steps as possible per kernel
@@ -366,14 +409,14 @@ class TreeSoftmaxHead(OutputHead):
     def _build_paths(self) -> dict:
         with torch.no_grad():
             V, C, L = self.tree_nodes.shape
-            mask = self.tree_mask
+            mask = self.tree_mask.bool()
             present = mask.any(-1)  # (V, C): which code slots exist
             rank = present.long().cumsum(1) - 1  # code slots need not be packed at the front
             length = mask.sum((1, 2))
             word_codes = present.sum(1)
             paths = {
                 "node": self.tree_nodes[mask],
-                "bit": self.tree_bits[mask],
+                "bit": self.tree_bits[mask].bool(),
                 "code": rank[:, :, None].expand(V, C, L)[mask],
                 "word_start": length.cumsum(0) - length,
                 "word_length": length,
@@ -426,7 +469,7 @@ class TreeSoftmaxHead(OutputHead):
                 "checkpoint that contains tree_nodes, tree_bits, tree_mask (or two of them), or build the "
                 "model with tree=..."
             )
-        nodes = self.tree_nodes[self.tree_mask]
+        nodes = self.tree_nodes[self.tree_mask.bool()]
         if bool((nodes < 0).any() or (nodes >= self.num_nodes).any()):
             raise ValueError(
                 f"this TreeSoftmaxHead's tree_nodes name nodes outside [0, {self.num_nodes}): its buffers "
@@ -532,7 +575,7 @@ class TreeSoftmaxHead(OutputHead):
             M, dev = self.num_nodes, self.tree_nodes.device
             nodes = self.tree_nodes.reshape(V * C, L)
             bits = self.tree_bits.reshape(V * C, L).long()
-            mask = self.tree_mask.reshape(V * C, L)
+            mask = self.tree_mask.reshape(V * C, L).bool()
             # Along every path, node l's parent is node l-1, reached by bit l-1.
             step = mask[:, 1:]
             child = nodes[:, 1:][step]

@@ -19,6 +19,7 @@ per-word list of codes, each a list of ``(node, bit)`` from the root down.
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 from collections.abc import Sequence
@@ -423,6 +424,77 @@ class WordTree:
                 )
         return tree
 
+    def resized(self, vocab_size: int) -> tuple[WordTree, np.ndarray]:
+        """This tree over the words ``0 .. vocab_size - 1``, as ``resize_token_embeddings`` changes a
+        vocabulary (words added or cut at the end), with its internal nodes numbered breadth-first; and for
+        each of them the node of this tree it continues (-1: a new node), so that a tree head keeps the
+        vectors q_i of the nodes it keeps.
+
+        Cutting removes every leaf of a word ``>= vocab_size``; a node left with one child is replaced by that
+        child (its subtree moves up one level), so every remaining word keeps its place below the same nodes.
+        Adding gives each new word a leaf: the shallowest leaf (the first breadth-first among the shallowest)
+        becomes a new node whose children are its old word (bit 0) and the new word (bit 1), so the tree
+        grows level by level, as balanced as it was.
+        """
+        if vocab_size < 2:
+            raise ValueError(f"a word tree needs at least 2 words, got vocab_size={vocab_size}")
+        # Post-order rebuild (iterative: a tree may be as deep as its vocabulary): each entry of the new
+        # tree is a leaf, a new internal node (an index into rows), or None (a subtree of cut words only).
+        rows: list[list[int]] = []
+        origin: list[int] = []
+        built: dict[int, int | None] = {}
+        stack = [(0, False)]
+        while stack:
+            node, expanded = stack.pop()
+            kids = [int(c) for c in self.children[node]]
+            if not expanded:
+                stack.append((node, True))
+                stack.extend((c, False) for c in kids if c >= 0)
+                continue
+            entries = [built.pop(c) if c >= 0 else (c if -c - 1 < vocab_size else None) for c in kids]
+            kept = [e for e in entries if e is not None]
+            if len(kept) == 2:
+                rows.append(kept)
+                origin.append(node)
+                built[node] = len(rows) - 1
+            else:  # one child left: it takes the node's place; none: the node goes too
+                built[node] = kept[0] if kept else None
+        root = built[0]
+        # (vocab_size >= 2 and every kept word has a leaf: at least one internal node remains.)
+        children = np.asarray(rows, dtype=np.int64).reshape(-1, 2)
+        children, order = bfs_order(children, root)
+        origin = np.asarray(origin, dtype=np.int64)[order]
+        if vocab_size > self.vocab_size:
+            children, origin = self._add_leaves(children, origin, vocab_size)
+        return WordTree(children, vocab_size), origin
+
+    def _add_leaves(self, children: np.ndarray, origin: np.ndarray,
+                    vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+        """``children`` (numbered breadth-first) with a leaf for each word from ``self.vocab_size`` to
+        ``vocab_size - 1``, each splitting the shallowest leaf (:meth:`resized`), renumbered breadth-first."""
+        rows = children.tolist()
+        origin = origin.tolist()
+        depth = np.zeros(len(rows), dtype=np.int64)
+        for n, row in enumerate(rows):  # breadth-first: a parent comes before its children
+            for c in row:
+                if c >= 0:
+                    depth[c] = depth[n] + 1
+        # (depth, rank, node, bit): the rank keeps the breadth-first order among leaves of one depth.
+        leaves = [(int(depth[n]), 2 * n + bit, n, bit) for n, row in enumerate(rows) for bit in (0, 1)
+                  if row[bit] < 0]
+        heapq.heapify(leaves)
+        rank = 2 * len(rows)
+        for word in range(self.vocab_size, vocab_size):
+            d, _, n, bit = heapq.heappop(leaves)
+            rows.append([rows[n][bit], leaf(word)])
+            origin.append(-1)
+            rows[n][bit] = len(rows) - 1
+            for b in (0, 1):
+                heapq.heappush(leaves, (d + 1, rank, len(rows) - 1, b))
+                rank += 1
+        children, order = bfs_order(np.asarray(rows, dtype=np.int64), 0)
+        return children, np.asarray(origin, dtype=np.int64)[order]
+
     def renumbered_breadth_first(self) -> WordTree:
         """The same tree with internal nodes numbered breadth-first (root 0, then depth 1, ...).
 
@@ -480,6 +552,12 @@ class WordTree:
 
 def bfs_renumber(children: np.ndarray, root: int) -> np.ndarray:
     """``children`` with the internal nodes renumbered breadth-first from ``root`` (which becomes 0)."""
+    return bfs_order(children, root)[0]
+
+
+def bfs_order(children: np.ndarray, root: int) -> tuple[np.ndarray, np.ndarray]:
+    """``children`` renumbered breadth-first from ``root`` (:func:`bfs_renumber`), and the old number of each
+    new node."""
     M = children.shape[0]
     new_id = np.full(M, -1, dtype=np.int64)
     order = []
@@ -495,7 +573,7 @@ def bfs_renumber(children: np.ndarray, root: int) -> np.ndarray:
     out = children[old].copy()
     internal = out >= 0
     out[internal] = new_id[out[internal]]
-    return out
+    return out, old
 
 
 def _describe(entry: int) -> str:

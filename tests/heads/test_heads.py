@@ -379,7 +379,7 @@ def test_tree_state_dict_round_trip_through_safetensors(tmp_path):
     head = make_head("tree_adaptive_eps").float()
     sd = head.state_dict()
     assert {"weight", "bias", "tree_nodes", "tree_bits", "tree_mask"} <= set(sd)
-    assert sd["tree_nodes"].dtype == torch.int64 and sd["tree_bits"].dtype == torch.bool
+    assert sd["tree_nodes"].dtype == torch.int64 and sd["tree_bits"].dtype == torch.uint8
     save_file(sd, tmp_path / "head.safetensors")
     # A fresh head knows only the shapes (as a model config would record them), not the tree.
     fresh = TreeSoftmaxHead(D, **TreeSoftmaxHead.tree_shape(tree))
@@ -452,7 +452,7 @@ def padded_nll(head: TreeSoftmaxHead, hidden: torch.Tensor, target: torch.Tensor
     h, t = hidden.reshape(-1, hidden.shape[-1]), target.reshape(-1)
     ignore = t == -100
     t = t.masked_fill(ignore, 0)
-    nodes, bits, mask = head.tree_nodes[t], head.tree_bits[t], head.tree_mask[t]  # (N, C, L)
+    nodes, bits, mask = head.tree_nodes[t], head.tree_bits[t].bool(), head.tree_mask[t].bool()  # (N, C, L)
     score = torch.einsum("ncld,nd->ncl", head.weight[nodes], h)
     if head.bias is not None:
         score = score + head.bias[nodes]
@@ -643,3 +643,23 @@ def test_default_cutoffs_near_the_cheapest_single_split_for_zipfian_words():
     cost = torch.tensor([s + 1 + (1 - head_mass[s - 1]) * (V - s) for s in range(1, V)])
     (s1,) = default_cutoffs(V)
     assert cost[s1 - 1] <= 1.05 * cost.min()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_tree_nll_of_words_whose_codes_share_nodes(dtype):
+    """Word 3's two codes share their first five nodes (every word's codes share the root): the default
+    training path, with no blocks set, gives -log P of the full distribution."""
+    down = [(0, 1), (1, 1), (2, 0), (3, 1)]
+    tree = WordTree.from_codes([
+        [[(0, 0)], [(0, 1), (1, 1), (2, 1)]],
+        [[(0, 1), (1, 0)]],
+        [[(0, 1), (1, 1), (2, 0), (3, 0)]],
+        [[*down, (4, 0), (5, 0)], [*down, (4, 0), (5, 1)]],
+        [[*down, (4, 1)]],
+    ])
+    torch.manual_seed(0)
+    head = TreeSoftmaxHead(3, tree).to(dtype)
+    hidden = torch.randn(6, 3, dtype=dtype)
+    target = torch.tensor([3, 0, 3, 1, 4, 2])
+    expected = -head.log_probs(hidden).gather(1, target[:, None]).squeeze(1)
+    torch.testing.assert_close(head.nll(hidden, target), expected)

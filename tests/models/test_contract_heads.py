@@ -1,12 +1,11 @@
 """What transformers expects of every tensor of a model, checked for every registered model type and head (the
 cases of tests/models/test_model_contract.py): each is a parameter or a buffer that ``init_weights`` can write
 again, so that a model built on the meta device (as ``from_pretrained`` builds it) and a checkpoint that lacks
-a key both give a working model; and ``resize_token_embeddings`` either follows with every head or refuses,
-saying what to do instead."""
+a key both give a working model; and ``resize_token_embeddings`` follows with every head."""
 
 from __future__ import annotations
 
-import re
+import math
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from test_model_contract import CASES, IDS, NUMERAL_VOCAB, V, batch, inputs, tiny
 
+from hf_nlm.heads import TREE_FIELDS
 from hf_nlm.models import MODEL_TYPES
 from hf_nlm.trees import WordTree, balanced_tree, huffman_tree, random_tree
 
@@ -202,6 +202,24 @@ def test_a_tree_the_checkpoint_lacks_comes_from_the_tree_given(name, head, tmp_p
         log_probs(treeless, batch())
 
 
+@pytest.mark.parametrize(("name", "head"), TREE_CASES,
+                         ids=[f"{name}-{head or 'default'}" for name, head in TREE_CASES])
+def test_a_checkpoint_with_bool_tree_flags_loads_the_same_model(name, head, tmp_path):
+    """The head stores tree_bits / tree_mask as uint8; a checkpoint holding them as bool tensors loads the
+    same tree, reporting nothing missing or unexpected."""
+    real = tiny(name, head).eval()
+    real.save_pretrained(tmp_path)
+    path = tmp_path / "model.safetensors"
+    weights = load_file(path)
+    assert {weights[f"lm_head.{k}"].dtype for k in ("tree_bits", "tree_mask")} == {torch.uint8}
+    save_file({k: v.bool() if k.endswith((".tree_bits", ".tree_mask")) else v for k, v in weights.items()},
+              path, metadata={"format": "pt"})
+    loaded, info = type(real).from_pretrained(tmp_path, output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"]
+    assert loaded.lm_head.tree() == real.lm_head.tree()
+    torch.testing.assert_close(log_probs(loaded.eval(), batch()), log_probs(real, batch()), rtol=0, atol=0)
+
+
 def multi_code_tree() -> WordTree:
     # Word 0 has two codes, one ending at the root; word 3 has both leaves of node 5.
     down = [(0, 1), (1, 1), (2, 0), (3, 1)]
@@ -243,38 +261,35 @@ def test_word_tree_from_arrays_that_hold_no_tree():
 # ----------------------------------------------------------------------------- resize_token_embeddings
 
 
-def old_tokens_moved_together(before: torch.Tensor, after: torch.Tensor) -> None:
+def old_tokens_moved_together(model, before: torch.Tensor, after: torch.Tensor) -> None:
     """Each old token's log-probability is unchanged or moved by the one constant of the row: the new
-    normalisation of the part of the distribution that the new words joined (or left)."""
+    normalisation of the part of the distribution that the new words joined. In a tree head, the words
+    whose leaves the new words split move by log(V / (V + 1)) (b = -log V at the new nodes), the others
+    not at all."""
     shift = after - before
+    if model.config.head == "tree":
+        split_leaf = torch.tensor(math.log(V / (V + 1)))
+        assert ((shift.abs() < 1e-5) | ((shift - split_leaf).abs() < 1e-5)).all()
+        return
     moved = shift[..., -1:]  # the last old token is a word, in the part that changed
     assert ((shift.abs() < 1e-5) | ((shift - moved).abs() < 1e-5)).all()
 
 
 @pytest.mark.parametrize(("name", "head"), CASES, ids=IDS)
 @pytest.mark.parametrize("mean_resizing", [True, False])
-def test_resize_token_embeddings_follows_or_refuses(name, head, mean_resizing, tmp_path):
-    """Every head but the tree follows: new words at the end, the old tokens' probabilities moved only by the
-    new normalisation, saved and loaded back; cut again, the old distribution comes back. A tree head has no
-    place for a new word: it refuses before anything changes, saying what to do instead."""
+def test_resize_token_embeddings_follows(name, head, mean_resizing, tmp_path):
+    """Every head follows: new words at the end, the old tokens' probabilities moved only by the new
+    normalisation, saved and loaded back; cut again, the old distribution comes back."""
     model = tiny(name, head).eval()
     ids = batch()
     before = log_probs(model, ids)
-    if model.config.head == "tree":
-        with pytest.raises(ValueError) as err:
-            model.resize_token_embeddings(V + 3, mean_resizing=mean_resizing)
-        assert re.search(r"\b(build|a new model)\b", str(err.value), re.IGNORECASE), str(err.value)
-        assert model.get_input_embeddings().weight.shape[0] == model.config.vocab_size == V
-        if not model.config.is_encoder_decoder:  # (the seq2seq refuses any resize of an untied decoder)
-            model.resize_token_embeddings(V, mean_resizing=mean_resizing)  # the same size: nothing changes
-            torch.testing.assert_close(log_probs(model, ids), before, rtol=0, atol=0)
-        return
     model.resize_token_embeddings(V + 3, mean_resizing=mean_resizing)
     assert model.config.vocab_size == V + 3
     after = log_probs(model, ids)
     assert after.shape[-1] == V + 3
     torch.testing.assert_close(after.logsumexp(-1), torch.zeros(after.shape[:-1]))
-    old_tokens_moved_together(before, after[..., :V])
+    if mean_resizing or model.config.head != "tree":
+        old_tokens_moved_together(model, before, after[..., :V])
     head_module = model.lm_head
     if hasattr(head_module, "word_weight"):  # a hierarchical softmax: the numerals are untouched
         numerals = sorted(NUMERAL_VOCAB.values())
@@ -284,22 +299,64 @@ def test_resize_token_embeddings_follows_or_refuses(name, head, mean_resizing, t
         expected = old_rows.mean(0).expand_as(new_rows) if mean_resizing else torch.zeros_like(new_rows)
         torch.testing.assert_close(new_rows, expected)
     model.save_pretrained(tmp_path)
+    # (A tree head's tree, resized with the model, comes from the checkpoint.)
     reloaded = type(model).from_pretrained(tmp_path).eval()
     torch.testing.assert_close(log_probs(reloaded, ids), after)
     # And back: the new words are cut again, the old tokens get their distribution back.
     model.resize_token_embeddings(V)
     torch.testing.assert_close(log_probs(model, ids), before)
+    described = ("vocab_size", "cutoffs", "numeral_vocab", *TREE_FIELDS)
+    fresh = tiny(name, head).config
+    assert ({k: getattr(model.config, k, None) for k in described}
+            == {k: getattr(fresh, k, None) for k in described})
 
 
-@pytest.mark.parametrize("strategy",
-                         ["softmax", "softmax_digits", "hsoftmax", "drnn", "mog", "combination", "dexp"])
-def test_resize_never_cuts_a_numeral(strategy):
+NUMERAL_STRATEGIES = ["softmax", "softmax_digits", "hsoftmax", "drnn", "mog", "combination", "dexp"]
+
+
+@pytest.mark.parametrize("strategy", NUMERAL_STRATEGIES)
+def test_resize_cuts_numerals_with_their_ids(strategy, tmp_path):
+    """A numeral whose id is cut leaves numeral_vocab and the head's numeral tables; the model is a
+    distribution over the new vocabulary and loads back as it is."""
+    model = tiny("numeracy_lm", strategy).eval()
+    model.resize_token_embeddings(V - 9)  # ids 14 ("3.5") and 20 ("-0.25") go
+    kept = {"<unk_num>": 2, "1": 5, "12": 9}
+    assert model.config.numeral_vocab == kept
+    assert getattr(model.lm_head, "numeral_vocab", kept) == kept
+    ids = batch() % (V - 9)
+    got = log_probs(model, ids)
+    assert got.shape[-1] == V - 9
+    torch.testing.assert_close(got.exp().sum(-1), torch.ones(got.shape[:-1]))  # brute force
+    # One row per numeral kept: of the branch (<unk_num> included), or with digits or a value (not <unk_num>).
+    branch = hasattr(model.lm_head, "word_ids")
+    for name, rows in (("numeral_ids", 3 if branch else 2), ("numeral_digits", 2), ("known_values", 2),
+                       ("numeral_weight", 3)):
+        table = getattr(model.lm_head, name, None)
+        if table is not None:
+            assert table.shape[0] == rows, name
+    model.train()
+    fields = {"labels": ids}
+    model(**inputs(model, ids), **fields).loss.backward()  # trains over the new vocabulary
+    model.eval().save_pretrained(tmp_path)
+    reloaded = type(model).from_pretrained(tmp_path).eval()
+    assert reloaded.config.numeral_vocab == kept
+    torch.testing.assert_close(log_probs(reloaded, ids), got)
+
+
+@pytest.mark.parametrize("strategy", NUMERAL_STRATEGIES)
+def test_resize_refuses_to_cut_what_a_numeral_head_needs(strategy):
+    """An open numeral branch needs <unk_num> (the mass of every numeral outside the vocabulary); every
+    numeral head needs a numeral. The softmax has no numeral table: cutting every numeral empties
+    numeral_vocab."""
     model = tiny("numeracy_lm", strategy)
-    with pytest.raises(ValueError, match=r"cut the numeral '-0.25' \(id 20\).*keep at least 21 tokens"):
-        model.resize_token_embeddings(V - 3)
-    assert model.get_input_embeddings().weight.shape[0] == V
-    model.resize_token_embeddings(V - 2)  # words 21 and 22 go
-    ids = batch() % (V - 2)
-    got = log_probs(model.eval(), ids)
-    assert got.shape[-1] == V - 2
-    torch.testing.assert_close(got.logsumexp(-1), torch.zeros(got.shape[:-1]))
+    if strategy == "softmax":
+        model.resize_token_embeddings(2)
+        assert model.config.numeral_vocab is None
+        return
+    message = (r"cut '<unk_num>' \(id 2\), which it needs.*keep at least 3 tokens"
+               if getattr(model.lm_head, "open_numeral_vocabulary", False)
+               else r"cut every numeral of numeral_vocab.*keep at least 3 tokens")
+    with pytest.raises(ValueError, match=message):
+        model.resize_token_embeddings(2)
+    assert model.get_input_embeddings().weight.shape[0] == model.config.vocab_size == V
+    assert model.config.numeral_vocab == NUMERAL_VOCAB

@@ -315,3 +315,37 @@ def test_adaptive_tree_argument_errors():
         huffman_tree([1, 2, -1])
     with pytest.raises(ValueError, match="at least 2 words"):
         balanced_tree(1)
+
+
+def test_resized_tree_by_hand():
+    """balanced_tree(4): root 0 -> nodes 1 (words 0, 1) and 2 (words 2, 3). Adding word 4 splits the first
+    shallowest leaf (word 0's); cutting word 3 leaves node 2 with word 2 alone, which takes its place."""
+    tree = balanced_tree(4)
+    assert tree.children.tolist() == [[1, 2], [leaf(0), leaf(1)], [leaf(2), leaf(3)]]
+    grown, origin = tree.resized(5)
+    assert grown.children.tolist() == [[1, 2], [3, leaf(1)], [leaf(2), leaf(3)], [leaf(0), leaf(4)]]
+    assert origin.tolist() == [0, 1, 2, -1]
+    cut, origin = tree.resized(3)
+    assert cut.children.tolist() == [[1, leaf(2)], [leaf(0), leaf(1)]]
+    assert origin.tolist() == [0, 1]
+    assert grown.resized(4)[0] == tree  # and back
+
+
+@pytest.mark.parametrize("size", [2, 3, 9, 17, 40])
+def test_resized_tree_keeps_each_kept_words_path_through_the_nodes_it_keeps(size):
+    """Every word kept has its codes, through the nodes kept (in their new numbers) and the same bits, with
+    the collapsed nodes left out (and new nodes added below it on bit 0 where a new word split its leaf); a
+    new word has one leaf, below a new node; the tree is a valid word tree numbered breadth-first."""
+    tree = huffman_tree(list(range(17, 0, -1)))
+    new, origin = tree.resized(size)
+    assert new.vocab_size == size and new == new.renumbered_breadth_first()
+    renumber = {int(old): n for n, old in enumerate(origin) if old >= 0}
+    for w in range(min(size, tree.vocab_size)):
+        expected = [[(renumber[n], b) for n, b in code if n in renumber] for code in tree.codes(w)]
+        # A word whose leaf a new word split continues through the new node(s), on bit 0.
+        old_part = [[(n, b) for n, b in code if origin[n] >= 0] for code in new.codes(w)]
+        assert old_part == expected, w
+        assert all(b == 0 for code in new.codes(w) for n, b in code if origin[n] < 0), w
+    for w in range(tree.vocab_size, size):
+        (code,) = new.codes(w)  # one leaf, below a new node (bit 1 of it, or bit 0 of a later one)
+        assert origin[code[-1][0]] == -1 and any(origin[n] == -1 and b == 1 for n, b in code)

@@ -31,7 +31,7 @@ perplexity and the adjusted perplexity treat them like any other head.
 """
 
 from .combination import CombinationHead
-from .common import check_numerals_kept, numeral_vocab_of, spread_over_rows
+from .common import kept_numerals, numeral_vocab_of, spread_over_rows
 from .dexp import DiscreteExponentHead
 from .drnn import DigitRNNHead
 from .hsoftmax import NumeralHierarchicalSoftmaxHead
@@ -50,7 +50,7 @@ __all__ = [
     "NumeralHierarchicalSoftmaxHead",
     "OpenNumeralBranchHead",
     "ValueBranch",
-    "check_numerals_kept",
+    "kept_numerals",
     "numeral_vocab_of",
     "spread_over_rows",
 ]

@@ -56,6 +56,10 @@ class CombinationHead(OpenNumeralBranchHead):
         # The h-softmax row of each canonical numeral string, to read a target's share without |N| lookups.
         self._row_of = dict(zip(self.digit_branch.strings, self.digit_branch.rows, strict=True))
 
+    def cut_numeral_rows(self, num_rows: int) -> None:
+        super().cut_numeral_rows(num_rows)
+        self._row_of = dict(zip(self.digit_branch.strings, self.digit_branch.rows, strict=True))
+
     def init_weights(self, initializer_range: float, init=nn.init) -> None:
         super().init_weights(initializer_range, init)
         self.digit_branch.init_weights(initializer_range, init)

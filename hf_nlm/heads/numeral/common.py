@@ -1,5 +1,5 @@
-"""What the numeral heads share: the config's numeral vocabulary, the rule that resizing keeps every
-numeral, and how an open numeral distribution is laid over the vocabulary's numeral rows.
+"""What the numeral heads share: the config's numeral vocabulary, the numerals a resized vocabulary keeps,
+and how an open numeral distribution is laid over the vocabulary's numeral rows.
 
 The vocabulary holds words and numerals ranked together (Spithourakis & Riedel, "Numeracy for Language
 Models: Evaluating and Improving their Ability to Predict Numbers", ACL 2018, sec. 3);
@@ -21,6 +21,13 @@ def numeral_vocab_of(config, owner: str, head: str) -> dict[str, int]:
             f"{owner}: head={head!r} needs numeral_vocab, the numeral tokens of the vocabulary and their ids "
             "(a NumeracyLMConfig built with numeral_vocab=tokenizer.numeral_vocab from a numeracy tokenizer)"
         )
+    outside = sorted((i, token) for token, i in vocab.items() if not 0 <= i < config.vocab_size)
+    if outside:  # a config whose vocab_size was changed alone (resize_token_embeddings keeps them in step)
+        raise ValueError(
+            f"{owner}.numeral_vocab: id {outside[0][0]} of {outside[0][1]!r} is outside the vocabulary "
+            f"[0, vocab_size={config.vocab_size}); change the vocabulary with model.resize_token_embeddings, "
+            "which keeps numeral_vocab in step"
+        )
     return vocab
 
 
@@ -29,18 +36,24 @@ def sorted_numerals(vocab: dict[str, int]) -> list[tuple[str, int]]:
     return sorted(vocab.items(), key=lambda item: item[1])
 
 
-def check_numerals_kept(numeral_vocab: dict[str, int], vocab_size: int, owner: str) -> None:
-    """Raise ``ValueError`` if a vocabulary resized to ``vocab_size`` tokens would cut a numeral of
-    ``numeral_vocab`` (``owner`` starts the message): resizing adds or cuts words at the end only."""
-    cut = sorted((i, token) for token, i in numeral_vocab.items() if i >= vocab_size)
-    if cut:
-        i, token = cut[0]
-        raise ValueError(
-            f"{owner} cannot follow a vocabulary resized to {vocab_size} tokens: it would cut the numeral "
-            f"{token!r} (id {i}) of numeral_vocab. Resizing adds or cuts words at the end of the vocabulary: "
-            f"keep at least {cut[-1][0] + 1} tokens, or train a tokenizer and a new model without those "
-            "numerals"
-        )
+def kept_numerals(numeral_vocab: dict[str, int], vocab_size: int, owner: str,
+                  needed: tuple[str, ...] = ()) -> dict[str, int]:
+    """The numerals of ``numeral_vocab`` that a vocabulary resized to ``vocab_size`` tokens keeps: resizing
+    adds or cuts tokens at the end, and a numeral whose id is cut leaves the vocabulary with it. Raise
+    ``ValueError`` (``owner`` starts the message) if it would keep none, or cut a token of ``needed``."""
+    kept = {token: i for token, i in numeral_vocab.items() if i < vocab_size}
+    lost = [token for token in needed if token in numeral_vocab and token not in kept]
+    if kept and not lost:
+        return kept
+    if lost:
+        what, keep = f"{lost[0]!r} (id {numeral_vocab[lost[0]]}), which it needs", numeral_vocab[lost[0]] + 1
+    else:
+        what, keep = "every numeral of numeral_vocab", min(numeral_vocab.values()) + 1
+    raise ValueError(
+        f"{owner} cannot follow a vocabulary resized to {vocab_size} tokens: it would cut {what}. Resizing "
+        f"adds or cuts tokens at the end of the vocabulary: keep at least {keep} tokens, or build a model "
+        "with another strategy"
+    )
 
 
 def spread_over_rows(known: torch.Tensor, scored_rows: list[int], unknown_row: int,
@@ -68,8 +81,8 @@ def first_rows(keys: list) -> list[int]:
 
 __all__ = [
     "NUMERAL_HEAD_FIELD",
-    "check_numerals_kept",
     "first_rows",
+    "kept_numerals",
     "numeral_vocab_of",
     "sorted_numerals",
     "spread_over_rows",

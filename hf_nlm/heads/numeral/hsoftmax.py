@@ -26,7 +26,7 @@ from ..base import (
 )
 from ..fused import linear_nll
 from ..softmax import resized_rows
-from .common import check_numerals_kept, numeral_vocab_of, sorted_numerals
+from .common import kept_numerals, numeral_vocab_of, sorted_numerals
 
 
 @register_head("hsoftmax", place=2)  # sec. 3.2
@@ -46,10 +46,12 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
     target from its own per-target fields (:meth:`exact_numeral_log_probs`) rather than from its vocabulary
     row, so an unseen numeral gets the probability of *its* digits or value instead of ``<unk_num>``'s.
 
-    ``resize`` follows a vocabulary resized by words at its end: they join the word branch, with rows the
-    mean of the old word rows (zeros without ``mean_init``), so p(class | h) and the numeral branch are
-    unchanged and an old word's probability changes only by the word softmax's new normalisation. The
-    numerals keep their ids; a size that would cut one is refused.
+    ``resize`` follows a vocabulary resized at its end. New tokens are words: they join the word branch,
+    with rows the mean of the old word rows (zeros without ``mean_init``), so p(class | h) and the numeral
+    branch are unchanged and an old word's probability changes only by the word softmax's new
+    normalisation. Cut words leave the word branch; a numeral whose id is cut leaves ``numeral_vocab`` and
+    the numeral branch (:meth:`cut_numeral_rows`). The numerals kept keep their ids. A size that would leave
+    either branch empty is refused.
     """
 
     returns_log_probs = True
@@ -79,6 +81,10 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
         for p in self.parameters(recurse=False):
             if p.ndim == 2:
                 nn.init.uniform_(p, -bound, bound)
+        #: The numeral branch's parameters (every one but the class and word softmaxes'), which ``nll`` ties
+        #: into every training loss; by name, so that a parameter replaced (loaded, resized) is the one read.
+        self._numeral_branch_parameters = tuple(
+            name for name, _ in self.named_parameters() if not name.startswith(("class_", "word_")))
 
     @staticmethod
     def branch_indices(vocab_size: int, numeral_ids: list[int]) -> dict[str, list[int]]:
@@ -119,25 +125,36 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
         for name, values in self._index_lists.items():
             write_unless_loaded(getattr(self, name), torch.tensor(values, dtype=torch.long))
 
-    def check_resize(self, vocab_size: int) -> None:
-        check_numerals_kept(self.numeral_vocab, vocab_size, type(self).__name__)
-        if vocab_size <= len(self.numeral_vocab):
+    #: Numerals the numeral branch cannot do without (the open branches' ``<unk_num>``).
+    needed_numerals: ClassVar[tuple[str, ...]] = ()
+
+    def check_resize(self, vocab_size: int) -> dict[str, int]:
+        kept = kept_numerals(self.numeral_vocab, vocab_size, type(self).__name__, self.needed_numerals)
+        if vocab_size <= len(kept):
             raise ValueError(f"{type(self).__name__} cannot follow a vocabulary resized to {vocab_size} "
-                             f"tokens: its {len(self.numeral_vocab)} numerals would leave no word for the "
-                             "word branch")
+                             f"tokens: its {len(kept)} numerals would leave no word for the word branch")
+        return kept
 
     def resize(self, vocab_size: int, mean_init: bool = True) -> None:
-        """The word branch follows a vocabulary resized by words at its end (class docstring)."""
-        self.check_resize(vocab_size)
+        """Both branches follow a vocabulary resized at its end (class docstring)."""
+        kept = self.check_resize(vocab_size)
+        if len(kept) < len(self.numeral_vocab):
+            self.numeral_vocab = kept
+            self.cut_numeral_rows(len(kept))  # the rows are in id order: the numerals kept come first
         # Word ids are in order, so the words added (or cut) at the end of the vocabulary are the word
         # branch's last rows; the numeral rows come after the word rows in vocab_position.
-        self._index_lists = self.branch_indices(vocab_size, self._index_lists["numeral_ids"])
+        self._index_lists = self.branch_indices(vocab_size, self._index_lists["numeral_ids"][: len(kept)])
         num_words = len(self._index_lists["word_ids"])
         self.word_weight = nn.Parameter(resized_rows(self.word_weight, num_words, mean_init))
         self.word_bias = nn.Parameter(resized_rows(self.word_bias, num_words, mean_init))
         for name, values in self._index_lists.items():
             setattr(self, name, torch.tensor(values, dtype=torch.long, device=getattr(self, name).device))
         self.vocab_size = vocab_size
+
+    def cut_numeral_rows(self, num_rows: int) -> None:
+        """Keep the numeral branch's first ``num_rows`` rows (the numerals a smaller vocabulary keeps)."""
+        self.numeral_weight = nn.Parameter(self.numeral_weight.detach()[:num_rows].clone())
+        self.numeral_bias = nn.Parameter(self.numeral_bias.detach()[:num_rows].clone())
 
     # ------------------------------------------------------------------ the branches
     def class_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -204,7 +221,7 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
         if torch.is_grad_enabled():
             # The numeral branch's parameters are few: tie them in always, whichever of them the
             # targets used; the word branch only when the batch has no word target.
-            unused = [p for name, p in self.named_parameters() if not name.startswith(("class_", "word_"))]
+            unused = [self.get_parameter(name) for name in self._numeral_branch_parameters]
             if not words.numel():
                 unused += [self.word_weight, self.word_bias]
             picked = picked + zero_with_gradient(unused).to(picked.dtype)

@@ -37,6 +37,7 @@ class OpenNumeralBranchHead(NumeralHierarchicalSoftmaxHead):
     """
 
     open_numeral_vocabulary = True
+    needed_numerals = (UNK_NUM_TOKEN,)
 
     def build_numeral_branch(self, in_features: int, tokens: list[str], **options) -> None:
         """The numeral rows' tokens (``numeral_tokens``), the row of ``<unk_num>`` (``unknown_row``) and the
@@ -48,6 +49,21 @@ class OpenNumeralBranchHead(NumeralHierarchicalSoftmaxHead):
     def build_open_branch(self, in_features: int, tokens: list[str], **options) -> None:
         """Build the branch and register its parameters and buffers on the head."""
         raise NotImplementedError
+
+    def cut_numeral_rows(self, num_rows: int) -> None:
+        """Keep the first ``num_rows`` numeral rows: each branch object is rebuilt over the tokens kept (its
+        density or d-RNN, which is not per numeral, is kept whole), the value buffers follow."""
+        if hasattr(self, "numeral_weight"):  # a closed component (the combination's h-softmax)
+            super().cut_numeral_rows(num_rows)
+        self.numeral_tokens = self.numeral_tokens[:num_rows]
+        self.unknown_row = self.numeral_tokens.index(UNK_NUM_TOKEN)
+        for name, branch in list(vars(self).items()):
+            if isinstance(branch, DigitBranch | ValueBranch):
+                setattr(self, name, branch.over(self.numeral_tokens))
+            if isinstance(branch, ValueBranch):
+                values, precisions = getattr(self, name).known_numeral_tensors()
+                self.known_values = values.to(self.known_values)  # (its device and dtype)
+                self.known_precisions = precisions.to(self.known_precisions)
 
     # ------------------------------------------------------------------ the numeral branch's hooks
     def branch_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -133,6 +149,10 @@ class DigitBranch:
         head.digit_rnn = DigitRNN(in_features)
         return cls(head.digit_rnn, tokens)
 
+    def over(self, tokens: list[str]) -> DigitBranch:
+        """The branch with the same d-RNN over the numeral rows ``tokens``."""
+        return DigitBranch(self.rnn, tokens)
+
     def init_weights(self, initializer_range: float, init=nn.init) -> None:
         self.rnn.init_weights(initializer_range, init)
 
@@ -199,6 +219,10 @@ class ValueBranch:
         head.register_buffer("known_values", values)
         head.register_buffer("known_precisions", precisions)
         return branch
+
+    def over(self, tokens: list[str]) -> ValueBranch:
+        """The branch with the same density over the numeral rows ``tokens``."""
+        return ValueBranch(self.density, tokens)
 
     @staticmethod
     def key(text: str) -> tuple[float, int] | None:

@@ -21,7 +21,7 @@ from ...tokenization.numerals import (
 )
 from ..base import refuse_arguments, register_head, write_unless_loaded
 from ..softmax import SoftmaxHead
-from .common import check_numerals_kept, numeral_vocab_of, sorted_numerals
+from .common import kept_numerals, numeral_vocab_of, sorted_numerals
 
 
 @register_head("softmax_digits", place=1)  # the numeral heads in the paper's order: sec. 3.1
@@ -34,8 +34,9 @@ class DigitSoftmaxHead(SoftmaxHead):
     by an LSTM cell over digit embeddings of size D; its state at the end marker is added to the
     numeral's row. ``<unk_num>`` has no digits and keeps its plain row.
 
-    ``resize`` follows a vocabulary resized by words at its end, as the softmax head does; the numerals
-    keep their ids, and a size that would cut one is refused.
+    ``resize`` follows a vocabulary resized at its end, as the softmax head does: the numerals keep their
+    ids and digits, and a numeral whose id is cut leaves ``numeral_vocab`` with its row (a size that would
+    cut every numeral is refused).
     """
 
     def __init__(self, in_features: int, vocab_size: int, numeral_vocab: dict[str, int]) -> None:
@@ -77,13 +78,18 @@ class DigitSoftmaxHead(SoftmaxHead):
                             torch.tensor(digits, dtype=torch.long).reshape(-1, DIGITS_WIDTH))
 
     def check_resize(self, vocab_size: int) -> None:
-        check_numerals_kept(self.numeral_vocab, vocab_size, type(self).__name__)
+        kept_numerals(self.numeral_vocab, vocab_size, type(self).__name__)
 
     def resize(self, vocab_size: int, mean_init: bool = True) -> None:
-        """Word rows added (the mean of the old rows with ``mean_init``) or cut at the end; the numeral
-        rows and their digits stay as they are."""
-        self.check_resize(vocab_size)
+        """Rows added (the mean of the old rows with ``mean_init``) or cut at the end; the numeral rows
+        kept keep their digits."""
+        self.numeral_vocab = kept_numerals(self.numeral_vocab, vocab_size, type(self).__name__)
         super().resize(vocab_size, mean_init)
+        # The digit rows are in id order: the numerals kept are the first ones.
+        n = sum(i < vocab_size for i in self._numeral_rows[0])
+        self._numeral_rows = (self._numeral_rows[0][:n], self._numeral_rows[1][:n])
+        self.numeral_ids = self.numeral_ids[:n].clone()
+        self.numeral_digits = self.numeral_digits[:n].clone()
 
     def digit_encodings(self) -> torch.Tensor:
         """charRNN(digits(s)) for every numeral row: the LSTM's output at the end marker, (n, D)."""

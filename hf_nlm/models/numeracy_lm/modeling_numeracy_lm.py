@@ -32,7 +32,7 @@ from __future__ import annotations
 import torch
 from transformers import LogitsProcessor
 
-from ...heads.numeral import check_numerals_kept
+from ...heads.numeral import kept_numerals
 from ..awd_lstm.modeling_awd_lstm import AWDLSTMForCausalLM, AWDLSTMModel, AWDLSTMPreTrainedModel
 from .configuration_numeracy_lm import NumeracyLMConfig
 
@@ -41,11 +41,24 @@ class NumeracyLMPreTrainedModel(AWDLSTMPreTrainedModel):
     config_class = NumeracyLMConfig
 
     def check_resize(self, vocab_size: int) -> None:
-        """New tokens are words; whatever the strategy, a size that would cut a numeral of
-        ``config.numeral_vocab`` is refused (the numerals keep their ids)."""
-        if self.config.numeral_vocab:
-            check_numerals_kept(self.config.numeral_vocab, vocab_size, type(self).__name__)
+        """New tokens are words; the numerals keep their ids, and a numeral whose id is cut leaves
+        ``config.numeral_vocab`` (:meth:`resize_token_embeddings`). Refused: a size that cuts every numeral
+        of a model that weighs the numerals in its loss (``numeral_loss_weight``), or that the head cannot
+        follow."""
+        if self.config.numeral_vocab and self.config.numeral_loss_weight != 1:
+            kept_numerals(self.config.numeral_vocab, vocab_size, type(self).__name__)
         super().check_resize(vocab_size)
+
+    def resize_token_embeddings(self, new_num_tokens: int | None = None,
+                                pad_to_multiple_of: int | None = None, mean_resizing: bool = True):
+        """The models' ``resize_token_embeddings``; ``config.numeral_vocab`` keeps the numerals whose ids
+        the new vocabulary keeps (None where it keeps none)."""
+        embeddings = super().resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
+        if self.config.numeral_vocab:
+            size = embeddings.num_embeddings
+            kept = {token: i for token, i in self.config.numeral_vocab.items() if i < size}
+            self.config.numeral_vocab = kept or None
+        return embeddings
 
 
 class NumeracyLMModel(NumeracyLMPreTrainedModel, AWDLSTMModel):

@@ -1,0 +1,164 @@
+"""transformers' own common model tests (``ModelTesterMixin``, ``GenerationTesterMixin``, ``ConfigTester``
+from the ``tests/`` of transformers' sdist) over every hf_nlm model type x head x variant.
+
+Not run from here: ``benchmarks/common_tests.py`` copies this file into the extracted ``tests/`` folder as
+``test_hf_nlm_common.py`` (its relative imports are transformers' test modules beside it) and runs pytest on
+it.
+
+The cases come from the registries: every model type of ``hf_nlm.models.MODEL_TYPES`` with every head of
+``HEAD_REGISTRY`` a run of it builds (``hf_nlm.training.run.run_heads``; the numeracy LM's numeral
+strategies are its heads), plus the :data:`VARIANTS` of a model type (other settings of its own, tried with
+the softmax head). Each case is one test class, ``Test_<model_type>_<head>`` or
+``Test_<model_type>_<variant>``, testing the body (``AutoModel``) and the LM class. The generation and export
+mixins are empty stand-ins (the sdist does not ship their folders; see ``common_tests.py``)."""
+
+import dataclasses
+import unittest
+
+import torch
+from transformers.models.auto.modeling_auto import (
+    MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+    MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
+    MODEL_MAPPING_NAMES,
+)
+
+import hf_nlm  # noqa: F401  (registers the Auto classes)
+from hf_nlm.heads import HEAD_REGISTRY
+from hf_nlm.heads.split import default_cutoffs
+from hf_nlm.models import MODEL_TYPES
+from hf_nlm.training.run import run_heads
+from hf_nlm.trees import random_tree
+
+from .generation.test_utils import GenerationTesterMixin
+from .test_configuration_common import ConfigTester
+from .test_modeling_common import ModelTesterMixin, ids_tensor
+
+V = 23
+#: The numerals of the numeracy LM's cases, at ids 2 and 3: transformers' resize test also builds the model
+#: after setting ``config.vocab_size = 4`` (leaving the other fields as they are), and a numeral vocabulary
+#: must lie inside the vocabulary. (Resizing that cuts numerals is tested in tests/models/.)
+NUMERAL_VOCAB = {"<unk_num>": 2, "1": 3}
+
+#: Settings of a model type other than its head that change its network, each a case of its own (with the
+#: softmax head): ``{model_type: {variant name: config values}}``.
+VARIANTS = {
+    "story_seq2seq": {
+        **{f"attention_{a}": {"attention": a} for a in ("dot", "additive", "concat", "none")},
+        "no_input_feeding": {"input_feeding": False},
+        "unidirectional": {"bidirectional_encoder": False},
+    },
+}
+
+
+def tiny_values(model_type, head, variant=None):
+    """Config values of a tiny model of ``model_type`` with ``head``: sizes of 6, 2 layers, a context of 2,
+    a 23-word vocabulary (with a numeral vocabulary where the config has one; a split head's default
+    cut-offs), then the variant's values."""
+    t = MODEL_TYPES[model_type]
+    fields = {f.name: f.default for f in dataclasses.fields(t.config_class)}
+    values = {"vocab_size": V, "head": head}
+    for name, default in fields.items():
+        if isinstance(default, int) and not isinstance(default, bool) and name != "vocab_size":
+            if name.endswith("_size") and default > 8:
+                values[name] = 6
+            elif name == "num_hidden_layers":
+                values[name] = 2
+            elif name == "context_size":
+                values[name] = 2
+    values["tie_word_embeddings"] = bool(fields["tie_word_embeddings"]) and HEAD_REGISTRY[head].tieable
+    if head == "split":
+        values["cutoffs"] = default_cutoffs(V)  # what a run gives a split head
+    if "numeral_vocab" in fields:
+        values["numeral_vocab"] = NUMERAL_VOCAB
+    values.update(VARIANTS.get(model_type, {}).get(variant, {}))
+    return values
+
+
+def cases():
+    """``(model_type, head, variant, case name)`` of every case: each head a run of the model type builds
+    (``run_heads``), then each variant with the softmax head."""
+    for name in MODEL_TYPES:
+        for head in run_heads(name):
+            yield name, head, None, head
+        for variant in VARIANTS.get(name, {}):
+            yield name, "softmax", variant, variant
+
+
+def with_tree(cls):
+    """``cls`` building its tree head over a fixed random tree of the config's vocabulary when none is given
+    (transformers' tests call ``model_class(config)``, and change ``config.vocab_size`` between calls)."""
+
+    def __init__(self, config, tree=None, **kwargs):
+        if tree is None:
+            tree = random_tree(config.vocab_size, seed=0)
+        cls.__init__(self, config, tree=tree, **kwargs)
+
+    return type(cls.__name__, (cls,), {"__init__": __init__, "__module__": cls.__module__})
+
+
+class NLMModelTester:
+    def __init__(self, parent, model_type, head, variant=None):
+        self.parent, self.model_type, self.head = parent, model_type, head
+        self.batch_size, self.seq_length, self.vocab_size = 2, 7, V
+        self.is_training = True
+        values = tiny_values(model_type, head, variant)
+        self.config_values = values
+        self.hidden_size = values.get("hidden_size", 6)
+        self.num_hidden_layers = values.get("num_hidden_layers", 1)
+        self.num_attention_heads = 1
+
+    def get_config(self):
+        return MODEL_TYPES[self.model_type].config_class(**self.config_values)
+
+    def prepare_config_and_inputs_for_common(self):
+        config = self.get_config()
+        ids = ids_tensor([self.batch_size, self.seq_length], V)
+        inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+        if config.is_encoder_decoder:
+            inputs["decoder_input_ids"] = ids_tensor([self.batch_size, self.seq_length], V)
+            inputs["decoder_attention_mask"] = torch.ones_like(ids)
+        return config, inputs
+
+
+def make_case(model_type, head, variant, case):
+    t = MODEL_TYPES[model_type]
+    lm = with_tree(t.lm_class) if head == "tree" else t.lm_class
+    bases = (ModelTesterMixin, *((GenerationTesterMixin,) if lm.can_generate() else ()), unittest.TestCase)
+
+    def setUp(self):
+        self.model_tester = NLMModelTester(self, model_type, head, variant)
+        # The common properties minus num_attention_heads: no attention in these bodies (the seq2seq's one
+        # Luong attention has no heads setting).
+        self.config_tester = ConfigTester(self, config_class=t.config_class, has_text_modality=True,
+                                          common_properties=["hidden_size", "num_hidden_layers"]
+                                          if "num_hidden_layers" in self.model_tester.config_values
+                                          else ["hidden_size"],
+                                          **self.model_tester.config_values)
+
+    def test_config(self):
+        self.config_tester.run_common_tests()
+
+    attrs = {
+        "all_model_classes": (t.base_model_class, lm),
+        "is_encoder_decoder": bool(t.seq2seq_lm_class),
+        "has_attentions": bool(t.seq2seq_lm_class),
+        "test_can_init_all_missing_weights_before_2023": True,
+        "setUp": setUp,
+        "test_config": test_config,
+    }
+    return type(f"Test_{model_type}_{case}", bases, attrs)
+
+
+# transformers lists its own models by name in its Auto mappings, and its tests read those lists (which
+# classes are bodies, which get labels); ours are registered with the Auto classes instead: name them there.
+for _t in MODEL_TYPES.values():
+    MODEL_MAPPING_NAMES[_t.name] = _t.base_model_class.__name__
+    if _t.causal_lm_class is not None:
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[_t.name] = _t.causal_lm_class.__name__
+    if _t.seq2seq_lm_class is not None:
+        MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES[_t.name] = _t.seq2seq_lm_class.__name__
+
+for _case in cases():
+    _cls = make_case(*_case)
+    globals()[_cls.__name__] = _cls
+del _cls, _case, _t
