@@ -50,10 +50,16 @@ VARIANTS = {
 }
 
 
+#: Sizes that keep transformers' hidden-state test's assumption (``hidden_states[0]`` is ``hidden_size`` wide)
+#: true of the model: the NPLM's first hidden state is its context window x, (n - 1) m wide (Bengio et al.
+#: 2003, eq. 1), so m = 6 / 2 with a context of 2.
+TINY_SIZES = {"nplm": {"embedding_size": 3}}
+
+
 def tiny_values(model_type, head, variant=None):
-    """Config values of a tiny model of ``model_type`` with ``head``: sizes of 6, 2 layers, a context of 2,
-    a 23-word vocabulary (with a numeral vocabulary where the config has one; a split head's default
-    cut-offs), then the variant's values."""
+    """Config values of a tiny model of ``model_type`` with ``head``: sizes of 6 (:data:`TINY_SIZES` where a
+    model needs others), 2 layers, a context of 2, a 23-word vocabulary (with a numeral vocabulary where the
+    config has one; a split head's default cut-offs), then the variant's values."""
     t = MODEL_TYPES[model_type]
     fields = {f.name: f.default for f in dataclasses.fields(t.config_class)}
     values = {"vocab_size": V, "head": head}
@@ -65,6 +71,7 @@ def tiny_values(model_type, head, variant=None):
                 values[name] = 2
             elif name == "context_size":
                 values[name] = 2
+    values.update(TINY_SIZES.get(model_type, {}))
     values["tie_word_embeddings"] = bool(fields["tie_word_embeddings"]) and HEAD_REGISTRY[head].tieable
     if head == "split":
         values["cutoffs"] = default_cutoffs(V)  # what a run gives a split head
