@@ -36,6 +36,9 @@ def tiny(attention: str = "general", input_feeding: bool = True, seed: int = 0,
     return StorySeq2SeqForConditionalGeneration(StorySeq2SeqConfig(**values), tree=tree).eval()
 
 
+#: The config values each head needs in a tiny model (the split head's cut-offs; a tree head is not tied).
+HEAD_VALUES = {"softmax": {}, "split": {"cutoffs": [3, 5]}, "tree": {"tie_word_embeddings": False}}
+
 VARIANTS = [(a, f) for a in ATTENTION_TYPES for f in (True, False)]
 VARIANT_IDS = [f"{a}-{'feed' if f else 'nofeed'}" for a, f in VARIANTS]
 
@@ -251,7 +254,7 @@ def test_no_attention_returns_no_weights_and_ignores_the_annotations_after_the_s
     torch.testing.assert_close(other.logits, out.logits)
 
 
-# ---------------------------------------------------------------------------------- transformers' output layout
+# ------------------------------------------------------------------------------ transformers' output layout
 @pytest.mark.parametrize("input_feeding", [True, False], ids=["feed", "nofeed"])
 @pytest.mark.parametrize(("encoder_layers", "decoder_layers"), [(1, 1), (2, 3), (3, 2)])
 def test_hidden_states_are_the_embeddings_then_each_layers_output(encoder_layers, decoder_layers,
@@ -292,8 +295,8 @@ def test_hidden_states_are_the_embeddings_then_each_layers_output(encoder_layers
 
 @pytest.mark.parametrize("attention", ATTENTION_TYPES)
 def test_attention_outputs_are_the_cross_attention_alone(attention):
-    """An LSTM encoder and decoder have no self-attention: encoder_attentions and decoder_attentions stay None,
-    and cross_attentions holds the one attention layer's weights (none without attention)."""
+    """An LSTM encoder and decoder have no self-attention: encoder_attentions and decoder_attentions stay
+    None, and cross_attentions holds the one attention layer's weights (none without attention)."""
     model = tiny(attention)
     src, mask = sources()
     dec = torch.randint(3, V, (3, 4), generator=torch.Generator().manual_seed(9))
@@ -315,8 +318,7 @@ def test_the_loss_is_the_cross_entropy_of_the_returned_logits_and_the_labels(hea
     """With the logits of every position returned, the loss is F.cross_entropy(logits, labels) (-100 ignored),
     labels not shifted again: its value, and its gradient with respect to the logits, which a loss computed
     beside the logits would not have."""
-    extra = {"cutoffs": [3, 5]} if head == "split" else {"tie_word_embeddings": False} if head == "tree" else {}
-    model = tiny("general", head=head, **extra)
+    model = tiny("general", head=head, **HEAD_VALUES[head])
     src, mask = sources()
     labels = torch.randint(3, V, (3, 5), generator=torch.Generator().manual_seed(10))
     labels[1, 3:] = -100
@@ -373,8 +375,7 @@ def test_loss_is_the_mean_nll_of_the_labels_and_the_head_reads_the_last_decoder_
 
 @pytest.mark.parametrize("head", ["tree", "split"])
 def test_a_non_softmax_head_works_with_the_seq2seq_body(head):
-    extra = {"cutoffs": [3, 5]} if head == "split" else {"tie_word_embeddings": False}
-    model = tiny("general", head=head, **extra)
+    model = tiny("general", head=head, **HEAD_VALUES[head])
     src, mask = sources()
     labels = torch.randint(3, V, (3, 4), generator=torch.Generator().manual_seed(7))
     with torch.no_grad():
@@ -445,8 +446,10 @@ def test_bad_inputs_are_refused_clearly():
         model(src, attention_mask=mask, decoder_input_ids=src[:, :2])
     with pytest.raises(ValueError, match="give decoder_input_ids"):
         model(src)
-    with pytest.raises(ValueError, match="every label is -100"):
-        model(src, labels=torch.full((3, 2), -100))
+    for mode in (model.eval, model.train):  # the loss of the logits and the head's fast path alike
+        mode()
+        with pytest.raises(ValueError, match="every label is -100"):
+            model(src, labels=torch.full((3, 2), -100))
 
 
 # --------------------------------------------------------------------------------------------- attention plot

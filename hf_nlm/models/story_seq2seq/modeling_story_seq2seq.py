@@ -613,6 +613,8 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
             )
         self.check_inputs(input_ids)
         self.check_inputs(decoder_input_ids, labels)
+        if labels is not None and not torch.compiler.is_compiling() and bool((labels == -100).all()):
+            raise ValueError("labels hold no target: every label is -100")
         if use_cache is None:
             use_cache = cfg.use_cache and labels is None  # a training batch has no next step to cache for
         body = self.model(
@@ -627,8 +629,6 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
             logits = self.lm_head(positions_to_score(hidden, logits_to_keep))
         nll = None
         if labels is not None:
-            if bool((labels == -100).all()):
-                raise ValueError("labels hold no target: every label is -100")
             every_position = (logits is not None and isinstance(logits_to_keep, int)
                               and logits.shape[1] == labels.shape[1])
             if every_position and not self.lm_head.target_fields:
