@@ -36,6 +36,9 @@ def tiny(attention: str = "general", input_feeding: bool = True, seed: int = 0,
     return StorySeq2SeqForConditionalGeneration(StorySeq2SeqConfig(**values), tree=tree).eval()
 
 
+#: The config values each head needs in a tiny model (the split head's cut-offs; a tree head is not tied).
+HEAD_VALUES = {"softmax": {}, "split": {"cutoffs": [3, 5]}, "tree": {"tie_word_embeddings": False}}
+
 VARIANTS = [(a, f) for a in ATTENTION_TYPES for f in (True, False)]
 VARIANT_IDS = [f"{a}-{'feed' if f else 'nofeed'}" for a, f in VARIANTS]
 
@@ -215,9 +218,13 @@ def test_attention_weights_sum_to_one_and_skip_source_padding(attention):
     model = tiny(attention, input_feeding=True)
     src, mask = sources()
     dec = torch.randint(3, V, (3, 4), generator=torch.Generator().manual_seed(4))
-    with torch.no_grad():
-        out = model(src, attention_mask=mask, decoder_input_ids=dec, output_attentions=True,
-                    output_hidden_states=True)
+    queries = []  # the decoder states s_t the attention is asked with; its last call scores every position
+    hook = model.model.decoder.attention.register_forward_hook(lambda m, args, out: queries.append(args[0]))
+    try:
+        with torch.no_grad():
+            out = model(src, attention_mask=mask, decoder_input_ids=dec, output_attentions=True)
+    finally:
+        hook.remove()
     assert isinstance(out.cross_attentions, tuple) and len(out.cross_attentions) == 1  # one attention layer
     assert out.cross_attentions[0].shape == (3, 1, 4, src.shape[1])  # (B, heads, T_target, T_source)
     a = out.cross_attentions[0][:, 0]
@@ -225,7 +232,8 @@ def test_attention_weights_sum_to_one_and_skip_source_padding(attention):
     torch.testing.assert_close(a.sum(-1), torch.ones(3, 4))
     assert (a[mask.bool()[:, None, :].expand_as(a)] > 0).all()
     # By hand from the annotations h_j and the decoder states s_t (dot / general: Luong's eq. 8).
-    h, s = out.encoder_last_hidden_state, out.decoder_hidden_states[1]
+    h, s = out.encoder_last_hidden_state, queries[-1]
+    assert s.shape == (3, 4, 8)
     if attention in ("dot", "general"):
         keys = h if attention == "dot" else h @ model.model.decoder.attention.W_a.weight.T
         scores = torch.einsum("btd,bsd->bts", s, keys).masked_fill(~mask.bool()[:, None, :], float("-inf"))
@@ -244,6 +252,93 @@ def test_no_attention_returns_no_weights_and_ignores_the_annotations_after_the_s
         other = model(decoder_input_ids=dec, encoder_outputs=enc)
     assert out.cross_attentions is None
     torch.testing.assert_close(other.logits, out.logits)
+
+
+# ------------------------------------------------------------------------------ transformers' output layout
+@pytest.mark.parametrize("input_feeding", [True, False], ids=["feed", "nofeed"])
+@pytest.mark.parametrize(("encoder_layers", "decoder_layers"), [(1, 1), (2, 3), (3, 2)])
+def test_hidden_states_are_the_embeddings_then_each_layers_output(encoder_layers, decoder_layers,
+                                                                   input_feeding):
+    """encoder_hidden_states / decoder_hidden_states hold layers + 1 tensors: the embedded inputs, then each
+    layer's output; the decoder's last is h~ (what the head reads), its lower ones the LSTM layers' states,
+    checked against a separate one-layer nn.LSTM with the same weights."""
+    model = tiny("general", input_feeding, embedding_size=6, hidden_size=8, tie_word_embeddings=False,
+                 encoder_layers=encoder_layers, decoder_layers=decoder_layers)
+    src, mask = sources()
+    dec = torch.randint(3, V, (3, 4), generator=torch.Generator().manual_seed(8))
+    with torch.no_grad():
+        out = model(src, attention_mask=mask, decoder_input_ids=dec, output_hidden_states=True)
+        plain = model(src, attention_mask=mask, decoder_input_ids=dec)
+    enc, hid = out.encoder_hidden_states, out.decoder_hidden_states
+    assert isinstance(enc, tuple) and isinstance(hid, tuple)
+    assert len(enc) == encoder_layers + 1 and len(hid) == decoder_layers + 1
+    assert [tuple(h.shape) for h in enc] == [(3, 6, 6)] + [(3, 6, 8)] * encoder_layers
+    assert [tuple(h.shape) for h in hid] == [(3, 4, 6)] + [(3, 4, 8)] * decoder_layers
+    torch.testing.assert_close(enc[0], model.model.encoder.embed_tokens(src))
+    torch.testing.assert_close(enc[-1], out.encoder_last_hidden_state)
+    torch.testing.assert_close(hid[0], model.model.decoder.embed_tokens(dec))
+    torch.testing.assert_close(model.lm_head(hid[-1]), out.logits)
+    torch.testing.assert_close(out.logits, plain.logits)  # asking for the states changes no result
+    assert plain.encoder_hidden_states is None and plain.decoder_hidden_states is None
+    if not input_feeding and decoder_layers > 1:
+        # The first decoder layer alone: an LSTM over E y from the encoder's first layer's final state.
+        lstm = model.model.decoder.lstm
+        first = torch.nn.LSTM(6, 8, batch_first=True)
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(first, f"{name}_l0").data.copy_(getattr(lstm, f"{name}_l0"))
+        with torch.no_grad():
+            encoded = model.get_encoder()(src, mask)
+            h0, c0 = encoded.final_hidden[:, 0], encoded.final_cell[:, 0]
+            expected, _ = first(hid[0], (h0[None], c0[None]))
+        torch.testing.assert_close(hid[1], expected)
+
+
+@pytest.mark.parametrize("attention", ATTENTION_TYPES)
+def test_attention_outputs_are_the_cross_attention_alone(attention):
+    """An LSTM encoder and decoder have no self-attention: encoder_attentions and decoder_attentions stay
+    None, and cross_attentions holds the one attention layer's weights (none without attention)."""
+    model = tiny(attention)
+    src, mask = sources()
+    dec = torch.randint(3, V, (3, 4), generator=torch.Generator().manual_seed(9))
+    with torch.no_grad():
+        out = model(src, attention_mask=mask, decoder_input_ids=dec, output_attentions=True,
+                    output_hidden_states=True)
+        body = model.model(src, attention_mask=mask, decoder_input_ids=dec, output_attentions=True)
+    for output in (out, body):
+        assert output.encoder_attentions is None and output.decoder_attentions is None
+        if attention == "none":
+            assert output.cross_attentions is None
+        else:
+            assert len(output.cross_attentions) == 1
+            assert output.cross_attentions[0].shape == (3, 1, 4, src.shape[1])
+
+
+@pytest.mark.parametrize("head", ["softmax", "split", "tree"])
+def test_the_loss_is_the_cross_entropy_of_the_returned_logits_and_the_labels(head):
+    """With the logits of every position returned, the loss is F.cross_entropy(logits, labels) (-100 ignored),
+    labels not shifted again: its value, and its gradient with respect to the logits, which a loss computed
+    beside the logits would not have."""
+    model = tiny("general", head=head, **HEAD_VALUES[head])
+    src, mask = sources()
+    labels = torch.randint(3, V, (3, 5), generator=torch.Generator().manual_seed(10))
+    labels[1, 3:] = -100
+    out = model(src, attention_mask=mask, decoder_input_ids=shift_tokens_right(labels, PAD, START),
+                labels=labels)
+    logits = out.logits
+    aligned = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
+    shifted = torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1), labels[:, 1:].flatten(),
+                                                ignore_index=-100)
+    torch.testing.assert_close(out.loss, aligned)
+    (grad,) = torch.autograd.grad(out.loss, logits, retain_graph=True)
+    (grad_aligned,) = torch.autograd.grad(aligned, logits, retain_graph=True)
+    (grad_shifted,) = torch.autograd.grad(shifted, logits)
+    torch.testing.assert_close(grad, grad_aligned)
+    assert not torch.allclose(grad, grad_shifted)
+    # Fewer logits returned (logits_to_keep): the loss is still the mean NLL of every label, from the head.
+    with torch.no_grad():
+        last = model(src, attention_mask=mask, labels=labels, logits_to_keep=1)
+    assert last.logits.shape[1] == 1
+    torch.testing.assert_close(last.loss, out.loss.detach())
 
 
 # ---------------------------------------------------------------------------------------------- training
@@ -280,14 +375,17 @@ def test_loss_is_the_mean_nll_of_the_labels_and_the_head_reads_the_last_decoder_
 
 @pytest.mark.parametrize("head", ["tree", "split"])
 def test_a_non_softmax_head_works_with_the_seq2seq_body(head):
-    extra = {"cutoffs": [3, 5]} if head == "split" else {"tie_word_embeddings": False}
-    model = tiny("general", head=head, **extra)
+    model = tiny("general", head=head, **HEAD_VALUES[head])
     src, mask = sources()
     labels = torch.randint(3, V, (3, 4), generator=torch.Generator().manual_seed(7))
     with torch.no_grad():
         out = model(src, attention_mask=mask, labels=labels)
-    # The loss through the head's fast nll equals the exact log-probabilities the head gives generate().
-    torch.testing.assert_close(out.loss, -target_log_probs(model, src, mask, labels).mean())
+        trained = model.train()(src, attention_mask=mask, labels=labels)  # dropout 0: the same function
+    # The loss (eval: of the logits; training: through the head's fast nll) equals the exact log-probabilities
+    # the head gives generate().
+    torch.testing.assert_close(out.loss, -target_log_probs(model.eval(), src, mask, labels).mean())
+    assert trained.logits is None
+    torch.testing.assert_close(trained.loss, out.loss)
     hyps, scores = beam_outputs(model, src[:1, :5], mask[:1, :5], 3, num_beams=3, length_penalty=0.0, n=1)
     labels = torch.tensor([list(hyps[0])])
     assert scores[0] == pytest.approx(target_log_probs(model, src[:1, :5], mask[:1, :5], labels).sum().item(),
@@ -348,8 +446,10 @@ def test_bad_inputs_are_refused_clearly():
         model(src, attention_mask=mask, decoder_input_ids=src[:, :2])
     with pytest.raises(ValueError, match="give decoder_input_ids"):
         model(src)
-    with pytest.raises(ValueError, match="every label is -100"):
-        model(src, labels=torch.full((3, 2), -100))
+    for mode in (model.eval, model.train):  # the loss of the logits and the head's fast path alike
+        mode()
+        with pytest.raises(ValueError, match="every label is -100"):
+            model(src, labels=torch.full((3, 2), -100))
 
 
 # --------------------------------------------------------------------------------------------- attention plot

@@ -74,12 +74,20 @@ class StorySeq2SeqLMOutput(Seq2SeqLMOutput):
     """``Seq2SeqLMOutput`` plus ``nll``, the mean negative log-likelihood of the labels (equal to ``loss``:
     this model adds no regularisation term; named as the causal LMs' outputs name it, for perplexity).
 
-    ``cross_attentions`` (with ``output_attentions=True``, or ``config.output_attentions``) is a tuple holding
-    one tensor of shape (B, 1, T_target, T_source), the attention weights a_tj: transformers' layout of one
-    tensor per attention layer and head, for the one attention layer (one head) over the top decoder state;
-    ``decoder_hidden_states`` (with ``output_hidden_states=True``) is (E y, s, h~): the embedded decoder
-    inputs, the top decoder layer's states s_t and the attentional vectors h~_t after dropout, the last being
-    exactly what the head reads (``-lm_head.nll(decoder_hidden_states[-1], labels)``).
+    In transformers' layout for an encoder-decoder, with layer l of the decoder the LSTM layer l and the top
+    layer also the attention over the source and W_c (eq. 5), as a transformer decoder layer holds its
+    cross-attention:
+
+    - ``encoder_hidden_states`` / ``decoder_hidden_states`` (with ``output_hidden_states=True``):
+      ``encoder_layers + 1`` / ``decoder_layers + 1`` tensors, the embedded inputs (B, S|T, embedding_size)
+      then each layer's output (B, S|T, hidden_size): the encoder's annotations (the last is h_j), the lower
+      decoder layers' states s^l_t and, last, the top layer's h~_t after dropout, exactly what the head reads
+      (``-lm_head.nll(decoder_hidden_states[-1], labels)``).
+    - ``cross_attentions`` (with ``output_attentions=True``, or ``config.output_attentions``): a tuple of one
+      tensor (B, 1, T_target, T_source), the weights a_tj of the one attention layer (one head), over the top
+      decoder state; none with ``attention="none"``.
+    - ``encoder_attentions`` / ``decoder_attentions`` are None: the encoder and decoder are LSTMs, with no
+      self-attention.
     """
 
     nll: torch.FloatTensor | None = None
@@ -277,8 +285,8 @@ class StorySeq2SeqEncoder(nn.Module):
 @dataclass
 class StorySeq2SeqDecoderOutput(BaseModelOutput):
     """The decoder's outputs: ``last_hidden_state`` is h~_t after dropout (what the head reads),
-    ``hidden_states`` (E y, s, h~), ``attentions`` the weights (B, 1, T, S), ``cache`` the state after the
-    inputs."""
+    ``hidden_states`` (E y, s^1, ..., s^{L-1}, h~): the embedded inputs and each layer's output,
+    ``attentions`` the cross-attention weights (B, 1, T, S), ``cache`` the state after the inputs."""
 
     cache: Seq2SeqRecurrentCache | None = None
 
@@ -361,14 +369,20 @@ class StorySeq2SeqDecoder(nn.Module):
             feed = memory.new_zeros(B, cfg.hidden_size)  # h~_0 = 0
 
         y = self.dropout(self.embed_tokens(input_ids))
-        if cfg.input_feeding or tgt_mask is not None or T == 1:
-            s, hidden, cell, feed = self._step_by_step(y, hidden, cell, feed, memory, keys, src_mask,
-                                                       tgt_mask)
+        # The fused LSTM call returns the top layer's states only: the lower layers' states, when they are
+        # asked for, come from the step-by-step run of the same weights.
+        lower_states_asked = output_hidden_states and cfg.decoder_layers > 1
+        if cfg.input_feeding or tgt_mask is not None or T == 1 or lower_states_asked:
+            layer_states, hidden, cell, feed = self._step_by_step(
+                y, hidden, cell, feed, memory, keys, src_mask, tgt_mask, all_layers=output_hidden_states
+            )
+            s = layer_states[-1]
         else:
             # No input feeding: s_t does not depend on h~, so the LSTM reads the whole target in one fused
             # call.
             s, (h_n, c_n) = self.lstm(y, (torch.stack(hidden), torch.stack(cell)))
             hidden, cell = list(h_n), list(c_n)
+            layer_states = [s]
         # One attention call over all positions, reading the states s that are returned: s and the weights
         # returned are then the tensors h~ (and so the prediction) is computed from, on the loss's gradient
         # path.
@@ -387,16 +401,19 @@ class StorySeq2SeqDecoder(nn.Module):
         out = self.dropout(h_tilde)
         return StorySeq2SeqDecoderOutput(
             last_hidden_state=out,
-            hidden_states=(y, s, out) if output_hidden_states else None,
+            # transformers' layout: the embeddings, then each layer's output; the top layer's is h~ (its LSTM
+            # state s_t, attention and W_c together, as a transformer layer holds its cross-attention).
+            hidden_states=(y, *layer_states[:-1], out) if output_hidden_states else None,
             attentions=weights,
             cache=new_cache,
         )
 
-    def _step_by_step(self, y, hidden, cell, feed, memory, keys, src_mask, tgt_mask):
+    def _step_by_step(self, y, hidden, cell, feed, memory, keys, src_mask, tgt_mask, all_layers=False):
         """The decoder's LSTM one position at a time; positions where ``tgt_mask`` is False leave the state
         unchanged. The layers are ``self.lstm``'s weights run through ``torch.lstm_cell``, with the same
-        dropout between layers as the fused call. Returns the top layer's states s (B, T, H), each layer's
-        last (h, c) and the input feed the last position read.
+        dropout between layers as the fused call. Returns the top layer's states s (B, T, H) in a list, or
+        with ``all_layers`` every layer's states (the lower ones after the dropout between layers, as the
+        next layer reads them), then each layer's last (h, c) and the input feed the last position read.
 
         With input feeding s_t needs h~_{t-1}, so every position but the last is attended to as it is reached,
         for the next one's input; ``forward`` then attends to all positions at once, from the returned s."""
@@ -406,7 +423,8 @@ class StorySeq2SeqDecoder(nn.Module):
                   for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
             for k in range(L)
         ]
-        states = []
+        kept = range(L) if all_layers else [L - 1]
+        states: list[list[torch.Tensor]] = [[] for _ in range(L)]
         for t in range(T):
             x = torch.cat([y[:, t], feed], dim=-1) if self.config.input_feeding else y[:, t]
             keep = tgt_mask[:, t, None] if tgt_mask is not None else None
@@ -416,11 +434,12 @@ class StorySeq2SeqDecoder(nn.Module):
                     h, c = torch.where(keep, h, hidden[k]), torch.where(keep, c, cell[k])
                 hidden[k], cell[k] = h, c
                 x = h if k == L - 1 else F.dropout(h, self.lstm.dropout, self.training)
-            states.append(hidden[-1])
+                if k in kept:
+                    states[k].append(x)
             if self.config.input_feeding and t < T - 1:
                 h_tilde, _ = self.attend(hidden[-1][:, None], y[:, t : t + 1], memory, keys, src_mask)
                 feed = h_tilde[:, 0] if keep is None else torch.where(keep, h_tilde[:, 0], feed)
-        return torch.stack(states, dim=1), hidden, cell, feed
+        return [torch.stack(states[k], dim=1) for k in kept], hidden, cell, feed
 
 
 class StorySeq2SeqModel(StorySeq2SeqPreTrainedModel):
@@ -513,10 +532,13 @@ class StorySeq2SeqModel(StorySeq2SeqPreTrainedModel):
 class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, GenerationMixin):
     """Encoder, attention decoder and output head (``AutoModelForSeq2SeqLM``).
 
-    ``forward(input_ids, attention_mask, labels=labels)`` returns the mean NLL of the labels (-100 ignored)
-    through the head's ``nll``; without ``decoder_input_ids`` the decoder reads the labels shifted right
-    behind ``decoder_start_token_id`` (-100 -> pad). ``labels[:, t]`` is the target of decoder position t (no
-    further shift, as in BART / T5). In training mode with labels the |V|-wide logits are not built.
+    ``forward(input_ids, attention_mask, labels=labels)`` returns the mean NLL of the labels (-100 ignored);
+    without ``decoder_input_ids`` the decoder reads the labels shifted right behind ``decoder_start_token_id``
+    (-100 -> pad). ``labels[:, t]`` is the target of decoder position t (no further shift, as in BART / T5).
+    Where the logits of every position are returned (eval mode, ``logits_to_keep=0``) the loss is their
+    cross-entropy with the labels, ``F.cross_entropy(logits, labels)``; in training mode the |V|-wide logits
+    are not built and the head's ``nll`` scores the targets alone (the same value: the logits'
+    ``log_softmax`` is the head's exact log-distribution).
 
     Args:
         config: the :class:`StorySeq2SeqConfig`.
@@ -591,6 +613,8 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
             )
         self.check_inputs(input_ids)
         self.check_inputs(decoder_input_ids, labels)
+        if labels is not None and not torch.compiler.is_compiling() and bool((labels == -100).all()):
+            raise ValueError("labels hold no target: every label is -100")
         if use_cache is None:
             use_cache = cfg.use_cache and labels is None  # a training batch has no next step to cache for
         body = self.model(
@@ -599,18 +623,25 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
             output_hidden_states=output_hidden_states, return_dict=True,
         )
         hidden = body.last_hidden_state
-        nll = None
-        if labels is not None:
-            fields = {name: kwargs[name] for name in self.lm_head.target_fields
-                      if kwargs.get(name) is not None}
-            h_sel, targets = align_targets(hidden, shift_labels=labels, fields=fields)
-            if targets.ids.numel() == 0:
-                raise ValueError("labels hold no target: every label is -100")
-            nll = self.lm_head.nll(h_sel, targets).mean()
         logits = None
-        if nll is None or not self.training:
+        if labels is None or not self.training:
             # generate() asks only for the last position: never score positions it will not read.
             logits = self.lm_head(positions_to_score(hidden, logits_to_keep))
+        nll = None
+        if labels is not None:
+            every_position = (logits is not None and isinstance(logits_to_keep, int)
+                              and logits.shape[1] == labels.shape[1])
+            if every_position and not self.lm_head.target_fields:
+                # The logits of every labelled position are there: the loss is their cross-entropy
+                # (log_softmax of the logits is the head's exact log-distribution), on their gradient path.
+                nll = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten().to(logits.device),
+                                      ignore_index=-100)
+            else:
+                # Training, or logits_to_keep leaves positions out: the head scores the targets alone.
+                fields = {name: kwargs[name] for name in self.lm_head.target_fields
+                          if kwargs.get(name) is not None}
+                h_sel, targets = align_targets(hidden, shift_labels=labels, fields=fields)
+                nll = self.lm_head.nll(h_sel, targets).mean()
         output = StorySeq2SeqLMOutput(
             loss=nll,
             nll=nll,
