@@ -12,6 +12,7 @@ the softmax head). Each case is one test class, ``Test_<model_type>_<head>`` or
 ``Test_<model_type>_<variant>``, testing the body (``AutoModel``) and the LM class. The generation and export
 mixins are empty stand-ins (the sdist does not ship their folders; see ``common_tests.py``)."""
 
+import copy
 import dataclasses
 import unittest
 
@@ -31,7 +32,7 @@ from hf_nlm.trees import random_tree
 
 from .generation.test_utils import GenerationTesterMixin
 from .test_configuration_common import ConfigTester
-from .test_modeling_common import ModelTesterMixin, ids_tensor
+from .test_modeling_common import ModelTesterMixin, ids_tensor, torch_device
 
 V = 23
 #: The numerals of the numeracy LM's cases, at ids 2 and 3: transformers' resize test also builds the model
@@ -127,6 +128,58 @@ class NLMModelTester:
         return config, inputs
 
 
+# The encoder-decoder cases' own attention tests, as transformers' RWKV tests override
+# test_attention_outputs for a layout of their own (Mamba's and xLSTM's set has_attentions = False): the
+# story seq2seq's LSTMs have no self-attention to return, its one attention layer is the cross-attention.
+def seq2seq_attention_outputs(self):
+    """The story seq2seq's encoder and decoder are LSTMs: no self-attention, so encoder_attentions and
+    decoder_attentions are None; its one Luong attention layer (one head) gives cross_attentions, a tuple of
+    one (B, 1, T_target, T_source) tensor of distributions over the source (none with attention="none"),
+    from the argument and from config.output_attentions alike, and output_hidden_states adds the two
+    hidden-state fields."""
+    config, inputs_dict = self.model_tester.prepare_config_and_inputs_for_common()
+    B, S = inputs_dict["input_ids"].shape
+    T = inputs_dict["decoder_input_ids"].shape[1]
+    attends = config.attention != "none"
+    for model_class in self.all_model_classes:
+        for by_config in (False, True):
+            cfg = copy.deepcopy(config)
+            cfg.output_attentions = by_config
+            model = model_class(cfg).to(torch_device).eval()
+            inputs = self._prepare_for_class(inputs_dict, model_class)
+            kwargs = {} if by_config else {"output_attentions": True}
+            with torch.no_grad():
+                outputs = model(**inputs, **kwargs)
+                with_states = model(**inputs, **kwargs, output_hidden_states=True)
+            self.assertIsNone(outputs.encoder_attentions)
+            self.assertIsNone(outputs.decoder_attentions)
+            if not attends:
+                self.assertIsNone(outputs.cross_attentions)
+                continue
+            self.assertEqual(len(outputs.cross_attentions), 1)
+            weights = outputs.cross_attentions[0]
+            self.assertListEqual(list(weights.shape), [B, 1, T, S])
+            torch.testing.assert_close(weights.sum(-1), torch.ones(B, 1, T))
+            self.assertEqual(len(with_states), len(outputs) + 2)
+
+
+def seq2seq_retain_grad_hidden_states_attentions(self):
+    """transformers' check with the cross-attention in place of the self-attentions the LSTMs do not have."""
+    config, inputs_dict = self.model_tester.prepare_config_and_inputs_for_common()
+    config.output_hidden_states = True
+    config.output_attentions = True
+    model = self.all_model_classes[0](config).to(torch_device)
+    outputs = model(**self._prepare_for_class(inputs_dict, self.all_model_classes[0]))
+    tensors = [outputs.encoder_hidden_states[0], outputs.decoder_hidden_states[0]]
+    if config.attention != "none":
+        tensors.append(outputs.cross_attentions[0])
+    for tensor in tensors:
+        tensor.retain_grad()
+    outputs[0].flatten()[0].backward(retain_graph=True)
+    for tensor in tensors:
+        self.assertIsNotNone(tensor.grad)
+
+
 def make_case(model_type, head, variant, case):
     t = MODEL_TYPES[model_type]
     lm = with_tree(t.lm_class) if head == "tree" else t.lm_class
@@ -153,6 +206,9 @@ def make_case(model_type, head, variant, case):
         "setUp": setUp,
         "test_config": test_config,
     }
+    if t.seq2seq_lm_class:
+        attrs["test_attention_outputs"] = seq2seq_attention_outputs
+        attrs["test_retain_grad_hidden_states_attentions"] = seq2seq_retain_grad_hidden_states_attentions
     return type(f"Test_{model_type}_{case}", bases, attrs)
 
 
