@@ -8,7 +8,7 @@ targets, then score the 200k validation targets. They differ only in the output 
 
 * ``cross_entropy``: ``F.cross_entropy(F.linear(z, W, b), t)`` left to autograd, the plain PyTorch loss
   (patched in by this script for the measurement);
-* ``fused``: :func:`hf_nlm.heads.fused.softmax_nll`, the library's loss.
+* ``fused``: :func:`hf_nlm.heads.softmax.softmax_nll`, the library's loss.
 
 The sides alternate (``--reps``) and each side's median is reported. The machine's fp32 limit on this
 step's matrix products (``train_throughput.matmul_limit``) is measured before and after every epoch, and the

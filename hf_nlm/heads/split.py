@@ -15,7 +15,13 @@ reference code ``splitcross.py``. The vocabulary is sorted by frequency and cut 
 the shape of an input embedding and can be tied to it.
 
 The training loss only evaluates a tail cluster's softmax on the tokens whose target lies in it, so
-its cost is |head| + sum_p n_p |cluster p| per batch instead of N |V|.
+its cost is |head| + sum_p n_p |cluster p| per batch instead of N |V|. That loss
+(:func:`split_softmax_nll`) is written out by hand: the clusters read disjoint row blocks of one
+|V| x D output matrix W. Left to autograd, every block read (a slice or a ``split``) ends in a backward that
+materialises a |V| x D gradient and copies the block into it. Here the backward allocates the gradient of W
+once and writes each block's gradient straight into its rows (``torch.mm(..., out=grad_W[lo:hi])``), so no
+|V| x D copy or zero-fill happens beyond that one allocation. The arithmetic is the textbook cross-entropy
+gradient: for logits y and target k, d(-log softmax(y)_k)/dy = softmax(y) - onehot(k).
 """
 
 from __future__ import annotations
@@ -25,10 +31,108 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 from .base import OutputHead, Targets, head_options, refuse_arguments, register_head, upcast
-from .fused import split_softmax_nll
 from .softmax import init_output_weights, resize_word_rows
+
+
+class SplitSoftmaxNLL(torch.autograd.Function):
+    """-log P(t | h) of the split softmax for N rows; see :func:`split_softmax_nll`."""
+
+    @staticmethod
+    def forward(ctx, hidden, weight, bias, tomb_weight, tomb_bias, target, boundaries):
+        s1 = boundaries[1]
+        valid = target != -100
+        t = target.masked_fill(~valid, 0)
+        cluster = torch.bucketize(
+            t, torch.tensor(boundaries[1:-1], dtype=t.dtype, device=t.device), right=True
+        )
+        # Head: the s_1 head words and the m-1 tombstones in one matmul (Y_head in :mod:`hf_nlm.heads.split`).
+        head_w = torch.cat([weight[:s1], tomb_weight])
+        head_b = None if bias is None else torch.cat([bias[:s1], tomb_bias])
+        head_lp = torch.log_softmax(upcast(F.linear(hidden, head_w, head_b)), dim=-1)
+        head_t = torch.where(cluster == 0, t, s1 + cluster - 1)
+        loss = -head_lp.gather(1, head_t[:, None]).squeeze(1)
+        tails = []
+        for p in range(1, len(boundaries) - 1):
+            rows = torch.nonzero((cluster == p) & valid).squeeze(1)
+            if rows.numel() == 0:
+                tails.append(None)
+                continue
+            lo, hi = boundaries[p], boundaries[p + 1]
+            h_p = hidden.index_select(0, rows)
+            lp = torch.log_softmax(
+                upcast(F.linear(h_p, weight[lo:hi], None if bias is None else bias[lo:hi])), -1
+            )
+            t_p = t.index_select(0, rows) - lo
+            loss.index_add_(0, rows, -lp.gather(1, t_p[:, None]).squeeze(1))
+            tails.append((rows, t_p, lp))
+        loss = loss.masked_fill(~valid, 0.0)
+        ctx.boundaries = boundaries
+        ctx.has_bias = bias is not None
+        ctx.tails = tails
+        ctx.save_for_backward(hidden, weight, head_w, head_lp, head_t, valid)
+        return loss
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_loss):
+        hidden, weight, head_w, head_lp, head_t, valid = ctx.saved_tensors
+        boundaries, s1 = ctx.boundaries, ctx.boundaries[1]
+        # Per-row upstream gradient; ignored rows get none. It scales rows, so it is applied to the
+        # (N, D) operands rather than to the (N, |cluster|) softmax gradients (one pass fewer over those).
+        g = (grad_loss * valid.to(grad_loss.dtype)).to(weight.dtype)
+        g_h = hidden * g[:, None]
+        # d loss_i / d Y_head[i] = g_i (softmax(Y_head[i]) - onehot(head_t[i])).
+        d_head = head_lp.exp()
+        d_head[torch.arange(d_head.shape[0], device=d_head.device), head_t] -= 1
+        d_head = d_head.to(weight.dtype)
+        grad_h = (d_head @ head_w) * g[:, None]
+        grad_w = torch.empty_like(weight)  # every row block is written below, exactly once
+        torch.mm(d_head[:, :s1].t(), g_h, out=grad_w[:s1])
+        grad_tw = d_head[:, s1:].t() @ g_h
+        grad_b = grad_tb = None
+        if ctx.has_bias:
+            grad_b = torch.empty(weight.shape[0], dtype=weight.dtype, device=weight.device)
+            torch.mv(d_head[:, :s1].t(), g, out=grad_b[:s1])
+            grad_tb = d_head[:, s1:].t() @ g
+        for p, tail in enumerate(ctx.tails, start=1):
+            lo, hi = boundaries[p], boundaries[p + 1]
+            if tail is None:  # no target in this cluster: its rows of W get a zero gradient
+                grad_w[lo:hi].zero_()
+                if grad_b is not None:
+                    grad_b[lo:hi].zero_()
+                continue
+            rows, t_p, lp = tail
+            d = lp.exp()
+            d[torch.arange(d.shape[0], device=d.device), t_p] -= 1
+            d = d.to(weight.dtype)
+            g_p = g.index_select(0, rows)
+            grad_h.index_add_(0, rows, (d @ weight[lo:hi]) * g_p[:, None])
+            torch.mm(d.t(), g_h.index_select(0, rows), out=grad_w[lo:hi])
+            if grad_b is not None:
+                torch.mv(d.t(), g_p, out=grad_b[lo:hi])
+        return grad_h, grad_w, grad_b, grad_tw, grad_tb, None, None
+
+
+def split_softmax_nll(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    tombstone_weight: torch.Tensor,
+    tombstone_bias: torch.Tensor | None,
+    target: torch.Tensor,
+    boundaries: list[int],
+) -> torch.Tensor:
+    """Per-row -log P(target | hidden) of the split softmax with cluster bounds s_0 = 0 < ... < s_m = |V|.
+
+    ``hidden`` (N, D), ``target`` (N,) with -100 ignored (loss 0, no gradient). Gradients flow to
+    hidden, weight, bias and the tombstone parameters.
+    """
+    return SplitSoftmaxNLL.apply(
+        hidden, weight, bias, tombstone_weight, tombstone_bias, target, list(boundaries)
+    )
 
 
 @head_options
@@ -232,7 +336,7 @@ class SplitSoftmaxHead(OutputHead):
 
         The head softmax runs on all N rows in one matmul; tail cluster p's softmax only on the rows
         whose target lies in it (one matmul per cluster). No (N, |V|) tensor is built. Forward and
-        backward are fused (:mod:`hf_nlm.heads.fused`); :meth:`nll_reference` is the same loss
+        backward are fused (:func:`split_softmax_nll`); :meth:`nll_reference` is the same loss
         left to autograd.
         """
         target = Targets.of(targets).ids

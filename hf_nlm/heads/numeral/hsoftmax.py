@@ -24,8 +24,7 @@ from ..base import (
     write_unless_loaded,
     zero_with_gradient,
 )
-from ..fused import linear_nll
-from ..softmax import resized_rows
+from ..softmax import linear_nll, resized_rows
 from .common import kept_numerals, numeral_vocab_of, sorted_numerals
 
 
@@ -185,7 +184,7 @@ class NumeralHierarchicalSoftmaxHead(OutputHead):
     def nll(self, hidden: torch.Tensor, targets: torch.Tensor | Targets) -> torch.Tensor:
         """-log p(class(s) | h) - log p(s | class, h), read from the branches: the |V|-wide permutation
         of ``forward`` is never built, the word branch runs on the word targets only (the fused softmax
-        loss, :func:`~hf_nlm.heads.fused.linear_nll`) and the numeral branch on the numeral targets only."""
+        loss, :func:`~hf_nlm.heads.softmax.linear_nll`) and the numeral branch on the numeral targets only."""
         targets = Targets.of(targets)
         shape = targets.ids.shape
         ids = targets.ids.reshape(-1)
