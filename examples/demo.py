@@ -159,6 +159,8 @@ def main(argv: list[str] | None = None) -> dict:
     # tensors stay below the allocator's fresh-page threshold) and give more updates per epoch.
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--learning-rate", type=float, default=2e-3)
+    parser.add_argument("--dropout", type=float, default=0.0,
+                        help="dropout on the hidden layer's output (NPLMConfig.dropout; default 0, the paper's)")
     args = parser.parse_args(argv)
     torch.manual_seed(0)
     start = time.time()
@@ -169,7 +171,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     config = hf_nlm.NPLMConfig(
         vocab_size=len(tokenizer), context_size=4, embedding_size=30, hidden_size=100,
-        direct_connections=False, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        direct_connections=False, dropout=args.dropout, bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
     model = hf_nlm.NPLMForCausalLM(config)
