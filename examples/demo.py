@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--learning-rate", type=float, default=2e-3)
     parser.add_argument("--dropout", type=float, default=0.0,
-                        help="dropout on the hidden layer's output (NPLMConfig.dropout; default 0, the paper's)")
+                        help="dropout on z (NPLMConfig.dropout; default 0, the paper's)")
     args = parser.parse_args(argv)
     torch.manual_seed(0)
     start = time.time()
