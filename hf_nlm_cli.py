@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import sys
 from collections.abc import Callable, Mapping
 
@@ -67,7 +68,7 @@ def top_level_parser() -> argparse.ArgumentParser:
 
 def command_functions() -> dict[str, tuple[Callable, Callable]]:
     """Each command's ``add_*_parser(subparsers, help_text)`` (returning its parser) and handler
-    ``cmd_*(args)`` (imports ``hf_nlm``)."""
+    ``cmd_*(args)`` (imports ``hf_nlm``), whose docstring is the command's description in its ``--help``."""
     from hf_nlm.cli.download import add_download_parser, cmd_download
     from hf_nlm.cli.evaluate import (
         add_check_numbers_parser,
@@ -113,6 +114,7 @@ def add_commands(sub: argparse._SubParsersAction, help_texts: Mapping[str, str])
     for name, help_text in help_texts.items():
         add_parser, handler = functions[name]
         command = add_parser(sub, help_text)
+        command.description = inspect.getdoc(handler)  # shown by `hf-nlm NAME --help`, as typer does
         command.set_defaults(func=handler, parser=command)
 
 

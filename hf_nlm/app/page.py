@@ -88,6 +88,13 @@ def answers(count: int):
     return wrap
 
 
+def button_and_message(label: str, elem_id: str, primary: bool = True,
+                       message_id: str | None = None) -> tuple[gr.Button, gr.Markdown]:
+    """A tab's button and, under it, the message box its handler's last output fills (see :func:`answers`)."""
+    button = gr.Button(label, variant="primary" if primary else "secondary", elem_id=elem_id)
+    return button, gr.Markdown(elem_id=message_id)
+
+
 def story_stages(names: list[str]) -> tuple[str, str]:
     """The runs the Story tab starts with: the first whose name says "storyline" for the first stage (else the
     first run), and for the second the first other one whose name says "story" (else the last run)."""
@@ -145,8 +152,7 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                                        value=min(saved["max_new_tokens"], NUMBER_LIMITS["max_new_tokens"][2]))
                     temperature = gr.Number(value=1.0, label="temperature (sampling)")
                     top_p = gr.Number(value=0.9, label="top-p (sampling)")
-                go = gr.Button("Continue", variant="primary", elem_id="continue")
-                status = gr.Markdown(elem_id="continue-message")
+                go, status = button_and_message("Continue", "continue", message_id="continue-message")
                 best = gr.Textbox(label="continuation", elem_id="continuation", interactive=False)
                 table = gr.HTML(elem_id="nbest-table")
 
@@ -168,14 +174,13 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                                          label="beside it")
                 context = gr.Textbox(label="prompt", value="the president of the", elem_id="next-prompt")
                 k = gr.Slider(*slider_range("k"), value=10, step=1, label="top k")
-                ask = gr.Button("Next word", variant="primary", elem_id="next")
-                next_status = gr.Markdown()
+                ask, next_status = button_and_message("Next word", "next")
                 with gr.Row():
                     left, right = gr.HTML(), gr.HTML()
                 text = gr.Textbox(label="a text to score", lines=3,
                                   value="the committee said the new law would take effect next year .")
-                score = gr.Button("Surprisal of each token", elem_id="score")
-                surprisal_status = gr.Markdown()
+                score, surprisal_status = button_and_message("Surprisal of each token", "score",
+                                                             primary=False)
                 strips = gr.HTML(elem_id="surprisal")
 
                 def next_table(title: str, run: Run, result: dict, which: str, element_id: str) -> str:
@@ -220,8 +225,7 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                 numeracy_model = gr.Dropdown(numeracy_runs, value=numeracy_runs[0], label="numeracy model")
                 numeral_context = gr.Textbox(label="context (the next token is a number)",
                                              value="the population was", elem_id="numeral-context")
-                predict = gr.Button("Next number", variant="primary", elem_id="next-number")
-                numeral_status = gr.Markdown()
+                predict, numeral_status = button_and_message("Next number", "next-number")
                 numeral_table = gr.HTML(elem_id="numeral-table")
                 numeral_picture = gr.Image(type="filepath", label="the model's picture",
                                            elem_id="numeral-picture")
@@ -261,8 +265,7 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                     storyline_model = gr.Dropdown(seq2seq_runs, value=first_stage, label="storyline model")
                     story_model = gr.Dropdown(seq2seq_runs, value=second_stage, label="story model")
                 title = gr.Textbox(label="title", value="the picnic", elem_id="story-title")
-                write = gr.Button("Write a story", variant="primary", elem_id="write-story")
-                story_status = gr.Markdown()
+                write, story_status = button_and_message("Write a story", "write-story")
                 story_text = gr.Markdown(elem_id="story-text")
                 attention = gr.Image(type="filepath", label="attention of the story stage",
                                      elem_id="attention")
@@ -289,8 +292,7 @@ def build_app(runs: list[Run], problems: list[str] | None = None, workdir: str |
                 with gr.Row():
                     tree_context = gr.Textbox(label="context", value="the president of the")
                     word = gr.Textbox(label="word", value="united")
-                follow = gr.Button("Path of the word", variant="primary", elem_id="follow-path")
-                tree_status = gr.Markdown()
+                follow, tree_status = button_and_message("Path of the word", "follow-path")
                 path_table = gr.HTML(elem_id="path-table")
 
                 @answers(2)

@@ -113,9 +113,9 @@ def add_generation_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_folder_command(sub: argparse._SubParsersAction, name: str, help_text: str, folder_help: str,
-                       description: str | None = None, dest: str = "model_dir") -> argparse.ArgumentParser:
+                       dest: str = "model_dir") -> argparse.ArgumentParser:
     """The parser of a command whose first argument is a saved folder (a model, or a training run's
     ``--output-dir``): ``hf-nlm NAME FOLDER ...``."""
-    parser = sub.add_parser(name, help=help_text, description=description)
+    parser = sub.add_parser(name, help=help_text)
     parser.add_argument(dest, help=folder_help)
     return parser

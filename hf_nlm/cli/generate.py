@@ -40,12 +40,7 @@ def add_generate_parser(sub: argparse._SubParsersAction, help_text: str) -> argp
 
 
 def add_story_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    story = sub.add_parser("story", help=help_text,
-                           description="Write a story for each TITLE in two stages: title -> storyline (one "
-                                       "keyword phrase per sentence) -> story. Either one LM trained on "
-                                       "'title <sep> k1 # k2 ... <sep> story' (--model) serves both stages, "
-                                       "or a model per stage (--storyline-model, --story-model), each a "
-                                       "causal LM or a story_seq2seq model.")
+    story = sub.add_parser("story", help=help_text)
     story.add_argument("titles", nargs="+", metavar="TITLE")
     story.add_argument("--model", default=None, help="one LM folder for both stages")
     story.add_argument("--storyline-model", default=None, help="model folder for title -> storyline")
@@ -59,15 +54,8 @@ def add_story_parser(sub: argparse._SubParsersAction, help_text: str) -> argpars
     return story
 
 
-PLOT_ATTENTION_DESCRIPTION = (
-    "Generate from SOURCE with a saved story_seq2seq model and draw its "
-    "attention weights (source words x generated words) as a heatmap."
-)
-
-
 def add_plot_attention_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    attention = add_folder_command(sub, "plot-attention", help_text, "a saved story_seq2seq model folder",
-                                   PLOT_ATTENTION_DESCRIPTION)
+    attention = add_folder_command(sub, "plot-attention", help_text, "a saved story_seq2seq model folder")
     attention.add_argument("source", help="the source text")
     attention.add_argument("--output", type=picture_file, default=None,
                            help="PNG file (default: MODEL_DIR/attention.png)")
@@ -77,16 +65,8 @@ def add_plot_attention_parser(sub: argparse._SubParsersAction, help_text: str) -
     return attention
 
 
-PLOT_NUMERALS_DESCRIPTION = (
-    "The numerals' vectors of a saved model trained with the numeracy tokenizer on "
-    "their first two principal components, coloured by log10(1 + |value|) "
-    "(Spithourakis & Riedel 2018, fig. 2)."
-)
-
-
 def add_plot_numerals_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    plot = add_folder_command(sub, "plot-numerals", help_text, "a saved model folder",
-                              PLOT_NUMERALS_DESCRIPTION)
+    plot = add_folder_command(sub, "plot-numerals", help_text, "a saved model folder")
     plot.add_argument("--output", type=picture_file, default=None,
                       help="PNG file (default: MODEL_DIR/numeral_embeddings.png)")
     plot.add_argument("--which", choices=("output", "input"), default="output",
@@ -158,6 +138,9 @@ def with_saved_defaults(args: argparse.Namespace, settings: dict, generation_con
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    """Continue each PROMPT with a saved model. The search (beams, sampling, lengths) is the model's saved
+    generation config, as for model.generate() and pipeline(); a flag given overrides its setting. Prints
+    each continuation, or one JSON object per prompt with --json."""
     import torch
 
     settings = generation_settings(args)
@@ -207,8 +190,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_story(args: argparse.Namespace) -> int:
-    """Title -> storyline -> story (Yao et al. 2019, Plan-and-Write), each stage a saved LM or seq2seq
-    model."""
+    """Write a story for each TITLE in two stages (Yao et al. 2019, Plan-and-Write): title -> storyline (one
+    keyword phrase per sentence) -> story. Either one LM trained on 'title <sep> k1 # k2 ... <sep> story'
+    (--model) serves both stages, or a model per stage (--storyline-model, --story-model), each a causal LM
+    or a story_seq2seq model."""
     import torch
 
     from ..story import write_story
@@ -242,6 +227,8 @@ def cmd_story(args: argparse.Namespace) -> int:
 
 
 def cmd_plot_attention(args: argparse.Namespace) -> int:
+    """Generate from SOURCE with a saved story_seq2seq model and draw its attention weights (source words x
+    generated words) as a heatmap."""
     from ..plots.attention import plot_attention
 
     model, tokenizer = load_saved_run(args.parser, args.model_dir)
@@ -279,6 +266,8 @@ def _numeral_embeddings(plot, model, tokenizer, output: str, which: str):
 
 
 def cmd_plot_numerals(args: argparse.Namespace) -> int:
+    """The numerals' vectors of a saved model trained with the numeracy tokenizer on their first two
+    principal components, coloured by log10(1 + |value|) (Spithourakis & Riedel 2018, fig. 2)."""
     from ..plots.numerals import (
         plot_numeral_density,
         plot_numeral_embeddings,

@@ -8,16 +8,12 @@ import json
 from ..data.registry import CORPORA, corpus_card
 from .arguments import add_folder_command, fail
 
-CARD_DESCRIPTION = (
-    "Write RUN_DIR/README.md from its config.json and results.json: Hub metadata "
-    "with a model-index of the measured perplexities, results, training settings, "
-    "how to load, citation."
-)
+#: The folder card and push read.
+RUN_DIR = "a training run's --output-dir"
 
 
 def add_card_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    card = add_folder_command(sub, "card", help_text, "a training run's --output-dir", CARD_DESCRIPTION,
-                              dest="run_dir")
+    card = add_folder_command(sub, "card", help_text, RUN_DIR, dest="run_dir")
     card.add_argument("--dataset", default=None,
                       help=f"corpus name for the card ({', '.join(CORPORA)}; "
                            "default: the one results.json records)")
@@ -26,16 +22,8 @@ def add_card_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse
     return card
 
 
-PUSH_DESCRIPTION = (
-    "Upload RUN_DIR's model, tokenizer, generation config, card (written first if "
-    "missing), results.json and curves.png to the Hub repo REPO_ID (created if "
-    "needed). Needs a token: `hf auth login` (`huggingface-cli login`) or HF_TOKEN."
-)
-
-
 def add_push_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    push = add_folder_command(sub, "push", help_text, "a training run's --output-dir", PUSH_DESCRIPTION,
-                              dest="run_dir")
+    push = add_folder_command(sub, "push", help_text, RUN_DIR, dest="run_dir")
     push.add_argument("--repo-id", required=True, help="the Hub repo, e.g. your-name/nplm-brown")
     push.add_argument("--private", action="store_true", default=None, help="create the repo private")
     push.add_argument("--revision", default=None,
@@ -46,6 +34,8 @@ def add_push_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse
 
 
 def cmd_card(args: argparse.Namespace) -> int:
+    """Write RUN_DIR/README.md from its config.json and results.json: Hub metadata with a model-index of the
+    measured perplexities, results, training settings, how to load, citation."""
     from ..hub.model_card import write_run_card
 
     try:
@@ -58,6 +48,9 @@ def cmd_card(args: argparse.Namespace) -> int:
 
 
 def cmd_push(args: argparse.Namespace) -> int:
+    """Upload RUN_DIR's model, tokenizer, generation config, card (written first if missing), results.json
+    and curves.png to the Hub repo REPO_ID (created if needed). Needs a token: `hf auth login`
+    (`huggingface-cli login`) or HF_TOKEN."""
     from ..hub import HubError, push_run
 
     try:

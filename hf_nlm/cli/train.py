@@ -18,20 +18,17 @@ SUMMARY = ("validation", "test", "best_val_ppl", "stop_reason", "ngram_baseline"
 
 
 def add_train_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    return add_train_arguments(sub.add_parser("train", help=help_text, description="Train a language model."))
+    return add_train_arguments(sub.add_parser("train", help=help_text))
 
 
 def add_build_tree_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    return add_build_tree_arguments(sub.add_parser(
-        "build-tree", help=help_text,
-        description="Mnih & Hinton's (2008) recipe: train an HLBL on a random tree, represent each word by "
-                    "its average predicted vector, build a tree by recursive EM (--tree-mode, --eps), train "
-                    "a fresh HLBL on it. Output: OUTPUT_DIR (final model), OUTPUT_DIR/random_tree (step 1), "
-                    "OUTPUT_DIR/word_tree.json.",
-    ))
+    return add_build_tree_arguments(sub.add_parser("build-tree", help=help_text))
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    """Train a language model on a corpus (--corpus) or on text files (--train-file ...). OUTPUT_DIR gets the
+    model, its tokenizer and generation config, checkpoints to resume from, results.json, the learning
+    curves and a model card; the final perplexities are printed as one JSON line."""
     from ..training import train
 
     for flag, folder in (("--init-from", getattr(args, "init_from", None)), ("--resume", args.resume)):
@@ -54,7 +51,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_build_tree(args: argparse.Namespace) -> int:
-    """Mnih & Hinton's recipe: HLBL on a random tree -> data-built tree -> fresh HLBL on it."""
+    """Mnih & Hinton's (2008) recipe: train an HLBL on a random tree, represent each word by its average
+    predicted vector, build a tree by recursive EM (--tree-mode, --eps), train a fresh HLBL on it. Output:
+    OUTPUT_DIR (final model), OUTPUT_DIR/random_tree (step 1), OUTPUT_DIR/word_tree.json."""
     from ..training.run import train_data_tree
     from ..trees import check_tree_mode
 

@@ -54,14 +54,9 @@ def wrap_tokenizer(
     (:func:`hf_nlm.data.check_collator` tells whether a collator keeps the sentence ends).
     ``tokenizer_class``: the :class:`NLMTokenizerFast` subclass to build (the numeracy tokenizer's).
     """
-    return tokenizer_class(
-        tokenizer_object=tokenizer,
-        unk_token=unk_token,
-        eos_token=EOS_TOKEN,
-        bos_token=EOS_TOKEN,
-        pad_token=EOS_TOKEN,
-        clean_up_tokenization_spaces=False,
-    )
+    sentence_boundary = dict.fromkeys(("eos_token", "bos_token", "pad_token"), EOS_TOKEN)
+    return tokenizer_class(tokenizer_object=tokenizer, unk_token=unk_token, **sentence_boundary,
+                           clean_up_tokenization_spaces=False)
 
 
 def ranked_vocabulary(

@@ -148,3 +148,21 @@ def test_download_is_delegated(capsys):
     assert exit_info.value.code == 0
     assert "brown" in capsys.readouterr().out
     assert main(["download", "not-a-corpus"]) != 0  # checked before any network access
+
+
+def test_every_command_describes_itself_in_its_help(capsys):
+    """`hf-nlm NAME --help` opens with what the command does: its handler's docstring, plain text."""
+    import inspect
+
+    from hf_nlm_cli import COMMANDS, SEPARATE_COMMANDS, command_functions
+
+    for name in COMMANDS:
+        if name in SEPARATE_COMMANDS:
+            continue
+        description = inspect.getdoc(command_functions()[name][1])
+        assert description and "``" not in description and ":func:" not in description, name
+        with pytest.raises(SystemExit) as exit_info:
+            main([name, "--help"])
+        assert exit_info.value.code == 0
+        shown = " ".join(capsys.readouterr().out.split())
+        assert " ".join(description.split()) in shown.replace("- ", "-"), name
