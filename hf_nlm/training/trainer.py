@@ -787,12 +787,12 @@ class LMTrainer:
             return
         if spent >= budget:
             raise ValueError(
-                f"--max-time-s {budget:g} is spent: the run has trained for {spent:,.1f} s already (the "
-                f"budget counts the whole run, its earlier time included); for {budget:g} s more, resume "
-                f"with --max-time-s {spent + budget:.1f}"
+                f"TrainingConfig.max_time_s {budget:g} is spent: the run has trained for {spent:,.1f} s already "
+                f"(the budget counts the whole run, its earlier time included); for {budget:g} s more, resume "
+                f"with max_time_s={spent + budget:.1f}"
             )
-        self._say(f"time budget: --max-time-s {budget:g} counts the whole run, which has trained for "
-                  f"{spent:,.1f} s: {budget - spent:,.1f} s are left")
+        self._say(f"time budget: {budget:g} s for the whole run, which has trained for {spent:,.1f} s: "
+                  f"{budget - spent:,.1f} s are left")
 
     def _validate_unfinished_epoch(self) -> None:
         """Validate the weights a run stopped with in the middle of an epoch; save them as ``best_model/`` if

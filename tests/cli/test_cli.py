@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -81,12 +82,18 @@ def test_evaluate_and_generate(trained, capsys):
     assert all(len(r["generations"]) == 1 for r in lines)
 
 
-def test_resume_continues_a_run(tmp_path):
+def test_resume_continues_a_run(tmp_path, capsys):
     files = write_corpus(tmp_path)
     args = ["train", "--train-file", str(files["train"]), "--validation-file", str(files["valid"]),
             "--output-dir", str(tmp_path / "run"), "--num-epochs", "2", *TINY]
     assert main([*args, "--max-steps", "5"]) == 0
     assert json.loads((tmp_path / "run" / "results.json").read_text())["global_step"] == 5
+    # A budget the run has already spent is refused in the command line's words.
+    with pytest.raises(SystemExit) as exit_info:
+        main([*args, "--resume", "--max-time-s", "0.001"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "error: --max-time-s 0.001 is spent: the run has trained for" in err
+    assert re.search(r"for 0\.001 s more, resume with --max-time-s=\d+\.\d\n", err), err
     assert main([*args, "--resume"]) == 0
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["stop_reason"] == "num_epochs" and results["global_step"] > 5
