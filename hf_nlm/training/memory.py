@@ -45,6 +45,7 @@ import bisect
 import copy
 import dataclasses
 import weakref
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -199,13 +200,20 @@ class LiveBytes(TorchDispatchMode):
 
     def __init__(self, heap: bool = True) -> None:
         super().__init__()
-        self.live = self.peak = self._mapped = 0
+        self._live = self.peak = self._mapped = 0
         self.heap = Heap() if heap else None
         self._blocks: dict[int, tuple[int, int | None]] = {}  # storage -> (bytes, start in the heap)
+        self._freed: deque[int] = deque()  # the storages gone since the last _release, in order
         self._layouts: dict = {}
 
     @property
+    def live(self) -> int:
+        self._release()
+        return self._live
+
+    @property
     def held(self) -> int:
+        self._release()
         return self._mapped + (self.heap.top if self.heap is not None else 0)
 
     def reset_peak(self) -> None:
@@ -213,9 +221,10 @@ class LiveBytes(TorchDispatchMode):
 
     def hold(self, tensor: torch.Tensor) -> None:
         """Follow ``tensor``'s storage (once, however many tensors view it) until it is freed."""
+        self._release()
         storage = tensor.untyped_storage()
         key = storage._cdata
-        if key in self._blocks:
+        if key in self._blocks or storage.nbytes() == 0:  # an empty tensor allocates nothing
             return
         size, start = storage.nbytes(), None
         if self.heap is not None and size < HEAP_BLOCK:
@@ -223,17 +232,22 @@ class LiveBytes(TorchDispatchMode):
         else:
             self._mapped += size
         self._blocks[key] = (size, start)
-        self.live += size
+        self._live += size
         self.peak = max(self.peak, self.held)
-        weakref.finalize(storage, self._free, key)
+        # The finalizer only notes the storage gone: the garbage collector may run it in the middle of a heap
+        # update (any allocation can start a collection), and the heap's holes must not change under it.
+        weakref.finalize(storage, self._freed.append, key)
 
-    def _free(self, key: int) -> None:
-        size, start = self._blocks.pop(key, (0, None))
-        self.live -= size
-        if start is None:
-            self._mapped -= size
-        else:
-            self.heap.free(start, _aligned(size))
+    def _release(self) -> None:
+        """Give back the blocks of the storages freed since the last call (before any new block is placed, so
+        the heap sees the frees and allocations in their order)."""
+        while self._freed:
+            size, start = self._blocks.pop(self._freed.popleft(), (0, None))
+            self._live -= size
+            if start is None:
+                self._mapped -= size
+            else:
+                self.heap.free(start, _aligned(size))
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}

@@ -787,9 +787,9 @@ class LMTrainer:
             return
         if spent >= budget:
             raise ValueError(
-                f"TrainingConfig.max_time_s {budget:g} is spent: the run has trained for {spent:,.1f} s already "
-                f"(the budget counts the whole run, its earlier time included); for {budget:g} s more, resume "
-                f"with max_time_s={spent + budget:.1f}"
+                f"TrainingConfig.max_time_s {budget:g} is spent: the run has trained for {spent:,.1f} s "
+                f"already (the budget counts the whole run, its earlier time included); for {budget:g} s "
+                f"more, resume with max_time_s={spent + budget:.1f}"
             )
         self._say(f"time budget: {budget:g} s for the whole run, which has trained for {spent:,.1f} s: "
                   f"{budget - spent:,.1f} s are left")

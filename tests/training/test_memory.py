@@ -3,6 +3,8 @@ refuses settings which cannot fit."""
 
 from __future__ import annotations
 
+import gc
+import itertools
 import random
 
 import pytest
@@ -86,6 +88,51 @@ def test_the_heap_keeps_what_it_grew_to_and_reuses_its_best_fitting_hole():
     heap.free(big, memory.TRIM_THRESHOLD + 1)
     assert heap.top == 60  # merged with the 290 free below it, more than TRIM_THRESHOLD lies free: given back
     assert heap.alloc(250) == 60
+
+
+def test_the_heap_stays_consistent_over_random_tensors_empty_ones_included():
+    rng = random.Random(0)
+    tracker = LiveBytes()
+    alive = []
+    with tracker:
+        for _ in range(400):
+            if alive and rng.random() < 0.45:
+                alive.pop(rng.randrange(len(alive)))
+            else:
+                alive.append(torch.empty(rng.choice([0, 0, 1, 10, 100, 1000]), device="meta"))
+            holes_of(tracker.heap)
+        expected = sum(t.untyped_storage().nbytes() for t in alive)
+        assert tracker.live == expected
+        alive.clear()
+    assert tracker.live == 0 and holes_of(tracker.heap) in ([], [(0, tracker.heap.top)])
+
+
+def holes_of(heap: Heap) -> list[tuple[int, int]]:
+    """The heap's free holes as (start, size), checked against its two indexes and for neighbours left
+    unmerged."""
+    holes = sorted((start, size) for size, start in heap._holes)
+    assert dict(holes) == heap._by_start and {s + z: s for s, z in holes} == heap._by_end
+    assert all(s + z < t for (s, z), (t, _) in itertools.pairwise(holes)), holes  # freed blocks merge
+    return holes
+
+
+def test_a_storage_collected_in_the_middle_of_a_heap_update_is_freed_after_it(monkeypatch):
+    tracker = LiveBytes()
+    x = torch.empty(1000, device="meta")
+    with tracker:
+        kept, cycle = x * 2, [x * 2]
+        cycle.append(cycle)  # only the garbage collector frees it
+    del cycle
+    add = tracker.heap._add
+
+    def add_during_a_collection(start, size):
+        gc.collect()  # any allocation may start one: here it finalizes the cycle's storage
+        add(start, size)
+
+    monkeypatch.setattr(tracker.heap, "_add", add_during_a_collection)
+    del kept
+    assert tracker.live == 0
+    assert holes_of(tracker.heap) == [(0, tracker.heap.top)]  # both blocks, merged into one hole
 
 
 @pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="oneDNN is not built in")
