@@ -329,7 +329,9 @@ class TreeSoftmaxHead(OutputHead):
         The (node, bit) steps of all the targets' codes are laid out flat, target after target and code
         after code, so that the work is the total length of those codes: one dot product h . q_i per
         step, log sigmoid(+-(h . q_i + b_i)), a sum per code, and a logsumexp over the codes of a word
-        with several. Target -100 gives 0 (ignored) and costs nothing.
+        with several. The codes of a word with several share nodes (the root at least): each of its nodes'
+        dot products is taken once and read by every step through it. Target -100 gives 0 (ignored) and
+        costs nothing.
         """
         target = Targets.of(targets).ids
         p = self._paths()
@@ -347,12 +349,20 @@ class TreeSoftmaxHead(OutputHead):
         # Step e of the batch is step (e - first step of its target) of that target's word.
         entry = torch.arange(E, device=t.device) + (p["word_start"][t] - (ends - length)).index_select(0, row)
         node = p["node"].index_select(0, entry)
-        # Row pointers of the (N, num_nodes) matrix of path steps (steps grouped by target).
-        crow = torch.cat([ends.new_zeros(1), ends])
-        score = _PathScores.apply(
-            self.weight, h.to(self.weight.dtype), node, row, crow, self.sparse,
-            self._block(D, p["multi_code"]),
-        )
+        if not p["multi_code"]:
+            score = self._dots(h, node, row, ends)
+        else:
+            # The dots of each target's distinct nodes, then each step's from its node's.
+            distinct = p["distinct_length"][t].masked_fill(ignore, 0)
+            distinct_ends = distinct.cumsum(0)
+            U = int(distinct_ends[-1]) if N else 0
+            distinct_row = torch.repeat_interleave(rows, distinct, output_size=U)
+            first = distinct_ends - distinct
+            distinct_entry = (torch.arange(U, device=t.device)
+                              + (p["distinct_start"][t] - first).index_select(0, distinct_row))
+            node_dots = self._dots(h, p["distinct_node"].index_select(0, distinct_entry), distinct_row,
+                                   distinct_ends)
+            score = node_dots.index_select(0, first.index_select(0, row) + p["distinct_of_step"][entry])
         if self.bias is not None:
             score = score + self.bias.index_select(0, node)  # dense gradient: num_nodes floats, cheap
         score = upcast(score)
@@ -374,6 +384,14 @@ class TreeSoftmaxHead(OutputHead):
             log_p = top + total.log()
         return (-log_p).masked_fill(ignore, 0.0).view(target.shape)
 
+    def _dots(self, h: torch.Tensor, node: torch.Tensor, row: torch.Tensor,
+              ends: torch.Tensor) -> torch.Tensor:
+        """``h[row[e]] . q[node[e]]`` for steps grouped by row, row r's ending at ``ends[r]``; no row may name
+        a node twice (the sparse kernels' CSR matrix holds each (row, node) once)."""
+        crow = torch.cat([ends.new_zeros(1), ends])
+        return _PathScores.apply(self.weight, h.to(self.weight.dtype), node, row, crow, self.sparse,
+                                 self._block(h.shape[-1]))
+
     # Bytes of one (steps, D) block of the CPU training path (None: one pass). Small blocks stay in
     # cache and reuse one buffer, where (all steps, D) tensors would be fresh allocations of tens of
     # MB that glibc maps anew and page-faults on every step (2-3x slower at 2048 tokens, D=256).
@@ -386,12 +404,9 @@ class TreeSoftmaxHead(OutputHead):
     #: ``sampled_addmm`` takes); other dtypes, and the ``meta`` device, gather the rows in blocks.
     sparse_kernel_dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float64)
 
-    def _block(self, D: int, multi_code: bool = False) -> int | None:
-        """Steps per block of the gathering path; 0: the sparse kernels. Not for a tree whose words may have
-        several codes (``multi_code``): their codes share nodes (the root at least), and a row of the sparse
-        kernels' CSR matrix holds each node once (``sampled_addmm`` refuses the repeats)."""
-        if (self.weight.dtype in self.sparse_kernel_dtypes and self.weight.device.type != "meta"
-                and not multi_code):
+    def _block(self, D: int) -> int | None:
+        """Steps per block of the gathering path; 0: the sparse kernels."""
+        if self.weight.dtype in self.sparse_kernel_dtypes and self.weight.device.type != "meta":
             return 0
         if self.block_bytes is None or self.weight.device.type not in self.blocked_devices:
             return None  # accelerators: one pass, as many steps as possible per kernel
@@ -402,7 +417,9 @@ class TreeSoftmaxHead(OutputHead):
 
         Word w's steps are ``node[word_start[w] : word_start[w] + word_length[w]]`` (with ``bit``, and
         ``code``, the rank of the code the step belongs to among w's ``word_codes[w]`` codes), code
-        after code, root first.
+        after code, root first. For a tree where a word may have several codes, its distinct nodes are
+        ``distinct_node[distinct_start[w] : distinct_start[w] + distinct_length[w]]`` (ascending), and
+        ``distinct_of_step`` gives each step's node's place among them.
         """
         return self._derived("_paths_cache", self._build_paths)
 
@@ -423,6 +440,14 @@ class TreeSoftmaxHead(OutputHead):
                 "word_codes": word_codes,
                 "multi_code": bool((word_codes > 1).any()),
             }
+            if paths["multi_code"]:
+                word = torch.repeat_interleave(torch.arange(V, device=length.device), length)
+                # (word, node) pairs, sorted: each word's distinct nodes, the words in order.
+                pairs, place = torch.unique(word * self.weight.shape[0] + paths["node"], return_inverse=True)
+                distinct = torch.bincount(pairs // self.weight.shape[0], minlength=V)
+                paths.update(distinct_node=pairs % self.weight.shape[0], distinct_length=distinct,
+                             distinct_start=distinct.cumsum(0) - distinct,
+                             distinct_of_step=place - (distinct.cumsum(0) - distinct)[word])
         return paths
 
     def _derived(self, slot: str, build) -> dict:

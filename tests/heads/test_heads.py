@@ -558,7 +558,8 @@ def test_tree_nll_gradcheck_with_multiple_codes(steps):
 
 
 def test_tree_nll_gathers_only_the_actual_path_steps(monkeypatch):
-    """The training cost follows the targets' code lengths, not max_codes x max_depth."""
+    """The training cost follows the targets' code lengths, not max_codes x max_depth; a node on several
+    codes of one word costs one dot product."""
     from hf_nlm.heads import tree as tree_module
 
     seen = []
@@ -572,10 +573,15 @@ def test_tree_nll_gathers_only_the_actual_path_steps(monkeypatch):
     for kind in ("huffman", "adaptive_eps"):
         tree = TREES[kind]()
         head = TreeSoftmaxHead(D, tree)
-        target = torch.tensor([0, 1, 29, -100, 5, 5])
-        head.nll(torch.randn(6, D), target)
         lengths = tree.code_lengths()
-        assert seen[-1] == sum(sum(lengths[w]) for w in target.tolist() if w != -100)
+        several = [w for w, codes in enumerate(lengths) if len(codes) > 1][:1]  # a word with several codes
+        assert len(several) == (kind == "adaptive_eps")
+        target = torch.tensor([0, 1, 29, -100, 5, 5, *several])
+        head.nll(torch.randn(len(target), D), target)
+        words = [w for w in target.tolist() if w != -100]
+        steps = sum(sum(lengths[w]) for w in words)
+        distinct = sum(len(set(head.tree_nodes[w][head.tree_mask[w].bool()].tolist())) for w in words)
+        assert seen[-1] == distinct and (distinct < steps) == bool(several)
         assert seen[-1] < 5 * tree.max_codes * tree.max_depth
 
 
