@@ -22,14 +22,11 @@ import argparse
 import dataclasses
 import os
 
-import torch
-
-from hf_nlm import HLBLForCausalLM
 from hf_nlm.training import train_lm
 from hf_nlm.training.arguments import add_build_tree_arguments, spec_from_arguments
 from hf_nlm.training.run import build_config, train_tokenizer
 from hf_nlm.training.run_folder import prepare_output_dir
-from hf_nlm.training.tree_recipe import build_data_tree, config_for_tree, tree_summary
+from hf_nlm.training.tree_recipe import build_data_tree, hlbl_on_tree, tree_summary
 from hf_nlm.trees import random_tree
 
 
@@ -52,10 +49,12 @@ def main() -> None:
     except ValueError as err:
         parser.error(str(err))
 
-    # 1. An HLBL on a random tree (a balanced tree with the words at random leaves).
-    tree = random_tree(config.vocab_size, seed=spec.tree_seed)
-    torch.manual_seed(training.seed)
-    model = HLBLForCausalLM(config_for_tree(config, tree), tree=tree)
+    # 1. An HLBL on a random tree (a balanced tree with the words at random leaves), made as `train` makes
+    # a model: its training memory checked, seeded, with the generation defaults it is saved with.
+    try:
+        model = hlbl_on_tree(config, random_tree(config.vocab_size, seed=spec.tree_seed), tokenizer, training)
+    except ValueError as err:
+        parser.error(str(err))
     stage1 = dataclasses.replace(training, output_dir=os.path.join(out, "random_tree"))
     if args.first_stage_epochs is not None:
         stage1 = dataclasses.replace(stage1, num_epochs=args.first_stage_epochs)
@@ -72,8 +71,7 @@ def main() -> None:
     print(f"{args.tree_mode} tree (eps {args.eps}): {tree_summary(tree)}")
 
     # 4. A fresh HLBL on the data-built tree.
-    torch.manual_seed(training.seed)
-    model = HLBLForCausalLM(config_for_tree(config, tree), tree=tree)
+    model = hlbl_on_tree(config, tree, tokenizer, training)
     final = train_lm(model, tokenizer, datasets, training, dataset_name=name)
     if "test" in final:
         print(f"{args.tree_mode} tree: test perplexity {final['test']['perplexity']:.2f}")

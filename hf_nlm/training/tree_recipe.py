@@ -27,10 +27,12 @@ import torch
 from ..data.lm import build_lm_dataset
 from ..evaluation import split_texts
 from ..evaluation.scoring import eval_mode
+from ..generation import set_generation_defaults
 from ..heads import tree_config_fields
 from ..modeling_utils import shifted_targets
 from ..models.hlbl import HLBLConfig, HLBLForCausalLM
 from ..trees import WordTree, adaptive_tree, check_tree_mode, random_tree
+from .memory import check_training_memory
 from .run_folder import prepare_output_dir
 from .trainer import train_lm
 
@@ -115,6 +117,19 @@ def tree_summary(tree: WordTree) -> dict:
     }
 
 
+def hlbl_on_tree(config: HLBLConfig, tree: WordTree, tokenizer, training) -> HLBLForCausalLM:
+    """A fresh HLBL on ``tree`` (steps 1 and 4), made as :func:`hf_nlm.training.train` makes a model: its
+    training memory checked first (``ValueError`` naming what to lower), its weights seeded with
+    ``training.seed``, its generation defaults (:func:`hf_nlm.generation.set_generation_defaults`) set for
+    ``tokenizer``."""
+    config = config_for_tree(config, tree)
+    check_training_memory(HLBLForCausalLM, config, tree=tree, training=training)
+    torch.manual_seed(training.seed)
+    model = HLBLForCausalLM(config, tree=tree)
+    set_generation_defaults(model, tokenizer)
+    return model
+
+
 def train_with_data_tree(
     config: HLBLConfig,
     tokenizer,
@@ -152,9 +167,7 @@ def train_with_data_tree(
     V = config.vocab_size
 
     # 1. An HLBL on a random tree.
-    first = random_tree(V, seed=tree_seed)
-    torch.manual_seed(training.seed)
-    model = HLBLForCausalLM(config_for_tree(config, first), tree=first)
+    model = hlbl_on_tree(config, random_tree(V, seed=tree_seed), tokenizer, training)
     stage1 = dataclasses.replace(training, output_dir=os.fspath(out / "random_tree"))
     if first_stage_epochs is not None:
         stage1 = dataclasses.replace(stage1, num_epochs=first_stage_epochs)
@@ -169,8 +182,7 @@ def train_with_data_tree(
     tree.save(out / "word_tree.json")
 
     # 4. A fresh HLBL on the data-built tree.
-    torch.manual_seed(training.seed)
-    final = HLBLForCausalLM(config_for_tree(config, tree), tree=tree)
+    final = hlbl_on_tree(config, tree, tokenizer, training)
     final_results = train_lm(final, tokenizer, datasets, training, dataset_name=dataset_name)
     return {
         "random_tree": first_results,
@@ -183,6 +195,7 @@ def train_with_data_tree(
 __all__ = [
     "build_data_tree",
     "config_for_tree",
+    "hlbl_on_tree",
     "train_with_data_tree",
     "tree_summary",
     "word_vectors_from_model",

@@ -7,7 +7,7 @@ import math
 
 import pytest
 import torch
-from transformers import AutoConfig, AutoModelForCausalLM
+from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
 
 import hf_nlm
 from hf_nlm import HLBLConfig, HLBLForCausalLM, LBLConfig, LBLForCausalLM, NPLMConfig, NPLMForCausalLM
@@ -493,6 +493,14 @@ def test_build_tree_runs_the_papers_recipe(tmp_path, capsys):
                    "--model", "hlbl", "--tree-file", str(out / "word_tree.json")])
     assert status == 0
     assert AutoModelForCausalLM.from_pretrained(tmp_path / "again").tree() == model.tree()
+    # Both stages are saved with the generation defaults `hf-nlm train` saves.
+    fields = ("do_sample", "max_new_tokens", "min_new_tokens", "no_repeat_ngram_size",
+              "begin_suppress_tokens", "suppress_tokens")
+    saved = [GenerationConfig.from_pretrained(folder).to_dict() for folder in (tmp_path / "again", out,
+                                                                                   out / "random_tree")]
+    assert saved[0]["max_new_tokens"] and saved[0]["suppress_tokens"]
+    for config in saved[1:]:
+        assert {k: config.get(k) for k in fields} == {k: saved[0].get(k) for k in fields}
 
 
 def test_build_tree_bad_eps_exits_2(tmp_path, capsys):
