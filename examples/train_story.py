@@ -158,6 +158,7 @@ def main(argv: list[str] | None = None) -> dict:
     import torch
 
     from hf_nlm.data import load_rocstories, load_story_cloze
+    from hf_nlm.generation import set_generation_defaults
     from hf_nlm.models import (
         AWDLSTMConfig,
         AWDLSTMForCausalLM,
@@ -168,6 +169,7 @@ def main(argv: list[str] | None = None) -> dict:
     from hf_nlm.story.storylines import storyline_lm_dataset
     from hf_nlm.tokenization import train_word_level_tokenizer
     from hf_nlm.training import TrainingConfig, train_lm
+    from hf_nlm.training.memory import check_training_memory
 
     rocstories = args.rocstories[0] if len(args.rocstories) == 1 else args.rocstories
     try:
@@ -183,19 +185,18 @@ def main(argv: list[str] | None = None) -> dict:
     tokenizer = train_word_level_tokenizer(texts, min_frequency=args.min_frequency,
                                            max_vocab_size=args.vocab_size)
     ids = {"bos_token_id": tokenizer.eos_token_id, "eos_token_id": tokenizer.eos_token_id}
-    torch.manual_seed(args.seed)
     if args.approach == "lm":
-        model = AWDLSTMForCausalLM(AWDLSTMConfig(
+        lm_class, model_config = AWDLSTMForCausalLM, AWDLSTMConfig(
             vocab_size=len(tokenizer), embedding_size=args.embedding_size, hidden_size=args.hidden_size,
             num_hidden_layers=args.num_layers, dropout=args.dropout, dropout_hidden=args.dropout_hidden,
             dropout_input=args.dropout_input, dropout_embedding=args.dropout_embedding,
-            weight_drop=args.weight_drop, pad_token_id=tokenizer.eos_token_id, **ids))
+            weight_drop=args.weight_drop, pad_token_id=tokenizer.eos_token_id, **ids)
     else:
-        model = StorySeq2SeqForConditionalGeneration(StorySeq2SeqConfig(
+        lm_class, model_config = StorySeq2SeqForConditionalGeneration, StorySeq2SeqConfig(
             vocab_size=len(tokenizer), embedding_size=args.embedding_size, hidden_size=args.hidden_size,
             encoder_layers=args.num_layers, decoder_layers=args.num_layers, attention=args.attention,
             dropout=args.dropout, pad_token_id=tokenizer.pad_token_id,
-            decoder_start_token_id=tokenizer.eos_token_id, **ids))
+            decoder_start_token_id=tokenizer.eos_token_id, **ids)
     config = TrainingConfig(
         output_dir=args.output_dir, overwrite_output_dir=not args.resume,
         resume_from_checkpoint="latest" if args.resume else None, num_epochs=args.num_epochs,
@@ -203,6 +204,15 @@ def main(argv: list[str] | None = None) -> dict:
         lr_scheduler="constant", max_grad_norm=1.0, max_time_s=args.max_time_s, block_size=args.block_size,
         early_stopping_patience=args.early_stopping_patience, seed=args.seed,
     )
+    # As hf_nlm.training.train makes a model: the memory check first, then the seeded weights and the
+    # generation defaults saved with them.
+    try:
+        check_training_memory(lm_class, model_config, training=config)
+    except ValueError as err:
+        parser.error(str(err))
+    torch.manual_seed(args.seed)
+    model = lm_class(model_config)
+    set_generation_defaults(model, tokenizer)
     results = train_lm(model, tokenizer, data, config, dataset_name="rocstories")
     if int(os.environ.get("RANK", "0")) != 0:
         return results

@@ -70,3 +70,11 @@ def test_a_default_run_on_the_fixture_writes_a_story(script, tmp_path, capsys):
     assert len(words) > 1 and len(set(words)) > 1 and set(words) != {"#"}
     assert summary["story_cloze_examples"] == 4 and 0.0 <= summary["story_cloze_accuracy"] <= 1.0
     assert (tmp_path / "run" / "model.safetensors").is_file()
+    # Saved with the generation defaults of a model that `hf-nlm train` makes.
+    from transformers import GenerationConfig
+
+    from hf_nlm.generation import MAX_NEW_TOKENS, MIN_NEW_TOKENS
+
+    saved = GenerationConfig.from_pretrained(tmp_path / "run")
+    assert (saved.max_new_tokens, saved.min_new_tokens) == (MAX_NEW_TOKENS, MIN_NEW_TOKENS)
+    assert saved.suppress_tokens
