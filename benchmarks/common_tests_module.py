@@ -58,20 +58,12 @@ TINY_SIZES = {"nplm": {"embedding_size": 3}}
 
 
 def tiny_values(model_type, head, variant=None):
-    """Config values of a tiny model of ``model_type`` with ``head``: sizes of 6 (:data:`TINY_SIZES` where a
-    model needs others), 2 layers, a context of 2, a 23-word vocabulary (with a numeral vocabulary where the
-    config has one; a split head's default cut-offs), then the variant's values."""
+    """Config values of a tiny model of ``model_type`` with ``head``: ``ModelType.tiny_config_values`` over a
+    23-word vocabulary (:data:`TINY_SIZES` where a model needs other sizes), with a numeral vocabulary where
+    the config has one and a split head's default cut-offs, then the variant's values."""
     t = MODEL_TYPES[model_type]
     fields = {f.name: f.default for f in dataclasses.fields(t.config_class)}
-    values = {"vocab_size": V, "head": head}
-    for name, default in fields.items():
-        if isinstance(default, int) and not isinstance(default, bool) and name != "vocab_size":
-            if name.endswith("_size") and default > 8:
-                values[name] = 6
-            elif name == "num_hidden_layers":
-                values[name] = 2
-            elif name == "context_size":
-                values[name] = 2
+    values = {**t.tiny_config_values(V), "head": head}
     values.update(TINY_SIZES.get(model_type, {}))
     values["tie_word_embeddings"] = bool(fields["tie_word_embeddings"]) and HEAD_REGISTRY[head].tieable
     if head == "split":

@@ -4,7 +4,7 @@ classes), and the registration of every type with the transformers Auto classes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 
 #: The recipe a model type trains with unless another is named.
@@ -119,6 +119,21 @@ class ModelType:
     def classes(self) -> tuple[type, ...]:
         return tuple(c for c in (self.config_class, self.base_model_class, self.causal_lm_class,
                                  self.seq2seq_lm_class) if c)
+
+    def tiny_config_values(self, vocab_size: int) -> dict:
+        """Config values of a tiny model of this type over ``vocab_size`` words, for tests (ours and
+        transformers' common model tests): the config's defaults with every size above 8 made 6, 2 layers
+        and a context of 2, so that a new model type is tested small without a line of its own."""
+        values = {"vocab_size": vocab_size}
+        for f in fields(self.config_class):
+            default = f.default
+            if not isinstance(default, int) or isinstance(default, bool) or f.name == "vocab_size":
+                continue
+            if f.name.endswith("_size") and default > 8:
+                values[f.name] = 6
+            elif f.name in ("num_hidden_layers", "context_size"):
+                values[f.name] = 2
+        return values
 
 
 def register_auto_classes(model_types: Iterable[ModelType]) -> None:

@@ -27,15 +27,7 @@ def tiny_config(model_type: str, head: str | None = None):
     """The config of a small model of the given type: the config's defaults with every size shrunk."""
     t = MODEL_TYPES[model_type]
     fields = {f.name: f.default for f in dataclasses.fields(t.config_class)}
-    values = {"vocab_size": V}
-    for name, default in fields.items():
-        if isinstance(default, int) and not isinstance(default, bool) and name != "vocab_size":
-            if name.endswith("_size") and default > 8:
-                values[name] = 6
-            elif name == "num_hidden_layers":
-                values[name] = 2
-            elif name == "context_size":
-                values[name] = 2
+    values = t.tiny_config_values(V)
     if head is not None:
         values["head"] = head
         tie = fields["tie_word_embeddings"]  # None ties where the head can
@@ -45,6 +37,12 @@ def tiny_config(model_type: str, head: str | None = None):
     if "numeral_vocab" in fields:
         values["numeral_vocab"] = NUMERAL_VOCAB
     return t.config_class(**values)
+
+
+def test_tiny_config_values_shrink_the_sizes_by_hand():
+    # NPLMConfig's defaults: m = 60, h = 50, n - 1 = 4; the flag direct_connections stays as it is.
+    expected = {"vocab_size": V, "embedding_size": 6, "hidden_size": 6, "context_size": 2}
+    assert MODEL_TYPES["nplm"].tiny_config_values(V) == expected
 
 
 def tree_for(config):
