@@ -9,9 +9,9 @@ the outputs of re-reading the whole prefix, at a cost per step that does not gro
 ``generate()`` can reorder it between beam-search steps (``reorder_cache``) and expand or select
 batch rows (``batch_repeat_interleave`` / ``batch_select_indices``). It also counts the tokens
 consumed so far (``get_seq_length``), which ``prepare_inputs_for_generation`` uses to feed only the
-tokens not yet read. A recurrent state cannot be cut back to an earlier length: ``crop`` refuses,
-and a model using this cache sets ``_is_stateful = True`` so that generate() rejects assisted
-decoding (which needs cropping).
+tokens not yet read. A recurrent state cannot be cut back to an earlier length: ``crop`` refuses and
+``is_croppable`` is False, and a model using this cache sets ``is_stateful = True`` so that its
+``generate()`` refuses assisted decoding and contrastive search, which need cropping.
 """
 
 from __future__ import annotations
@@ -38,9 +38,6 @@ class RecurrentCache(Cache):
         cell: c_t of each layer, a list of (B, H_l) tensors, same shapes as ``hidden``.
         seq_length: the number of positions (padding included) already consumed.
     """
-
-    # The state is a summary of the whole prefix: it cannot be rolled back token by token.
-    _is_stateful = True
 
     def __init__(
         self,

@@ -9,6 +9,7 @@ with :meth:`NLMPreTrainedModel._build_head` and its ``forward`` ends with
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from safetensors import SafetensorError, safe_open
 from torch import nn
 from transformers import PreTrainedConfig, PreTrainedModel
 from transformers import initialization as init
+from transformers.generation import GenerationMode
 from transformers.modeling_outputs import CausalLMOutputWithPast
 from transformers.utils import ModelOutput
 
@@ -238,6 +240,16 @@ class NLMCausalLMOutput(CausalLMOutputWithPast):
     nll: torch.FloatTensor | None = None
 
 
+#: The decoding modes that score drafted tokens and then cut the cache back to the accepted ones, with how a
+#: caller asks for each. No model here has such a cache (a recurrent state cannot be cut back; a window
+#: model keeps none), so ``generate()`` refuses them.
+ROLLBACK_MODES = {
+    GenerationMode.ASSISTED_GENERATION:
+        "assistant_model=, prompt_lookup_num_tokens= or assistant_early_exit=",
+    GenerationMode.CONTRASTIVE_SEARCH: "penalty_alpha= with top_k=",
+}
+
+
 class NLMPreTrainedModel(PreTrainedModel):
     """Base class of the hf_nlm models.
 
@@ -251,6 +263,11 @@ class NLMPreTrainedModel(PreTrainedModel):
     accepts_loss_kwargs = False
     # True inside generate() after the prompt is checked: forward() then skips check_inputs.
     _generating = False
+    #: Does the model carry a recurrent state (an LSTM's (h, c)) from one token to the next? Such a state
+    #: summarises the whole prefix and cannot be cut back to a shorter one (``generate()`` says so when it
+    #: refuses the :data:`ROLLBACK_MODES`), and evaluation streams the text as columns with the state carried
+    #: over (``hf_nlm.data.batching``).
+    is_stateful: bool = False
 
     # ------------------------------------------------------------------ the output head
     def _build_head(self, in_features: int, **head_kwargs) -> OutputHead:
@@ -553,8 +570,11 @@ class NLMPreTrainedModel(PreTrainedModel):
         does for an empty prompt).
 
         The prompt's ids are checked once (:meth:`check_inputs`); the steps that follow read only tokens
-        generate() chose from the model's own scores, so ``forward`` does not check them again (except in
-        assisted decoding, whose candidates come from another model)."""
+        generate() chose from the model's own scores, so ``forward`` does not check them again.
+
+        The modes of :data:`ROLLBACK_MODES` are refused with a ``ValueError`` naming the mode, before
+        transformers starts: they need a cache that can be cut back, and a recurrent state
+        (:attr:`is_stateful`) cannot be, while the window models keep no cache at all."""
         for name in ("num_beams", "num_return_sequences"):
             value = kwargs.get(name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -579,14 +599,29 @@ class NLMPreTrainedModel(PreTrainedModel):
         for given in (ids, kwargs.get("decoder_input_ids")):
             if isinstance(given, torch.Tensor) and given.dtype in (torch.long, torch.int):
                 self.check_inputs(given)
-        config = kwargs.get("generation_config") or self.generation_config
-        assisted = (kwargs.get("assistant_model") is not None
-                    or kwargs.get("prompt_lookup_num_tokens", config.prompt_lookup_num_tokens) is not None)
-        self._generating = not assisted
+        mode = self._generation_mode(kwargs)
+        if mode in ROLLBACK_MODES:
+            kept = ("carries a recurrent state, which cannot be rolled back to a shorter prefix"
+                    if self.is_stateful else "keeps no cache: each step reads its window of last words again")
+            raise ValueError(
+                f"generate(): {mode.value} ({ROLLBACK_MODES[mode]}) scores drafted tokens and then rolls a "
+                f"cache back to the accepted ones, but {type(self).__name__} {kept}; use greedy search, "
+                "sampling or beam search"
+            )
+        self._generating = True
         try:
             return super().generate(*args, **kwargs)
         finally:
             self._generating = False
+
+    def _generation_mode(self, kwargs: dict) -> GenerationMode:
+        """The mode ``generate(**kwargs)`` runs in, as transformers decides it: from the generation config
+        (the saved one, or ``generation_config=``) updated by the keyword arguments."""
+        config = copy.copy(kwargs.get("generation_config") or self.generation_config)
+        for name, value in kwargs.items():
+            if hasattr(config, name):  # set, not update(): transformers validates the values itself
+                setattr(config, name, value)
+        return config.get_generation_mode(kwargs.get("assistant_model"))
 
 
 def positions_to_score(hidden: torch.Tensor, logits_to_keep: int | torch.Tensor) -> torch.Tensor:

@@ -56,8 +56,8 @@ def lm_context_size(model) -> int:
 
 
 def is_stateful(model) -> bool:
-    """Does ``model`` carry a recurrent state from one chunk of text to the next (``_is_stateful``)?"""
-    return bool(getattr(model, "_is_stateful", False))
+    """Does ``model`` carry a recurrent state from one chunk of text to the next (``is_stateful``)?"""
+    return bool(getattr(model, "is_stateful", False))
 
 
 def target_labels(batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
@@ -78,7 +78,7 @@ def batching_for(
     columns if it carries a state, else blocks.
 
     Args:
-        model: the model (its ``config.is_encoder_decoder``, ``_is_stateful`` and ``config.context_size``
+        model: the model (its ``config.is_encoder_decoder``, ``is_stateful`` and ``config.context_size``
             decide).
         tokenizer: its tokenizer.
         block_size: targets per block, or positions per chunk (the BPTT length) for recurrent models;

@@ -47,7 +47,7 @@ def evaluate_lm(
     adjusted perplexity over all tokens, words only and numerals only, and the counts of unknown tokens
     and of the OOV types behind them; every token is then scored exactly (recurrent models: batch 1).
 
-    Recurrent models (``_is_stateful``) read the stream as ``batch_size`` columns side by side, in chunks of
+    Recurrent models (``is_stateful``) read the stream as ``batch_size`` columns side by side, in chunks of
     ``block_size`` with the state carried over (``hf_nlm.data.stream``); each column starts from a fresh state
     (the one after a sentence boundary), so ``batch_size=1`` gives the exact perplexity of the whole stream
     and larger batches an approximation that is faster (Merity et al. evaluate the test set with batch 1).

@@ -46,7 +46,7 @@ def test_cache_reorder_repeat_select():
     c = [-torch.arange(6.0).view(3, 2)]
     cache = RecurrentCache(h, c, seq_length=4)
     assert cache.get_seq_length() == 4 and cache.batch_size == 3 and len(cache) == 1
-    assert not cache.is_compileable and cache._is_stateful
+    assert not cache.is_compileable and not cache.is_croppable
     cache.reorder_cache(torch.tensor([2, 0, 0]))
     assert torch.equal(cache.hidden[0], torch.tensor([[4.0, 5.0], [0.0, 1.0], [0.0, 1.0]]))
     assert torch.equal(cache.cell[0], -cache.hidden[0])
@@ -203,12 +203,6 @@ def test_the_old_past_key_values_argument_still_carries_the_state_with_a_future_
     assert old.cache.get_seq_length() == 9
     torch.testing.assert_close(old.logits, expected)
 
-
-def test_assisted_generation_is_refused_for_a_recurrent_state():
-    # generate() reads the class attribute _is_stateful: an LSTM state cannot be rolled back to check a draft.
-    model = tiny_model()
-    with pytest.raises(ValueError, match="stateful"):
-        model.generate(prompts(1, 3), assistant_model=tiny_model(), max_new_tokens=3, do_sample=False)
 
 def test_left_padding_leaves_state_unchanged():
     model = tiny_model()

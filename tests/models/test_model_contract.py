@@ -206,7 +206,7 @@ def test_gradient_checkpointing_where_it_cuts_memory(name):
     model = tiny(name).train()
     if not model.supports_gradient_checkpointing:
         # The seq2seq model reads sentence pairs, not long BPTT chunks: nothing long to recompute either.
-        assert not model._is_stateful or model.config.is_encoder_decoder
+        assert not model.is_stateful or model.config.is_encoder_decoder
         with pytest.raises(ValueError):
             model.activation_checkpointing_enable()
         return
@@ -282,3 +282,38 @@ def test_generate_checks_the_prompt_once_and_forward_checks_again_afterwards(mod
     model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=2, do_sample=False)
     with pytest.raises(ValueError, match="outside the model's vocabulary"):
         model(**inputs(model, bad))
+
+
+@pytest.mark.parametrize(
+    ("mode", "how"),
+    [
+        ("assisted_generation", dict(assistant_model="same type")),
+        ("assisted_generation", dict(prompt_lookup_num_tokens=2)),
+        ("assisted_generation", dict(do_sample=True, prompt_lookup_num_tokens=2)),
+        ("contrastive_search", dict(penalty_alpha=0.6, top_k=4)),
+    ],
+)
+@pytest.mark.parametrize("name", [n for n in MODEL_TYPES])
+def test_decoding_that_rolls_a_cache_back_is_refused_naming_the_mode(name, mode, how):
+    """Assisted decoding and contrastive search score a draft, then cut the cache back to the accepted tokens:
+    a recurrent state cannot be cut back and a window model keeps no cache, so each model refuses them with
+    one message naming the mode and the reason, not with whatever transformers' generate() would raise."""
+    model = tiny(name).eval()
+    how = {k: tiny(name).eval() if v == "same type" else v for k, v in how.items()}
+    prompt = batch(B=1, T=3)
+    kept = "recurrent state" if model.is_stateful else "keeps no cache"
+    with pytest.raises(ValueError, match=f"{mode} .*{type(model).__name__} .*{kept}"):
+        model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=3, **how)
+
+
+@pytest.mark.parametrize("name", [n for n in MODEL_TYPES])
+def test_the_mode_is_read_from_the_saved_generation_config_and_the_call(name):
+    model = tiny(name).eval()
+    prompt = batch(B=1, T=3)
+    model.generation_config.prompt_lookup_num_tokens = 2
+    with pytest.raises(ValueError, match="assisted_generation"):
+        model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=3, do_sample=False)
+    # The caller switching the saved mode off generates, as transformers reads a call over the saved config.
+    out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=3, do_sample=False,
+                         prompt_lookup_num_tokens=None, eos_token_id=None, pad_token_id=1)
+    assert out.shape[-1] > (1 if model.config.is_encoder_decoder else 3)

@@ -199,7 +199,7 @@ class AWDLSTMCausalLMOutput(NLMCausalLMOutput):
 class AWDLSTMPreTrainedModel(NLMPreTrainedModel):
     config_class = AWDLSTMConfig
     # The LSTM state summarises the prefix and cannot be rolled back (generate() refuses assisted decoding).
-    _is_stateful = True
+    is_stateful = True
     # Long BPTT keeps every layer's activations for the backward pass; with activation checkpointing each
     # WeightDropLSTM layer recomputes its own instead.
     supports_gradient_checkpointing = True

@@ -166,7 +166,7 @@ class StorySeq2SeqPreTrainedModel(NLMPreTrainedModel):
     main_input_name = "input_ids"
     # The decoder state summarises the prefix and cannot be rolled back (generate() refuses assisted
     # decoding).
-    _is_stateful = True
+    is_stateful = True
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
