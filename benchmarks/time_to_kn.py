@@ -1,22 +1,22 @@
 """How long the `make demo` NPLM trains before it reaches its Kneser-Ney 5-gram's validation perplexity.
 
-Runs ``examples/demo.py`` (the demo itself: its architecture, its Adam recipe, the epochs its ``--budget``
-allows) on Brown and on PTB with ``--threads`` torch threads, reads the run's ``log.jsonl`` while it trains
-and records each validation point: the seconds of training so far (the run's wall clock, its validations
-included), the validation perplexity, the threads and ``os.getloadavg()`` at that moment (the machine may be
-shared). The 5-gram's perplexities are the demo's own table (fitted on the same training split, same
-vocabulary, every token scored by both models).
+Runs ``examples/demo.py`` (the demo itself: the ``demo`` recipe, its architecture, its Adam schedule over at
+most 10 epochs with early stopping) on Brown and on PTB with ``--threads`` torch threads, reads the run's
+``log.jsonl`` while it trains and records each validation point: the seconds of training so far (the run's
+wall clock, its validations included), the validation perplexity, the threads and ``os.getloadavg()`` at
+that moment (the machine may be shared). The 5-gram's perplexities are the demo's own table (fitted on the
+same training split, same vocabulary, every token scored by both models).
 
 Rows (one JSON line each on stdout, progress on stderr):
 
 * ``<corpus>_validation_perplexity``: one per validation point;
 * ``<corpus>_time_to_kn5``: the training time of the first validation point at or below the 5-gram's
-  validation perplexity (null when no point reaches it within the budget), with the demo's test
+  validation perplexity (null when no point reaches it), with the demo's test
   perplexities and its verdict line.
 
 The picture (``--plot``, default ``docs/images/time_to_kn.png``): validation perplexity against training
 time per corpus, the training perplexity of each 50 updates behind it, the 5-gram's validation perplexity as
-a dashed line. ``--quick`` gives each corpus a 45-second budget and writes the picture beside the runs;
+a dashed line. ``--quick`` stops each corpus after 600 updates and writes the picture beside the runs;
 ``--replot`` draws the picture again from the runs an earlier call left in ``--output-dir``.
 """
 
@@ -50,12 +50,12 @@ def demo_table(stdout: str) -> dict[str, tuple[float, float]]:
     return rows
 
 
-def run_demo(corpus: str, budget: float, threads: int, output_dir: Path) -> tuple[list[dict], str]:
+def run_demo(corpus: str, max_steps: int | None, threads: int, output_dir: Path) -> tuple[list[dict], str]:
     """Run the demo on ``corpus``; return its validation points (each with the load when it was logged)
     and its stdout."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    command = [sys.executable, str(ROOT / "examples" / "demo.py"), "--corpus", corpus, "--budget",
-               str(budget), "--output-dir", str(output_dir)]
+    command = [sys.executable, str(ROOT / "examples" / "demo.py"), "--corpus", corpus, "--output-dir",
+               str(output_dir), *(["--max-steps", str(max_steps)] if max_steps else [])]
     log_path = output_dir / "log.jsonl"
     log_path.unlink(missing_ok=True)
     points, read = [], 0
@@ -101,7 +101,7 @@ def curve(run: Path, kn_valid: float, threads: int, points: list[dict] | None = 
             "training": ([r["elapsed_s"] for r in steps], [r["train_ppl"] for r in steps])}
 
 
-def plot(curves: dict[str, dict], budget: float, path: Path) -> None:
+def plot(curves: dict[str, dict], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display needed
@@ -117,11 +117,10 @@ def plot(curves: dict[str, dict], budget: float, path: Path) -> None:
         ax.plot(times, ppls, "o-", color="tab:blue", label="NPLM validation (each epoch, and at the stop)")
         ax.axhline(run["kn5_valid"], color="black", linestyle="--",
                    label=f"Kneser-Ney 5-gram ({run['kn5_valid']:.1f})")
-        ax.axvline(budget, color="grey", linestyle=":", label=f"budget ({budget:.0f} s)")
         if run["time_to_kn5"] is not None:
             ax.axvline(run["time_to_kn5"], color="tab:green", alpha=0.5,
                        label=f"reaches the 5-gram at {run['time_to_kn5']:.0f} s")
-        ax.set_xlim(0, max([budget, *times]) * 1.05)
+        ax.set_xlim(0, max(times) * 1.05)
         # The floor under every point drawn: the training curve dips below validation once it overfits.
         low = min([*ppls, *train_ppls, run["kn5_valid"]]) * 0.9
         # The first updates' training perplexity (thousands) is left off the top.
@@ -139,36 +138,34 @@ def plot(curves: dict[str, dict], budget: float, path: Path) -> None:
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpora", nargs="+", choices=CORPORA, default=list(CORPORA))
-    parser.add_argument("--budget", type=float, default=None,
-                        help="the demo's --budget per corpus, seconds (default 600; --quick 45)")
     parser.add_argument("--plot", default=None, help="the picture (default docs/images/time_to_kn.png; "
                                                      "--quick: time_to_kn_quick.png in --output-dir)")
-    parser.add_argument("--quick", action="store_true", help="a 45-second budget per corpus")
+    parser.add_argument("--quick", action="store_true", help="600 updates per corpus")
     parser.add_argument("--replot", action="store_true",
                         help="train nothing, print nothing: draw the picture again from the runs (and "
                              "the demo's printed tables) in --output-dir")
     add_run_arguments(parser)
     parser.set_defaults(threads=2)
     args = parser.parse_args(argv)
-    budget = args.budget or (45.0 if args.quick else 600.0)
+    max_steps = 600 if args.quick else None
     suffix = "_quick" if args.quick else ""
     runs = Path(args.output_dir) / f"runs_time_to_kn{suffix}"
     plot_path = Path(args.plot or (Path(args.output_dir) / "time_to_kn_quick.png" if args.quick
                                    else ROOT / "docs" / "images" / "time_to_kn.png"))
-    context = {"budget_s": budget, "threads": args.threads, "quick": args.quick}
+    context = {"recipe": "demo", "max_steps": max_steps, "threads": args.threads, "quick": args.quick}
 
     rows, curves = [], {}
     if args.replot:
         for corpus in args.corpora:
             kn_valid = demo_table((runs / f"{corpus}.stdout").read_text())["Kneser-Ney 5-gram"][0]
             curves[corpus] = curve(runs / corpus, kn_valid, args.threads)
-        plot(curves, budget, plot_path)
+        plot(curves, plot_path)
         log(f"picture: {plot_path}")
         return rows
     for corpus in args.corpora:
-        log(f"{BENCHMARK}: examples/demo.py --corpus {corpus} --budget {budget:g}, {args.threads} threads")
+        log(f"{BENCHMARK}: examples/demo.py --corpus {corpus}, {args.threads} threads")
         (runs / corpus).mkdir(parents=True, exist_ok=True)
-        points, stdout = run_demo(corpus, budget, args.threads, runs / corpus)
+        points, stdout = run_demo(corpus, max_steps, args.threads, runs / corpus)
         table = demo_table(stdout)
         kn_valid, kn_test = table["Kneser-Ney 5-gram"]
         curves[corpus] = curve(runs / corpus, kn_valid, args.threads, points)
@@ -181,13 +178,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
         verdict = next((line for line in stdout.splitlines() if line.startswith("the NPLM ")), None)
         rows.append({"case": f"{corpus}_time_to_kn5",
                      "value": reached and round(reached, 1), "unit": "s", "better": "lower",
-                     "target": budget, "reached": reached is not None, "kn5_valid_ppl": kn_valid,
+                     "reached": reached is not None, "kn5_valid_ppl": kn_valid,
                      "kn5_test_ppl": kn_test, "nplm_valid_ppl": table["NPLM"][0],
                      "nplm_test_ppl": table["NPLM"][1], "verdict": verdict, "loadavg": os.getloadavg(),
                      **context})
         for row in rows[-len(points) - 1:]:
             emit_json(BENCHMARK, row)
-    plot(curves, budget, plot_path)
+    plot(curves, plot_path)
     log(f"picture: {plot_path}")
     return rows
 

@@ -1,5 +1,5 @@
-"""examples/demo.py (`make demo`): the epochs its time budget allows and the line that says whether the NPLM
-beats the Kneser-Ney 5-gram."""
+"""examples/demo.py (`make demo`): the ``demo`` recipe it runs, the table it prints from the run's results and
+the line that says whether the NPLM beats the Kneser-Ney 5-gram."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import runpy
 from pathlib import Path
 
 import pytest
-import torch
 
-import hf_nlm
+from hf_nlm.training import RunSpec
 
 SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "demo.py"
 
@@ -20,23 +19,27 @@ def demo() -> dict:
     return runpy.run_path(str(SCRIPT))
 
 
-def tiny_model() -> hf_nlm.NPLMForCausalLM:
-    torch.manual_seed(0)
-    return hf_nlm.NPLMForCausalLM(hf_nlm.NPLMConfig(vocab_size=50, context_size=2, embedding_size=4,
-                                                    hidden_size=8, direct_connections=False))
+def test_the_demo_is_a_named_recipe_defined_by_work(demo):
+    spec = RunSpec.from_recipe(recipe=demo["RECIPE"], output_dir="unused")
+    assert spec.model_type == "nplm" and spec.data.corpus == "brown"
+    # Work and a seed decide the run, not a clock: the same numbers on a busy machine.
+    assert spec.training.max_time_s is None and spec.training.num_epochs == 10 and spec.training.seed == 0
+    assert spec.training.ngram_baseline and spec.training.ngram_mixture
+    shape = (spec.model["context_size"], spec.model["embedding_size"], spec.model["hidden_size"])
+    assert shape == (4, 30, 100)
+    assert spec.tokenizer.min_frequency == 4
 
 
-def test_the_budget_gives_whole_epochs_and_leaves_the_model_alone(demo):
-    model = tiny_model()
-    before = {k: v.clone() for k, v in model.state_dict().items()}
-    train, validation = ["a b c d"] * 200, ["a b"] * 50  # 1,000 and 150 words with <eos>
-    epochs_in_budget = demo["epochs_in_budget"]
-    short, epoch_s = epochs_in_budget(model, train, validation, 1e-6, 2, 8, 4, repeats=3)
-    assert short == 1 and epoch_s > 0  # at least one epoch, however short the budget
-    # A budget of 10,000 estimated epochs fits 9,000 of them (10% is kept back), to the timing's noise.
-    many, _ = epochs_in_budget(model, train, validation, 10_000 * epoch_s, 2, 8, 4, repeats=3)
-    assert 900 <= many <= 90_000
-    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+def test_the_table_reads_the_runs_results(demo):
+    results = {"validation": {"perplexity": 150.0}, "test": {"perplexity": 140.0},
+               "ngram_baseline": {"validation": {"perplexity": 160.0}, "test": {"perplexity": 150.0},
+                                  "mixture": {"weight": 0.6, "validation": {"perplexity": 130.0},
+                                              "test": {"perplexity": 120.0}}}}
+    assert demo["comparison_table"](results) == {
+        "NPLM": {"validation": 150.0, "test": 140.0},
+        "Kneser-Ney 5-gram": {"validation": 160.0, "test": 150.0},
+        "mixture (a = 0.60)": {"validation": 130.0, "test": 120.0},
+    }
 
 
 def test_the_verdict_names_the_winner_the_ratio_and_the_time(demo):

@@ -9,7 +9,12 @@ import os
 import sys
 from pathlib import Path
 
-from ..training.arguments import add_build_tree_arguments, add_train_arguments, spec_from_arguments
+from ..training.arguments import (
+    add_build_tree_arguments,
+    add_train_arguments,
+    given_settings,
+    spec_from_arguments,
+)
 from ..training.run import report_interrupt, resume_command
 from .arguments import fail
 
@@ -17,8 +22,18 @@ from .arguments import fail
 SUMMARY = ("validation", "test", "best_val_ppl", "stop_reason", "ngram_baseline")
 
 
+#: What ``--check`` lets a run change of its recipe: where it writes and what it shows, not what it trains.
+CHECK_ALLOWS = ("output_dir", "overwrite_output_dir", "progress_bar", "logging_steps", "save_steps",
+                "save_total_limit", "corpus_path", "cpu")
+
+
 def add_train_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
-    return add_train_arguments(sub.add_parser("train", help=help_text))
+    parser = add_train_arguments(sub.add_parser("train", help=help_text))
+    parser.add_argument("--check", action="store_true",
+                        help="with a --recipe behind a published number (demo, ...): run it and print the "
+                             "paper's, the recorded and this run's figures; exit 1 when a recorded one is "
+                             "not reproduced within hf_nlm.training.THREAD_TOLERANCE")
+    return parser
 
 
 def add_build_tree_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
@@ -36,6 +51,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             fail(args.parser, f"{flag} {folder}: no such folder")
     try:
         spec = spec_from_arguments(args)
+        recipe = check_recipe(args, spec)
         result = train(spec)
     except KeyboardInterrupt:
         return report_interrupt(args.output_dir, resume_command(args.argv))
@@ -47,7 +63,32 @@ def cmd_train(args: argparse.Namespace) -> int:
         fail(args.parser, str(err))
     if result.metrics:
         print(json.dumps({k: result.metrics[k] for k in SUMMARY if k in result.metrics}))
+    if recipe is not None:
+        from ..training.published import check_run, check_table
+
+        checks = check_run(recipe, result.metrics)
+        print(check_table(checks))
+        return 0 if all(c.ok for c in checks) else 1
     return 0
+
+
+def check_recipe(args: argparse.Namespace, spec):
+    """The recipe ``--check`` compares the run with (None without ``--check``); a ``ValueError`` before any
+    training when the recipe records no numbers or a flag changes what it trains."""
+    if not getattr(args, "check", False):
+        return None
+    from ..models import MODEL_TYPES
+    from ..training.spec import option_flag
+
+    recipe = MODEL_TYPES[spec.model_type].recipe(spec.recipe)
+    if not recipe.recorded:
+        raise ValueError(f"--check: recipe {spec.recipe} of {spec.model_type} records no numbers to check; "
+                         "the recipes behind published numbers: see --recipe in --help")
+    changed = [option_flag(name) for name in given_settings(args) if name not in (*CHECK_ALLOWS, "recipe",
+                                                                                   "model_type")]
+    if changed:
+        raise ValueError(f"--check reproduces recipe {spec.recipe} as recorded: drop {', '.join(changed)}")
+    return recipe
 
 
 def cmd_build_tree(args: argparse.Namespace) -> int:

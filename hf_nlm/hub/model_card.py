@@ -236,7 +236,8 @@ def render_model_card(
     (written as the results table and the model-index), ``dataset`` what the card says about the training
     corpus (a :class:`CorpusCard`: :func:`hf_nlm.data.registry.corpus_card` gives a corpus's by name),
     ``training`` the training settings, ``baseline`` the n-gram model a training run measured on the same
-    split (``results.json``'s :data:`BASELINE_KEY`: ``model``, ``validation``, ``ratio``). With none of them,
+    split (``results.json``'s :data:`BASELINE_KEY`: ``model``, ``validation``, ``ratio``, and ``test`` and
+    ``mixture`` where the run measured them). With none of them,
     the basic card that ``save_pretrained`` writes.
     What the card says about the model type is ``config.card_text``, declared with the model type
     (:class:`CardText`)."""
@@ -266,7 +267,16 @@ def render_model_card(
     if table and baseline and "validation" in results:
         table += ["", f"A {baseline['model']} fitted on the same training split with the same tokenizer has "
                       f"validation perplexity {_fmt(baseline['validation']['perplexity'])}: this model's is "
-                      f"{baseline['ratio']:.2f} times that."]
+                      f"{baseline['ratio']:.2f} times that"
+                      + (f"; on test, {_fmt(baseline['test']['perplexity'])}." if "test" in baseline
+                         else ".")]
+        mixture = baseline.get("mixture")
+        if mixture:
+            table += ["", f"Mixed with it, a P_model + (1 - a) P_{baseline['model'].split()[-1]} with a = "
+                          f"{mixture['weight']:.3f} fitted on validation (Bengio et al. 2003, Table 1), the "
+                          "perplexity is " + ", ".join(f"{_fmt(mixture[split]['perplexity'])} on {split}"
+                                                     for split in ("validation", "test") if split in mixture)
+                          + "."]
     train_lines = []
     if training:
         train_lines = ["Trained with `hf_nlm.training.train_lm` (`hf-nlm train`), these settings "

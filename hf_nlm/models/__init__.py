@@ -43,6 +43,20 @@ def register_auto_classes() -> None:
     _register(MODEL_TYPES.values())
 
 
+def model_type_of_recipe(recipe: str) -> str:
+    """The model type whose recipes hold ``recipe``: a recipe behind a published number (``demo``,
+    ``bengio2003``, ``merity2018``, ...) is named by one model type only, so its name alone says what trains.
+    Raises ``ValueError`` for a name no model type or several hold (``default``: give the model type)."""
+    holders = [name for name, model_type in MODEL_TYPES.items() if recipe in model_type.recipes]
+    if len(holders) == 1:
+        return holders[0]
+    if not holders:
+        known = sorted({r for t in MODEL_TYPES.values() for r in t.recipes} - {"default"})
+        raise ValueError(f"--recipe {recipe}: no model type has this recipe; the named recipes: "
+                         f"{', '.join(known)}")
+    raise ValueError(f"--recipe {recipe} is a recipe of {', '.join(holders)}: give --model too")
+
+
 def register_model_package(package: str) -> dict[str, ModelType]:
     """Register the architecture folders of ``package``, an importable package laid out like this one: each of
     its subpackages declares ``MODEL_TYPE`` in its ``__init__.py``. They join :data:`MODEL_TYPES`
@@ -61,5 +75,6 @@ def register_model_package(package: str) -> dict[str, ModelType]:
     return found
 
 
-__all__ = ["MODEL_TYPES", "ModelType", "register_auto_classes", "register_model_package",
+__all__ = ["MODEL_TYPES", "ModelType", "model_type_of_recipe", "register_auto_classes",
+           "register_model_package",
            *sorted(c.__name__ for t in MODEL_TYPES.values() for c in t.classes)]

@@ -17,22 +17,35 @@ RECIPE_TOKENIZER_SETTINGS = ("tokenizer", "min_frequency", "vocab_size", "lowerc
 @dataclass(frozen=True)
 class TrainingRecipe:
     """How to train a model type: values for the fields of :class:`~hf_nlm.training.TrainingConfig`
-    (``training``), of the model's config (``model``) and of the tokenizer (``tokenizer``, keys of
-    :data:`RECIPE_TOKENIZER_SETTINGS`). ``hf-nlm train`` uses them for every setting no flag gives;
+    (``training``), of the model's config (``model``), of the tokenizer (``tokenizer``, keys of
+    :data:`RECIPE_TOKENIZER_SETTINGS`) and of the data (``data``, fields of
+    :class:`~hf_nlm.training.spec.DataSpec`: a recipe behind a published number names its corpus).
+    ``hf-nlm train`` uses them for every setting no flag gives (the data only when no data flag is given);
     :meth:`hf_nlm.training.TrainingConfig.for_model` does the same for ``training`` in Python. ``description``
-    says where the values come from (a paper and its section, or what they were chosen for)."""
+    says where the values come from (a paper and its section, or what they were chosen for).
+
+    A recipe that publishes a number trains for a set amount of work (``num_epochs`` or ``max_steps``, with
+    early stopping on validation, and its ``seed``), never for a time, so that a busy or slow machine takes
+    longer and prints the same number. ``recorded`` holds the figures a run of the recipe gave (names of
+    :data:`hf_nlm.training.published.FIGURES`), which ``hf-nlm train --recipe NAME --check`` compares a new
+    run with; ``paper`` the paper's figures for the same setting, shown beside them (a paper's corpus copy
+    and tokenization differ, so they are not checked)."""
 
     description: str
     training: Mapping = field(default_factory=dict)
     model: Mapping = field(default_factory=dict)
     tokenizer: Mapping = field(default_factory=dict)
+    data: Mapping = field(default_factory=dict)
+    recorded: Mapping = field(default_factory=dict)
+    paper: Mapping = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = set(self.tokenizer) - set(RECIPE_TOKENIZER_SETTINGS)
         if unknown:
             raise ValueError(f"TrainingRecipe.tokenizer: unknown settings {sorted(unknown)}; "
                              f"known: {', '.join(RECIPE_TOKENIZER_SETTINGS)}")
-        for name in ("training", "model", "tokenizer"):  # read-only: a recipe is shared by every run
+        # Read-only: a recipe is shared by every run.
+        for name in ("training", "model", "tokenizer", "data", "recorded", "paper"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
 

@@ -4,7 +4,7 @@ Accelerate-based loop underneath (:func:`train_lm`, :class:`LMTrainer`) for ever
 from ..data.sampler import BlockBatchSampler
 from . import tree_recipe
 from .checkpoint import list_checkpoints, resolve_checkpoint, save_checkpoint
-from .config import LR_SCHEDULERS, OPTIMIZERS, TrainingConfig
+from .config import LR_SCHEDULERS, OPTIMIZERS, THREAD_TOLERANCE, TrainingConfig
 from .optim import bengio_lr, build_lr_scheduler, build_optimizer, lr_factor, param_groups
 from .run import SavedRun, TrainResult, load_run, train, train_data_tree
 from .spec import DataSpec, RunSpec, TokenizerSpec
@@ -15,6 +15,7 @@ __all__ = [
     *tree_recipe.__all__,
     "LR_SCHEDULERS",
     "OPTIMIZERS",
+    "THREAD_TOLERANCE",
     "BlockBatchSampler",
     "DataSpec",
     "LMTrainer",

@@ -152,10 +152,11 @@ def add_model_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...]
                        help=f"model architecture (default: {default})")
     recipes = {name: list(MODEL_TYPES[name].recipes) for name in models}
     group.add_argument("--recipe", default=UNSET, metavar="NAME",
-                       help="the training recipe: values for every training, model and tokenizer flag not "
-                            f"given (printed at start). '{DEFAULT_RECIPE}' (the default) learns from a text "
-                            "of about a million words in minutes on a CPU; the others "
-                            "(a paper's settings, or plain SGD): "
+                       help="the training recipe: values for every training, model, tokenizer and data flag "
+                            f"not given (printed at start). '{DEFAULT_RECIPE}' (the default) learns from a "
+                            "text of about a million words in minutes on a CPU; the others (a paper's "
+                            "settings, plain SGD, a published number's run, which names --model and --corpus "
+                            "itself): "
                             + "; ".join(f"{name}: {', '.join(r for r in names if r != DEFAULT_RECIPE)}"
                                         for name, names in recipes.items() if len(names) > 1))
     for dest, fields in model_settings(models).items():
@@ -246,7 +247,8 @@ def add_build_tree_arguments(parser: argparse.ArgumentParser) -> argparse.Argume
 
 
 #: Parsed attributes that are not settings of a run.
-NOT_SETTINGS = ("resume", "tree_mode", "eps", "first_stage_epochs", "func", "parser", "argv", "command")
+NOT_SETTINGS = ("resume", "tree_mode", "eps", "first_stage_epochs", "func", "parser", "argv", "command",
+                "check")
 
 
 def given_settings(args: argparse.Namespace) -> dict:
@@ -265,8 +267,8 @@ def spec_from_arguments(args: argparse.Namespace, default_model: str = DEFAULT_M
 
         folder = resolve_checkpoint(resume, settings["output_dir"])
         return RunSpec.from_run_folder(folder).resumed_with(**settings)
-    model_type = settings.pop("model_type", default_model)
     recipe = settings.pop("recipe", None)
+    model_type = settings.pop("model_type", None if recipe not in (None, DEFAULT_RECIPE) else default_model)
     return RunSpec.from_recipe(model_type, recipe, **settings)
 
 

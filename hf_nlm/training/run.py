@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
 import torch
 
 from ..generation import set_generation_defaults
@@ -33,6 +34,7 @@ from ..hub.model_card import BASELINE_KEY
 from ..models import MODEL_TYPES
 from ..saved_files import check_json_files
 from .memory import check_training_memory
+from .run_folder import update_results
 from .spec import RunSpec, split_fingerprints
 from .trainer import LMTrainer
 
@@ -105,8 +107,13 @@ def train(spec: RunSpec, accelerator=None) -> TrainResult:
     if resuming or spec.init_from is not None:
         check_unknown_share(trainer.train_stats, folder)
     num_tokens = trainer.train_stats["num_tokens"]
-    trainer.ngram_baseline = ngram_baseline(spec, model, tokenizer, datasets, num_tokens)
+    baseline = ngram_baseline(spec, model, tokenizer, datasets, num_tokens)
+    trainer.ngram_baseline = baseline.figures if baseline is not None else None
     metrics = trainer.train()
+    if metrics and BASELINE_KEY in metrics and spec.training.ngram_mixture:
+        model.eval()
+        metrics[BASELINE_KEY]["mixture"] = ngram_mixture(model, tokenizer, datasets, baseline.lm)
+        update_results(spec.training.output_dir, metrics)
     if metrics and "validation" in metrics:
         _say(comparison_line(metrics))
     return TrainResult(spec, model, tokenizer, metrics, Path(spec.training.output_dir))
@@ -153,16 +160,48 @@ def baseline_skipped(model, tokenizer, datasets, num_tokens: int) -> str | None:
     return None
 
 
-def fit_ngram_baseline(tokenizer, datasets) -> dict:
-    """The baseline's figures: ``model``, ``order``, ``validation`` (:meth:`KneserNeyLM.evaluate`'s report on
-    the validation split) and ``fit_s`` (seconds to fit and score it)."""
+class NgramBaseline(NamedTuple):
+    """The baseline of a run: its figures (``results.json``'s) and the fitted model (for the mixture)."""
+
+    figures: dict
+    lm: object
+
+
+def fit_ngram_baseline(tokenizer, datasets) -> NgramBaseline:
+    """The baseline: its figures, ``model``, ``order``, ``validation`` and ``test``
+    (:meth:`KneserNeyLM.evaluate`'s report on each split there is) and ``fit_s`` (seconds to fit and score
+    it), and the fitted model."""
     from ..ngram import KneserNeyLM
 
     start = time.perf_counter()
     lm = KneserNeyLM.from_texts(datasets["train"]["text"], tokenizer, BASELINE_ORDER)
-    validation = lm.evaluate(datasets["validation"], tokenizer)
-    return {"model": BASELINE_NAME, "order": BASELINE_ORDER, "validation": validation,
-            "fit_s": time.perf_counter() - start}
+    scored = {split: lm.evaluate(datasets[split], tokenizer) for split in ("validation", "test")
+              if split in datasets}
+    figures = {"model": BASELINE_NAME, "order": BASELINE_ORDER, **scored,
+               "fit_s": time.perf_counter() - start}
+    return NgramBaseline(figures, lm)
+
+
+def ngram_mixture(model, tokenizer, datasets, lm) -> dict:
+    """The mixture a P_model + (1 - a) P_5gram of a trained ``model`` and the baseline ``lm`` (Bengio et al.
+    2003, Table 1: their best results mix the network with an interpolated trigram): a fitted by EM on the
+    validation split, then each split's perplexity, every token scored by both models as
+    :func:`~hf_nlm.evaluation.evaluate_lm` scores it. Returns ``{"weight": a, "validation": {"perplexity":
+    ...}, "test": {...}}``."""
+    from ..evaluation import token_log_probs
+    from ..ngram.neural_interpolation import fit_mixture_weight, mix_log_probs
+
+    scores = {}
+    for split in ("validation", "test"):
+        if split in datasets:
+            ids, log_p, _ = token_log_probs(model, datasets[split], tokenizer)
+            scores[split] = (log_p.double().numpy(), lm.stream_log_probs(ids.numpy()))
+    weight = fit_mixture_weight(*scores["validation"])
+    mixture = {"weight": weight}
+    for split, (log_p_model, log_p_ngram) in scores.items():
+        mixed = mix_log_probs(log_p_model, log_p_ngram, weight)
+        mixture[split] = {"perplexity": float(np.exp(-mixed.mean()))}
+    return mixture
 
 
 def comparison_line(results: dict) -> str:
@@ -181,7 +220,7 @@ def comparison_line(results: dict) -> str:
     return line
 
 
-def ngram_baseline(spec: RunSpec, model, tokenizer, datasets, num_tokens: int) -> dict | None:
+def ngram_baseline(spec: RunSpec, model, tokenizer, datasets, num_tokens: int) -> NgramBaseline | None:
     """The Kneser-Ney 5-gram baseline of the run, fitted on the main process, said before
     training starts; None where ``spec.training.ngram_baseline`` is off or the run's perplexity and a 5-gram's
     do not compare (the reason is said)."""
@@ -192,8 +231,9 @@ def ngram_baseline(spec: RunSpec, model, tokenizer, datasets, num_tokens: int) -
         _say(f"no Kneser-Ney 5-gram baseline: {reason}")
         return None
     baseline = fit_ngram_baseline(tokenizer, datasets)
-    _say(f"{baseline['model']} on the same training split and tokenizer: validation perplexity "
-         f"{baseline['validation']['perplexity']:.1f} ({baseline['fit_s']:.1f} s; --no-ngram-baseline skips "
+    figures = baseline.figures
+    _say(f"{figures['model']} on the same training split and tokenizer: validation perplexity "
+         f"{figures['validation']['perplexity']:.1f} ({figures['fit_s']:.1f} s; --no-ngram-baseline skips "
          "it)")
     return baseline
 

@@ -28,7 +28,8 @@ import socket
 import uuid
 from pathlib import Path
 
-from ..hub.model_card import BASELINE_KEY, RESULTS_NAME, write_model_card
+from ..data.registry import corpus_card
+from ..hub.model_card import BASELINE_KEY, RESULTS_NAME, write_model_card, write_run_card
 from ..hub.push import RUN_FILE_PATTERNS
 from .checkpoint import checkpoints_dir, list_checkpoints, quiet_progress_bars
 
@@ -315,6 +316,47 @@ def write_results(output_dir: str | os.PathLike, config, results: dict, evaluati
     with open(output_dir / RESULTS_NAME, "w", encoding="utf-8") as f:
         json.dump(results, f, indent=2, sort_keys=True)
     plot_curves(log_path, output_dir / "curves.png", results=results)
+
+
+#: The packages whose versions decide a run's numbers, recorded in its ``results.json``.
+RECORDED_PACKAGES = ("hf-nlm", "torch", "transformers", "tokenizers", "datasets", "accelerate", "numpy")
+
+
+def run_environment() -> dict:
+    """Where a run's numbers were made, for its ``results.json``: the package versions, the torch threads (a
+    thread count other than another machine's moves the last digits, :data:`~.config.THREAD_TOLERANCE`), the
+    Python version and platform, and the git commit of hf_nlm's source when it is a checkout (None when
+    installed from a package)."""
+    import importlib.metadata
+    import platform
+    import subprocess
+
+    import torch
+
+    versions = {}
+    for package in RECORDED_PACKAGES:
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = None
+    source = Path(__file__).resolve().parents[2]
+    commit = None
+    if (source / ".git").exists():  # hf_nlm's own checkout, not a package inside another repository
+        try:
+            commit = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True,
+                                    text=True, timeout=10).stdout.strip() or None
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return {"versions": versions, "torch_threads": torch.get_num_threads(),
+            "python": platform.python_version(), "platform": platform.platform(), "commit": commit}
+
+
+def update_results(output_dir: str | os.PathLike, results: dict) -> None:
+    """Write ``results`` as the run's ``results.json`` again, and its card from them, after a figure measured
+    once the loop finished (the n-gram mixture)."""
+    with open(Path(output_dir) / RESULTS_NAME, "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=2, sort_keys=True)
+    write_run_card(output_dir, corpus_card=corpus_card)
 
 
 def append_jsonl(path: str | os.PathLike, record: dict) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 from ..data.lm import check_split_has_text
 from ..data.reading import table_header
 from ..data.registry import CORPORA, OPTION_FLAGS
-from ..models import MODEL_TYPES
+from ..models import MODEL_TYPES, model_type_of_recipe
 from ..models.registry import DEFAULT_RECIPE
 from .config import RESUME_CHANGEABLE, TrainingConfig, recipe_training_values
 
@@ -440,14 +440,21 @@ class RunSpec:
     # ------------------------------------------------------------------ making a spec
 
     @classmethod
-    def from_recipe(cls, model_type: str = DEFAULT_MODEL, recipe: str | None = None, **settings) -> RunSpec:
+    def from_recipe(cls, model_type: str | None = None, recipe: str | None = None, **settings) -> RunSpec:
         """A spec of ``model_type`` trained with ``recipe`` (default: its ``"default"`` one), whose values
         fill every setting that ``settings`` does not give; the rest take :class:`TrainingConfig`'s, the
         tokenizer's and the config's defaults. ``settings`` are flat names (``train_file``, ``min_frequency``,
-        ``hidden_size``, ``learning_rate``, ``output_dir``, ...); a given value wins, None included.
+        ``hidden_size``, ``learning_rate``, ``output_dir``, ...); a given value wins, None included. The
+        recipe's data (its corpus) is used when ``settings`` give no data setting.
 
+        A named recipe says its model type itself (:func:`hf_nlm.models.model_type_of_recipe`); without
+        either, the ``default`` recipe of :data:`DEFAULT_MODEL`:
+
+            RunSpec.from_recipe(recipe="demo")          # the NPLM of `make demo`, on Brown
             RunSpec.from_recipe("awd_lstm", "merity2018", corpus="ptb", output_dir="runs/awd", max_time_s=600)
         """
+        if model_type is None:
+            model_type = DEFAULT_MODEL if recipe in (None, DEFAULT_RECIPE) else model_type_of_recipe(recipe)
         kind = _model_type(model_type)
         recipe = recipe or DEFAULT_RECIPE
         if recipe not in kind.recipes:
@@ -459,11 +466,12 @@ class RunSpec:
         training = recipe_training_values(chosen, groups["training"])
         model = {field_: v for field_, v in chosen.model.items() if flag_of[field_] not in settings}
         tokenizer = {name: v for name, v in chosen.tokenizer.items() if name not in settings}
-        used = [*training, *(flag_of[f] for f in model), *tokenizer]
+        data = {} if groups["data"] else dict(chosen.data)
+        used = [*training, *(flag_of[f] for f in model), *tokenizer, *data]
         tokenizer_values = {"tokenizer": kind.default_tokenizer, **tokenizer, **groups["tokenizer"]}
         return cls(
             model_type=model_type,
-            data=DataSpec(**groups["data"]),
+            data=DataSpec(**data, **groups["data"]),
             training=TrainingConfig(**{**training, **groups["training"]}),
             tokenizer=TokenizerSpec(**{TOKENIZER_SETTINGS[k]: v for k, v in tokenizer_values.items()}),
             model={**model, **groups["model"]},

@@ -75,6 +75,7 @@ from .run_folder import (
     plot_curves,
     prepare_output_dir,
     release_lock,
+    run_environment,
     save_final_model,
     truncate_log,
     write_results,
@@ -849,6 +850,7 @@ class LMTrainer:
                 "elapsed_s": self._elapsed(),
                 "num_parameters": num_parameters,
                 "num_processes": acc.num_processes,
+                "environment": run_environment(),
             }
             training = {k: v for k, v in config.to_dict().items()
                         if k not in ("output_dir", "resume_from_checkpoint")}

@@ -31,10 +31,10 @@ def tiny_spec(tmp_path, model="nplm", numerals=False, **settings) -> RunSpec:
     write_text(tmp_path / "valid.txt", 12, 1, numerals)
     assert train_lines
     sizes = {"embedding_size": 8, "hidden_size": 8} if model != "numeracy_lm" else {}
+    settings = {"max_steps": 2, **settings}
     return RunSpec.from_recipe(model, train_file=str(tmp_path / "train.txt"),
                                validation_file=str(tmp_path / "valid.txt"), output_dir=str(tmp_path / "run"),
-                               max_steps=2, batch_size=2, block_size=8, progress_bar=False, **sizes,
-                               **settings)
+                               batch_size=2, block_size=8, progress_bar=False, **sizes, **settings)
 
 
 def test_the_reported_kn5_is_a_kneser_ney_5gram_on_the_same_split(tmp_path, capsys):
@@ -113,3 +113,54 @@ def test_no_baseline_without_a_validation_split_or_beyond_its_size(tmp_path):
     assert baseline_skipped(model, tokenizer, splits, MAX_BASELINE_TOKENS) is None
     assert "more than" in baseline_skipped(model, tokenizer, splits, MAX_BASELINE_TOKENS + 1)
     assert "no validation split" in baseline_skipped(model, tokenizer, {"train": []}, 10)
+
+
+def test_the_mixture_is_fitted_on_validation_and_scored_on_test(tmp_path):
+    """With ``ngram_mixture`` the run reports the 5-gram on test too and the mixture
+    a P_model + (1 - a) P_5gram: a maximises the validation likelihood (no weight 0.01 away does better), and
+    each split's perplexity is the mixture's of the two models' per-token probabilities, computed here from
+    the saved model and a 5-gram fitted independently."""
+    import numpy as np
+    from transformers import AutoModelForCausalLM
+
+    from hf_nlm.evaluation import token_log_probs
+
+    write_text(tmp_path / "test.txt", 12, 2)
+    spec = tiny_spec(tmp_path, test_file=str(tmp_path / "test.txt"), ngram_mixture=True, max_steps=20)
+    result = train(spec)
+    run = tmp_path / "run"
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(run).eval(), AutoTokenizer.from_pretrained(run)
+    kn5 = KneserNeyLM.from_texts((tmp_path / "train.txt").read_text().splitlines(), tokenizer, 5)
+    scores = {}
+    for split in ("valid", "test"):
+        lines = (tmp_path / f"{split}.txt").read_text().splitlines()
+        ids, log_p, _ = token_log_probs(model, lines, tokenizer)
+        scores[split] = (np.exp(log_p.double().numpy()), np.exp(kn5.stream_log_probs(ids.numpy())))
+
+    def mixture_nll(split: str, a: float) -> float:
+        p_model, p_kn = scores[split]
+        return float(-np.log(a * p_model + (1 - a) * p_kn).mean())
+
+    saved = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    for results in (result.metrics, saved):
+        baseline = results["ngram_baseline"]
+        assert baseline["test"]["perplexity"] == pytest.approx(
+            math.exp(-float(np.log(scores["test"][1]).mean())), rel=1e-9)
+        a = baseline["mixture"]["weight"]
+        assert 0 < a < 1
+        for other in (a - 0.01, a + 0.01):
+            assert mixture_nll("valid", a) <= mixture_nll("valid", min(max(other, 0.0), 1.0)) + 1e-12
+        assert baseline["mixture"]["validation"]["perplexity"] == pytest.approx(
+            math.exp(mixture_nll("valid", a)), rel=1e-6)
+        assert baseline["mixture"]["test"]["perplexity"] == pytest.approx(math.exp(mixture_nll("test", a)),
+                                                                          rel=1e-6)
+    card = (run / "README.md").read_text(encoding="utf-8")
+    assert f"with a = {a:.3f} fitted on validation" in card
+    # The file also says where its numbers were made: the versions and the thread count.
+    import torch
+    import transformers
+
+    environment = saved["environment"]
+    assert environment["versions"]["torch"] == torch.__version__
+    assert environment["versions"]["transformers"] == transformers.__version__
+    assert environment["torch_threads"] == torch.get_num_threads()

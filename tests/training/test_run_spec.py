@@ -77,6 +77,27 @@ def test_a_paper_recipe_is_selected_by_name():
             spec.model["dropout_input"]) == (0.4, 0.25, 0.4)
 
 
+def test_a_named_recipe_says_its_model_type_and_data():
+    """A recipe behind a published number names its model type and corpus: its name alone makes the spec,
+    through Python and the command line alike; a data setting given replaces the recipe's data."""
+    spec = RunSpec.from_recipe(recipe="demo", output_dir="out")
+    assert (spec.model_type, spec.recipe, spec.data.corpus) == ("nplm", "demo", "brown")
+    assert "corpus" in spec.recipe_values
+    parser = add_train_arguments(argparse.ArgumentParser())
+    assert spec_from_arguments(parser.parse_args(["--output-dir", "out", "--recipe", "demo"])) == spec
+    own = RunSpec.from_recipe(recipe="demo", output_dir="out", train_file="t.txt")
+    assert (own.data.corpus, own.data.name, own.model_type) == (None, "text", "nplm")
+    assert own.training == spec.training and "corpus" not in own.recipe_values
+    # A recipe name several model types hold needs the model type; an unknown one lists the named recipes.
+    with pytest.raises(ValueError, match="sgd is a recipe of .*give --model too"):
+        RunSpec.from_recipe(recipe="sgd", output_dir="out", train_file="t.txt")
+    with pytest.raises(ValueError, match="no model type has this recipe; the named recipes: .*demo"):
+        RunSpec.from_recipe(recipe="nope", output_dir="out", train_file="t.txt")
+    with pytest.raises(ValueError, match="demo is not a recipe of --model lbl"):
+        RunSpec.from_recipe("lbl", "demo", output_dir="out")
+    assert RunSpec.from_recipe(output_dir="out", train_file="t.txt").model_type == "nplm"
+
+
 def test_the_time_budget_rule_comes_with_a_budget_only():
     assert MODEL_TYPES["nplm"].recipes[DEFAULT_RECIPE].training["max_time_within_epoch"] is True
     assert spec_of("--model", "nplm").training.max_time_within_epoch is False

@@ -16,6 +16,20 @@ RECIPES = {
                   "weight_decay": 1e-4},
         tokenizer={"min_frequency": 4},
     ),
+    "demo": TrainingRecipe(
+        "`make demo`: Bengio et al. 2003's MLP9 shape (n = 5, m = 30, h = 100, no direct connections) on "
+        "Brown with their split and words of frequency <= 3 merged, trained with Adam (Kingma & Ba 2015) at "
+        "2e-3 decaying linearly to 0 over 10 epochs of 8 x 64 targets per update, stopped early on "
+        "validation; with the Kneser-Ney 5-gram and its mixture",
+        training={"optimizer": "adam", "learning_rate": 2e-3, "lr_scheduler": "linear", "weight_decay": 0.0,
+                  "max_grad_norm": 1.0, "batch_size": 8, "block_size": 64, "eval_batch_size": 64,
+                  "num_epochs": 10, "early_stopping_patience": 1, "logging_steps": 50, "seed": 0,
+                  "ngram_mixture": True},
+        model={"context_size": 4, "embedding_size": 30, "hidden_size": 100, "direct_connections": False,
+               "dropout": 0.0},
+        tokenizer={"min_frequency": 4},
+        data={"corpus": "brown"},
+    ),
 }
 
 MODEL_TYPE = ModelType(NPLMConfig, NPLMModel, causal_lm_class=NPLMForCausalLM, recipes=RECIPES)
