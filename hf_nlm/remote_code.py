@@ -30,10 +30,6 @@ MODEL_CODE_FILE = "hf_nlm_model.py"
 TOKENIZER_CODE_FILE = "hf_nlm_tokenizer.py"
 CODE_FILES = (MODEL_CODE_FILE, TOKENIZER_CODE_FILE)
 
-#: The pip name of a package whose import name differs from it.
-_PIP_NAMES = {"hf_nlm": "hf-nlm"}
-
-
 def model_auto_map(config_class: type) -> tuple[dict[str, str], list[type]] | None:
     """``config.json``'s ``auto_map`` for a config of ``config_class`` and the classes it names:
     ``AutoConfig``, and each of ``AutoModel``, ``AutoModelForCausalLM``, ``AutoModelForSeq2SeqLM`` that
@@ -96,7 +92,7 @@ def code_file_text(classes: Iterable[type]) -> str:
     for cls in classes:
         by_module.setdefault(cls.__module__, []).append(cls.__name__)
     packages = sorted({module.split(".")[0] for module in by_module})
-    pip_names = " ".join(_PIP_NAMES.get(p, p) for p in packages)
+    pip_names = " ".join(p.replace("_", "-") for p in packages)  # pip's spelling of hf_nlm: hf-nlm
     imports = "\n".join(f"    from {module} import {', '.join(sorted(names))}"
                         for module, names in sorted(by_module.items()))
     return (
