@@ -26,6 +26,7 @@ from .heads import HEAD_REGISTRY, check_head_config
 from .heads.split import SplitSoftmaxOptions
 from .heads.tree import TreeSoftmaxOptions
 from .hub.model_card import CardText
+from .remote_code import write_model_code
 
 
 @functools.cache
@@ -150,8 +151,21 @@ class NLMConfig(PreTrainedConfig, SplitSoftmaxOptions, TreeSoftmaxOptions):
             ) from None
 
     def save_pretrained(self, save_directory: str | os.PathLike, push_to_hub: bool = False, **kwargs):
+        """transformers' ``save_pretrained``, refusing a config that would not load back, and writing the
+        ``auto_map`` and the code file that let the folder load without ``import hf_nlm``
+        (``trust_remote_code=True``: :mod:`hf_nlm.remote_code`). The code file is written first, so that
+        ``push_to_hub=True`` uploads it with ``config.json``."""
         self.check_savable(save_directory)
+        auto_map = None if os.path.isfile(save_directory) else write_model_code(save_directory, type(self))
+        if auto_map is not None:  # (transformers refuses a file as the folder with its own message)
+            self.auto_map = auto_map
         return super().save_pretrained(save_directory, push_to_hub=push_to_hub, **kwargs)
+
+    @classmethod
+    def register_for_auto_class(cls, auto_class="AutoConfig"):
+        """Nothing: :meth:`save_pretrained` writes this package's auto_map itself. transformers calls this on
+        a class it loaded as remote code; its own version would make every later save copy the defining
+        module, whose relative imports of the rest of the package do not load from a model folder."""
 
     # --------------------------------------------------------------- checks (run at construction and at save)
     def validate_vocab_size(self):

@@ -505,6 +505,13 @@ class NLMPreTrainedModel(PreTrainedModel):
             write_model_card(save_directory, self.config, num_parameters=self.num_parameters())
         return saved
 
+    @classmethod
+    def register_for_auto_class(cls, auto_class="AutoModel"):
+        """Nothing: the config's ``save_pretrained`` writes this package's auto_map
+        (:mod:`hf_nlm.remote_code`). transformers calls this on a class it loaded as remote code; its own
+        version would make every later save copy the defining module, whose relative imports of the rest of
+        the package do not load from a model folder."""
+
     def push_to_hub(self, repo_id: str, **kwargs):
         """``transformers``' ``push_to_hub`` (same arguments), uploading this package's model card, not a
         generic one: :func:`hf_nlm.hub.push_model`. A card already in the repo is kept."""

@@ -18,15 +18,17 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..remote_code import CODE_FILES
 from .model_card import CARD_NAME, RESULTS_NAME, CorpusCard, named_corpus, write_run_card
 
 # The files of a run folder that are uploaded (top level only): the model, tokenizer, generation config,
-# card, results, curves and a build-tree run's word tree. Checkpoints, best_model/ and log.jsonl stay local.
+# the code files their auto_maps name (loading without `import hf_nlm`), card, results, curves and a
+# build-tree run's word tree. Checkpoints, best_model/ and log.jsonl stay local.
 RUN_FILE_PATTERNS = (
     "config.json", "generation_config.json", "model.safetensors", "model-*-of-*.safetensors",
     "model.safetensors.index.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-    "vocab.json", "vocab.txt", "merges.txt", "added_tokens.json", "chat_template.jinja", CARD_NAME,
-    RESULTS_NAME, "curves.png", "word_tree.json",
+    "vocab.json", "vocab.txt", "merges.txt", "added_tokens.json", "chat_template.jinja", *CODE_FILES,
+    CARD_NAME, RESULTS_NAME, "curves.png", "word_tree.json",
 )
 LOAD_PLACEHOLDER = "path/to/this/folder"  # what the card's "How to load" names until the model has a repo id
 NO_TOKEN = (

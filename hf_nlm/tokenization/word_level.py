@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
+from ..remote_code import write_tokenizer_code
 from .detokenizer import word_decoder
 from .files import check_tokenizer_files
 
@@ -38,6 +39,21 @@ class NLMTokenizerFast(PreTrainedTokenizerFast):
         if pretrained_model_name_or_path is not None and os.path.isdir(pretrained_model_name_or_path):
             check_tokenizer_files(pretrained_model_name_or_path)
         return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        """transformers' ``save_pretrained``, with ``tokenizer_config.json``'s ``auto_map`` and the code file
+        it names, so that ``AutoTokenizer.from_pretrained(folder, trust_remote_code=True)`` loads this class
+        in a process that has not imported hf_nlm (:mod:`hf_nlm.remote_code`), a folder of tokenizer files
+        alone included."""
+        if not os.path.isfile(save_directory):  # transformers refuses a file with its own message
+            self._auto_map = write_tokenizer_code(save_directory, type(self))
+        return super().save_pretrained(save_directory, *args, **kwargs)
+
+    @classmethod
+    def register_for_auto_class(cls, auto_class="AutoTokenizer"):
+        """Nothing: :meth:`save_pretrained` writes this package's auto_map itself. transformers calls this on
+        a class it loaded as remote code; its own version would make every later save copy the defining
+        module, whose relative imports of the rest of the package do not load from a model folder."""
 
 
 def wrap_tokenizer(

@@ -188,7 +188,8 @@ def test_push_run_commits_the_run_files_and_its_card(hub, run_dir):
     assert [c["summary"] for c in hub.commits] == ["first upload"]
     committed = hub.commits[0]["files"]
     assert set(committed) == {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
-                              "tokenizer_config.json", "README.md", "results.json", "curves.png"}
+                              "tokenizer_config.json", "README.md", "results.json", "curves.png",
+                              "hf_nlm_model.py", "hf_nlm_tokenizer.py"}  # the code files of the auto_maps
     for name in set(committed) - {"README.md"}:  # byte for byte what the run folder holds
         assert committed[name] == (run_dir / name).read_bytes(), name
     assert hub.repos["someone/nplm-toy"]["private"] is True
