@@ -202,11 +202,11 @@ class NLMConfig(PreTrainedConfig, SplitSoftmaxOptions, TreeSoftmaxOptions):
 
     def validate_generation_ids(self):
         # The generation config names these ids; one past the vocabulary would fail inside generate().
-        ids = ([] if self.unk_token_id is None else [self.unk_token_id]) + list(self.first_step_suppressed_ids or [])
-        wrong = [i for i in ids if not 0 <= i < self.vocab_size]
+        ids = [self.unk_token_id] if self.unk_token_id is not None else []
+        wrong = [i for i in ids + list(self.first_step_suppressed_ids or []) if not 0 <= i < self.vocab_size]
         if wrong:
-            raise ValueError(f"{type(self).__name__}: unk_token_id and first_step_suppressed_ids must be token "
-                             f"ids below vocab_size ({self.vocab_size}), got {wrong}")
+            raise ValueError(f"{type(self).__name__}: unk_token_id and first_step_suppressed_ids must be "
+                             f"token ids below vocab_size ({self.vocab_size}), got {wrong}")
 
     def require_positive(self, *names: str, what: dict[str, str] | None = None) -> None:
         """Raise ``ValueError`` unless every field in ``names`` is >= 1 (``what`` glosses a name)."""

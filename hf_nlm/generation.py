@@ -4,13 +4,13 @@ check of search and sampling settings that ``hf-nlm generate`` and the web demo 
 
 Everything that makes a small model's continuation read as text lives in its ``generation_config``, as plain
 ``GenerationConfig`` fields, which ``save_pretrained`` writes to ``generation_config.json``, so
-``model.generate(ids)``, ``pipeline("text-generation")`` and ``hf-nlm generate`` read the same settings and give
-the same continuation. The model class makes them from its config when it is built
-(``NLMPreTrainedModel.__init__``, where transformers makes a model's generation config from its config), so a
-model built directly, by ``AutoModelForCausalLM.from_config``, or by ``train(spec)`` has them alike; the token ids
-they name come from the config (``unk_token_id``, ``first_step_suppressed_ids``), which
-``NLMConfig.from_tokenizer`` fills from the tokenizer. ``generate()`` arguments (and the command line's flags)
-override each of them.
+``model.generate(ids)``, ``pipeline("text-generation")`` and ``hf-nlm generate`` read the same settings and
+give the same continuation. The model class makes them from its config when it is built
+(``NLMPreTrainedModel.__init__``, where transformers makes a model's generation config from its config), so
+a model built directly, by ``AutoModelForCausalLM.from_config`` or by ``train(spec)`` has them alike; the
+token ids they name come from the config (``unk_token_id``, ``first_step_suppressed_ids``), which
+``NLMConfig.from_tokenizer`` fills from the tokenizer. ``generate()`` arguments (and the command line's
+flags) override each of them.
 
 Why each one (the measurements: docs/generation.md, ``benchmarks/generation_defaults.py``):
 
@@ -31,8 +31,8 @@ Why each one (the measurements: docs/generation.md, ``benchmarks/generation_defa
   continuations, for the same 0%).
 * ``no_repeat_ngram_size=3``: no 3-gram twice (as BART's summarisation checkpoints): beam search from a small
   LM otherwise settles into a loop.
-* ``suppress_tokens=[unk_token_id]``: the unknown-word token stands for every word outside the vocabulary at once, so
-  after many contexts it is the likeliest "word", and it reads as nothing. A numeracy tokenizer's
+* ``suppress_tokens=[unk_token_id]``: the unknown-word token stands for every word outside the vocabulary at
+  once, so after many contexts it is the likeliest "word", and it reads as nothing. A numeracy tokenizer's
   ``<unk_num>`` stays: an open-vocabulary numeral strategy writes an unseen numeral there.
 
 Sampling settings (``top_k``, ``temperature``) and beam-only ones (``length_penalty``) are not saved:

@@ -572,6 +572,16 @@ class NLMPreTrainedModel(PreTrainedModel):
         embeddings = super().resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
         if resizing:
             self.config.tokenizer_fingerprint = None  # another vocabulary now: check_tokenizer compares sizes
+            # A cut vocabulary loses the ids of the generation settings past its end, as its config does.
+            kept = [i for i in self.config.first_step_suppressed_ids or [] if i < size]
+            self.config.first_step_suppressed_ids = kept or None
+            if self.config.unk_token_id is not None and self.config.unk_token_id >= size:
+                self.config.unk_token_id = None
+            if self.can_generate():  # and so do the token lists of the generation config
+                for name in ("begin_suppress_tokens", "suppress_tokens"):
+                    ids = getattr(self.generation_config, name)
+                    if ids is not None:
+                        setattr(self.generation_config, name, [i for i in ids if i < size] or None)
         if resizing and head is not None:
             # A tied head weight is already the new embedding (super() re-tied it); resize() keeps it.
             head.resize(embeddings.num_embeddings, mean_init=mean_resizing)

@@ -350,7 +350,7 @@ def build_model(spec: RunSpec, tokenizer, train_texts=None):
     lm_class = MODEL_TYPES[spec.model_type].lm_class
     check_training_memory(lm_class, config, tree=tree, training=spec.training)
     torch.manual_seed(spec.training.seed)
-    return lm_class(config, tree=tree)  # its generation settings from the config (NLMPreTrainedModel.__init__)
+    return lm_class(config, tree=tree)  # generation settings from the config: NLMPreTrainedModel.__init__
 
 
 def train_data_tree(spec: RunSpec, mode: str = "adaptive", eps: float = 0.0,
