@@ -22,11 +22,13 @@ from typing import ClassVar
 from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
 
+from .generation import tokenizer_generation_ids
 from .heads import HEAD_REGISTRY, check_head_config
 from .heads.split import SplitSoftmaxOptions
 from .heads.tree import TreeSoftmaxOptions
 from .hub.model_card import CardText
 from .remote_code import write_model_code
+from .tokenization import tokenizer_fingerprint
 
 
 @functools.cache
@@ -75,6 +77,17 @@ class NLMConfig(PreTrainedConfig, SplitSoftmaxOptions, TreeSoftmaxOptions):
             The sentence-boundary / end-of-sentence / padding token (the word-level tokenizers here use one
             `<eos>` for all three). Feed-forward models fill the context before the start of the input with
             `bos_token_id`, as an n-gram model pads with <s>.
+        unk_token_id (`int`, *optional*, defaults to 0):
+            The unknown-word token (`<unk>`, id 0 in the word-level tokenizers here), which the model's
+            generation config suppresses (`suppress_tokens`): it stands for every word outside the vocabulary
+            at once, so after many contexts it is the likeliest "word", and it reads as nothing. `None`
+            suppresses nothing.
+        first_step_suppressed_ids (`list[int]`, *optional*):
+            The tokens a continuation may not start with (`begin_suppress_tokens` of the model's generation
+            config): the tokenizer's punctuation tokens but the comma
+            (`hf_nlm.generation.first_step_suppressed_ids`), so that a prompt that reads as a whole sentence
+            is not answered by "." and the end of the text. Set from the tokenizer by
+            [`~NLMConfig.from_tokenizer`]; `None` refuses none.
         tokenizer_fingerprint (`str`, *optional*):
             The sha256 of the vocabulary of the tokenizer the model was trained with
             (`hf_nlm.tokenization.tokenizer_fingerprint`), written by `hf-nlm train` and the trainer.
@@ -98,6 +111,8 @@ class NLMConfig(PreTrainedConfig, SplitSoftmaxOptions, TreeSoftmaxOptions):
     bos_token_id: int | None = 1
     eos_token_id: int | list[int] | None = 1
     pad_token_id: int | None = 1
+    unk_token_id: int | None = 0
+    first_step_suppressed_ids: list[int] | None = None
     tokenizer_fingerprint: str | None = None
 
     def __post_init__(self, **kwargs):
@@ -107,6 +122,23 @@ class NLMConfig(PreTrainedConfig, SplitSoftmaxOptions, TreeSoftmaxOptions):
         # @strict runs the validators after __init__ too, but wraps their errors in its own exception
         # type; running them here first gives the user the plain ValueError that names the field.
         self.check()
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer, **fields):
+        """A config for a model over ``tokenizer``'s vocabulary: its size, its special token ids (bos and pad
+        are the eos token where the tokenizer has none, as the word-level tokenizers here use one `<eos>` for
+        all three), the ids the generation settings name (``unk_token_id``, ``first_step_suppressed_ids``)
+        and its fingerprint; ``fields`` set the rest (and may override any of these)."""
+        eos = tokenizer.eos_token_id
+        derived = {
+            "vocab_size": len(tokenizer),
+            "bos_token_id": tokenizer.bos_token_id if tokenizer.bos_token_id is not None else eos,
+            "eos_token_id": eos,
+            "pad_token_id": tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos,
+            **tokenizer_generation_ids(tokenizer),
+            "tokenizer_fingerprint": tokenizer_fingerprint(tokenizer),
+        }
+        return cls(**{**derived, **fields})
 
     @classmethod
     def field_type_error(cls, values: dict) -> str | None:
@@ -181,6 +213,14 @@ class NLMConfig(PreTrainedConfig, SplitSoftmaxOptions, TreeSoftmaxOptions):
 
     def validate_head(self):
         check_head_config(self, type(self).__name__)
+
+    def validate_generation_ids(self):
+        # The generation config names these ids; one past the vocabulary would fail inside generate().
+        ids = [self.unk_token_id] if self.unk_token_id is not None else []
+        wrong = [i for i in ids + list(self.first_step_suppressed_ids or []) if not 0 <= i < self.vocab_size]
+        if wrong:
+            raise ValueError(f"{type(self).__name__}: unk_token_id and first_step_suppressed_ids must be "
+                             f"token ids below vocab_size ({self.vocab_size}), got {wrong}")
 
     def require_positive(self, *names: str, what: dict[str, str] | None = None) -> None:
         """Raise ``ValueError`` unless every field in ``names`` is >= 1 (``what`` glosses a name)."""

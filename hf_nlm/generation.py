@@ -1,19 +1,28 @@
-"""The generation settings a trained model is saved with (:func:`set_generation_defaults`), and the check of
-search and sampling settings that ``hf-nlm generate`` and the web demo make before generating
+"""The generation settings every model of this package is built with (:func:`generation_defaults`), and the
+check of search and sampling settings that ``hf-nlm generate`` and the web demo make before generating
 (:func:`check_generation_settings`).
 
-Everything that makes a small model's continuation read as text lives in its ``generation_config.json``, as
-plain ``GenerationConfig`` fields, so ``model.generate(ids)``, ``pipeline("text-generation")`` and ``hf-nlm
-generate`` read the same settings and give the same continuation. ``generate()`` arguments (and the command
-line's flags) override each of them.
+Everything that makes a small model's continuation read as text lives in its ``generation_config``, as plain
+``GenerationConfig`` fields, which ``save_pretrained`` writes to ``generation_config.json``, so
+``model.generate(ids)``, ``pipeline("text-generation")`` and ``hf-nlm generate`` read the same settings and
+give the same continuation. The model class makes them from its config when it is built
+(``NLMPreTrainedModel.__init__``, where transformers makes a model's generation config from its config), so
+a model built directly, by ``AutoModelForCausalLM.from_config`` or by ``train(spec)`` has them alike; the
+token ids they name come from the config (``unk_token_id``, ``first_step_suppressed_ids``), which
+``NLMConfig.from_tokenizer`` fills from the tokenizer. ``generate()`` arguments (and the command line's
+flags) override each of them.
 
 Why each one (the measurements: docs/generation.md, ``benchmarks/generation_defaults.py``):
 
 * ``do_sample=False``: greedy or beam search. ``pipeline`` samples (temperature 0.7) for every model whose
   generation config leaves ``do_sample`` unset, so it is written out.
-* ``max_new_tokens=20``: a continuation of 20 tokens at most (left unset, ``generate()`` warns and takes 20 of
-  its own, ``pipeline`` 256).
-* ``min_new_tokens=1``: never an empty continuation (``<eos>`` is refused at the first step).
+* ``max_new_tokens=20``: a continuation of 20 tokens at most whatever the prompt's length (left unset,
+  ``generate()`` warns and takes 20 of its own, ``pipeline`` 256). It is a count of new tokens, not a
+  ``max_length``: a saved total length would refuse every prompt as long as it. It is a default only: a call
+  that gives ``max_length`` (as lm-evaluation-harness does, prompt + ``max_gen_toks``) stops at that total,
+  although transformers would let the saved ``max_new_tokens`` win (``NLMPreTrainedModel.generate``).
+* ``min_new_tokens=1``: never an empty continuation (``<eos>`` is refused at the first step). A saved minimum
+  never exceeds the new tokens a call's maximum leaves (it would only make transformers warn).
 * ``begin_suppress_tokens``: the punctuation tokens but the comma (:func:`first_step_suppressed_ids`), refused
   at the first step, so that a continuation starts with a word or goes on with a comma. A prompt that reads as
   a whole sentence ("in the last year") otherwise gets "." and the end of the text from beam search: 40% of
@@ -22,8 +31,8 @@ Why each one (the measurements: docs/generation.md, ``benchmarks/generation_defa
   continuations, for the same 0%).
 * ``no_repeat_ngram_size=3``: no 3-gram twice (as BART's summarisation checkpoints): beam search from a small
   LM otherwise settles into a loop.
-* ``suppress_tokens=[unk]``: the unknown-word token stands for every word outside the vocabulary at once, so
-  after many contexts it is the likeliest "word", and it reads as nothing. A numeracy tokenizer's
+* ``suppress_tokens=[unk_token_id]``: the unknown-word token stands for every word outside the vocabulary at
+  once, so after many contexts it is the likeliest "word", and it reads as nothing. A numeracy tokenizer's
   ``<unk_num>`` stays: an open-vocabulary numeral strategy writes an unseen numeral there.
 
 Sampling settings (``top_k``, ``temperature``) and beam-only ones (``length_penalty``) are not saved:
@@ -78,17 +87,33 @@ def first_step_suppressed_ids(tokenizer) -> list[int]:
     return [i for i, text in zip(ids, texts, strict=True) if text.strip() not in CONTINUING_PUNCTUATION]
 
 
+def tokenizer_generation_ids(tokenizer) -> dict:
+    """The model config fields the generation settings read, from ``tokenizer``: ``unk_token_id`` (suppressed)
+    and ``first_step_suppressed_ids`` (:func:`first_step_suppressed_ids`, refused at the first step)."""
+    return {"unk_token_id": tokenizer.unk_token_id,
+            "first_step_suppressed_ids": first_step_suppressed_ids(tokenizer) or None}
+
+
+def generation_defaults(config) -> dict:
+    """The generation settings of the module docstring for a model with ``config`` (an ``NLMConfig``), as
+    ``GenerationConfig`` fields: what every model of this package's ``generation_config`` starts from."""
+    unk = getattr(config, "unk_token_id", None)
+    first = getattr(config, "first_step_suppressed_ids", None)
+    return {"do_sample": False, "max_new_tokens": MAX_NEW_TOKENS, "min_new_tokens": MIN_NEW_TOKENS,
+            "no_repeat_ngram_size": NO_REPEAT_NGRAM_SIZE,
+            "begin_suppress_tokens": list(first) if first else None,
+            "suppress_tokens": [unk] if unk is not None else None}
+
+
 def set_generation_defaults(model, tokenizer) -> None:
-    """Write the generation settings of the module docstring into ``model.generation_config`` (saved with
-    the model by ``save_pretrained``), for ``tokenizer``'s special and punctuation tokens."""
-    config = model.generation_config
-    config.do_sample = False
-    config.max_new_tokens = MAX_NEW_TOKENS
-    config.min_new_tokens = MIN_NEW_TOKENS
-    config.no_repeat_ngram_size = NO_REPEAT_NGRAM_SIZE
-    config.begin_suppress_tokens = first_step_suppressed_ids(tokenizer) or None
-    if tokenizer.unk_token_id is not None:
-        config.suppress_tokens = [tokenizer.unk_token_id]
+    """Give ``model`` the generation settings of the module docstring for ``tokenizer``: its config takes the
+    tokenizer's ids (:func:`tokenizer_generation_ids`) and its ``generation_config`` the settings
+    (:func:`generation_defaults`), both saved by ``save_pretrained``. A model whose config was made by
+    ``NLMConfig.from_tokenizer`` has them from construction; this is for one whose config was not, or an old
+    checkpoint whose ``generation_config.json`` lacks them."""
+    for name, value in tokenizer_generation_ids(tokenizer).items():
+        setattr(model.config, name, value)
+    model.generation_config.update(**generation_defaults(model.config))
 
 
 #: The temperatures sampling takes, both ends included. ``generate()`` divides the float32 logits by the
@@ -150,4 +175,5 @@ def check_generation_settings(do_sample: bool = False, num_beams: int | None = 1
 
 __all__ = ["CONTINUING_PUNCTUATION", "MAX_NEW_TOKENS", "MAX_TEMPERATURE", "MIN_NEW_TOKENS", "MIN_TEMPERATURE",
            "NO_REPEAT_NGRAM_SIZE", "SAMPLING_DEFAULTS", "check_generation_settings",
-           "first_step_suppressed_ids", "is_punctuation", "punctuation_token_ids", "set_generation_defaults"]
+           "first_step_suppressed_ids", "generation_defaults", "is_punctuation", "punctuation_token_ids",
+           "set_generation_defaults", "tokenizer_generation_ids"]

@@ -23,6 +23,7 @@ from transformers.generation import GenerationMode
 from transformers.modeling_outputs import CausalLMOutputWithPast
 from transformers.utils import ModelOutput
 
+from .generation import generation_defaults
 from .heads import TREE_FIELDS, OutputHead, Targets, build_head
 from .saved_files import check_json_files, read_json
 from .trees import WordTree
@@ -250,6 +251,10 @@ ROLLBACK_MODES = {
 }
 
 
+#: The fields that set how long a continuation is, as ``generate()`` takes them.
+LENGTH_FIELDS = ("max_length", "max_new_tokens", "min_length", "min_new_tokens")
+
+
 class NLMPreTrainedModel(PreTrainedModel):
     """Base class of the hf_nlm models.
 
@@ -268,6 +273,21 @@ class NLMPreTrainedModel(PreTrainedModel):
     #: refuses the :data:`ROLLBACK_MODES`), and evaluation streams the text as columns with the state carried
     #: over (``hf_nlm.data.batching``).
     is_stateful: bool = False
+    #: The length fields (``max_length``, ``max_new_tokens``, ``min_length``, ``min_new_tokens``) the running
+    #: ``generate()`` call gives itself, as opposed to those it takes from ``generation_config``.
+    _lengths_asked: frozenset = frozenset()
+
+    def __init__(self, config, *inputs, **kwargs):
+        """transformers' ``PreTrainedModel.__init__``, which makes the model's ``generation_config`` from its
+        config (``GenerationConfig.from_model_config``); then the package's generation settings, read from the
+        same config (:func:`hf_nlm.generation.generation_defaults`), so that every model of this package,
+        however it is built (``train(spec)``, ``AutoModelForCausalLM.from_config``, the class itself) and
+        trained (``Trainer`` included), saves them with ``save_pretrained``."""
+        super().__init__(config, *inputs, **kwargs)
+        if self.can_generate():
+            self.generation_config.update(**generation_defaults(self.config))
+            # Recorded as unchanged since it was made from the config, as transformers records its own.
+            self.generation_config._original_object_hash = hash(self.generation_config)
 
     # ------------------------------------------------------------------ the output head
     def _build_head(self, in_features: int, **head_kwargs) -> OutputHead:
@@ -472,6 +492,11 @@ class NLMPreTrainedModel(PreTrainedModel):
         except SafetensorError as err:
             raise OSError(_corrupted_weights_message(folder, pretrained_model_name_or_path, err)) from None
         model = loaded[0] if kwargs.get("output_loading_info") else loaded
+        if (folder is not None and model.can_generate() and kwargs.get("generation_config") is None
+                and not os.path.isfile(os.path.join(folder, "generation_config.json"))):
+            # transformers then makes the generation config from config.json alone, without the settings
+            # __init__ gave the model; a saved generation_config.json is kept as it is.
+            model.generation_config.update(**generation_defaults(model.config))
         check_finite_weights(model, lambda key: _weights_file(folder, pretrained_model_name_or_path, key))
         head = getattr(model, "lm_head", None)
         if isinstance(head, OutputHead):
@@ -554,6 +579,16 @@ class NLMPreTrainedModel(PreTrainedModel):
         embeddings = super().resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
         if resizing:
             self.config.tokenizer_fingerprint = None  # another vocabulary now: check_tokenizer compares sizes
+            # A cut vocabulary loses the ids of the generation settings past its end, as its config does.
+            kept = [i for i in self.config.first_step_suppressed_ids or [] if i < size]
+            self.config.first_step_suppressed_ids = kept or None
+            if self.config.unk_token_id is not None and self.config.unk_token_id >= size:
+                self.config.unk_token_id = None
+            if self.can_generate():  # and so do the token lists of the generation config
+                for name in ("begin_suppress_tokens", "suppress_tokens"):
+                    ids = getattr(self.generation_config, name)
+                    if ids is not None:
+                        setattr(self.generation_config, name, [i for i in ids if i < size] or None)
         if resizing and head is not None:
             # A tied head weight is already the new embedding (super() re-tied it); resize() keeps it.
             head.resize(embeddings.num_embeddings, mean_init=mean_resizing)
@@ -581,7 +616,12 @@ class NLMPreTrainedModel(PreTrainedModel):
 
         The modes of :data:`ROLLBACK_MODES` are refused with a ``ValueError`` naming the mode, before
         transformers starts: they need a cache that can be cut back, and a recurrent state
-        (:attr:`is_stateful`) cannot be, while the window models keep no cache at all."""
+        (:attr:`is_stateful`) cannot be, while the window models keep no cache at all.
+
+        A length the call gives decides the length (:meth:`_prepare_generated_length`): ``max_length=L``
+        (as lm-evaluation-harness passes, prompt + ``max_gen_toks``) stops at L tokens in all, although the
+        saved ``max_new_tokens`` would win in transformers' own precedence; ``max_new_tokens=N`` gives N; and
+        a saved ``min_new_tokens`` is cut to the new tokens the call's maximum leaves."""
         for name in ("num_beams", "num_return_sequences"):
             value = kwargs.get(name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -606,7 +646,8 @@ class NLMPreTrainedModel(PreTrainedModel):
         for given in (ids, kwargs.get("decoder_input_ids")):
             if isinstance(given, torch.Tensor) and given.dtype in (torch.long, torch.int):
                 self.check_inputs(given)
-        mode = self._generation_mode(kwargs)
+        passed = kwargs.get("generation_config", args[1] if len(args) > 1 else None)
+        mode = self._generation_mode(kwargs, passed)
         if mode in ROLLBACK_MODES:
             kept = ("carries a recurrent state, which cannot be rolled back to a shorter prefix"
                     if self.is_stateful else "keeps no cache: each step reads its window of last words again")
@@ -616,15 +657,49 @@ class NLMPreTrainedModel(PreTrainedModel):
                 "sampling or beam search"
             )
         self._generating = True
+        self._lengths_asked = frozenset(
+            name for name in LENGTH_FIELDS
+            if kwargs.get(name) is not None or getattr(passed, name, None) is not None
+        )
         try:
             return super().generate(*args, **kwargs)
         finally:
             self._generating = False
+            self._lengths_asked = frozenset()
 
-    def _generation_mode(self, kwargs: dict) -> GenerationMode:
+    def _prepare_generated_length(self, generation_config, has_default_max_length, has_default_min_length,
+                                  model_input_name, input_ids_length, inputs_tensor):
+        """transformers' step that turns the length fields into ``max_length`` / ``min_length`` for this
+        prompt, with the call's own lengths put first (:meth:`generate` records which the call gives).
+
+        transformers lets a ``max_new_tokens`` win over a ``max_length`` wherever each comes from, so the
+        saved default of 20 new tokens would override a caller's ``max_length`` (lm-evaluation-harness asks
+        for prompt + ``max_gen_toks`` tokens and got 20 new ones whatever it asked). Here a ``max_length``
+        (``min_length``) the call gives without ``max_new_tokens`` (``min_new_tokens``) sets aside the saved
+        count of new tokens. Then a ``min_new_tokens`` the call did not give is cut to the new tokens its
+        maximum leaves: the maximum stops generation either way, and the longer minimum would only make
+        transformers warn that the lengths cannot both be met."""
+        asked = self._lengths_asked
+        if "max_length" in asked and "max_new_tokens" not in asked:
+            generation_config.max_new_tokens = None
+        if "min_length" in asked and "min_new_tokens" not in asked:
+            generation_config.min_new_tokens = None
+        generation_config = super()._prepare_generated_length(
+            generation_config=generation_config, has_default_max_length=has_default_max_length,
+            has_default_min_length=has_default_min_length, model_input_name=model_input_name,
+            input_ids_length=input_ids_length, inputs_tensor=inputs_tensor,
+        )
+        room = generation_config.max_length - input_ids_length
+        if (not asked & {"min_length", "min_new_tokens"} and generation_config.min_new_tokens is not None
+                and generation_config.min_new_tokens > room >= 0):
+            generation_config.min_new_tokens = room
+            generation_config.min_length = input_ids_length + room
+        return generation_config
+
+    def _generation_mode(self, kwargs: dict, passed=None) -> GenerationMode:
         """The mode ``generate(**kwargs)`` runs in, as transformers decides it: from the generation config
-        (the saved one, or ``generation_config=``) updated by the keyword arguments."""
-        config = copy.copy(kwargs.get("generation_config") or self.generation_config)
+        (the saved one, or the one the call passes) updated by the keyword arguments."""
+        config = copy.copy(passed or self.generation_config)
         for name, value in kwargs.items():
             if hasattr(config, name):  # set, not update(): transformers validates the values itself
                 setattr(config, name, value)

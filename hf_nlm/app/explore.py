@@ -353,7 +353,7 @@ def next_words(run: Run, prompt: str, k: int = 10) -> dict:
 
 def suppressed_ids(run: Run) -> list[int]:
     """The tokens the run's generation never writes (its generation config's ``suppress_tokens``:
-    ``<unk>``, :func:`hf_nlm.generation.set_generation_defaults`)."""
+    ``<unk>``, :func:`hf_nlm.generation.generation_defaults`)."""
     return sorted({int(i) for i in run.model.generation_config.suppress_tokens or []})
 
 

@@ -17,8 +17,9 @@ from .arguments import add_folder_command, add_generation_arguments, fail, load_
 GIVEN_SETTINGS = ("num_beams", "max_new_tokens", "min_new_tokens", "no_repeat_ngram_size")
 
 #: The lengths ``hf-nlm generate`` gives a model whose generation config names none (neither the number of new
-#: tokens nor a total length): the library's defaults, which :func:`hf_nlm.generation.set_generation_defaults`
-#: saves. Each: (the total-length field that also names one, the length).
+#: tokens nor a total length): the library's defaults, which every model's generation config starts from
+#: (:func:`hf_nlm.generation.generation_defaults`). Each: (the total-length field that also names one, the
+#: length).
 LENGTH_FALLBACKS = {"max_new_tokens": ("max_length", MAX_NEW_TOKENS),
                     "min_new_tokens": ("min_length", MIN_NEW_TOKENS)}
 
@@ -117,8 +118,8 @@ def generation_settings(args: argparse.Namespace) -> dict:
 
 def with_saved_defaults(args: argparse.Namespace, settings: dict, generation_config) -> dict:
     """``settings`` for a model with ``generation_config``: the lengths of :data:`LENGTH_FALLBACKS` where
-    neither the flags nor the config name one (a model saved without
-    :func:`hf_nlm.generation.set_generation_defaults`), checked against the values the config gives the
+    neither the flags nor the config name one (a model saved without the library's generation settings,
+    :func:`hf_nlm.generation.generation_defaults`), checked against the values the config gives the
     settings left out (``--min-new-tokens 30`` over a saved ``max_new_tokens`` of 20 ends the command with a
     usage error)."""
     settings = dict(settings)

@@ -29,7 +29,6 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ..generation import set_generation_defaults
 from ..hub.model_card import BASELINE_KEY
 from ..models import MODEL_TYPES
 from ..saved_files import check_json_files
@@ -303,7 +302,6 @@ def train_tokenizer(spec: RunSpec, texts):
 def build_config(spec: RunSpec, tokenizer):
     """The model configuration ``spec`` describes, sized for ``tokenizer`` (no tree shape yet)."""
     from ..heads import HEAD_REGISTRY
-    from ..tokenization import tokenizer_fingerprint
 
     config_class = MODEL_TYPES[spec.model_type].config_class
     fields = dict(spec.model)
@@ -318,15 +316,8 @@ def build_config(spec: RunSpec, tokenizer):
     if any(f.name == "numeral_vocab" for f in dataclasses.fields(config_class)):
         # Which ids are numerals, from a numeracy tokenizer (None from another: a numeral head then says so).
         fields["numeral_vocab"] = getattr(tokenizer, "numeral_vocab", None)
-    eos = tokenizer.eos_token_id
-    return config_class(
-        vocab_size=len(tokenizer),
-        bos_token_id=tokenizer.bos_token_id if tokenizer.bos_token_id is not None else eos,
-        eos_token_id=eos,
-        pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos,
-        tokenizer_fingerprint=tokenizer_fingerprint(tokenizer),
-        **fields,
-    )
+    # The vocabulary size, the special ids, the ids the generation settings name and the fingerprint.
+    return config_class.from_tokenizer(tokenizer, **fields)
 
 
 def run_heads(model_type: str) -> list[str]:
@@ -387,7 +378,8 @@ def build_tree(spec: RunSpec, tokenizer, train_texts=None):
 def build_model(spec: RunSpec, tokenizer, train_texts=None):
     """A freshly initialised model (seeded with ``spec.training.seed``: the same weights on every process and
     every rerun) sized for ``tokenizer``, with its word tree (tree heads; ``train_texts`` for a Huffman tree),
-    its training memory checked first and its generation defaults set."""
+    its training memory checked first; its generation settings come from the config
+    (:func:`hf_nlm.generation.generation_defaults`)."""
     config = build_config(spec, tokenizer)
     tree = None
     if config.head == "tree":
@@ -398,9 +390,7 @@ def build_model(spec: RunSpec, tokenizer, train_texts=None):
     lm_class = MODEL_TYPES[spec.model_type].lm_class
     check_training_memory(lm_class, config, tree=tree, training=spec.training)
     torch.manual_seed(spec.training.seed)
-    model = lm_class(config, tree=tree)
-    set_generation_defaults(model, tokenizer)
-    return model
+    return lm_class(config, tree=tree)  # generation settings from the config: NLMPreTrainedModel.__init__
 
 
 def train_data_tree(spec: RunSpec, mode: str = "adaptive", eps: float = 0.0,

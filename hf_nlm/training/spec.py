@@ -320,7 +320,7 @@ DEFAULT_MODEL = "nplm"
 #: tree shape from the tree, tying from the head (a tree head cannot be tied).
 DERIVED_FIELDS = ("vocab_size", "bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings",
                   "use_cache", "tree_num_nodes", "tree_max_codes", "tree_max_depth", "numeral_vocab",
-                  "tokenizer_fingerprint")
+                  "unk_token_id", "first_step_suppressed_ids", "tokenizer_fingerprint")
 
 #: The word-tree settings of a tree head: ``tree`` (random, balanced or huffman), ``tree_file`` (a saved
 #: :class:`~hf_nlm.trees.WordTree`), ``tree_seed`` (of the random tree).

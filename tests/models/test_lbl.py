@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from plain_search import plain_search
 from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
 
 import hf_nlm
@@ -38,7 +39,7 @@ def tiny_lbl(diagonal: bool = False, **kw) -> LBLForCausalLM:
     torch.manual_seed(0)
     cfg = dict(vocab_size=V, context_size=3, hidden_size=4, diagonal_context=diagonal, initializer_range=0.5)
     cfg.update(kw)
-    model = LBLForCausalLM(LBLConfig(**cfg)).eval()
+    model = plain_search(LBLForCausalLM(LBLConfig(**cfg)).eval())
     with torch.no_grad():
         if model.lm_head.bias is not None:
             model.lm_head.bias.uniform_(-1, 1)  # non-zero b_w so the test sees it
@@ -49,7 +50,8 @@ def tiny_hlbl(tree: WordTree | None = None, **kw) -> HLBLForCausalLM:
     torch.manual_seed(0)
     cfg = dict(vocab_size=V, context_size=3, hidden_size=4, initializer_range=0.5)
     cfg.update(kw)
-    model = HLBLForCausalLM(HLBLConfig(**cfg), tree=tree if tree is not None else multi_code_tree()).eval()
+    model = plain_search(
+        HLBLForCausalLM(HLBLConfig(**cfg), tree=tree if tree is not None else multi_code_tree()).eval())
     with torch.no_grad():
         model.lm_head.bias.uniform_(-1, 1)
     return model
@@ -285,9 +287,9 @@ def test_beam_search_with_enough_beams_equals_exhaustive_search(body):
     common = dict(vocab_size=4, context_size=2, hidden_size=3, initializer_range=1.0, bos_token_id=0,
                   eos_token_id=None, pad_token_id=0)
     if body == "lbl":
-        model = LBLForCausalLM(LBLConfig(**common)).eval()
+        model = plain_search(LBLForCausalLM(LBLConfig(**common)).eval())
     else:
-        model = HLBLForCausalLM(HLBLConfig(**common), tree=balanced_tree(4)).eval()
+        model = plain_search(HLBLForCausalLM(HLBLConfig(**common), tree=balanced_tree(4)).eval())
     prompt, steps = [1, 3], 3
     best = max(itertools.product(range(4), repeat=steps),
                key=lambda c: sequence_logprob(model, prompt, list(c)))

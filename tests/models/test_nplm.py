@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from plain_search import plain_search
 from transformers import AutoConfig, AutoModelForCausalLM, pipeline
 
 import hf_nlm
@@ -18,7 +19,7 @@ def tiny(**kw) -> NPLMForCausalLM:
     cfg = dict(vocab_size=7, context_size=3, embedding_size=4, hidden_size=5, initializer_range=0.5,
                eos_token_id=None)
     cfg.update(kw)
-    return NPLMForCausalLM(NPLMConfig(**cfg)).eval()
+    return plain_search(NPLMForCausalLM(NPLMConfig(**cfg)).eval())
 
 
 def bengio_logits(model: NPLMForCausalLM, context: list[int]) -> torch.Tensor:

@@ -8,6 +8,7 @@ import json
 
 import pytest
 import torch
+from plain_search import plain_search
 
 from hf_nlm.heads import DigitSoftmaxHead, NumeralHierarchicalSoftmaxHead
 from hf_nlm.models import NumeracyLMConfig, NumeracyLMForCausalLM
@@ -722,7 +723,7 @@ def small_open_model(strategy: str) -> NumeracyLMForCausalLM:
     config = NumeracyLMConfig(vocab_size=8, embedding_size=D, hidden_size=D, numeral_strategy=strategy,
                               numeral_vocab=SMALL_NUMERALS, bos_token_id=1, eos_token_id=None, pad_token_id=0,
                               mog_components=2)
-    m = NumeracyLMForCausalLM(config).eval()
+    m = plain_search(NumeracyLMForCausalLM(config).eval())
     if strategy != "drnn":
         density_of(m.lm_head).initialize_from(torch.tensor([1990.0, 3.5, 12.0, 1200.0, 7.0, 250.0]))
     with torch.no_grad():

@@ -8,6 +8,7 @@ import itertools
 
 import pytest
 import torch
+from plain_search import plain_search
 from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 import hf_nlm  # noqa: F401  (registers the model types)
@@ -33,7 +34,7 @@ def tiny(attention: str = "general", input_feeding: bool = True, seed: int = 0,
     values.update(kwargs)
     torch.manual_seed(seed)
     tree = random_tree(V, seed=0) if values.get("head") == "tree" else None
-    return StorySeq2SeqForConditionalGeneration(StorySeq2SeqConfig(**values), tree=tree).eval()
+    return plain_search(StorySeq2SeqForConditionalGeneration(StorySeq2SeqConfig(**values), tree=tree).eval())
 
 
 #: The config values each head needs in a tiny model (the split head's cut-offs; a tree head is not tied).
