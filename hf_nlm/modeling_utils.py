@@ -286,7 +286,8 @@ class NLMPreTrainedModel(PreTrainedModel):
         super().__init__(config, *inputs, **kwargs)
         if self.can_generate():
             self.generation_config.update(**generation_defaults(self.config))
-            # Recorded as unchanged since it was made from the config, as transformers records its own.
+            # Recorded as unchanged since it was made, as transformers records a config it makes or loads:
+            # save_pretrained then validates it as transformers' own defaults (a warning, not a refusal).
             self.generation_config._original_object_hash = hash(self.generation_config)
 
     # ------------------------------------------------------------------ the output head
