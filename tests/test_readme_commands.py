@@ -1,4 +1,5 @@
-"""Every ``hf-nlm`` command of README.md states its time on 2 cores, every training command has a budget, and
+"""Every ``hf-nlm`` command of README.md states its time on 2 cores, every training command has a budget (a
+time the user gives, or the work of a named recipe), and
 ``benchmarks/readme_commands.py`` (which runs them) reads them all: the README's ``bash`` blocks, parsed
 independently here line by line."""
 
@@ -12,6 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import readme_commands  # noqa: E402
+
+from hf_nlm.models import MODEL_TYPES, model_type_of_recipe  # noqa: E402
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -50,7 +53,12 @@ def test_every_command_states_its_time_and_every_training_run_has_a_budget():
         if argv[1] == "download":  # the network's time, not the machine's
             continue
         assert seconds is not None and seconds > 0, shlex.join(argv)
-        if argv[1] == "train":
+        if argv[1] == "train" and "--max-time-s" not in argv:
+            # A named recipe's budget is work: its epochs (or updates) and a seed, never a time.
+            recipe = MODEL_TYPES[model_type_of_recipe(argv[argv.index("--recipe") + 1])].recipe(
+                argv[argv.index("--recipe") + 1])
+            assert "max_time_s" not in recipe.training and "num_epochs" in recipe.training, shlex.join(argv)
+        elif argv[1] == "train":
             budget = float(argv[argv.index("--max-time-s") + 1])
             # The budget counts training; the tokenizer, the 5-gram and the final reports come on top of it.
             assert budget < seconds <= 2 * budget, shlex.join(argv)

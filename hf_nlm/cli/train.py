@@ -61,15 +61,16 @@ def cmd_train(args: argparse.Namespace) -> int:
     except (ValueError, TypeError, FileNotFoundError) as err:
         # Bad settings or data, another run holding the folder, a full disk, a checkpoint that does not fit.
         fail(args.parser, str(err))
-    if result.metrics:
-        print(json.dumps({k: result.metrics[k] for k in SUMMARY if k in result.metrics}))
-    if recipe is not None:
+    reproduced = True
+    if recipe is not None:  # the table first: the JSON line stays the last line printed
         from ..training.published import check_run, check_table
 
         checks = check_run(recipe, result.metrics)
         print(check_table(checks))
-        return 0 if all(c.ok for c in checks) else 1
-    return 0
+        reproduced = all(c.ok for c in checks)
+    if result.metrics:
+        print(json.dumps({k: result.metrics[k] for k in SUMMARY if k in result.metrics}))
+    return 0 if reproduced else 1
 
 
 def check_recipe(args: argparse.Namespace, spec):
