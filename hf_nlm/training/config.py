@@ -30,8 +30,8 @@ RESUME_CHANGEABLE = (
 #: How closely a run's perplexities reproduce on another machine, relative: a run is defined by its work
 #: (updates, epochs, a seed), so a busy or slow machine takes longer and prints the same numbers, bit for bit
 #: at the same thread count; another thread count splits float sums differently, and the last bits drift
-#: (measured: 1 and 2 threads agree to the bit, 4 threads within 5e-7 after 300 updates, within this over the
-#: whole `make demo` run).
+#: (measured on a 2-core x86-64 CPU: 1 and 2 threads agree to the bit, 4 threads within 5e-7 after 300
+#: updates; docs/training.md gives the measurements over whole runs).
 THREAD_TOLERANCE = 1e-3
 
 
