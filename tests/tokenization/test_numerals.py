@@ -13,7 +13,7 @@ import unicodedata
 import datasets
 import pytest
 import torch
-from transformers import AutoConfig, AutoTokenizer, PretrainedConfig, pipeline
+from transformers import AutoConfig, AutoTokenizer, GenerationConfig, PretrainedConfig, pipeline
 
 import hf_nlm
 from hf_nlm import NPLMConfig, NPLMForCausalLM
@@ -231,10 +231,13 @@ def test_every_encoding_path_gives_unk_num_for_unknown_numerals(tokenizer):
 
 
 def tiny_nplm(tokenizer, favourite: int) -> NPLMForCausalLM:
-    """A model that always predicts ``favourite`` (its output bias dwarfs everything else)."""
+    """A model that always predicts ``favourite`` (its output bias dwarfs everything else), searched plainly:
+    transformers' generation config for its config, without the package's settings (no repeated 3-gram, no
+    ``<unk>``), which would refuse the favourite the test asks for."""
     torch.manual_seed(0)
     model = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=4,
                                        hidden_size=4))
+    model.generation_config = GenerationConfig.from_model_config(model.config)
     with torch.no_grad():
         model.lm_head.bias.fill_(-100.0)
         model.lm_head.bias[favourite] = 100.0
