@@ -125,7 +125,7 @@ def test_bad_input_exits_2_with_a_message(tmp_path, capsys):
     expect_usage_error([*with_files, "--max-steps", "0"], capsys, "--max-steps must be >= 1")
     expect_usage_error(["train"], capsys, "--output-dir")
     expect_usage_error(["evaluate", str(tmp_path / "nowhere"), "--test-file", str(files["test"])], capsys,
-                       "not a saved model folder")
+                       f"{tmp_path / 'nowhere'} does not exist")
     expect_usage_error(["generate", str(tmp_path), "hi", "--max-new-tokens", "0"], capsys,
                        "--max-new-tokens must be >= 1")
 
