@@ -112,6 +112,9 @@ def add_commands(sub: argparse._SubParsersAction, help_texts: Mapping[str, str])
     its arguments to the subparsers ``sub``."""
     functions = command_functions()
     for name, help_text in help_texts.items():
+        if name in SEPARATE_COMMANDS:  # parsed by its own module (main hands it over): only a choice here
+            sub.add_parser(name, help=help_text, add_help=False)
+            continue
         add_parser, handler = functions[name]
         command = add_parser(sub, help_text)
         command.description = inspect.getdoc(handler)  # shown by `hf-nlm NAME --help`, as typer does
@@ -120,11 +123,11 @@ def add_commands(sub: argparse._SubParsersAction, help_texts: Mapping[str, str])
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The full ``hf-nlm`` parser (imports ``hf_nlm``): ``command`` with its arguments, or every command of
-    :data:`COMMANDS` when None (a command line parses with its own command's parser alone, which builds
-    faster)."""
+    :data:`COMMANDS` when None or unknown (a command line parses with its own command's parser alone, which
+    builds faster; a mistyped command is refused with every registered command as the choices)."""
     parser, sub = command_parsers()
     names = [command] if command in COMMANDS else list(COMMANDS)
-    add_commands(sub, {name: COMMANDS[name] for name in names if name not in SEPARATE_COMMANDS})
+    add_commands(sub, {name: COMMANDS[name] for name in names})
     return parser
 
 

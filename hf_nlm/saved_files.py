@@ -15,6 +15,20 @@ import os
 RESTORE = "copy it again from where it came from (a training run keeps copies in best_model/, checkpoints/)"
 
 
+def check_model_folder(folder: str | os.PathLike) -> None:
+    """Raise a ``FileNotFoundError`` unless ``folder`` is a saved model folder (one with ``config.json``),
+    saying which: a folder that does not exist, a file, or a folder without ``config.json``. Every command
+    and function that reads a run folder (load_run, the card, push, the web page) checks with this one."""
+    path = os.fspath(folder)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} does not exist: expected a saved model folder (a run's output "
+                                "directory, holding config.json)")
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"{path} is a file, not a saved model folder (a folder holding config.json)")
+    if not os.path.isfile(os.path.join(path, "config.json")):
+        raise FileNotFoundError(f"{path} is not a saved model folder (no config.json)")
+
+
 def _refuse_constant(name: str):
     raise ValueError(f"{name} is not a finite number")
 

@@ -22,8 +22,10 @@ def flag_names(parser: argparse.ArgumentParser, message: str) -> str:
     from ..models import MODEL_TYPES
     from ..training.spec import model_settings
 
-    flags = {action.dest: max(action.option_strings, key=len) for action in parser._actions
-             if action.option_strings}
+    # The flag that sets it: --overwrite-output-dir, not --no-overwrite-output-dir (BooleanOptionalAction).
+    flags = {action.dest: max([o for o in action.option_strings if not o.startswith("--no-")]
+                              or action.option_strings, key=len)
+             for action in parser._actions if action.option_strings}
     if "resume" in flags:  # --resume gives TrainingConfig.resume_from_checkpoint
         flags["resume_from_checkpoint"] = flags["resume"]
     # A model config's field by the setting it is given with: HLBLConfig.hidden_size is --embedding-size.

@@ -28,6 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..saved_files import check_model_folder
+
 LICENSE = "apache-2.0"  # the license of this package's code, which the saved models run on
 LANGUAGE = "en"
 LIBRARY_NAME = "transformers"
@@ -314,8 +316,7 @@ def write_run_card(run_dir: str | os.PathLike, dataset: str | None = None, model
     from transformers import AutoConfig
 
     folder = Path(run_dir)
-    if not (folder / "config.json").is_file():
-        raise FileNotFoundError(f"{folder} is not a saved model folder (no config.json)")
+    check_model_folder(folder)
     config = AutoConfig.from_pretrained(folder)
     saved = {}
     if (folder / RESULTS_NAME).is_file():

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..remote_code import CODE_FILES
+from ..saved_files import check_model_folder
 from .model_card import CARD_NAME, RESULTS_NAME, CorpusCard, named_corpus, write_run_card
 
 # The files of a run folder that are uploaded (top level only): the model, tokenizer, generation config,
@@ -135,8 +136,7 @@ def push_run(
     ``CommitInfo``. Raises FileNotFoundError for a folder that is not a saved model, :class:`HubError` on Hub
     failures."""
     folder = Path(run_dir)
-    if not (folder / "config.json").is_file():
-        raise FileNotFoundError(f"{folder} is not a saved model folder (no config.json)")
+    check_model_folder(folder)
     _token(token)  # fail before writing anything when there is no token
     if not (folder / CARD_NAME).is_file():
         write_run_card(folder, corpus_card=corpus_card)

@@ -1,10 +1,14 @@
 """Word tokens back to running text: a ``tokenizers`` decoder, saved in ``tokenizer.json``.
 
 A word-level tokenizer cuts punctuation off words (``split_punctuation``) or reads text that was tokenized
-already (Brown, Penn Treebank: ``,`` ``n't`` ``'s`` ```` `` ```` ``''`` are tokens). Encoding keeps no
-trace of where the spaces were, so decoding puts them back by rule, the way a Moses-style detokenizer
-does (Koehn et al. 2007): every token gets a space in front of it, then the spaces that English punctuation
-does not take are removed:
+already (Brown, Penn Treebank: ``,`` ``n't`` ``'s`` ```` `` ```` ``''`` are tokens). The tokenizer of
+tokenized text decodes to its tokens joined by single spaces (:func:`tokenized_text_decoder`), which encode to
+the same ids again: ``was n't`` stays ``was n't``. Where the tokenizer cut the punctuation off (the word-level
+and numeracy ``split_punctuation``) or cuts numerals out of words (the numeracy tokenizer), encoding keeps no
+trace of where the spaces were, so decoding puts them back by rule (:func:`word_decoder`), the way a
+Moses-style detokenizer does (Koehn et al. 2007): every token gets a space in front of it, then the spaces
+that English punctuation does not take are removed (``tokenizer.backend_tokenizer.decoder = word_decoder()``
+gives a tokenizer of tokenized text these rules too, for reading rather than feeding back):
 
 * none before ``, . ; : ! ? %``, closing brackets and quotes (``) ] }`` ``''`` ``”`` ``’``) and the clitics
   ``n't 's 're 've 'll 'd 'm``;
@@ -61,6 +65,18 @@ def _between(infix: str, left: str, right: str) -> list[str]:
     """The two spaces around an ``infix`` token that stands between a token ending in ``left`` and one
     starting with ``right``."""
     return [rf"(?<={left}) (?={infix} {right})", rf"(?<={left} {infix}) (?={right})"]
+
+
+def tokenized_text_decoder() -> decoders.Decoder:
+    """The decoder of the word-level tokenizer of text tokenized already (``split_punctuation=False``): every
+    token with one space in front of it, so that the decoded text encodes to the same ids again (Penn
+    Treebank's ``was n't`` stays two tokens, where :func:`word_decoder` would write ``wasn't``, one word
+    that the vocabulary may not hold).
+
+    >>> tokenized_text_decoder().decode(["no", "it", "was", "n't", "black", "monday", "."])
+    " no it was n't black monday ."
+    """
+    return decoders.Sequence([decoders.Replace(Regex("^"), " "), decoders.Fuse()])
 
 
 def word_decoder(split_punctuation: bool = False, numerals: bool = False) -> decoders.Decoder:

@@ -343,13 +343,13 @@ class NumeracyTokenizerFast(NLMTokenizerFast):
     def _kept_special_ids(self) -> set[int]:
         return {self.unk_token_id, self.unk_num_token_id} - {None}
 
-    def _decode(self, token_ids, skip_special_tokens: bool = False, **kwargs) -> str:
+    def _decode_text(self, token_ids, skip_special_tokens: bool = False, **kwargs) -> str:
         if skip_special_tokens:
             token_ids = token_ids["input_ids"] if isinstance(token_ids, Mapping) else token_ids
             token_ids = [token_ids] if isinstance(token_ids, int) else token_ids
             drop = set(self.all_special_ids) - self._kept_special_ids()
             token_ids = [i for i in token_ids if int(i) not in drop]
-        return super()._decode(token_ids, skip_special_tokens=False, **kwargs)
+        return super()._decode_text(token_ids, skip_special_tokens=False, **kwargs)
 
     def convert_ids_to_tokens(self, ids, skip_special_tokens: bool = False):
         if skip_special_tokens and not isinstance(ids, int):

@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
 from ..remote_code import write_tokenizer_code
-from .detokenizer import word_decoder
+from .detokenizer import tokenized_text_decoder, word_decoder
 from .files import check_tokenizer_files
 
 UNK_TOKEN = "<unk>"
@@ -48,6 +48,28 @@ class NLMTokenizerFast(PreTrainedTokenizerFast):
         if not os.path.isfile(save_directory):  # transformers refuses a file with its own message
             self._auto_map = write_tokenizer_code(save_directory, type(self))
         return super().save_pretrained(save_directory, *args, **kwargs)
+
+    def _decode(self, token_ids, skip_special_tokens=False, clean_up_tokenization_spaces=None,
+                **kwargs) -> str:
+        """transformers' ``_decode``, without the space the decoder writes in front of a continuation
+        (:mod:`hf_nlm.tokenization.detokenizer`) where the ids start at a sentence boundary: a first id that
+        is ``bos_token_id`` (``<eos>``), shown or skipped, starts a text, which then starts with its first
+        word (``decode(model.generate(...)[0], skip_special_tokens=True)`` for a prompt that starts with
+        ``<eos>`` or an empty one). Ids that start with a word read as a continuation and keep the space in
+        front, which ``pipeline("text-generation")`` needs to append the continuation to its prompt. No text
+        ends with a space."""
+        text = self._decode_text(token_ids, skip_special_tokens=skip_special_tokens,
+                                 clean_up_tokenization_spaces=clean_up_tokenization_spaces, **kwargs)
+        ids = token_ids["input_ids"] if isinstance(token_ids, Mapping) else token_ids
+        ids = [ids] if isinstance(ids, int) else ids
+        if len(ids) and self.bos_token_id is not None and int(ids[0]) == self.bos_token_id:
+            text = text.lstrip()
+        return text.rstrip()
+
+    def _decode_text(self, token_ids, skip_special_tokens=False, **kwargs) -> str:
+        """The text of ``token_ids`` as the decoder writes it (transformers' ``_decode``); subclasses choose
+        here which special tokens show."""
+        return super()._decode(token_ids, skip_special_tokens=skip_special_tokens, **kwargs)
 
     @classmethod
     def register_for_auto_class(cls, auto_class="AutoTokenizer"):
@@ -161,7 +183,11 @@ def train_word_level_tokenizer(
         lowercase: lowercase before counting and at encoding time (a normalizer of the tokenizer).
         max_vocab_size: keep at most this many ids in total (special tokens included), the most frequent.
         split_punctuation: cut punctuation off the edges of words (:data:`EDGE_PUNCTUATION`), for raw text;
-            :func:`attached_punctuation_share` tells whether a text needs it.
+            :func:`attached_punctuation_share` tells whether a text needs it. It also picks the decoder: with
+            it, :func:`~hf_nlm.tokenization.detokenizer.word_decoder` writes the text as English does
+            (``Nation`` ``,`` -> ``Nation,``); without it (text tokenized already), decoding is the inverse of
+            encoding, the tokens joined by single spaces
+            (:func:`~hf_nlm.tokenization.detokenizer.tokenized_text_decoder`: ``was n't`` stays ``was n't``).
 
     Returns:
         A ``PreTrainedTokenizerFast``: ``<unk>`` = 0, ``<eos>`` = 1, then words by descending frequency.
@@ -172,7 +198,9 @@ def train_word_level_tokenizer(
     if lowercase:
         tokenizer.normalizer = normalizers.Lowercase()
     tokenizer.pre_tokenizer = word_pre_tokenizer(split_punctuation)
-    tokenizer.decoder = word_decoder(split_punctuation)
+    # Raw text decodes as English writes it; tokenized text (Penn Treebank's ``was n't``) decodes to its
+    # tokens joined by spaces, which encode to the same ids again. The decoder is saved in tokenizer.json.
+    tokenizer.decoder = word_decoder(True) if split_punctuation else tokenized_text_decoder()
     return wrap_tokenizer(tokenizer)
 
 

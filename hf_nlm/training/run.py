@@ -31,7 +31,7 @@ import torch
 
 from ..hub.model_card import BASELINE_KEY
 from ..models import MODEL_TYPES
-from ..saved_files import check_json_files
+from ..saved_files import check_json_files, check_model_folder
 from .memory import check_training_memory
 from .run_folder import update_results
 from .spec import RunSpec, split_fingerprints
@@ -427,8 +427,7 @@ def load_run(folder: str | os.PathLike) -> SavedRun:
     (the file and field: a damaged ``tokenizer.json`` is the tokenizer's, never the model's); a folder that is
     no saved model is a ``FileNotFoundError``."""
     folder = Path(folder)
-    if not (folder / "config.json").is_file():
-        raise FileNotFoundError(f"{folder} is not a saved model folder (no config.json)")
+    check_model_folder(folder)
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     from ..modeling_utils import SAVED_JSON_FILES, check_config_field_types, from_pretrained_complete

@@ -218,11 +218,11 @@ def release_lock(lock: Path) -> None:
 def previous_run(output_dir: Path) -> str | None:
     """What a fresh run in ``output_dir`` would overwrite: another run's checkpoints or a saved model (or
     None)."""
-    if list_checkpoints(output_dir):
-        return "checkpoints of a run"
     saved = [name for name in ("config.json", "model.safetensors", "pytorch_model.bin", "results.json")
              if (output_dir / name).exists()]
-    return f"a saved model ({', '.join(saved)})" if saved else None
+    if saved:
+        return f"a finished run (its saved model: {', '.join(saved)})"
+    return "the checkpoints of an unfinished run" if list_checkpoints(output_dir) else None
 
 
 def is_run_output(name: str) -> bool:
@@ -280,9 +280,10 @@ def prepare_output_dir(output_dir: str | os.PathLike, resuming: bool, overwrite:
     held = previous_run(output_dir)
     if held and not resuming:
         if not overwrite:
+            # Named as the library's settings; the command line writes them as its flags (--resume).
             raise RunFolderError(
-                f"{output_dir} already holds {held}: resume it (resume_from_checkpoint / --resume), "
-                "pick another output_dir, or set overwrite_output_dir (--overwrite-output-dir) to replace it"
+                f"{output_dir} holds {held}: to replace it, give overwrite_output_dir; to continue it, "
+                "resume_from_checkpoint; or give another output_dir"
             )
         wait_for_everyone()  # every process has looked before the main one deletes
         if main_process:

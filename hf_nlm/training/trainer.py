@@ -169,6 +169,28 @@ class _DeferredInterrupt:
             signal.signal(sig, handler)
 
 
+def device_line(device: str, num_processes: int = 1) -> str:
+    """The run's ``device: cpu, N torch threads`` line. On CPU, where ``OMP_NUM_THREADS`` is set (``accelerate
+    launch`` sets 1 for a CPU launch) and the process has fewer torch threads than its share of the cores it
+    may run on (``os.sched_getaffinity``), the line says so and how to use them: the count is left as the
+    environment set it."""
+    threads = torch.get_num_threads()
+    processes = f" x {num_processes} processes" if num_processes > 1 else ""
+    line = f"device: {device}{processes}, {threads} torch threads"
+    omp = os.environ.get("OMP_NUM_THREADS")
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    share = max(cores // max(num_processes, 1), 1)
+    if device.startswith("cpu") and omp is not None and threads < share:
+        line += (f" of the {share} cores {'each process' if num_processes > 1 else 'it'} may use: "
+                 f"OMP_NUM_THREADS={omp} is set (accelerate launch sets 1 on CPU); run with "
+                 f"OMP_NUM_THREADS={share} (e.g. OMP_NUM_THREADS={share} accelerate launch ...) or call "
+                 f"torch.set_num_threads({share}) to use them")
+    return line
+
+
 class LMTrainer:
     """The training loop of :func:`train_lm`, as an object so each part can be called on its own.
 
@@ -328,13 +350,12 @@ class LMTrainer:
         unk = self.train_stats["num_unk"] / max(self.train_stats["num_tokens"], 1)
         model = self.unwrapped_model
         acc = self.accelerator
-        processes = f" x {acc.num_processes} processes" if acc.num_processes > 1 else ""
         return [
             f"corpus: {'; '.join(splits)}",
             f"vocabulary: {len(self.tokenizer):,} tokens; {self.tokenizer.unk_token or '<unk>'} is "
             f"{100 * unk:.2f}% of the training tokens",
             f"model: {model.config.model_type}, {sum(p.numel() for p in model.parameters()):,} parameters",
-            f"device: {acc.device}{processes}, {torch.get_num_threads()} torch threads",
+            device_line(str(acc.device), acc.num_processes),
         ]
 
     def _log(self, record: dict) -> None:

@@ -253,7 +253,7 @@ def test_folders_that_do_not_load_are_named_and_the_rest_served(nplm_run, tmp_pa
     runs, problems = load_runs([nplm_run.folder, tmp_path / "missing", broken])
     assert ([r.name for r in runs] == ["nplm"] and runs[0].kind == {"lm"}
             and runs[0].ngram_name == "kneser-ney-3gram")
-    assert (len(problems) == 2 and "missing is not a saved model folder" in problems[0]
+    assert (len(problems) == 2 and "missing does not exist" in problems[0]
             and "broken" in problems[1])
 
 

@@ -67,7 +67,7 @@ def test_hf_nlm_app_is_a_command_of_the_launcher(tmp_path, capsys):
     assert "explore saved models in a web page" in capsys.readouterr().out
     with pytest.raises(SystemExit) as stop:
         hf_nlm_cli.main(["app", str(tmp_path / "missing")])
-    assert stop.value.code == 2 and "missing is not a saved model folder" in capsys.readouterr().err
+    assert stop.value.code == 2 and "missing does not exist" in capsys.readouterr().err
 
 
 def test_the_space_serves_the_folders_it_is_given(nplm_run, monkeypatch):

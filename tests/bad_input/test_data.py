@@ -74,7 +74,10 @@ def test_a_saved_model_is_not_overwritten(two_checkpoints, small_txt, tmp_path, 
     shutil.rmtree(saved / "checkpoints")
     weights = (saved / "model.safetensors").read_bytes()
     err = refused(capsys, small_txt, saved)
-    assert f"{saved} already holds a saved model (config.json" in err and "--overwrite-output-dir" in err
+    expected = (f"{saved} holds a finished run (its saved model: config.json, model.safetensors, "
+                "results.json): to replace it, give --overwrite-output-dir; to continue it, --resume; or "
+                "give another --output-dir")
+    assert expected in err and "--no-overwrite" not in err, f"hf-nlm train into a finished run: {err}"
     assert (saved / "model.safetensors").read_bytes() == weights
     assert main(train_args(small_txt, saved, "--overwrite-output-dir")) == 0
     assert main(train_args(small_txt, saved, "--resume", "--max-steps", "3")) == 0  # resuming stays allowed

@@ -122,6 +122,28 @@ def test_any_failure_to_load_a_folder_exits_2(run_copy, capsys):
     assert f"cannot load the tokenizer in {run_copy}: {run_copy / 'tokenizer.json'} is not valid JSON" in err
 
 
+#: Every command that reads a saved model folder, with ``{folder}`` where the folder goes.
+FOLDER_COMMANDS = [
+    ["generate", "{folder}", "the"], ["evaluate", "{folder}", "--test-file", "test.txt"],
+    ["card", "{folder}"], ["push", "{folder}", "--repo-id", "user/repo"], ["predict-numbers", "{folder}"],
+    ["check-numbers", "{folder}", "--text", "a 1"], ["plot-numerals", "{folder}"],
+    ["plot-attention", "{folder}", "the"], ["story", "--model", "{folder}", "a title"], ["app", "{folder}"],
+]
+
+
+@pytest.mark.parametrize("command", FOLDER_COMMANDS, ids=lambda command: command[0])
+def test_a_run_folder_that_does_not_exist_is_named_so(command, tmp_path, capsys):
+    """A folder that is not there is said not to exist; an existing one without config.json is no saved model
+    folder: one check (hf_nlm.saved_files.check_model_folder) for every command."""
+    if command[0] == "app":
+        pytest.importorskip("gradio")
+    for folder, expected in [(tmp_path / "nope", f"{tmp_path / 'nope'} does not exist"),
+                             (tmp_path, f"{tmp_path} is not a saved model folder (no config.json)")]:
+        argv = [arg.replace("{folder}", str(folder)) for arg in command]
+        err = cli_error(argv, capsys)
+        assert expected in err, f"hf-nlm {' '.join(argv)}: expected {expected!r} in {err!r}"
+
+
 def test_resume_from_a_broken_checkpoint_exits_2(run_copy, capsys):
     (checkpoint,) = (run_copy / "checkpoints").iterdir()
     (checkpoint / "model.safetensors").write_bytes(b"\0" * 4)

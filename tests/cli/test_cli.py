@@ -125,9 +125,22 @@ def test_bad_input_exits_2_with_a_message(tmp_path, capsys):
     expect_usage_error([*with_files, "--max-steps", "0"], capsys, "--max-steps must be >= 1")
     expect_usage_error(["train"], capsys, "--output-dir")
     expect_usage_error(["evaluate", str(tmp_path / "nowhere"), "--test-file", str(files["test"])], capsys,
-                       "not a saved model folder")
+                       f"{tmp_path / 'nowhere'} does not exist")
     expect_usage_error(["generate", str(tmp_path), "hi", "--max-new-tokens", "0"], capsys,
                        "--max-new-tokens must be >= 1")
+
+
+def test_a_mistyped_command_lists_every_command(capsys):
+    from hf_nlm_cli import COMMANDS
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["genrate", "runs/x", "the"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    choices = err.split("(choose from ", 1)[-1]
+    missing = [name for name in COMMANDS if f"'{name}'" not in choices]
+    assert "invalid choice: 'genrate'" in err and not missing, \
+        f"hf-nlm genrate: the choices leave out {missing}: {err}"
 
 
 def test_resume_from_another_model_type_exits_2(tmp_path, capsys):

@@ -70,7 +70,7 @@ def test_train_prints_a_summary_and_each_epoch_without_the_progress_bar(run):
     assert f"vocabulary: {len(tokenizer):,} tokens; <unk> is {unk:.2f}% of the training tokens" in lines
     assert f"model: nplm, {model.num_parameters():,} parameters" in lines
     assert model.num_parameters() == results["num_parameters"]
-    assert any(re.fullmatch(r"device: cpu, \d+ torch threads", line) for line in lines)
+    assert any(re.fullmatch(r"device: cpu, \d+ torch threads( of the \d+ cores .*)?", line) for line in lines)
     epochs = [r for r in read_jsonl(out / "log.jsonl") if r["type"] == "epoch"]
     assert len(epochs) == 2
     steps = epochs[0]["global_step"]

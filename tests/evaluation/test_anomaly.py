@@ -301,7 +301,7 @@ def test_check_numbers_bad_input_is_one_line(run_dir, tokenizer, tmp_path, capsy
     expect_usage_error([*base, "--text", "a 1", "--numeral-chunk-size", "0"], capsys,
                        "--numeral-chunk-size must be >= 1")
     expect_usage_error(["check-numbers", str(tmp_path / "nowhere"), "--text", "a 1"], capsys,
-                       "not a saved model folder")
+                       "nowhere does not exist")
     nplm = NPLMForCausalLM(NPLMConfig(vocab_size=len(tokenizer), context_size=2, embedding_size=4,
                                       hidden_size=4))
     monkeypatch.setattr(cli_evaluate, "load_saved_run", lambda parser, folder: (nplm, tokenizer))

@@ -1,7 +1,9 @@
 """Decoded text reads like the text that was encoded: the word-level and numeracy tokenizers cut punctuation
 off words, and their decoder (hf_nlm.tokenization.detokenizer) puts the spaces back as English writes them;
-BPE and WordPiece cut only at whitespace and give the text back as it was. Every decode starts with a space (a
-continuation decoded alone appends to its prompt), so ``decode(encode(raw)) == " " + raw``."""
+BPE and WordPiece cut only at whitespace and give the text back as it was; a word-level tokenizer of text
+tokenized already decodes to its tokens joined by spaces. Every decode starts with a space (a continuation
+decoded alone appends to its prompt), so ``decode(encode(raw)) == " " + raw``, except a text whose ids start
+at a sentence boundary (``<eos>``)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from hf_nlm.tokenization import (
 )
 from hf_nlm.tokenization.decoding import decode_generated
 from hf_nlm.tokenization.detokenizer import word_decoder
+from hf_nlm.tokenization.word_level import NLMTokenizerFast
 
 #: Raw English that every tokenizer gives back as written.
 RAW = [
@@ -79,9 +82,61 @@ def test_the_punctuation_is_cut_from_the_words(kind):
      "it isn't the company's fault; they're sure (5%)."),
     ('he said " yes " and " no " : $ 5', 'he said "yes" and "no": $5'),
 ])
-def test_tokenized_text_reads_as_running_text(tokens, text):
-    tokenizer = train_word_level_tokenizer([tokens])
-    assert tokenizer.decode(tokenizer.encode(tokens)) == " " + text
+def test_tokenized_text_reads_as_running_text_with_the_word_decoder(tokens, text):
+    """word_decoder() reads tokenized text as running text, for a user who sets it on such a tokenizer."""
+    assert word_decoder().decode(tokens.split()) == " " + text
+
+
+PTB = ["no it was n't black monday",
+       "but while the new york stock exchange did n't fall apart friday as the dow jones industrial average "
+       "plunged N points most of it in the final hour it barely managed to stay this side of chaos",
+       "it is n't the company 's fault ; they 're sure ( 5 % ) .",
+       "`` we will not wait , '' the president said $ 5 -- and <unk> left ."]
+
+
+def test_a_tokenizer_of_tokenized_text_decodes_to_what_encodes_to_the_same_ids(tmp_path):
+    """Penn Treebank is tokenized already (split_punctuation=False): decoding joins the tokens with single
+    spaces, so generated text can be fed back, after a save and reload too (the decoder is in
+    tokenizer.json)."""
+    tokenizer = train_word_level_tokenizer(PTB, split_punctuation=False)
+    tokenizer.save_pretrained(tmp_path)
+    for loaded in (tokenizer, AutoTokenizer.from_pretrained(tmp_path),
+                   NLMTokenizerFast.from_pretrained(tmp_path)):
+        for text in PTB:
+            ids = loaded.encode(text, add_special_tokens=False)
+            decoded = loaded.decode(ids)
+            assert decoded == " " + text, \
+                f"{type(loaded).__name__}: decode(encode({text!r})) gave {decoded!r}"
+            assert loaded.encode(decoded, add_special_tokens=False) == ids, \
+                f"{type(loaded).__name__}: {decoded!r} encodes to other ids than it was decoded from"
+    assert Tokenizer.from_file(str(tmp_path / "tokenizer.json")).decode(ids, skip_special_tokens=False) == \
+        " " + PTB[-1]
+
+
+def test_a_raw_text_tokenizer_keeps_its_readable_decoder():
+    tokenizer = train_word_level_tokenizer(["Nation, said 'no'."] + RAW, split_punctuation=True)
+    assert tokenizer.tokenize("Nation,") == ["Nation", ","]
+    assert tokenizer.decode(tokenizer.encode("the Nation, it isn't (or is it?).")) == \
+        " the Nation, it isn't (or is it?)."
+
+
+def test_a_text_that_starts_at_a_sentence_boundary_has_no_space_around_it():
+    """generate() output that starts with <eos> (an empty prompt, or one that starts a sentence) decodes
+    without the space a continuation has in front; no decoded text ends with a space."""
+    for tokenizer in (train_word_level_tokenizer(PTB),
+                      train_word_level_tokenizer(RAW, split_punctuation=True), numeracy(RAW)):
+        eos = tokenizer.eos_token_id
+        words = [i for i in tokenizer.encode("it is n't the company", add_special_tokens=False)
+                 if i not in tokenizer.all_special_ids]
+        assert tokenizer.decode([eos, *words, eos], skip_special_tokens=True) == \
+            tokenizer.decode(words).strip()
+        assert not tokenizer.decode([eos, *words, eos], skip_special_tokens=True).startswith(" ")
+        assert not tokenizer.decode([eos, *words, eos]).startswith(" ")
+        assert not tokenizer.decode([eos, *words, eos]).endswith(" ")
+        assert tokenizer.batch_decode([[eos, *words]], skip_special_tokens=True) == \
+            [tokenizer.decode(words).strip()]
+        # a continuation, as pipeline("text-generation") decodes it, keeps its space in front
+        assert tokenizer.decode(words, skip_special_tokens=True).startswith(" ")
 
 
 def test_a_quote_opens_or_closes_by_its_parity():

@@ -57,3 +57,26 @@ def test_the_same_run_at_1_2_and_4_threads_prints_the_same_perplexity(tmp_path):
     assert results[4] == pytest.approx(results[1], rel=THREAD_TOLERANCE)
     # Trained: far below the 400-word uniform guess, so the agreement is between runs that learnt.
     assert results[1] < 0.8 * 400
+
+
+def test_the_device_line_says_when_the_launcher_left_cores_unused(monkeypatch):
+    """accelerate launch sets OMP_NUM_THREADS=1 on CPU: the run's device line says so and how to change it,
+    and changes no thread count itself."""
+    import torch
+
+    from hf_nlm.training.trainer import device_line
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    line = device_line("cpu")
+    assert line.startswith("device: cpu, 1 torch threads of the 2 cores it may use: "
+                           "OMP_NUM_THREADS=1 is set"), line
+    assert "OMP_NUM_THREADS=2 accelerate launch" in line and "torch.set_num_threads(2)" in line, line
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert device_line("cpu") == "device: cpu, 1 torch threads", "no OMP_NUM_THREADS: nothing to say"
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert device_line("cuda:0") == "device: cuda:0, 1 torch threads", "a GPU run: the threads do not matter"
+    assert device_line("cpu", 2) == "device: cpu x 2 processes, 1 torch threads", "2 processes share 2 cores"
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    assert device_line("cpu") == "device: cpu, 2 torch threads", "every core used"

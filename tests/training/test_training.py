@@ -445,7 +445,9 @@ def test_two_process_ddp_equals_one_process_on_the_global_batch(tmp_path, monkey
 
 def test_fresh_run_refuses_a_folder_with_checkpoints(toy_data, toy_tokenizer, tmp_path):
     (tmp_path / "checkpoints" / "checkpoint-9").mkdir(parents=True)
-    with pytest.raises(ValueError, match="already holds checkpoints"):
+    with pytest.raises(ValueError, match="holds the checkpoints of an unfinished run: to replace it, give "
+                       "overwrite_output_dir; to continue it, resume_from_checkpoint; or give another "
+                       "output_dir"):
         train_lm(tiny_model(toy_tokenizer), toy_tokenizer, toy_data, tiny_config(tmp_path))
     results = train_lm(tiny_model(toy_tokenizer), toy_tokenizer, toy_data,
                        tiny_config(tmp_path, num_epochs=1, overwrite_output_dir=True))
