@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import importlib.metadata
 import json
 import logging
 import math
 import os
+import platform
 import shutil
 import socket
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -328,10 +331,6 @@ def run_environment() -> dict:
     thread count other than another machine's moves the last digits, :data:`~.config.THREAD_TOLERANCE`), the
     Python version and platform, and the git commit of hf_nlm's source when it is a checkout (None when
     installed from a package)."""
-    import importlib.metadata
-    import platform
-    import subprocess
-
     import torch
 
     versions = {}

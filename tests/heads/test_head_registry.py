@@ -99,10 +99,12 @@ def test_a_head_registered_in_a_test_works_with_every_body(body, unigram_head, t
     train_lm(model, tokenizer, data, config)
     assert kl() < 0.5 * before
 
-    # generate(): the distribution ignores the context, so greedy search repeats argmax b.
+    # generate(): the distribution ignores the context, so plain greedy search (no_repeat_ngram_size=0: the
+    # package's setting would refuse the third repeat) repeats argmax b.
     model.eval()
     out = model.generate(ids[:, :3], attention_mask=torch.ones_like(ids[:, :3]), max_new_tokens=4,
-                         do_sample=False, pad_token_id=tokenizer.pad_token_id, eos_token_id=None)
+                         do_sample=False, pad_token_id=tokenizer.pad_token_id, eos_token_id=None,
+                         no_repeat_ngram_size=0)
     assert out[0, 3:].tolist() == [int(model.lm_head.bias.argmax())] * 4
 
     # save / load through the Auto classes: the head comes back by its registered name.
