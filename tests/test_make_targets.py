@@ -9,13 +9,19 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from required_data import missing
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def needs_make() -> None:
+    if shutil.which("make") is None:
+        missing("make is not installed")
+
+
 @pytest.mark.parametrize("target", ["test", "test-latest", "test-oldest"])
 def test_a_suite_target_installs_no_system_package(target, tmp_path):
+    needs_make()
     # -n prints every command the target would run, prerequisites included, and runs none (a fresh VENV
     # makes it list the set-up too).
     shown = subprocess.run(["make", "-n", target, f"VENV={tmp_path / 'venv'}"], cwd=ROOT, capture_output=True,
@@ -24,8 +30,8 @@ def test_a_suite_target_installs_no_system_package(target, tmp_path):
     assert not re.search(r"\b(apt-get|apt|sudo|dpkg)\b", shown), shown
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_make_browser_installs_chromium():
+    needs_make()
     shown = subprocess.run(["make", "-n", "browser"], cwd=ROOT, capture_output=True, text=True,
                            check=True).stdout
     assert "apt-get" in shown and "chromium-driver" in shown
