@@ -29,7 +29,9 @@ def missing(reason: str) -> NoReturn:
     """Skip the running test with ``reason``; under ``HF_NLM_REQUIRE_DATA=1`` fail it with the same reason."""
     if data_required():
         pytest.fail(f"{reason} [{REQUIRE_DATA}=1 makes this a failure, not a skip]", pytrace=False)
-    pytest.skip(reason)
+    skipped = pytest.skip.Exception(reason)
+    skipped._use_item_location = True  # pytest's -rs summary then names the test, not this helper
+    raise skipped
 
 
 def require_corpus(name: str) -> None:

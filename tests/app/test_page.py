@@ -132,7 +132,7 @@ def test_oversized_and_pathological_inputs_to_every_tab_are_refused_and_the_serv
 def test_a_browser_types_a_prompt_and_reads_the_continuation_and_the_n_best_table(nplm_run, tmp_path):
     problem = missing_browser()
     if problem is not None:
-        missing(f"{problem} (`make browser` installs Debian's chromium and chromium-driver)")
+        missing(problem)
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
