@@ -16,6 +16,9 @@ For each case, at tiny sizes and 3 updates, with the default flags otherwise:
   the same continuation, and it holds a word, not punctuation and end of text alone;
 * evaluation: ``hf-nlm evaluate``, the Python evaluator (``evaluate_lm`` / ``evaluate_seq2seq``) and the
   ``perplexity`` evaluate module fed the model's own token log-probabilities give the same perplexity.
+
+A test that needs a trained case asks the module fixture ``python_runs``, which trains it the first time and
+keeps it: each test passes run alone (by node id or ``-k``) and in any order.
 """
 
 from __future__ import annotations
