@@ -40,7 +40,7 @@ FETCH_CORPORA = for pause in 10 30 90 none; do $(1)/bin/hf-nlm download $(CORPOR
 # hf-nlm: the suites install it, and fail where it does not build.
 KENLM_PIN ?= kenlm==0.3.0
 INSTALL_KENLM = $(1)/bin/python -m pip install --quiet "$(KENLM_PIN)" || { echo "ERROR: pip could not \
-	build $(KENLM_PIN) (a C++ compiler is needed: make compiler)" >&2; exit 1; }
+	install $(KENLM_PIN), built from source here: it needs a C++ compiler (make compiler)" >&2; exit 1; }
 # The suites' tests fail, not skip, where a corpus or tool they need is missing (tests/required_data.py).
 REQUIRE := HF_NLM_REQUIRE_DATA=1
 # Run time never touches the Hub: models, tokenizers and metrics load from local folders.
