@@ -10,8 +10,12 @@
 #   make test-oldest   the suite in a fresh .venv-oldest with the lowest versions it allows (floors)
 #   make lock          rewrite constraints.txt from the newest releases (then run make test, commit)
 #   make browser       install Debian's chromium and chromium-driver (apt-get, as root or with sudo) for
-#                      the web demo's browser test: the only target that changes the machine. .ci/run
-#                      calls it; make test never does, and without them the browser test skips, saying why.
+#                      the web demo's browser test. .ci/run calls it; make test never does.
+#   make compiler      install Debian's g++ (apt-get, as root or with sudo), with which the suites build KenLM's
+#                      Python module from PyPI's source. browser and compiler are the only targets that change
+#                      the machine. The suites run with HF_NLM_REQUIRE_DATA=1: a test whose corpus or tool is
+#                      missing fails with its reason (plain pytest skips it), and a fetch that fails 4 times
+#                      fails the target.
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -25,6 +29,20 @@ export HF_NLM_DATA
 # $(call BUILD_DOCS,VENV).
 BUILD_DOCS = site=$$(mktemp -d) && $(1)/bin/mkdocs build --strict --quiet --site-dir "$$site"; \
 	status=$$?; rm -rf "$$site"; exit $$status
+# The corpora the suites need, fetched into $(HF_NLM_DATA) by $(call FETCH_CORPORA,VENV): 4 tries, 10, 30 and
+# 90 s apart, then the target fails. A corpus already complete there is not fetched again (a few seconds).
+CORPORA := brown ptb sotu
+FETCH_CORPORA = for pause in 10 30 90 none; do $(1)/bin/hf-nlm download $(CORPORA) && exit 0; \
+	[ "$$pause" = none ] && break; echo "hf-nlm download failed; trying again in $$pause s" >&2; \
+	sleep $$pause; done; echo "ERROR: hf-nlm download $(CORPORA) failed 4 times" >&2; exit 1
+# KenLM's Python module (tests/ngram/test_kenlm.py), built from PyPI's source package by pip (cmake comes
+# from PyPI; the C++ compiler is the machine's: `make compiler` installs Debian's g++). No dependency of
+# hf-nlm: the suites install it, and fail where it does not build.
+KENLM_PIN ?= kenlm==0.3.0
+INSTALL_KENLM = $(1)/bin/python -m pip install --quiet "$(KENLM_PIN)" || { echo "ERROR: pip could not \
+	install $(KENLM_PIN), built from source here: it needs a C++ compiler (make compiler)" >&2; exit 1; }
+# The suites' tests fail, not skip, where a corpus or tool they need is missing (tests/required_data.py).
+REQUIRE := HF_NLM_REQUIRE_DATA=1
 # Run time never touches the Hub: models, tokenizers and metrics load from local folders.
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 # The versions that decide whether we work, printed before each suite.
@@ -32,7 +50,7 @@ SHOW_VERSIONS := import importlib.metadata as m; print('  '.join(f'{p}=={m.versi
 	'transformers', 'tokenizers', 'huggingface_hub', 'datasets', 'accelerate', 'evaluate', 'safetensors', \
 	'numpy', 'pyarrow', 'matplotlib', 'sacrebleu', 'pytest')))
 
-.PHONY: install data demo app test test-latest test-oldest lock lint benchmarks browser clean
+.PHONY: install data demo app test test-latest test-oldest lock lint benchmarks browser compiler clean
 
 $(VENV)/.installed: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
@@ -45,7 +63,7 @@ $(VENV)/.installed: pyproject.toml $(LOCK)
 install: $(VENV)/.installed
 
 data: install
-	$(VENV)/bin/hf-nlm download brown ptb sotu
+	$(call FETCH_CORPORA,$(VENV))
 
 demo: data
 	$(OFFLINE) $(PY) examples/demo.py
@@ -54,22 +72,34 @@ app: install
 	$(OFFLINE) $(VENV)/bin/hf-nlm app demo-output/nplm-brown
 
 # The web demo's browser test drives headless Chromium: Debian's packages, through apt-get as root or with sudo.
-# Only this target installs anything outside the repository (make test never calls it); without Chromium
-# the test skips and says why.
+# Only this target and `compiler` install anything outside the repository (make test never calls them); without
+# Chromium the test skips saying why, and fails saying why under make test.
 APT_GET := $(if $(filter 0,$(shell id -u)),,sudo -n) apt-get -y -q --no-install-recommends
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
 	{ $(APT_GET) install chromium chromium-driver >/dev/null 2>&1 || \
 	  { $(APT_GET) update >/dev/null 2>&1 && $(APT_GET) install chromium chromium-driver >/dev/null 2>&1; } || \
-	  echo "WARNING: apt-get could not install chromium and chromium-driver; the browser test will skip"; }
+	  echo "WARNING: apt-get could not install chromium and chromium-driver; the browser test will fail"; }
 
-# A registry hiccup must not fail the suite: the tests that need a real corpus skip without it.
-test: install
-	$(VENV)/bin/hf-nlm download brown ptb sotu || echo "WARNING: corpora not fetched; the tests that need them will skip"
+# Debian's g++, which pip needs to build KenLM's Python module from its source package (the suites build it).
+compiler:
+	@command -v g++ >/dev/null || \
+	{ $(APT_GET) install g++ >/dev/null 2>&1 || \
+	  { $(APT_GET) update >/dev/null 2>&1 && $(APT_GET) install g++ >/dev/null 2>&1; } || \
+	  echo "WARNING: apt-get could not install g++; KenLM's Python module will not build and make test fails"; }
+
+$(VENV)/.kenlm: $(VENV)/.installed
+	$(call INSTALL_KENLM,$(VENV))
+	touch $@
+
+# Nothing missing passes quietly: corpora that cannot be fetched fail the target, and under $(REQUIRE) a test
+# whose corpus or tool (KenLM, Chromium, make, mkdocs) is missing fails with the reason it would skip with.
+test: install $(VENV)/.kenlm
+	$(call FETCH_CORPORA,$(VENV))
 	@$(PY) -c "$(SHOW_VERSIONS)"
 	$(call BUILD_DOCS,$(VENV))
 	$(VENV)/bin/ruff check .
-	$(OFFLINE) $(PY) -m pytest -q
+	$(OFFLINE) $(REQUIRE) $(PY) -m pytest -q
 
 # A fresh venv each time: what a new user's `pip install hf-nlm` resolves today (torch stays the CPU wheel).
 test-latest:
@@ -79,10 +109,11 @@ test-latest:
 	.venv-latest/bin/python -m pip install --quiet "$(TORCH_PIN)"
 	# torch named again: an eager upgrade would otherwise replace the CPU wheel by a newer (CUDA) build.
 	.venv-latest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager "$(TORCH_PIN)" -e ".[dev]"
-	.venv-latest/bin/hf-nlm download brown ptb sotu || echo "WARNING: corpora not fetched; the tests that need them will skip"
+	$(call INSTALL_KENLM,.venv-latest)
+	$(call FETCH_CORPORA,.venv-latest)
 	@.venv-latest/bin/python -c "$(SHOW_VERSIONS)"
 	$(call BUILD_DOCS,.venv-latest)
-	$(OFFLINE) .venv-latest/bin/python -m pytest -q -p no:cacheprovider
+	$(OFFLINE) $(REQUIRE) .venv-latest/bin/python -m pytest -q -p no:cacheprovider
 
 # The floors of pyproject.toml's ranges (uv's lowest-direct resolution; torch stays the CPU wheel).
 test-oldest:
@@ -93,10 +124,11 @@ test-oldest:
 		--python .venv-oldest/bin/python --no-header --quiet -o .venv-oldest/oldest.txt
 	.venv-oldest/bin/python -m pip install --quiet "$(TORCH_PIN)"
 	.venv-oldest/bin/python -m pip install --quiet -c .venv-oldest/oldest.txt -e ".[dev]"
-	.venv-oldest/bin/hf-nlm download brown ptb sotu || echo "WARNING: corpora not fetched; the tests that need them will skip"
+	$(call INSTALL_KENLM,.venv-oldest)
+	$(call FETCH_CORPORA,.venv-oldest)
 	@.venv-oldest/bin/python -c "$(SHOW_VERSIONS)"
 	$(call BUILD_DOCS,.venv-oldest)
-	$(OFFLINE) .venv-oldest/bin/python -m pytest -q -p no:cacheprovider
+	$(OFFLINE) $(REQUIRE) .venv-oldest/bin/python -m pytest -q -p no:cacheprovider
 
 # The lock: every package `make test` installs, at the newest release the ranges allow (torch at the CPU wheel).
 lock:

@@ -16,6 +16,9 @@ For each case, at tiny sizes and 3 updates, with the default flags otherwise:
   the same continuation, and it holds a word, not punctuation and end of text alone;
 * evaluation: ``hf-nlm evaluate``, the Python evaluator (``evaluate_lm`` / ``evaluate_seq2seq``) and the
   ``perplexity`` evaluate module fed the model's own token log-probabilities give the same perplexity.
+
+A test that needs a trained case asks the module fixture ``python_runs``, which trains it the first time and
+keeps it: each test passes run alone (by node id or ``-k``) and in any order.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import io
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import threading
@@ -159,24 +163,44 @@ def files(workdir):
 @pytest.fixture(scope="module")
 def launches(workdir, files):
     """``accelerate launch examples/train_lm.py`` (one CPU process) for each model type at its default head
-    and recipe, one after another in a background thread while the in-process cases run."""
+    and recipe, one after another in a background thread while the in-process cases run. ``finished[t]`` is
+    set when type ``t``'s launch is done; at the module's end a launch still running is stopped."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
            "OMP_NUM_THREADS": "1"}
     runs = {t: settings(t, default_head(t), "default", files, workdir / "accelerate" / t)
             for t in MODEL_TYPES}
     results: dict[str, subprocess.CompletedProcess] = {}
+    finished = {t: threading.Event() for t in runs}
+    stop = threading.Event()
+    running: list[subprocess.Popen] = []
 
     def launch_all():
         for model_type, values in runs.items():
+            if stop.is_set():
+                break
             command = [sys.executable, "-m", "accelerate.commands.launch", "--cpu", "--num_processes", "1",
                        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
                        str(ROOT / "examples" / "train_lm.py"), *argv(model_type, values)[1:]]
-            results[model_type] = subprocess.run(command, env=env, capture_output=True, text=True,
-                                                 timeout=300)
+            with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) as process:
+                running[:] = [process]
+                try:
+                    stdout, stderr = process.communicate(timeout=300)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    stdout, stderr = process.communicate()
+                    stderr += "\n(killed after 300 s)"
+            results[model_type] = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+            finished[model_type].set()
 
     thread = threading.Thread(target=launch_all, daemon=True)
     thread.start()
-    return thread, runs, results
+    yield finished, runs, results
+    stop.set()
+    for process in running:
+        if process.poll() is None:
+            process.kill()
+    thread.join(timeout=60)
 
 
 # --- the in-process doors ---
@@ -212,11 +236,31 @@ def test_cli_flags_make_the_spec_of_python(model_type, head, recipe, files, work
     assert spec_from_arguments(args).to_dict() == RunSpec.from_recipe(model_type, **values).to_dict()
 
 
+@pytest.fixture(scope="module")
+def python_runs(files, workdir):
+    """``python_runs(model_type, head, recipe)``: the result of ``train(spec)`` for the case, trained the
+    first time a test asks for it and kept for the module, so that each test that needs a trained case
+    (training, generation, evaluation, accelerate's weights) passes run alone and in any order. A case
+    whose training raises raises again in every test that asks for it."""
+    done = {}
+
+    def get(model_type: str, head: str, recipe: str = "default"):
+        key = (model_type, head, recipe)
+        if key not in done:
+            output_dir = workdir / "python" / f"{model_type}-{head}-{recipe}"
+            if output_dir.exists():  # what a failed attempt left
+                shutil.rmtree(output_dir)
+            done[key] = train(RunSpec.from_recipe(model_type, **settings(*key, files, output_dir)))
+        return done[key]
+
+    return get
+
+
 @pytest.mark.parametrize("model_type, head, recipe", TRAINED)
-def test_it_trains(model_type, head, recipe, files, workdir, launches):
+def test_it_trains(model_type, head, recipe, files, workdir, launches, python_runs):
     """``train(spec)``, and at the type's default head and recipe ``hf-nlm train`` too, bit for bit."""
     values = settings(model_type, head, recipe, files, workdir / "python" / f"{model_type}-{head}-{recipe}")
-    result = train(RunSpec.from_recipe(model_type, **values))
+    result = python_runs(model_type, head, recipe)
     assert result.model.config.head == head
     assert all(torch.isfinite(p).all() for p in result.model.parameters())
     if head == "split":  # no cutoffs given: one tail behind the |V| / 10 most frequent ids
@@ -281,12 +325,10 @@ def test_transformers_trainer_trains_it(model_type, head, files, workdir):
 # --- generation and evaluation through every door, on the saved runs ---
 
 
-def trained(workdir: Path, model_type: str, head: str):
-    """``(folder, model, tokenizer)`` of the case's ``train(spec)`` run at the default recipe, loaded through
-    the Auto classes."""
-    folder = workdir / "python" / f"{model_type}-{head}-default"
-    if not (folder / "config.json").is_file():
-        pytest.skip("its training case failed")
+def trained(python_runs, model_type: str, head: str):
+    """``(folder, model, tokenizer)`` of the case's ``train(spec)`` run at the default recipe (trained here if
+    no test has yet), loaded through the Auto classes."""
+    folder = python_runs(model_type, head).output_dir
     seq2seq = MODEL_TYPES[model_type].seq2seq_lm_class
     model = (AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM).from_pretrained(folder).eval()
     return folder, model, AutoTokenizer.from_pretrained(folder)
@@ -297,8 +339,8 @@ def has_word(text: str) -> bool:
 
 
 @pytest.mark.parametrize("model_type, head", DEFAULT_CASES)
-def test_every_door_generates_the_same_words(model_type, head, files, workdir):
-    folder, model, tokenizer = trained(workdir, model_type, head)
+def test_every_door_generates_the_same_words(model_type, head, python_runs):
+    folder, model, tokenizer = trained(python_runs, model_type, head)
     ids = tokenizer(PROMPT, return_tensors="pt", add_special_tokens=False).input_ids
     if model.config.is_encoder_decoder:
         ids = torch.cat([ids, ids.new_full((1, 1), tokenizer.eos_token_id)], dim=1)
@@ -324,8 +366,8 @@ def test_every_door_generates_the_same_words(model_type, head, files, workdir):
 
 
 @pytest.mark.parametrize("model_type, head", DEFAULT_CASES)
-def test_every_door_measures_the_same_perplexity(model_type, head, files, workdir):
-    folder, model, tokenizer = trained(workdir, model_type, head)
+def test_every_door_measures_the_same_perplexity(model_type, head, files, python_runs):
+    folder, model, tokenizer = trained(python_runs, model_type, head)
     test_file = files[data_kind(model_type)]["validation"]
     by_cli = json.loads(run_cli("evaluate", str(folder), "--test-file", str(test_file), "--batch-size", "1")
                         .splitlines()[-1])
@@ -353,12 +395,11 @@ def test_every_door_measures_the_same_perplexity(model_type, head, files, workdi
 
 
 @pytest.mark.parametrize("model_type", list(MODEL_TYPES))
-def test_accelerate_launch_trains_the_same_model(model_type, launches, workdir):
+def test_accelerate_launch_trains_the_same_model(model_type, launches, python_runs):
     """``accelerate launch examples/train_lm.py`` with one process gives the weights of ``train(spec)``."""
-    thread, runs, results = launches
-    thread.join(timeout=600)
-    assert model_type in results, "accelerate launch did not finish"
+    finished, runs, results = launches
+    python_dir = python_runs(model_type, default_head(model_type)).output_dir
+    assert finished[model_type].wait(timeout=900), "accelerate launch did not finish"
     done = results[model_type]
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    python_dir = workdir / "python" / f"{model_type}-{default_head(model_type)}-default"
     assert_same_weights(Path(runs[model_type]["output_dir"]), python_dir)

@@ -12,6 +12,7 @@ import pytest
 gr = pytest.importorskip("gradio", reason="the web demo needs gradio (pip install 'hf-nlm[app]')")
 
 import torch  # noqa: E402
+from required_data import missing  # noqa: E402
 
 from hf_nlm.app import continue_prompt  # noqa: E402
 from hf_nlm.app.browser import headless_chromium, missing_browser, served, whole_page_screenshot  # noqa: E402
@@ -131,7 +132,7 @@ def test_oversized_and_pathological_inputs_to_every_tab_are_refused_and_the_serv
 def test_a_browser_types_a_prompt_and_reads_the_continuation_and_the_n_best_table(nplm_run, tmp_path):
     problem = missing_browser()
     if problem is not None:
-        pytest.skip(problem)
+        missing(problem)
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 

@@ -13,6 +13,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from required_data import require_corpus
 
 from hf_nlm.data import (
     CorpusFormatError,
@@ -427,10 +428,8 @@ def test_download_errors_explain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_real_corpora_if_present(monkeypatch: pytest.MonkeyPatch) -> None:
     # Undo the isolation: look where `hf-nlm download` puts them (the environment as the user set it).
     monkeypatch.undo()
-    home = data_home(create=False)
-    present = [name for name in ("brown", "ptb", "sotu") if (home / name).is_dir()]
-    if len(present) < 3:
-        pytest.skip(f"real corpora not downloaded in {home} (run `hf-nlm download`); found {present}")
+    for name in ("brown", "ptb", "sotu"):
+        require_corpus(name)
 
     brown = load_brown()
     words = {split: sum(len(s.split()) for s in brown[split]["text"]) for split in brown}

@@ -36,7 +36,6 @@ from hf_nlm.data.corpora.drop import (
     drop_title,
     extract_drop_passages,
 )
-from hf_nlm.data.reading import data_home
 from hf_nlm.data.registry import CORPORA, corpus_entry
 from hf_nlm.data.splits import hash_unit, split_index
 
@@ -334,10 +333,3 @@ def test_registry_entry() -> None:
     corpus = entry.load(path=PASSAGES, split_fractions=(0.5, 0.25, 0.25), seed=0)
     assert sum(len(split) for split in corpus.values()) == 8
 
-
-def test_real_drop_if_present(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.undo()
-    if not (data_home(create=False) / "drop" / DROP_FILE).is_file():
-        pytest.skip(f"DROP not downloaded in {data_home(create=False)} (run `hf-nlm download drop`)")
-    corpus = load_drop_passages()
-    assert sum(len(split) for split in corpus.values()) == drop.DROP_PASSAGE_COUNT

@@ -2,7 +2,8 @@
 
 Optional: PyPI's ``kenlm`` source package builds the module (it is no dependency of hf-nlm), e.g.
 ``pip install --target /tmp/kenlm-py kenlm``; point ``HF_NLM_KENLM_PATH`` at that folder (or install it
-into the environment). The test is skipped when the module cannot be imported.
+into the environment). The tests skip when the module cannot be imported (and fail then under
+``HF_NLM_REQUIRE_DATA=1``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 
 import numpy as np
 import pytest
+from required_data import missing
 
 from hf_nlm.ngram import ArpaLM, KneserNeyLM
 
@@ -21,7 +23,11 @@ def _kenlm():
     extra = os.environ.get("HF_NLM_KENLM_PATH")
     if extra and extra not in sys.path:
         sys.path.insert(0, extra)
-    return pytest.importorskip("kenlm", reason="KenLM's Python module is not built (see HF_NLM_KENLM_PATH)")
+    try:
+        import kenlm
+    except ImportError:
+        missing("KenLM's Python module is not built (`pip install kenlm`, or see HF_NLM_KENLM_PATH)")
+    return kenlm
 
 
 WORDS = ["<unk>", "<eos>", "the", "cat", "sat", "dog", "mat", "on"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from required_data import require_corpus
 
 from hf_nlm.ngram import ArpaLM, InterpolatedLM, KneserNeyLM, NgramLM, modified_kn_discounts, read_arpa
 
@@ -865,14 +866,14 @@ def test_malformed_arpa_names_file_and_line(tmp_path: Path, text, line, message)
 
 
 # ---------------------------------------------------------------------------------------------
-# Real corpora (skipped where `hf-nlm download` has not fetched them).
+# Real corpora (skipped where `hf-nlm download` has not fetched them; failed under HF_NLM_REQUIRE_DATA=1).
 
 
-def _corpus(loader):
-    try:
-        return loader()
-    except FileNotFoundError as err:
-        pytest.skip(f"corpus not available: {err}")
+def _corpus(name, loader):
+    """The corpus ``name`` through ``loader``: skipped (failed under ``HF_NLM_REQUIRE_DATA=1``) only when its
+    folder is absent; any error of the loader on a folder that is there fails the test."""
+    require_corpus(name)
+    return loader()
 
 
 def test_brown_kn3_perplexity_is_sane():
@@ -885,7 +886,7 @@ def test_brown_kn3_perplexity_is_sane():
     from hf_nlm.data.lm import tokenize_corpus
     from hf_nlm.tokenization import train_word_level_tokenizer
 
-    ds = _corpus(load_brown)
+    ds = _corpus("brown", load_brown)
     tok = train_word_level_tokenizer(ds["train"]["text"], min_frequency=4)
     lm = KneserNeyLM.from_texts(ds["train"]["text"], tok, order=3)
     test_ids = tokenize_corpus(ds["test"]["text"], tok)[0].numpy()
@@ -899,7 +900,7 @@ def test_ptb_kn5_matches_mikolov():
     from hf_nlm.data.lm import tokenize_corpus
     from hf_nlm.tokenization import train_word_level_tokenizer
 
-    ds = _corpus(load_ptb)
+    ds = _corpus("ptb", load_ptb)
     tok = train_word_level_tokenizer(ds["train"]["text"])
     lm = KneserNeyLM.from_texts(ds["train"]["text"], tok, order=5)
     total, count = lm.score_stream(tokenize_corpus(ds["test"]["text"], tok)[0].numpy())
