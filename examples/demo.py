@@ -47,8 +47,8 @@ SAMPLE = {"do_sample": True, "top_p": 0.9, "temperature": 0.8}
 def continuations(model, tokenizer, prompts: list[str], settings: dict, seed: int = 0) -> dict[str, str]:
     """Each prompt's continuation with the model's saved generation settings and ``settings`` over them."""
     out = {}
-    for prompt in prompts:
-        torch.manual_seed(seed)  # the same samples again after a reload
+    for index, prompt in enumerate(prompts):
+        torch.manual_seed(seed + index)  # the same samples again after a reload, each prompt its own draws
         ids = tokenizer(prompt, return_tensors="pt").input_ids
         generated = model.generate(ids, attention_mask=torch.ones_like(ids), **settings)
         out[prompt] = decode_generated(tokenizer, generated[0, ids.shape[1]:])

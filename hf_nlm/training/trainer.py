@@ -227,6 +227,8 @@ class LMTrainer:
         self.config = config
         self.run_spec = run_spec
         self.ngram_baseline = ngram_baseline
+        # Read when the run starts: the code that trains is the commit checked out now.
+        self.environment = run_environment()
         self.tokenizer = tokenizer
         if getattr(model.config, "tokenizer_fingerprint", False) is None:
             model.config.tokenizer_fingerprint = tokenizer_fingerprint(tokenizer)  # saved with the model
@@ -871,7 +873,7 @@ class LMTrainer:
                 "elapsed_s": self._elapsed(),
                 "num_parameters": num_parameters,
                 "num_processes": acc.num_processes,
-                "environment": run_environment(),
+                "environment": self.environment,
             }
             training = {k: v for k, v in config.to_dict().items()
                         if k not in ("output_dir", "resume_from_checkpoint")}
