@@ -77,40 +77,36 @@ def write_data(folder: Path) -> dict[str, Path]:
     return files
 
 
+def task_yaml(name: str, data_file: Path, body: str) -> str:
+    """An lm-eval task reading the JSON lines of ``data_file`` as its test split, then ``body``."""
+    return (f"task: {name}\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {data_file}\n"
+            f"test_split: test\n{body}")
+
+
 def write_tasks(folder: Path, files: dict[str, Path]) -> Path:
     """The two task YAML files of lm-eval's ``--include_path``."""
     tasks = folder / "tasks"
     tasks.mkdir(parents=True, exist_ok=True)
-    (tasks / "hfnlm_rolling.yaml").write_text(f"""task: hfnlm_rolling
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {files["rolling"]}
-test_split: test
+    (tasks / "hfnlm_rolling.yaml").write_text(task_yaml("hfnlm_rolling", files["rolling"], """\
 output_type: loglikelihood_rolling
 doc_to_text: ""
-doc_to_target: "{{{{text}}}}"
+doc_to_target: "{{text}}"
 metric_list:
   - metric: word_perplexity
   - metric: byte_perplexity
   - metric: bits_per_byte
-""", encoding="utf-8")
-    (tasks / "hfnlm_generate.yaml").write_text(f"""task: hfnlm_generate
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {files["generate"]}
-test_split: test
+"""), encoding="utf-8")
+    (tasks / "hfnlm_generate.yaml").write_text(task_yaml("hfnlm_generate", files["generate"], """\
 output_type: generate_until
-doc_to_text: "{{{{prompt}}}}"
-doc_to_target: "{{{{continuation}}}}"
+doc_to_text: "{{prompt}}"
+doc_to_target: "{{continuation}}"
 generation_kwargs:
   until: ["<eos>"]
   max_gen_toks: 8
   do_sample: false
 metric_list:
   - metric: exact_match
-""", encoding="utf-8")
+"""), encoding="utf-8")
     return tasks
 
 
