@@ -214,7 +214,7 @@ def comparison_line(results: dict) -> str:
             f"{baseline['validation']['perplexity']:.1f}, ratio {baseline['ratio']:.2f})")
     if baseline["ratio"] >= WEAK_RATIO:
         line += ("; the model has learnt less than the 5-gram's counts and its continuations will repeat the "
-                 "commonest words: train it longer (a larger time budget) or with a recipe that converges "
+                 "commonest words: train it longer (more epochs or updates) or with a recipe that converges "
                  "sooner")
     return line
 
