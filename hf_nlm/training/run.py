@@ -10,6 +10,7 @@
     fit_ngram_baseline(tokenizer, datasets)            a Kneser-Ney 5-gram on the same split: the bar
     LMTrainer(model, tokenizer, datasets, ...).train() the loop; the best model, card, results in
                                                        output_dir
+    ngram_mixture(model, tokenizer, datasets, lm)      with --ngram-mixture: the model mixed with the 5-gram
 
 ``hf-nlm train``, ``examples/``, the benchmarks and the web demo's runs all go through it, so what one gets
 (the recipe, the refusals, the generation defaults, the card) every other gets too.
