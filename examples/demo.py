@@ -4,8 +4,8 @@
    200,000 validation, rest test), lowercased, words seen fewer than 4 times in the training split -> <unk>;
    a word-level tokenizer; an NPLM with the paper's MLP9 shape (n = 5, m = 30, h = 100, no direct
    connections) trained with Adam for at most 10 epochs, the learning rate decaying linearly to 0, stopped
-   when validation perplexity rises, seed 0. The budget is work, not time: a busy or slow machine takes
-   longer and prints the same numbers (``hf-nlm train --recipe demo`` runs the same spec).
+   when validation perplexity rises, random seed ``0``. The budget is work, not time: a busy or slow machine
+   takes longer and prints the same numbers (``hf-nlm train --recipe demo`` runs the same spec).
 2. ``train(spec)`` fits the Kneser-Ney 5-gram on the same split and vocabulary and the mixture of the two (the
    weight fitted on validation), as Bengio et al. report them (Table 1); the demo prints the three side by
    side and a line saying whether the NPLM beats the 5-gram.
