@@ -317,8 +317,7 @@ def write_results(output_dir: str | os.PathLike, config, results: dict, evaluati
     output_dir = Path(output_dir)
     write_model_card(output_dir, config, results=evaluations, dataset=dataset, training=training,
                      num_parameters=num_parameters, baseline=results.get(BASELINE_KEY))
-    with open(output_dir / RESULTS_NAME, "w", encoding="utf-8") as f:
-        json.dump(results, f, indent=2, sort_keys=True)
+    save_results_file(output_dir, results)
     plot_curves(log_path, output_dir / "curves.png", results=results)
 
 
@@ -354,9 +353,14 @@ def run_environment() -> dict:
 def update_results(output_dir: str | os.PathLike, results: dict) -> None:
     """Write ``results`` as the run's ``results.json`` again, and its card from them, after a figure measured
     once the loop finished (the n-gram mixture)."""
+    save_results_file(output_dir, results)
+    write_run_card(output_dir, corpus_card=corpus_card)
+
+
+def save_results_file(output_dir: str | os.PathLike, results: dict) -> None:
+    """``results`` as the run's ``results.json`` (what ``hf-nlm card`` and ``load_run`` read back)."""
     with open(Path(output_dir) / RESULTS_NAME, "w", encoding="utf-8") as f:
         json.dump(results, f, indent=2, sort_keys=True)
-    write_run_card(output_dir, corpus_card=corpus_card)
 
 
 def append_jsonl(path: str | os.PathLike, record: dict) -> None:
