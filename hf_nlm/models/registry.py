@@ -29,7 +29,8 @@ class TrainingRecipe:
     longer and prints the same number. ``recorded`` holds the figures a run of the recipe gave (names of
     :data:`hf_nlm.training.published.FIGURES`), which ``hf-nlm train --recipe NAME --check`` compares a new
     run with; ``paper`` the paper's figures for the same setting, shown beside them (a paper's corpus copy
-    and tokenization differ, so they are not checked)."""
+    and tokenization differ, so they are not checked). ``time_s`` is the recorded run's wall time, training and
+    evaluation, on 2 quiet CPU cores (``hf-nlm recipes`` lists it)."""
 
     description: str
     training: Mapping = field(default_factory=dict)
@@ -38,6 +39,7 @@ class TrainingRecipe:
     data: Mapping = field(default_factory=dict)
     recorded: Mapping = field(default_factory=dict)
     paper: Mapping = field(default_factory=dict)
+    time_s: float | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.tokenizer) - set(RECIPE_TOKENIZER_SETTINGS)
