@@ -22,6 +22,7 @@ DESCRIPTION = "Classic neural language models on Hugging Face."
 #: Every command of ``hf-nlm`` and its one-line help, in the order ``--help`` lists them.
 COMMANDS: dict[str, str] = {
     "train": "train a language model",
+    "recipes": "list the training recipes: the paper's, the recorded figure and the time on 2 cores",
     "build-tree": "HLBL with a data-built word tree (Mnih & Hinton 2008): train, build the tree, retrain",
     "evaluate": "perplexity of a saved model on a corpus split (JSON)",
     "predict-numbers": "predict every number of a split with a numeracy model (MAPE / MdAPE, JSON)",
@@ -89,10 +90,18 @@ def command_functions() -> dict[str, tuple[Callable, Callable]]:
         cmd_story,
     )
     from hf_nlm.cli.hub import add_card_parser, add_push_parser, cmd_card, cmd_push
-    from hf_nlm.cli.train import add_build_tree_parser, add_train_parser, cmd_build_tree, cmd_train
+    from hf_nlm.cli.train import (
+        add_build_tree_parser,
+        add_recipes_parser,
+        add_train_parser,
+        cmd_build_tree,
+        cmd_recipes,
+        cmd_train,
+    )
 
     return {
         "train": (add_train_parser, cmd_train),
+        "recipes": (add_recipes_parser, cmd_recipes),
         "build-tree": (add_build_tree_parser, cmd_build_tree),
         "evaluate": (add_evaluate_parser, cmd_evaluate),
         "predict-numbers": (add_predict_numbers_parser, cmd_predict_numbers),

@@ -36,6 +36,33 @@ def add_train_parser(sub: argparse._SubParsersAction, help_text: str) -> argpars
     return parser
 
 
+def add_recipes_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
+    parser = sub.add_parser("recipes", help=help_text)
+    parser.add_argument("--model", dest="model_type", default=None,
+                        help="only this model type's recipes (default: every model type's)")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON object a recipe (every figure, the description) instead of a table")
+    return parser
+
+
+def cmd_recipes(args: argparse.Namespace) -> int:
+    """List the training recipes: each one's model type and corpus, the figure it publishes with the paper's
+    and the recorded value, and the recorded run's time on 2 quiet CPU cores. `hf-nlm train --recipe NAME`
+    runs one; `--check` compares the run with the recorded figures."""
+    from ..training.published import recipe_rows, recipes_table
+
+    try:
+        rows = recipe_rows(args.model_type)
+    except ValueError as err:
+        fail(args.parser, str(err))
+    if args.json:
+        for row in rows:
+            print(json.dumps(row))
+    else:
+        print(recipes_table(rows))
+    return 0
+
+
 def add_build_tree_parser(sub: argparse._SubParsersAction, help_text: str) -> argparse.ArgumentParser:
     return add_build_tree_arguments(sub.add_parser("build-tree", help=help_text))
 

@@ -29,8 +29,8 @@ class TrainingRecipe:
     longer and prints the same number. ``recorded`` holds the figures a run of the recipe gave (names of
     :data:`hf_nlm.training.published.FIGURES`), which ``hf-nlm train --recipe NAME --check`` compares a new
     run with; ``paper`` the paper's figures for the same setting, shown beside them (a paper's corpus copy
-    and tokenization differ, so they are not checked). ``time_s`` is the recorded run's wall time, training and
-    evaluation, on 2 quiet CPU cores (``hf-nlm recipes`` lists it)."""
+    and tokenization differ, so they are not checked). ``time_s`` is the recorded run's wall time, training
+    and evaluation, on 2 quiet CPU cores (``hf-nlm recipes`` lists it)."""
 
     description: str
     training: Mapping = field(default_factory=dict)
@@ -49,6 +49,21 @@ class TrainingRecipe:
         # Read-only: a recipe is shared by every run.
         for name in ("training", "model", "tokenizer", "data", "recorded", "paper"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+
+    def derive(self, description: str, *, training: Mapping = (), model: Mapping = (),
+               tokenizer: Mapping = (), data: Mapping = (), recorded: Mapping = (), paper: Mapping = (),
+               time_s: float | None = None) -> TrainingRecipe:
+        """This recipe with ``training``, ``model``, ``tokenizer`` and ``data`` values set over its own, and
+        ``description``, ``recorded``, ``paper`` and ``time_s`` of its own (a run of the new recipe is a new
+        run: nothing recorded carries over)."""
+        return TrainingRecipe(
+            description,
+            training={**self.training, **dict(training)},
+            model={**self.model, **dict(model)},
+            tokenizer={**self.tokenizer, **dict(tokenizer)},
+            data={**self.data, **dict(data)},
+            recorded=recorded, paper=paper, time_s=time_s,
+        )
 
 
 #: The training settings the ``default`` recipes share: Adam (Kingma & Ba 2015) at a constant rate and no
@@ -74,6 +89,26 @@ def feed_forward_recipe(network: str, learning_rate: float, batch_size: int, **m
         model=model,
         tokenizer={"min_frequency": 2},
     )
+
+#: The corpora of the README's "do the defaults learn?" table (``benchmarks/defaults.py``).
+DEFAULTS_TABLE_CORPORA = {"ptb": "Penn Treebank", "sotu": "State of the Union addresses"}
+
+
+def defaults_table_recipes(model_type: str, default: TrainingRecipe, **num_epochs: int) -> dict:
+    """The README's defaults table rows of ``model_type``: its ``default`` recipe on each corpus of
+    ``num_epochs`` (``ptb=3, sotu=1``) for that many epochs (a budget of about five minutes on 2 cores, in
+    work), named ``CORPUS-MODEL_TYPE-default`` (``ptb-nplm-default``)."""
+    return {
+        f"{corpus}-{model_type.replace('_', '-')}-default": default.derive(
+            f"the README's defaults table: the `default` recipe of {model_type} on "
+            f"{DEFAULTS_TABLE_CORPORA[corpus]} ({corpus}) for {epochs} epoch{'s' if epochs > 1 else ''}, "
+            "with the Kneser-Ney 5-gram on the same split; " + default.description,
+            training={"num_epochs": epochs, "seed": 0},
+            data={"corpus": corpus},
+        )
+        for corpus, epochs in num_epochs.items()
+    }
+
 
 #: The ``default`` recipe of the model types with no recipe of their own made for a million-word text.
 ADAM_DEFAULT = TrainingRecipe(

@@ -93,4 +93,47 @@ def check_table(checks: list[FigureCheck]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["FIGURES", "FigureCheck", "check_run", "check_table", "run_figures"]
+def recipe_rows(model_type: str | None = None) -> list[dict]:
+    """Every recipe of every model type (of ``model_type`` when given), as ``hf-nlm recipes`` lists them: its
+    name, model type, corpus, the figure it publishes (its test perplexity when it records or the paper gives
+    one, else the first of :data:`FIGURES` it has) with the paper's and the recorded value, the recorded
+    run's time on 2 quiet cores, and every figure."""
+    from ..models import MODEL_TYPES
+
+    if model_type is not None and model_type not in MODEL_TYPES:
+        raise ValueError(f"--model {model_type}: choose from {', '.join(MODEL_TYPES)}")
+    rows = []
+    for type_name, kind in MODEL_TYPES.items():
+        if model_type not in (None, type_name):
+            continue
+        for name, recipe in kind.recipes.items():
+            given = {**recipe.paper, **recipe.recorded}
+            figure = next((f for f in ("test_perplexity", *FIGURES) if f in given), None)
+            rows.append({
+                "recipe": name, "model_type": type_name, "corpus": recipe.data.get("corpus"),
+                "figure": figure, "paper": recipe.paper.get(figure), "recorded": recipe.recorded.get(figure),
+                "time_s": recipe.time_s, "paper_figures": dict(recipe.paper),
+                "recorded_figures": dict(recipe.recorded), "description": recipe.description,
+            })
+    return rows
+
+
+def recipes_table(rows: list[dict]) -> str:
+    """:func:`recipe_rows` as a plain-text table, one recipe a line."""
+
+    def shown(value) -> str:
+        return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+    def minutes(seconds: float | None) -> str:
+        return "-" if seconds is None else f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+    header = ("recipe", "model", "corpus", "figure", "paper", "recorded", "2 cores")
+    lines = [(r["recipe"], r["model_type"], shown(r["corpus"]), shown(r["figure"]), shown(r["paper"]),
+              shown(r["recorded"]), minutes(r["time_s"])) for r in rows]
+    widths = [max(len(cell) for cell in column) for column in zip(header, *lines, strict=True)]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
+                     for line in (header, *lines))
+
+
+__all__ = ["FIGURES", "FigureCheck", "check_run", "check_table", "recipe_rows", "recipes_table",
+           "run_figures"]

@@ -145,6 +145,7 @@ def command_line(command: str, folders: dict, flag: str) -> tuple[list[str], lis
         "plot-numerals": ([numeracy], [["--output", out + ".png"], ["--which", "input"]]),
         "push": ([run], [["--repo-id", "someone/model"]]),
         "download": (["brown"], [["--dest", str(folders["root"] / "corpora")]]),
+        "recipes": ([], [["--model", "nplm"]]),
     }[command]
     if flag in SOURCES.get(command, ()):
         options = [o for o in options if o[0] not in SOURCES[command]]

@@ -1,4 +1,4 @@
-from ..registry import ModelType, TrainingRecipe
+from ..registry import ModelType, TrainingRecipe, defaults_table_recipes
 from .configuration_awd_lstm import AWDLSTMConfig
 from .modeling_awd_lstm import AWDLSTMForCausalLM, AWDLSTMModel, AWDLSTMPreTrainedModel
 
@@ -33,6 +33,8 @@ RECIPES = {
         tokenizer={"min_frequency": 1},
     ),
 }
+
+RECIPES.update(defaults_table_recipes("awd_lstm", RECIPES["default"], ptb=2, sotu=1))
 
 MODEL_TYPE = ModelType(AWDLSTMConfig, AWDLSTMModel, causal_lm_class=AWDLSTMForCausalLM, recipes=RECIPES)
 

@@ -1,4 +1,4 @@
-from ..registry import PLAIN_SGD, ModelType, feed_forward_recipe
+from ..registry import PLAIN_SGD, ModelType, defaults_table_recipes, feed_forward_recipe
 from .configuration_hlbl import HLBLConfig
 from .modeling_hlbl import HLBLForCausalLM, HLBLModel
 
@@ -7,6 +7,8 @@ RECIPES = {
                                    "--tree gives (random unless set)", 1e-3, 32),
     "sgd": PLAIN_SGD,
 }
+
+RECIPES.update(defaults_table_recipes("hlbl", RECIPES["default"], ptb=8, sotu=4))
 
 MODEL_TYPE = ModelType(HLBLConfig, HLBLModel, causal_lm_class=HLBLForCausalLM, recipes=RECIPES)
 

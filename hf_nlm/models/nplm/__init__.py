@@ -1,4 +1,4 @@
-from ..registry import ModelType, TrainingRecipe, feed_forward_recipe
+from ..registry import ModelType, TrainingRecipe, defaults_table_recipes, feed_forward_recipe
 from .configuration_nplm import NPLMConfig
 from .modeling_nplm import NPLMForCausalLM, NPLMModel, NPLMPreTrainedModel
 
@@ -38,6 +38,8 @@ RECIPES = {
         time_s=604.0,  # `make demo` after set-up: the 5-gram, 5 epochs, the mixture
     ),
 }
+
+RECIPES.update(defaults_table_recipes("nplm", RECIPES["default"], ptb=3, sotu=1))
 
 MODEL_TYPE = ModelType(NPLMConfig, NPLMModel, causal_lm_class=NPLMForCausalLM, recipes=RECIPES)
 
