@@ -1,150 +1,127 @@
-"""LBL vs HLBL with random, balanced, Huffman and data-built trees on Brown
-(Mnih & Hinton 2008, Table 1 style).
+"""LBL vs HLBL with random, Huffman and data-built trees on Brown (Mnih & Hinton 2008, Table 1 style).
 
-A. Mnih, G. Hinton, "A Scalable Hierarchical Distributed Language Model", NIPS 2008. Rows, each trained
-with the same settings (Adam, same epochs / time budget) on Bengio et al.'s Brown split:
+A. Mnih, G. Hinton, "A Scalable Hierarchical Distributed Language Model", NIPS 2008. Each row is a named
+recipe run through ``hf_nlm.training.train`` (``hf-nlm train --recipe NAME`` runs the same), every one with
+the same settings (Adam, the same epochs and early stopping, seed 0) on Bengio et al.'s Brown split:
 
-* ``LBL``: the log-bilinear model with the full softmax (one feature table R for context and next word);
-* ``HLBL random``: the LBL body with a tree softmax over a random tree (step 1 of the paper's recipe);
-* ``HLBL huffman``: a Huffman tree over training-set word frequencies (word2vec's choice);
-* ``HLBL balanced``, ``HLBL adaptive``, ``HLBL adaptive(eps)``: the paper's data-built trees (sec. 4),
-  from each word's average predicted vector r_hat under the random-tree model, split by recursive
-  two-component EM with the BALANCED, ADAPTIVE and ADAPTIVE(eps) rules; each a fresh HLBL.
+* ``LBL`` (``brown-lbl-softmax``): the log-bilinear model with the full softmax;
+* ``HLBL random`` (``brown-hlbl-random``): the LBL body with a tree softmax over a random tree (step 1 of the
+  paper's recipe);
+* ``HLBL huffman`` (``brown-hlbl-huffman``): a Huffman tree over training-set word frequencies (word2vec's
+  choice);
+* ``HLBL balanced``, ``HLBL adaptive``, ``HLBL adaptive(0.25)`` (``brown-hlbl-balanced``,
+  ``brown-hlbl-adaptive``, ``brown-hlbl-adaptive-eps0.25``): the paper's data-built trees (sec. 4), from each
+  word's average predicted vector r_hat under a first HLBL on the random tree (trained as the random row),
+  split by recursive two-component EM with the BALANCED, ADAPTIVE and ADAPTIVE(eps) rules; each a fresh HLBL.
 
 Then the paper's comparisons as ratios with their targets, measured in this run: adaptive / random
 perplexity (target <= 0.9), best HLBL / LBL perplexity (target <= 1.1) and LBL / best-HLBL training time
 (target >= 10).
 
 Prints one JSON line per row on stdout (progress on stderr); writes ``hlbl_trees.md`` / ``.json`` into
-``--output-dir``. ``--quick``: a slice of the data (6,000 training sentences, D <= 50), 3 short epochs, a
-minute or two: far from converged, it checks the pipeline, not the paper's claims. Training time is the wall
-time of ``train_lm`` (training plus its per-epoch validation), on this machine's CPU threads.
+``--output-dir``. ``--quick``: the recipes on a slice of the data (6,000 training sentences, 600 of each other
+split) for 3 epochs, a few minutes: far from converged, it checks the pipeline, not the paper's claims.
+Training time is the run's ``elapsed_s`` (training plus its per-epoch validation; for a data-built tree, the
+final model's), on this machine's CPU threads.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
 import torch
-from common import add_training_arguments, emit_json, log, run_context, start_training_run, write_report
+from common import add_run_arguments, emit_json, log, run_context, start_run, write_report
 
-from hf_nlm import HLBLConfig, HLBLForCausalLM, LBLConfig, LBLForCausalLM
-from hf_nlm.data import load_brown
+from hf_nlm.data import first_lines
 from hf_nlm.data.lm import tokenize_corpus
-from hf_nlm.heads import tree_config_fields
-from hf_nlm.tokenization import train_word_level_tokenizer
-from hf_nlm.training import TrainingConfig, train_lm
-from hf_nlm.training.tree_recipe import build_data_tree, tree_summary
-from hf_nlm.trees import huffman_tree, random_tree
+from hf_nlm.training import RunSpec, train
+from hf_nlm.training.tree_recipe import tree_summary
 
 BENCHMARK = "hlbl_trees"
+#: The rows of the table: (case, named recipe).
+ROWS = (
+    ("LBL", "brown-lbl-softmax"),
+    ("HLBL random", "brown-hlbl-random"),
+    ("HLBL huffman", "brown-hlbl-huffman"),
+    ("HLBL balanced", "brown-hlbl-balanced"),
+    ("HLBL adaptive", "brown-hlbl-adaptive"),
+    ("HLBL adaptive(0.25)", "brown-hlbl-adaptive-eps0.25"),
+)
+#: --quick: (training lines, lines of each other split) and the epochs of each row.
+QUICK_LINES = (6000, 600)
+QUICK_EPOCHS = 3
 
 
 def emit(row: dict) -> None:
     emit_json(BENCHMARK, row)
 
 
+def quick_data(folder: Path) -> dict:
+    """The data settings of ``--quick``: the first lines of each split of the recipes' corpus, as text
+    files in ``folder``."""
+    corpus = RunSpec.from_recipe(recipe=ROWS[0][1], output_dir=str(folder)).data.load()
+    cut = first_lines(corpus, train_lines=QUICK_LINES[0], eval_lines=QUICK_LINES[1])
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for split in ("train", "validation", "test"):
+        path = folder / f"{split}.txt"
+        path.write_text("\n".join(cut[split]["text"]) + "\n", encoding="utf-8")
+        files[f"{split}_file"] = str(path)
+    return {"corpus": "text", **files, "num_epochs": QUICK_EPOCHS}
+
 
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
-                        help="a slice of the data, 3 short epochs: a minute or two")
-    parser.add_argument("--min-frequency", type=int, default=4,
-                        help="keep words seen this often in the training split (Bengio et al.: 4)")
-    parser.add_argument("--context-size", type=int, default=5, help="n - 1 (default: 5)")
-    parser.add_argument("--dim", type=int, default=100, help="D, the feature vector size (default: 100)")
-    parser.add_argument("--diagonal-context", action="store_true", help="diagonal C_i")
-    parser.add_argument("--batch-size", type=int, default=32, help="blocks per update")
-    parser.add_argument("--block-size", type=int, default=64, help="targets per block")
-    parser.add_argument("--learning-rate", type=float, default=1e-3, help="Adam learning rate")
-    parser.add_argument("--weight-decay", type=float, default=0.0)
-    parser.add_argument("--eps", type=float, default=0.25, help="eps of the ADAPTIVE(eps) tree")
-    add_training_arguments(parser, epochs=10, time_budget=1800.0)
+                        help=f"the recipes on a slice of the data for {QUICK_EPOCHS} epochs: a few minutes")
+    add_run_arguments(parser)
     args = parser.parse_args(argv)
-    out, suffix, corpus = start_training_run(args, load_brown, quick_lines=(6000, 600))
-    if args.quick:
-        args.epochs, args.time_budget, args.batch_size = (3, min(args.time_budget, 45.0),
-                                                          min(args.batch_size, 16))
-        args.learning_rate = max(args.learning_rate, 3e-3)
-        args.min_frequency = min(args.min_frequency, 2)
-        args.dim = min(args.dim, 50)
-    tokenizer = train_word_level_tokenizer(corpus["train"]["text"], min_frequency=args.min_frequency)
-    V = len(tokenizer)
-    train_ids, _ = tokenize_corpus(corpus["train"]["text"], tokenizer)
-    log(f"brown: {train_ids.numel():,} training tokens, |V| = {V:,}")
-    common = run_context(args, vocab_size=V, dim=args.dim, context_size=args.context_size,
-                         diagonal_context=args.diagonal_context)
-    special = dict(bos_token_id=tokenizer.bos_token_id if tokenizer.bos_token_id is not None
-                                else tokenizer.eos_token_id,
-                   eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.eos_token_id)
-    body = dict(vocab_size=V, context_size=args.context_size, hidden_size=args.dim,
-                diagonal_context=args.diagonal_context, **special)
-
-    def train(case: str, model) -> tuple[dict, dict]:
-        training = TrainingConfig(
-            output_dir=str(out / f"runs_hlbl{suffix}" / case.replace(" ", "_")), overwrite_output_dir=True,
-            num_epochs=args.epochs, max_time_s=args.time_budget, batch_size=args.batch_size,
-            block_size=args.block_size, eval_batch_size=64, optimizer="adam",
-            learning_rate=args.learning_rate, lr_scheduler="constant", weight_decay=args.weight_decay,
-            early_stopping_patience=1, logging_steps=100, save_total_limit=1, progress_bar=False,
-        )
-        log(f"{case}: {model.num_parameters():,} parameters")
-        start = time.perf_counter()
-        results = train_lm(model, tokenizer, corpus, training, dataset_name="brown")
-        seconds = time.perf_counter() - start
-        row = {
-            "case": case, "value": results["test"]["perplexity"], "unit": "ppl", "better": "lower",
-            "valid_ppl": results["validation"]["perplexity"], "train_time_s": round(seconds, 1),
-            "tokens_per_s": round(results["train_tokens"] / seconds, 1),
-            "epochs": results["epochs_completed"], "stop_reason": results["stop_reason"],
-            "num_parameters": model.num_parameters(), **common,
-        }
-        return row, results
-
-    def hlbl(tree) -> HLBLForCausalLM:
-        torch.manual_seed(0)
-        return HLBLForCausalLM(HLBLConfig(**body, **tree_config_fields(tree)), tree=tree)
+    out = start_run(args, BENCHMARK)
+    suffix = "_quick" if args.quick else ""
+    overrides = quick_data(out / f"runs_hlbl{suffix}" / "data") if args.quick else {}
 
     rows: list[dict] = []
+    counts_of: dict[int, torch.Tensor] = {}  # training-set word counts, by the tokenizer's vocabulary
 
-    counts = torch.bincount(train_ids, minlength=V).numpy()
-
-    def report(row: dict, tree=None) -> None:
-        if tree is not None:
+    for case, recipe in ROWS:
+        spec = RunSpec.from_recipe(recipe=recipe, output_dir=str(out / f"runs_hlbl{suffix}" / recipe),
+                                   overwrite_output_dir=True, progress_bar=False, save_total_limit=1,
+                                   **overrides)
+        log(f"{case}: hf-nlm train --recipe {recipe}")
+        result = train(spec)
+        m, model, tokenizer = result.metrics, result.model, result.tokenizer
+        seconds = m["elapsed_s"]
+        row = {
+            "case": case, "recipe": recipe, "value": m["test"]["perplexity"], "unit": "ppl",
+            "better": "lower",
+            "valid_ppl": m["validation"]["perplexity"], "train_time_s": round(seconds, 1),
+            "tokens_per_s": round(m["train_tokens"] / max(seconds, 1e-9), 1),
+            "epochs": m["epochs_completed"], "stop_reason": m["stop_reason"],
+            "num_parameters": m["num_parameters"],
+            **run_context(args, vocab_size=len(tokenizer), dim=model.config.hidden_size,
+                          context_size=model.config.context_size,
+                          diagonal_context=model.config.diagonal_context),
+        }
+        if model.config.head == "tree":
+            tree = model.tree()
             row.update({"tree_" + k: v for k, v in tree_summary(tree).items() if k != "vocab_size"})
+            if len(tokenizer) not in counts_of:
+                ids, _ = tokenize_corpus(result.spec.data.load()["train"]["text"], tokenizer)
+                counts_of[len(tokenizer)] = torch.bincount(ids, minlength=len(tokenizer)).numpy()
             # Node evaluations per training token: what the tree costs (Huffman minimises it).
-            row["tree_expected_code_length"] = round(tree.expected_code_length(counts), 3)
+            row["tree_expected_code_length"] = round(tree.expected_code_length(counts_of[len(tokenizer)]), 3)
+        if "tree" in m:  # a data-built tree: the seconds its vectors and EM took
+            row["tree_build_s"] = round(m["tree"]["build_s"], 1)
         rows.append(row)
         emit(row)
-
-    torch.manual_seed(0)
-    lbl = LBLForCausalLM(LBLConfig(**body))
-    report(train("LBL", lbl)[0])
-
-    first_tree = random_tree(V, seed=0)
-    first = hlbl(first_tree)
-    report(train("HLBL random", first)[0], first_tree)
-
-    tree = huffman_tree(counts)
-    report(train("HLBL huffman", hlbl(tree))[0], tree)
-
-    # The paper's data-built trees, all from the random-tree model's predicted vectors.
-    for case, mode, eps in [("HLBL balanced", "balanced", 0.0), ("HLBL adaptive", "adaptive", 0.0),
-                            (f"HLBL adaptive({args.eps})", "adaptive", args.eps)]:
-        start = time.perf_counter()
-        tree = build_data_tree(first, corpus["train"]["text"], tokenizer, mode=mode, eps=eps,
-                               block_size=args.block_size, batch_size=64)
-        build_s = time.perf_counter() - start
-        row, _ = train(case, hlbl(tree))
-        row["tree_build_s"] = round(build_s, 1)
-        report(row, tree)
 
     by_case = {r["case"]: r for r in rows}
     hlbls = [r for r in rows if r["case"].startswith("HLBL")]
     best = min(hlbls, key=lambda r: r["value"])
+    common = {k: rows[0][k] for k in ("vocab_size", "dim", "context_size", "diagonal_context", "quick",
+                                      "threads")}
     ratios = [
         {"case": "adaptive_vs_random",
          "value": by_case["HLBL adaptive"]["value"] / by_case["HLBL random"]["value"],
@@ -169,10 +146,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
 def write_table(rows: list[dict], ratios: list[dict], path: Path, args) -> None:
     r0 = rows[0]
-    columns = ["model", "tree depth (max)", "code length per token", "words with 2+ codes", "params",
-               "epochs", "train time", "tokens/s", "valid ppl", "test ppl"]
+    columns = ["model", "recipe", "tree depth (max)", "code length per token", "words with 2+ codes",
+               "params", "epochs", "train time", "tokens/s", "valid ppl", "test ppl"]
     cells = [
-        [r["case"], r.get("tree_max_depth", ""),
+        [r["case"], f"`{r['recipe']}`", r.get("tree_max_depth", ""),
          "" if "tree_expected_code_length" not in r else format(r["tree_expected_code_length"], ".2f"),
          r.get("tree_words_with_several_codes", ""), f"{r['num_parameters']:,}", r["epochs"],
          f"{r['train_time_s']:.0f} s", f"{r['tokens_per_s']:,.0f}", f"{r['valid_ppl']:.1f}",
@@ -186,7 +163,7 @@ def write_table(rows: list[dict], ratios: list[dict], path: Path, args) -> None:
         + (", diagonal C_i" if r0["diagonal_context"] else ""),
         (columns, cells),
         (["ratio", "value", "target"], [[r["case"], r["value"], r.get("target", "")] for r in ratios]),
-        quick="a slice of the data, 3 short epochs, far from converged" if args.quick else None,
+        quick=f"a slice of the data, {QUICK_EPOCHS} epochs, far from converged" if args.quick else None,
     )
 
 

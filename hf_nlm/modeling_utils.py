@@ -304,7 +304,7 @@ class NLMPreTrainedModel(PreTrainedModel):
         """Replace the tree head by a fresh one over ``tree`` (new node vectors q_i, initialised as at
         construction; the body is kept). The config's tree shape fields follow the new tree, so
         ``save_pretrained`` / ``from_pretrained`` keep it. (Mnih & Hinton's (2008) recipe retrains a
-        fresh model on the new tree instead: :func:`hf_nlm.training.tree_recipe.train_with_data_tree`.)"""
+        fresh model on the new tree instead: :func:`hf_nlm.training.train` with ``tree_mode``.)"""
         if self.config.head != "tree":
             raise ValueError(
                 f"set_tree needs a model with head='tree'; this one has head={self.config.head!r}"

@@ -72,7 +72,7 @@ BROWN = Benchmark(
     "trigram's weights fitted by EM on the validation split).",
 )
 HLBL = Benchmark(
-    "hlbl_trees.json", "python benchmarks/hlbl_trees.py --threads 1 --epochs 8 --time-budget 3600", "brown",
+    "hlbl_trees.json", "python benchmarks/hlbl_trees.py --threads 1", "brown",
     "Every row trained the same way: Adam, learning rate 1e-3, batches of 32 blocks of 64 targets, up to 8 "
     "epochs, early stopping with patience 1. Vocabulary: training words seen at least 4 times. The "
     "data-built trees (balanced, adaptive) come from the random-tree HLBL's predicted word vectors, split by "
@@ -97,6 +97,7 @@ class Reference:
     title: str
     settings: tuple[str, ...]  # keys of the row shown as hyperparameters
     note: str = ""
+    recipe_name: str = ""  # the named recipe of the row (`hf-nlm train --recipe NAME`), where it has one
 
 
 NPLM_SETTINGS = ("n", "h", "m", "direct", "vocab_size", "num_parameters", "epochs", "stop_reason",
@@ -117,8 +118,10 @@ REFERENCES: tuple[Reference, ...] = (
               "Interpolated trigram (deleted interpolation) on Brown", NGRAM_SETTINGS),
     *(Reference(f"kneser-ney-{n}gram-brown", BROWN, f"Kneser-Ney {n}-gram", "kneser_ney",
                 f"Kneser-Ney {n}-gram on Brown", NGRAM_SETTINGS) for n in (3, 4, 5)),
-    Reference("lbl-brown", HLBL, "LBL", "lbl", "LBL (full softmax) on Brown", HLBL_SETTINGS[:10]),
-    *(Reference(f"hlbl-brown-{slug}", HLBL, case, "hlbl", f"HLBL, {tree} tree, on Brown", HLBL_SETTINGS)
+    Reference("lbl-brown", HLBL, "LBL", "lbl", "LBL (full softmax) on Brown", HLBL_SETTINGS[:10],
+              recipe_name="brown-lbl-softmax"),
+    *(Reference(f"hlbl-brown-{slug}", HLBL, case, "hlbl", f"HLBL, {tree} tree, on Brown", HLBL_SETTINGS,
+                recipe_name=f"brown-hlbl-{slug}")
       for slug, case, tree in (("random", "HLBL random", "random"), ("huffman", "HLBL huffman", "Huffman"),
                                ("balanced", "HLBL balanced", "balanced (EM)"),
                                ("adaptive", "HLBL adaptive", "adaptive (EM)"),
@@ -186,6 +189,8 @@ def render_reference(ref: Reference) -> str:
     settings = {k: row[k] for k in ref.settings if k in row}
     training = [ref.benchmark.recipe, "", "This row's settings, as recorded in the results file:", "",
                 "```json", json.dumps(settings, indent=2), "```", "",
+                f"Reproduce: `hf-nlm train --recipe {ref.recipe_name} --output-dir runs/{ref.recipe_name}` "
+                f"(the whole table: `{ref.benchmark.command}`)." if ref.recipe_name else
                 f"Reproduce: `{ref.benchmark.command}`."]
     made = ("Its counts are not published with the repository; rebuild them with the command under "
             "*Training procedure* (or `from_texts` and `save` in `hf_nlm.ngram`) and load the folder as "

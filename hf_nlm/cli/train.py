@@ -1,5 +1,6 @@
 """``hf-nlm train`` and ``hf-nlm build-tree``: the flags into a :class:`~hf_nlm.training.RunSpec`, then the
-library's :func:`~hf_nlm.training.train` / :func:`~hf_nlm.training.train_data_tree`."""
+library's :func:`~hf_nlm.training.train`. ``build-tree`` is ``train`` with a data-built word tree (Mnih &
+Hinton 2008, sec. 4: ``--tree-mode``, default adaptive) and its JSON line names both stages."""
 
 from __future__ import annotations
 
@@ -76,11 +77,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     for flag, folder in (("--init-from", getattr(args, "init_from", None)), ("--resume", args.resume)):
         if folder not in (None, "latest") and not os.path.isdir(folder):
             fail(args.parser, f"{flag} {folder}: no such folder")
+    spec = None
     try:
         spec = spec_from_arguments(args)
         recipe = check_recipe(args, spec)
         result = train(spec)
     except KeyboardInterrupt:
+        if spec is not None and spec.tree_mode is not None and spec.training.resume_from_checkpoint is None:
+            return report_tree_interrupt(Path(args.output_dir), resume_command(args.argv))
         return report_interrupt(args.output_dir, resume_command(args.argv))
     except FloatingPointError as err:  # a non-finite loss: the trainer has saved the last good update
         fail(args.parser, f"{err}; lower --learning-rate (or set --max-grad-norm) and train again in another "
@@ -119,23 +123,36 @@ def check_recipe(args: argparse.Namespace, spec):
     return recipe
 
 
+def report_tree_interrupt(out: Path, resume: str | None) -> int:
+    """Ctrl-C in a run with a data-built tree: the final stage (checkpoints in ``out``) resumes with
+    ``resume``, the first (in ``out/random_tree``) starts over."""
+    from ..training.checkpoint import list_checkpoints
+
+    if list_checkpoints(out):
+        return report_interrupt(out, resume)
+    code = report_interrupt(out / "random_tree", None)
+    print("the first stage of a data-built tree (random_tree) does not resume: run the command again to "
+          "start over", file=sys.stderr)
+    return code
+
+
 def cmd_build_tree(args: argparse.Namespace) -> int:
     """Mnih & Hinton's (2008) recipe: train an HLBL on a random tree, represent each word by its average
     predicted vector, build a tree by recursive EM (--tree-mode, --eps), train a fresh HLBL on it. Output:
-    OUTPUT_DIR (final model), OUTPUT_DIR/random_tree (step 1), OUTPUT_DIR/word_tree.json."""
-    from ..training.run import train_data_tree
+    OUTPUT_DIR (final model), OUTPUT_DIR/random_tree (step 1), OUTPUT_DIR/word_tree.json. The same run as
+    `hf-nlm train --model hlbl --tree-mode MODE --tree-eps EPS`."""
+    from ..training import train
+    from ..training.arguments import build_tree_mode, build_tree_spec_from_arguments
     from ..trees import check_tree_mode
 
-    try:
-        check_tree_mode(args.tree_mode, args.eps, flags=True)
+    eps = getattr(args, "tree_eps", None)
+    try:  # named as this command's flags
+        check_tree_mode(build_tree_mode(args), 0.0 if eps is None else eps, flags=True)
     except ValueError as err:
         fail(args.parser, str(err))
-    if args.first_stage_epochs is not None and args.first_stage_epochs < 1:
-        fail(args.parser, f"--first-stage-epochs must be >= 1, got {args.first_stage_epochs}")
     try:
-        spec = spec_from_arguments(args, default_model="hlbl")
-        results = train_data_tree(spec, mode=args.tree_mode, eps=args.eps,
-                                  first_stage_epochs=args.first_stage_epochs)
+        spec = build_tree_spec_from_arguments(args)
+        result = train(spec)
     except (ValueError, TypeError, FileNotFoundError, FloatingPointError) as err:
         fail(args.parser, str(err))
     except KeyboardInterrupt:
@@ -145,8 +162,9 @@ def cmd_build_tree(args: argparse.Namespace) -> int:
         code = report_interrupt(out if list_checkpoints(out) else out / "random_tree", None)
         print("build-tree does not resume a stage: run it again to start over", file=sys.stderr)
         return code
+    metrics = result.metrics
     keep = ("validation", "test", "best_val_ppl", "stop_reason", "elapsed_s")
-    summary = {stage: {k: results[stage][k] for k in keep if k in results[stage]}
-               for stage in ("random_tree", "data_tree")}
-    print(json.dumps({**summary, "tree": results["tree"], "output_dir": spec.training.output_dir}))
+    print(json.dumps({"random_tree": metrics.get("random_tree", {}),
+                      "data_tree": {k: metrics[k] for k in keep if k in metrics},
+                      "tree": metrics.get("tree"), "output_dir": spec.training.output_dir}))
     return 0

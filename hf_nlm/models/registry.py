@@ -12,13 +12,18 @@ DEFAULT_RECIPE = "default"
 
 #: The tokenizer settings a recipe may give (the ``hf-nlm train`` flags of the same names).
 RECIPE_TOKENIZER_SETTINGS = ("tokenizer", "min_frequency", "vocab_size", "lowercase", "split_punctuation")
+#: The word-tree settings a recipe may give a tree head (the ``hf-nlm train`` flags of the same names): a
+#: fixed tree (``tree``, ``tree_seed``) or Mnih & Hinton's (2008) data-built one (``tree_mode``, ``tree_eps``,
+#: ``first_stage_epochs``).
+RECIPE_TREE_SETTINGS = ("tree", "tree_seed", "tree_mode", "tree_eps", "first_stage_epochs")
 
 
 @dataclass(frozen=True)
 class TrainingRecipe:
     """How to train a model type: values for the fields of :class:`~hf_nlm.training.TrainingConfig`
     (``training``), of the model's config (``model``), of the tokenizer (``tokenizer``, keys of
-    :data:`RECIPE_TOKENIZER_SETTINGS`) and of the data (``data``, fields of
+    :data:`RECIPE_TOKENIZER_SETTINGS`), of a tree head's word tree (``tree``, keys of
+    :data:`RECIPE_TREE_SETTINGS`) and of the data (``data``, fields of
     :class:`~hf_nlm.training.spec.DataSpec`: a recipe behind a published number names its corpus).
     ``hf-nlm train`` uses them for every setting no flag gives (the data only when no data flag is given);
     :meth:`hf_nlm.training.TrainingConfig.for_model` does the same for ``training`` in Python. ``description``
@@ -36,6 +41,7 @@ class TrainingRecipe:
     training: Mapping = field(default_factory=dict)
     model: Mapping = field(default_factory=dict)
     tokenizer: Mapping = field(default_factory=dict)
+    tree: Mapping = field(default_factory=dict)
     data: Mapping = field(default_factory=dict)
     recorded: Mapping = field(default_factory=dict)
     paper: Mapping = field(default_factory=dict)
@@ -46,21 +52,26 @@ class TrainingRecipe:
         if unknown:
             raise ValueError(f"TrainingRecipe.tokenizer: unknown settings {sorted(unknown)}; "
                              f"known: {', '.join(RECIPE_TOKENIZER_SETTINGS)}")
+        unknown = set(self.tree) - set(RECIPE_TREE_SETTINGS)
+        if unknown:
+            raise ValueError(f"TrainingRecipe.tree: unknown settings {sorted(unknown)}; "
+                             f"known: {', '.join(RECIPE_TREE_SETTINGS)}")
         # Read-only: a recipe is shared by every run.
-        for name in ("training", "model", "tokenizer", "data", "recorded", "paper"):
+        for name in ("training", "model", "tokenizer", "tree", "data", "recorded", "paper"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
     def derive(self, description: str, *, training: Mapping = (), model: Mapping = (),
-               tokenizer: Mapping = (), data: Mapping = (), recorded: Mapping = (), paper: Mapping = (),
-               time_s: float | None = None) -> TrainingRecipe:
-        """This recipe with ``training``, ``model``, ``tokenizer`` and ``data`` values set over its own, and
-        ``description``, ``recorded``, ``paper`` and ``time_s`` of its own (a run of the new recipe is a new
-        run: nothing recorded carries over)."""
+               tokenizer: Mapping = (), tree: Mapping = (), data: Mapping = (), recorded: Mapping = (),
+               paper: Mapping = (), time_s: float | None = None) -> TrainingRecipe:
+        """This recipe with ``training``, ``model``, ``tokenizer``, ``tree`` and ``data`` values set over its
+        own, and ``description``, ``recorded``, ``paper`` and ``time_s`` of its own (a run of the new recipe
+        is a new run: nothing recorded carries over)."""
         return TrainingRecipe(
             description,
             training={**self.training, **dict(training)},
             model={**self.model, **dict(model)},
             tokenizer={**self.tokenizer, **dict(tokenizer)},
+            tree={**self.tree, **dict(tree)},
             data={**self.data, **dict(data)},
             recorded=recorded, paper=paper, time_s=time_s,
         )

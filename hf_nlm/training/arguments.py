@@ -26,6 +26,7 @@ from .spec import (
     DEFAULT_MODEL,
     TOKENIZERS,
     TREE_CHOICES,
+    TREE_MODES,
     DataSpec,
     RunSpec,
     data_spec_fields,
@@ -136,10 +137,12 @@ def _field_argument(config_class, field: str) -> dict:
     return {"type": {"int": int, "float": float, "str": str}[kind.split(" |")[0]]}
 
 
-def add_model_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...] | None = None) -> None:
+def add_model_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...] | None = None,
+                        data_tree: bool = True) -> None:
     """``--model``, ``--recipe`` and one flag per config field of those models (:func:`model_settings`),
     generated from the config classes (their types, defaults and docstrings), plus the flags of a tree head's
-    word tree."""
+    word tree: a fixed one and, with ``data_tree``, Mnih & Hinton's (2008) data-built one
+    (:func:`add_data_tree_arguments`)."""
     from ..configuration_utils import NLMConfig, config_field_docs
 
     shared = {f.name for f in dataclasses.fields(NLMConfig)}  # documented once, in NLMConfig
@@ -182,7 +185,27 @@ def add_model_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...]
                       help="a word tree saved with WordTree.save (e.g. a build-tree run's word_tree.json); "
                            "its word ids must be those of this run's tokenizer "
                            "(same corpus and tokenizer flags)")
-    tree.add_argument("--tree-seed", type=int, default=UNSET, help="seed of the random tree (default: 0)")
+    tree.add_argument("--tree-seed", type=int, default=UNSET,
+                      help="seed of the random tree; >= 0 (default: 0)")
+    if data_tree:
+        add_data_tree_arguments(tree)
+
+
+def add_data_tree_arguments(group, eps_flags: tuple[str, ...] = ("--tree-eps",)) -> None:
+    """The flags of Mnih & Hinton's (2008, sec. 4) data-built word tree (``tree_mode``, ``tree_eps``,
+    ``first_stage_epochs`` of :class:`~hf_nlm.training.RunSpec`); ``eps_flags``: the names of ``tree_eps``'s
+    flag."""
+    group.add_argument("--tree-mode", choices=TREE_MODES, default=UNSET,
+                       help="build the tree from the data (Mnih & Hinton 2008, sec. 4): train a model on a "
+                            "random tree, split its words' average predicted vectors by recursive EM with "
+                            "this rule, adaptive (more responsible component) or balanced (sorted by "
+                            "responsibility, cut in half), and train a fresh model on that tree "
+                            "(OUTPUT_DIR/random_tree, OUTPUT_DIR/word_tree.json)")
+    group.add_argument(*eps_flags, dest="tree_eps", type=float, default=UNSET,
+                       help="--tree-mode adaptive only: words whose responsibility is within eps of 1/2 go "
+                            "down both branches (several codes); in [0, 0.5) (default: 0)")
+    group.add_argument("--first-stage-epochs", type=_optional(int), default=UNSET,
+                       help="epochs of the random-tree model of --tree-mode; >= 1 (default: --num-epochs)")
 
 
 def add_training_arguments(parser: argparse.ArgumentParser, resume: bool = True) -> None:
@@ -228,27 +251,18 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
 
 def add_build_tree_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Every argument of ``hf-nlm build-tree`` (also ``examples/train_hlbl.py``'s)."""
-    from ..trees import TREE_MODES
 
     add_data_arguments(parser)
     add_tokenizer_arguments(parser)
-    add_model_arguments(parser, models=("hlbl",))
-    group = parser.add_argument_group("word tree (Mnih & Hinton 2008, sec. 4)")
-    group.add_argument("--tree-mode", choices=TREE_MODES, default="adaptive",
-                       help="split rule of the EM tree: adaptive (more responsible component) or balanced "
-                            "(sorted by responsibility, cut in half) (default: adaptive)")
-    group.add_argument("--eps", type=float, default=0.0,
-                       help="adaptive only: words whose responsibility is within eps of 1/2 go down both "
-                            "branches (several codes); in [0, 0.5) (default: 0)")
-    group.add_argument("--first-stage-epochs", type=int, default=None,
-                       help="epochs of the random-tree model of step 1 (default: --num-epochs)")
+    add_model_arguments(parser, models=("hlbl",), data_tree=False)
+    group = parser.add_argument_group("word tree (Mnih & Hinton 2008, sec. 4; hf-nlm train --tree-mode)")
+    add_data_tree_arguments(group, eps_flags=("--eps", "--tree-eps"))
     add_training_arguments(parser, resume=False)
     return parser
 
 
 #: Parsed attributes that are not settings of a run.
-NOT_SETTINGS = ("resume", "tree_mode", "eps", "first_stage_epochs", "func", "parser", "argv", "command",
-                "check")
+NOT_SETTINGS = ("resume", "func", "parser", "argv", "command", "check")
 
 
 def given_settings(args: argparse.Namespace) -> dict:
@@ -272,6 +286,23 @@ def spec_from_arguments(args: argparse.Namespace, default_model: str = DEFAULT_M
     return RunSpec.from_recipe(model_type, recipe, **settings)
 
 
+def build_tree_spec_from_arguments(args: argparse.Namespace) -> RunSpec:
+    """The :class:`RunSpec` of ``hf-nlm build-tree``'s flags (:func:`add_build_tree_arguments`): an HLBL with
+    Mnih & Hinton's (2008) data-built tree, its split rule ``--tree-mode``, else the recipe's, else
+    ``adaptive``."""
+    return spec_from_arguments(argparse.Namespace(**{**vars(args), "tree_mode": build_tree_mode(args)}),
+                               default_model="hlbl")
+
+
+def build_tree_mode(args: argparse.Namespace) -> str:
+    """The split rule of ``hf-nlm build-tree``'s tree: ``--tree-mode``, else the ``--recipe``'s, else
+    ``adaptive``."""
+    if hasattr(args, "tree_mode"):
+        return args.tree_mode
+    recipe = MODEL_TYPES["hlbl"].recipes.get(getattr(args, "recipe", None) or DEFAULT_RECIPE)
+    return recipe.tree.get("tree_mode", "adaptive") if recipe is not None else "adaptive"
+
+
 def data_spec_from_arguments(args: argparse.Namespace):
     """The :class:`~hf_nlm.training.spec.DataSpec` of the data flags given (``hf-nlm evaluate`` and
     friends)."""
@@ -279,5 +310,6 @@ def data_spec_from_arguments(args: argparse.Namespace):
 
 
 __all__ = ["FILE_CORPORA", "NAMED_CORPORA", "add_build_tree_arguments", "add_data_arguments",
+           "add_data_tree_arguments", "build_tree_mode", "build_tree_spec_from_arguments",
            "add_model_arguments", "add_tokenizer_arguments", "add_train_arguments", "add_training_arguments",
            "data_spec_from_arguments", "given_settings", "spec_from_arguments"]

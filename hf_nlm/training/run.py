@@ -12,6 +12,9 @@
                                                        output_dir
     ngram_mixture(model, tokenizer, datasets, lm)      with --ngram-mixture: the model mixed with the 5-gram
 
+With ``spec.tree_mode`` (Mnih & Hinton's data-built word tree), :func:`train_data_tree` runs the loop twice:
+on a random tree, then on the tree built from that model's predicted vectors.
+
 ``hf-nlm train``, ``examples/``, the benchmarks and the web demo's runs all go through it, so what one gets
 (the recipe, the refusals, the generation defaults, the card) every other gets too.
 """
@@ -100,14 +103,28 @@ def train(spec: RunSpec, accelerator=None) -> TrainResult:
     else:
         _say(spec.recipe_line())
         spec, tokenizer = train_tokenizer(spec, texts)
+        if spec.tree_mode is not None:
+            return train_data_tree(dataclasses.replace(spec, data_sha256=fingerprints), tokenizer, datasets,
+                                   texts, accelerator)
         model = build_model(spec, tokenizer, texts)
     spec = dataclasses.replace(spec, data_sha256=fingerprints)
-    trainer = LMTrainer(model, tokenizer, datasets, spec.training, accelerator=accelerator,
-                        dataset_name=spec.data.name, run_spec=spec.to_dict())
+    trainer = make_trainer(spec, model, tokenizer, datasets, accelerator)
     if resuming or spec.init_from is not None:
         check_unknown_share(trainer.train_stats, folder)
-    num_tokens = trainer.train_stats["num_tokens"]
-    baseline = ngram_baseline(spec, model, tokenizer, datasets, num_tokens)
+    baseline = ngram_baseline(spec, model, tokenizer, datasets, trainer.train_stats["num_tokens"])
+    return run_loop(spec, trainer, baseline)
+
+
+def make_trainer(spec: RunSpec, model, tokenizer, datasets, accelerator=None) -> LMTrainer:
+    """The :class:`LMTrainer` of the run ``spec`` (recorded in its checkpoints and results)."""
+    return LMTrainer(model, tokenizer, datasets, spec.training, accelerator=accelerator,
+                     dataset_name=spec.data.name, run_spec=spec.to_dict())
+
+
+def run_loop(spec: RunSpec, trainer: LMTrainer, baseline: NgramBaseline | None) -> TrainResult:
+    """``trainer``'s loop, with ``baseline`` (or none) reported beside the model and, with
+    ``spec.training.ngram_mixture``, mixed with it; the comparison said at the end."""
+    model, tokenizer, datasets = trainer.unwrapped_model, trainer.tokenizer, trainer.datasets
     trainer.ngram_baseline = baseline.figures if baseline is not None else None
     metrics = trainer.train()
     if metrics and BASELINE_KEY in metrics and spec.training.ngram_mixture:
@@ -117,6 +134,75 @@ def train(spec: RunSpec, accelerator=None) -> TrainResult:
     if metrics and "validation" in metrics:
         _say(comparison_line(metrics))
     return TrainResult(spec, model, tokenizer, metrics, Path(spec.training.output_dir))
+
+
+#: What a data-built tree run's results keep of its first stage (under ``random_tree``).
+FIRST_STAGE_FIGURES = ("validation", "test", "best_val_ppl", "epochs_completed", "global_step", "stop_reason",
+                       "train_tokens", "elapsed_s")
+
+
+def train_data_tree(spec: RunSpec, tokenizer, datasets, texts, accelerator=None) -> TrainResult:
+    """Mnih & Hinton's recipe for a data-built word tree (A. Mnih, G. Hinton, "A Scalable Hierarchical
+    Distributed Language Model", NIPS 2008, sec. 4) on the fresh run ``spec`` (``spec.tree_mode`` set),
+    with its ``tokenizer``, ``datasets`` and training ``texts``:
+
+    1. a model on a random tree (``tree_seed``), trained as ``spec`` says for ``first_stage_epochs`` epochs
+       (None: ``num_epochs``), saved in ``output_dir/random_tree`` (a run folder of its own);
+    2-3. each word's average predicted vector r_hat over the contexts it occurs in, split by recursive
+       two-component EM with the ``tree_mode`` rule (``tree_eps``: ADAPTIVE(eps)), saved as
+       ``output_dir/word_tree.json`` (:func:`hf_nlm.training.tree_recipe.build_data_tree`);
+    4. a fresh model on that tree (seeded as the first), trained as ``spec`` says: the run of ``output_dir``,
+       which records ``spec``.
+
+    Both stages share the Kneser-Ney 5-gram baseline. The result is the final model's; its metrics (and
+    ``results.json``) add ``tree`` (the rule, eps, the tree's sizes and ``build_s``, the seconds steps 2-3
+    took) and ``random_tree`` (the first stage's figures, :data:`FIRST_STAGE_FIGURES`)."""
+    from .run_folder import prepare_output_dir
+    from .tree_recipe import build_data_tree, tree_summary
+
+    config = build_config(spec, tokenizer)
+    if config.head != "tree":
+        raise ValueError(f"--tree-mode {spec.tree_mode} builds the word tree of a tree head (--head tree or "
+                         f"--model hlbl), not --head {config.head}")
+    training, main_process = spec.training, int(os.environ.get("RANK", "0")) == 0
+    out = Path(training.output_dir)
+    # The folder is checked and claimed before step 1 writes into it (random_tree/, word_tree.json).
+    prepare_output_dir(out, resuming=False, overwrite=training.overwrite_output_dir,
+                       main_process=main_process)
+
+    # 1. A model on a random tree.
+    first_spec = dataclasses.replace(
+        spec, tree="random", tree_mode=None, tree_eps=0.0, first_stage_epochs=None,
+        training=dataclasses.replace(training, output_dir=os.fspath(out / "random_tree"),
+                                     num_epochs=spec.first_stage_epochs or training.num_epochs))
+    _say(f"data-built tree (--tree-mode {spec.tree_mode}, --tree-eps {spec.tree_eps}), step 1: a model on a "
+         f"random tree in {first_spec.training.output_dir}")
+    first_model = build_model(first_spec, tokenizer, texts)
+    trainer = make_trainer(first_spec, first_model, tokenizer, datasets, accelerator)
+    baseline = ngram_baseline(spec, first_model, tokenizer, datasets, trainer.train_stats["num_tokens"])
+    first = run_loop(first_spec, trainer, baseline)
+
+    # 2-3. Each word's average predicted vector, then the recursive EM tree over those vectors.
+    start = time.perf_counter()
+    tree = build_data_tree(first_model, list(texts), tokenizer, mode=spec.tree_mode, eps=spec.tree_eps,
+                           block_size=training.block_size, batch_size=training.eval_batch_size,
+                           seed=spec.tree_seed)
+    built = {"mode": spec.tree_mode, "eps": spec.tree_eps, **tree_summary(tree),
+             "build_s": time.perf_counter() - start}
+    if main_process:
+        tree.save(out / "word_tree.json")
+    _say(f"data-built tree: {built['num_nodes']:,} nodes, depth {built['max_depth']}, "
+         f"{built['words_with_several_codes']:,} words with several codes; step 4: a fresh model on it")
+
+    # 4. A fresh model on the data-built tree.
+    model = build_model(spec, tokenizer, texts, tree=tree)
+    result = run_loop(spec, make_trainer(spec, model, tokenizer, datasets, accelerator), baseline)
+    if result.metrics:  # the main process's
+        result.metrics["tree"] = built
+        result.metrics["random_tree"] = {k: first.metrics[k] for k in FIRST_STAGE_FIGURES
+                                         if k in first.metrics}
+        update_results(out, result.metrics)
+    return result
 
 
 # ------------------------------------------------------------------ the count baseline
@@ -376,42 +462,21 @@ def build_tree(spec: RunSpec, tokenizer, train_texts=None):
     return huffman_tree(torch.bincount(ids, minlength=V).numpy())
 
 
-def build_model(spec: RunSpec, tokenizer, train_texts=None):
+def build_model(spec: RunSpec, tokenizer, train_texts=None, tree=None):
     """A freshly initialised model (seeded with ``spec.training.seed``: the same weights on every process and
-    every rerun) sized for ``tokenizer``, with its word tree (tree heads; ``train_texts`` for a Huffman tree),
-    its training memory checked first; its generation settings come from the config
-    (:func:`hf_nlm.generation.generation_defaults`)."""
+    every rerun) sized for ``tokenizer``, with its word tree (tree heads: ``tree``, else the spec's,
+    :func:`build_tree`; ``train_texts`` for a Huffman tree), its training memory checked first; its generation
+    settings come from the config (:func:`hf_nlm.generation.generation_defaults`)."""
     config = build_config(spec, tokenizer)
-    tree = None
     if config.head == "tree":
-        tree = build_tree(spec, tokenizer, train_texts)
-    elif spec.tree is not None or spec.tree_file is not None:
-        raise ValueError("--tree / --tree-file need a tree head (--head tree or --model hlbl), "
+        tree = tree if tree is not None else build_tree(spec, tokenizer, train_texts)
+    elif tree is not None or any(value is not None for value in (spec.tree, spec.tree_file, spec.tree_mode)):
+        raise ValueError("--tree / --tree-file / --tree-mode need a tree head (--head tree or --model hlbl), "
                          f"not --head {config.head}")
     lm_class = MODEL_TYPES[spec.model_type].lm_class
     check_training_memory(lm_class, config, tree=tree, training=spec.training)
     torch.manual_seed(spec.training.seed)
     return lm_class(config, tree=tree)  # generation settings from the config: NLMPreTrainedModel.__init__
-
-
-def train_data_tree(spec: RunSpec, mode: str = "adaptive", eps: float = 0.0,
-                    first_stage_epochs: int | None = None) -> dict:
-    """Mnih & Hinton's (2008) recipe on the run ``spec`` describes (an HLBL): a model on a random tree, a word
-    tree built from its predicted vectors, a fresh model on that tree
-    (:func:`hf_nlm.training.tree_recipe.train_with_data_tree`, which says what it writes where)."""
-    from ..trees import check_tree_mode
-    from . import tree_recipe
-
-    check_tree_mode(mode, eps)
-    datasets = spec.data.load()
-    if "train" not in datasets:
-        raise ValueError("the corpus has no train split (give --train-file)")
-    _say(spec.recipe_line())
-    spec, tokenizer = train_tokenizer(spec, datasets["train"]["text"])
-    config = build_config(spec, tokenizer)
-    return tree_recipe.train_with_data_tree(config, tokenizer, datasets, spec.training, mode=mode, eps=eps,
-                                            first_stage_epochs=first_stage_epochs, tree_seed=spec.tree_seed,
-                                            dataset_name=spec.data.name)
 
 
 class SavedRun(NamedTuple):
@@ -490,4 +555,5 @@ def report_interrupt(output_dir: str | os.PathLike, resume: str | None) -> int:
 
 
 __all__ = ["SavedRun", "TrainResult", "build_config", "build_model", "build_tree", "load_run",
-           "report_interrupt", "resume_command", "train", "train_data_tree", "train_tokenizer"]
+           "make_trainer", "report_interrupt", "resume_command", "run_loop", "train", "train_data_tree",
+           "train_tokenizer"]

@@ -33,6 +33,7 @@ from ..data.reading import table_header
 from ..data.registry import CORPORA, OPTION_FLAGS
 from ..models import MODEL_TYPES, model_type_of_recipe
 from ..models.registry import DEFAULT_RECIPE
+from ..trees import TREE_MODES
 from .config import RESUME_CHANGEABLE, TrainingConfig, recipe_training_values
 
 #: The loader options a spec may set, by field, and the loader keyword each one is passed as.
@@ -323,9 +324,14 @@ DERIVED_FIELDS = ("vocab_size", "bos_token_id", "eos_token_id", "pad_token_id", 
                   "unk_token_id", "first_step_suppressed_ids", "tokenizer_fingerprint")
 
 #: The word-tree settings of a tree head: ``tree`` (random, balanced or huffman), ``tree_file`` (a saved
-#: :class:`~hf_nlm.trees.WordTree`), ``tree_seed`` (of the random tree).
+#: :class:`~hf_nlm.trees.WordTree`), ``tree_seed`` (of the random tree); or Mnih & Hinton's (2008, sec. 4)
+#: data-built tree: ``tree_mode`` (the split rule of its EM, :data:`TREE_MODES`), ``tree_eps`` (ADAPTIVE(eps):
+#: words within eps of 1/2 go down both branches) and ``first_stage_epochs`` (of the random-tree model whose
+#: predicted vectors the tree is built from; None: ``num_epochs``).
 TREE_CHOICES = ("random", "balanced", "huffman")
-TREE_SETTINGS = ("tree", "tree_file", "tree_seed")
+TREE_SETTINGS = ("tree", "tree_file", "tree_seed", "tree_mode", "tree_eps", "first_stage_epochs")
+#: The settings that say which tree a run trains on: given one, a recipe's tree is not used.
+TREE_KIND_SETTINGS = ("tree", "tree_file", "tree_mode")
 
 #: The tokenizer settings, by flat name, and the :class:`TokenizerSpec` field each one sets.
 TOKENIZER_SETTINGS = {"tokenizer": "kind", "min_frequency": "min_frequency", "vocab_size": "vocab_size",
@@ -387,7 +393,14 @@ class RunSpec:
             checkpoint, uses that model's tokenizer instead).
         model: config fields of the model type (by config field name); the others take the config's defaults.
         recipe: the training recipe whose values the spec holds where none was given.
-        tree, tree_file, tree_seed: a tree head's word tree (see :data:`TREE_SETTINGS`).
+        tree, tree_file, tree_seed: a tree head's fixed word tree (see :data:`TREE_SETTINGS`).
+        tree_mode, tree_eps, first_stage_epochs: a tree head's data-built word tree (Mnih & Hinton, "A
+            Scalable Hierarchical Distributed Language Model", NIPS 2008, sec. 4):
+            :func:`~hf_nlm.training.train` trains a model on a random tree (``tree_seed``) for
+            ``first_stage_epochs`` epochs (None: ``num_epochs``) in ``output_dir/random_tree``, builds the
+            tree from its predicted vectors by recursive EM with the ``tree_mode`` split rule (``adaptive``
+            or ``balanced``; ``tree_eps`` > 0: ADAPTIVE(eps)) into ``output_dir/word_tree.json``, and trains
+            a fresh model on it in ``output_dir``. ``tree_mode`` None: a fixed tree.
         init_from: a saved model folder to start from (its weights and tokenizer).
         recipe_values: the settings (flat names) whose value came from the recipe.
         data_sha256: each split's content as the run recorded it (:func:`split_fingerprints`);
@@ -407,6 +420,9 @@ class RunSpec:
     tree: str | None = None
     tree_file: str | None = None
     tree_seed: int = 0
+    tree_mode: str | None = None
+    tree_eps: float = 0.0
+    first_stage_epochs: int | None = None
     init_from: str | None = None
     recipe_values: frozenset[str] = frozenset()
     data_sha256: Mapping[str, str] | None = None
@@ -436,6 +452,38 @@ class RunSpec:
             object.__setattr__(self, "tree_file", os.path.abspath(os.fspath(self.tree_file)))
         if self.init_from is not None:
             object.__setattr__(self, "init_from", os.fspath(self.init_from))
+        self._check_data_tree()
+
+    def _check_data_tree(self) -> None:
+        """The random tree's seed and the data-built tree's settings fit together (``ValueError`` naming the
+        flag)."""
+        if isinstance(self.tree_seed, bool) or not isinstance(self.tree_seed, int) or self.tree_seed < 0:
+            raise ValueError(f"--tree-seed must be an integer >= 0, got {self.tree_seed!r}")
+        mode, eps, epochs = self.tree_mode, self.tree_eps, self.first_stage_epochs
+        if mode is not None and mode not in TREE_MODES:
+            raise ValueError(f"--tree-mode {mode}: choose from {', '.join(TREE_MODES)}")
+        if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0.0 <= eps < 0.5:
+            raise ValueError(f"--tree-eps must lie in [0, 0.5), got {eps!r}")
+        if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
+            raise ValueError(f"--first-stage-epochs must be an integer >= 1, got {epochs!r}")
+        if mode is None:
+            given = [flag for flag, value in (("--tree-eps", eps), ("--first-stage-epochs", epochs)) if value]
+            if given:
+                verb = "applies" if len(given) == 1 else "apply"
+                raise ValueError(f"{' and '.join(given)} {verb} to a data-built tree only: give --tree-mode "
+                                 f"({', '.join(TREE_MODES)}) too")
+            return
+        if eps > 0 and mode != "adaptive":
+            raise ValueError(f"--tree-eps applies to --tree-mode adaptive only (words down both branches), "
+                             f"not --tree-mode {mode}")
+        if self.tree not in (None, "random") or self.tree_file is not None:
+            given = f"--tree {self.tree}" if self.tree_file is None else "--tree-file"
+            raise ValueError(f"--tree-mode {mode} builds the tree from a first model trained on a random "
+                             f"tree: drop {given}")
+        if self.init_from is not None:
+            raise ValueError(f"--tree-mode {mode} trains fresh models on a random tree and then on the "
+                             "tree it builds; --init-from starts from a saved model and its tree: give one "
+                             "of them")
 
     # ------------------------------------------------------------------ making a spec
 
@@ -445,7 +493,8 @@ class RunSpec:
         fill every setting that ``settings`` does not give; the rest take :class:`TrainingConfig`'s, the
         tokenizer's and the config's defaults. ``settings`` are flat names (``train_file``, ``min_frequency``,
         ``hidden_size``, ``learning_rate``, ``output_dir``, ...); a given value wins, None included. The
-        recipe's data (its corpus) is used when ``settings`` give no data setting.
+        recipe's data (its corpus) is used when ``settings`` give no data setting, and its word tree when they
+        name no tree (``tree``, ``tree_file``, ``tree_mode``).
 
         A named recipe says its model type itself (:func:`hf_nlm.models.model_type_of_recipe`); without
         either, the ``default`` recipe of :data:`DEFAULT_MODEL`:
@@ -466,8 +515,11 @@ class RunSpec:
         training = recipe_training_values(chosen, groups["training"])
         model = {field_: v for field_, v in chosen.model.items() if flag_of[field_] not in settings}
         tokenizer = {name: v for name, v in chosen.tokenizer.items() if name not in settings}
+        other_tree = any(settings.get(name) is not None for name in TREE_KIND_SETTINGS)
+        tree = {name: v for name, v in chosen.tree.items()
+                if name not in settings and not (other_tree and name != "tree_seed")}
         data = {} if groups["data"] else dict(chosen.data)
-        used = [*training, *(flag_of[f] for f in model), *tokenizer, *data]
+        used = [*training, *(flag_of[f] for f in model), *tokenizer, *tree, *data]
         tokenizer_values = {"tokenizer": kind.default_tokenizer, **tokenizer, **groups["tokenizer"]}
         return cls(
             model_type=model_type,
@@ -478,7 +530,7 @@ class RunSpec:
             recipe=recipe,
             init_from=groups["other"].get("init_from"),
             recipe_values=frozenset(used),
-            **{k: v for k, v in groups["other"].items() if k in TREE_SETTINGS},
+            **{**tree, **{k: v for k, v in groups["other"].items() if k in TREE_SETTINGS}},
         )
 
     @classmethod
@@ -549,6 +601,9 @@ class RunSpec:
             "tree": self.tree,
             "tree_file": self.tree_file,
             "tree_seed": self.tree_seed,
+            "tree_mode": self.tree_mode,
+            "tree_eps": self.tree_eps,
+            "first_stage_epochs": self.first_stage_epochs,
             "init_from": self.init_from,
             "training": self.training.to_dict(),
             "recipe_values": sorted(self.recipe_values),
@@ -591,7 +646,8 @@ class RunSpec:
         """The recipe's values by flat name, in the recipe's order."""
         recipe = MODEL_TYPES[self.model_type].recipe(self.recipe)
         flag_of = _flag_of(self.model_type)
-        return {**recipe.training, **{flag_of[f]: v for f, v in recipe.model.items()}, **recipe.tokenizer}
+        return {**recipe.training, **{flag_of[f]: v for f, v in recipe.model.items()}, **recipe.tokenizer,
+                **recipe.tree}
 
     # ------------------------------------------------------------------ changing a spec
 
@@ -701,5 +757,5 @@ def _group(model_type: str, settings: Mapping) -> dict[str, dict]:
 
 
 __all__ = ["DEFAULT_MODEL", "DERIVED_FIELDS", "DataSpec", "RESUME_STOPPING", "RunSpec", "TOKENIZERS",
-           "TREE_CHOICES", "TokenizerSpec", "check_split_file", "data_spec_fields", "model_settings",
-           "option_flag", "split_fingerprints"]
+           "TREE_CHOICES", "TREE_MODES", "TREE_SETTINGS", "TokenizerSpec", "check_split_file",
+           "data_spec_fields", "model_settings", "option_flag", "split_fingerprints"]

@@ -9,32 +9,23 @@ A. Mnih, G. Hinton, "A Scalable Hierarchical Distributed Language Model", NIPS 2
    ADAPTIVE or ADAPTIVE(eps) splits (:func:`hf_nlm.trees.adaptive_tree`);
 4. train a fresh HLBL on the new tree.
 
-:func:`train_with_data_tree` runs all four steps through :func:`hf_nlm.training.train_lm`; the
-``hf-nlm build-tree`` command and ``examples/train_hlbl.py`` call it. Steps 2-3 work for any
-tree-headed fixed-window model (HLBL, or Morin & Bengio's hierarchical NPLM): the vectors are the
-body's output, i.e. what the tree head reads.
+:func:`hf_nlm.training.train` runs all four steps for a spec with ``tree_mode`` set
+(:func:`hf_nlm.training.run.train_data_tree`; ``hf-nlm train --tree-mode``, ``hf-nlm build-tree``); this
+module holds steps 2-3. They work for any tree-headed fixed-window model (HLBL, or Morin & Bengio's
+hierarchical NPLM): the vectors are the body's output, i.e. what the tree head reads.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
 from collections.abc import Sequence
-from pathlib import Path
 
 import torch
 
 from ..data.lm import build_lm_dataset
-from ..evaluation import split_texts
 from ..evaluation.scoring import eval_mode
-from ..generation import set_generation_defaults
 from ..heads import tree_config_fields
 from ..modeling_utils import shifted_targets
-from ..models.hlbl import HLBLConfig, HLBLForCausalLM
-from ..trees import WordTree, adaptive_tree, check_tree_mode, random_tree
-from .memory import check_training_memory
-from .run_folder import prepare_output_dir
-from .trainer import train_lm
+from ..trees import WordTree, adaptive_tree, check_tree_mode
 
 
 @torch.no_grad()
@@ -117,86 +108,9 @@ def tree_summary(tree: WordTree) -> dict:
     }
 
 
-def hlbl_on_tree(config: HLBLConfig, tree: WordTree, tokenizer, training) -> HLBLForCausalLM:
-    """A fresh HLBL on ``tree`` (steps 1 and 4), made as :func:`hf_nlm.training.train` makes a model: its
-    training memory checked first (``ValueError`` naming what to lower), its weights seeded with
-    ``training.seed``, its generation defaults (:func:`hf_nlm.generation.set_generation_defaults`) set for
-    ``tokenizer``."""
-    config = config_for_tree(config, tree)
-    check_training_memory(HLBLForCausalLM, config, tree=tree, training=training)
-    torch.manual_seed(training.seed)
-    model = HLBLForCausalLM(config, tree=tree)
-    set_generation_defaults(model, tokenizer)
-    return model
-
-
-def train_with_data_tree(
-    config: HLBLConfig,
-    tokenizer,
-    datasets,
-    training,
-    mode: str = "adaptive",
-    eps: float = 0.0,
-    first_stage_epochs: int | None = None,
-    tree_seed: int = 0,
-    dataset_name: str | None = None,
-) -> dict:
-    """Mnih & Hinton's whole recipe (steps 1-4); returns both runs' results and the tree's summary.
-
-    Writes into ``training.output_dir``:
-
-    * ``random_tree/``: the run of step 1 (an HLBL on ``random_tree(|V|, tree_seed)``, trained with
-      ``training``, for ``first_stage_epochs`` epochs if given);
-    * ``word_tree.json``: the data-built tree (:meth:`hf_nlm.trees.WordTree.save`);
-    * the final model of step 4 (a fresh HLBL on that tree, same settings), with the usual files of
-      :func:`hf_nlm.training.train_lm` (``config.json``, ``model.safetensors``, ``results.json``, ...).
-
-    Args:
-        config: the HLBL's configuration (its tree fields are filled from each tree).
-        tokenizer, datasets: as for ``train_lm`` (``datasets`` has ``train``, ideally
-            ``validation``/``test``).
-        training: a :class:`hf_nlm.training.TrainingConfig`; its ``seed`` also seeds both models' initial
-            weights.
-        mode, eps: the tree of step 3 (``"adaptive"`` / ``"balanced"``; ``eps`` for ADAPTIVE(eps)).
-    """
-    check_tree_mode(mode, eps)
-    out = Path(training.output_dir)
-    # The folder is checked and claimed before step 1 writes into it (random_tree/, word_tree.json).
-    prepare_output_dir(out, resuming=False, overwrite=training.overwrite_output_dir,
-                       main_process=int(os.environ.get("RANK", "0")) == 0)
-    V = config.vocab_size
-
-    # 1. An HLBL on a random tree.
-    model = hlbl_on_tree(config, random_tree(V, seed=tree_seed), tokenizer, training)
-    stage1 = dataclasses.replace(training, output_dir=os.fspath(out / "random_tree"))
-    if first_stage_epochs is not None:
-        stage1 = dataclasses.replace(stage1, num_epochs=first_stage_epochs)
-    first_results = train_lm(model, tokenizer, datasets, stage1, dataset_name=dataset_name)
-
-    # 2-3. Word vectors = average predicted r_hat; recursive EM tree.
-    tree = build_data_tree(
-        model, split_texts(datasets["train"]), tokenizer, mode=mode, eps=eps,
-        block_size=training.block_size, batch_size=training.eval_batch_size, seed=tree_seed,
-    )
-    out.mkdir(parents=True, exist_ok=True)
-    tree.save(out / "word_tree.json")
-
-    # 4. A fresh HLBL on the data-built tree.
-    final = hlbl_on_tree(config, tree, tokenizer, training)
-    final_results = train_lm(final, tokenizer, datasets, training, dataset_name=dataset_name)
-    return {
-        "random_tree": first_results,
-        "data_tree": final_results,
-        "tree": {"mode": mode, "eps": eps, **tree_summary(tree)},
-        "model": final,
-    }
-
-
 __all__ = [
     "build_data_tree",
     "config_for_tree",
-    "hlbl_on_tree",
-    "train_with_data_tree",
     "tree_summary",
     "word_vectors_from_model",
 ]

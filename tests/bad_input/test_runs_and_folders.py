@@ -298,12 +298,12 @@ def test_ctrl_c_in_the_example_script_prints_its_resume_command(tmp_path):
 
 
 def test_ctrl_c_in_build_tree_exits_130_without_a_traceback(tmp_path, monkeypatch, capsys):
-    import hf_nlm.training.tree_recipe as recipe
+    from hf_nlm.training.trainer import LMTrainer
 
-    def interrupted(*args, **kwargs):
+    def interrupted(self):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(recipe, "train_with_data_tree", interrupted)
+    monkeypatch.setattr(LMTrainer, "train", interrupted)
     corpus = tmp_path / "train.txt"
     corpus.write_text("the cat sat on the mat\nthe dog sat on the log\n" * 20)
     code = main(["build-tree", "--train-file", str(corpus), "--output-dir", str(tmp_path / "run"),
@@ -311,3 +311,20 @@ def test_ctrl_c_in_build_tree_exits_130_without_a_traceback(tmp_path, monkeypatc
     assert code == 130
     err = capsys.readouterr().err
     assert "nothing to resume" in err and "build-tree does not resume a stage" in err
+
+
+def test_ctrl_c_in_the_first_stage_of_a_data_built_tree_says_it_starts_over(tmp_path, monkeypatch, capsys):
+    from hf_nlm.training.trainer import LMTrainer
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(LMTrainer, "train", interrupted)
+    corpus = tmp_path / "train.txt"
+    corpus.write_text("the cat sat on the mat\nthe dog sat on the log\n" * 20)
+    code = main(["train", "--model", "hlbl", "--tree-mode", "balanced", "--train-file", str(corpus),
+                 "--output-dir", str(tmp_path / "run"), "--context-size", "2", "--embedding-size", "4",
+                 "--no-progress-bar"])
+    assert code == 130
+    err = capsys.readouterr().err
+    assert "nothing to resume" in err and "(random_tree) does not resume: run the command again" in err

@@ -110,14 +110,12 @@ def folders(tmp_path_factory, tiny_run):
 @pytest.fixture(scope="module")
 def no_training_loop():
     """``train`` and ``build-tree`` read the data, check every setting and build the model and the trainer,
-    then return before the first update (the loop is what makes a run slow, and no flag is checked there)."""
-    from hf_nlm.training import tree_recipe
+    then return before the first update (the loop is what makes a run slow, and no flag is checked there);
+    ``build-tree`` builds its tree from the untrained first model."""
     from hf_nlm.training.trainer import LMTrainer
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(LMTrainer, "train", lambda self: {})
-        patch.setattr(tree_recipe, "train_with_data_tree",
-                      lambda *args, **kwargs: {"random_tree": {}, "data_tree": {}, "tree": None})
         yield
 
 
