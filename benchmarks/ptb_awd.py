@@ -127,7 +127,7 @@ def run_row(name: str, args: argparse.Namespace) -> dict:
         quick = {**quick_split_files(corpus, out / "ptb_quick_data" / name, QUICK_LINES), "num_epochs": 1}
     spec = RunSpec.from_recipe(recipe=name, output_dir=str(run_dir), overwrite_output_dir=True,
                                save_total_limit=1, progress_bar=False, **quick)
-    log(f"{name}: {spec.recipe_line()}")
+    log(f"{name}: training")
     start = time.perf_counter()
     result = train(spec)
     train_s = time.perf_counter() - start
