@@ -2,9 +2,11 @@
 softmax loss.
 
 Both sides train the same MLP1 (n = 5, h = 50, m = 60, direct connections; JMLR 2003, Table 1) from the
-same initial weights on the same batches with the paper's recipe as ``brown_table.py`` runs it (plain SGD,
-eps_0 = 1e-3 per example, 512 targets per update, weight decay 1e-4), for one epoch of the 800k training
-targets, then score the 200k validation targets. They differ only in the output layer's loss:
+same initial weights on the same batches with the recipe of ``brown_table.py``'s MLP1 row, ``brown-mlp1``
+(plain SGD, eps_0 = 1e-3 per example, 512 targets per update, weight decay 1e-4, its vocabulary and seed):
+the model and trainer are built from the recipe's spec as ``hf_nlm.training.train`` builds them, for one
+epoch of the 800k training targets, then score the 200k validation targets. They differ only in the output
+layer's loss:
 
 * ``cross_entropy``: ``F.cross_entropy(F.linear(z, W, b), t)`` left to autograd, the plain PyTorch loss
   (patched in by this script for the measurement);
@@ -33,17 +35,18 @@ import time
 
 import torch
 import torch.nn.functional as F
-from brown_table import paper_vocabulary
 from common import add_run_arguments, emit_json, log, machine, start_run
 from train_throughput import matmul_limit, step_matmuls
 
-import hf_nlm
-from hf_nlm.data import first_lines, load_brown
+from hf_nlm.data import first_lines
 from hf_nlm.heads import SoftmaxHead
 from hf_nlm.heads.base import Targets
-from hf_nlm.training import LMTrainer, TrainingConfig
+from hf_nlm.training import LMTrainer, RunSpec
+from hf_nlm.training.run import build_model, train_tokenizer
 
 BENCHMARK = "brown_epoch"
+#: The recipe whose run an epoch here is: brown_table.py's MLP1 row.
+RECIPE = "brown-mlp1"
 # The reference epoch time: one MLP1 epoch on Brown timed at about 13 minutes on this project's shared 2-core
 # CPU machine, the figure the fused loss's epoch is measured against (target: 3x faster).
 REFERENCE_EPOCH_S = 13 * 60
@@ -70,10 +73,10 @@ def loss_path(name: str):
         SoftmaxHead.nll = fused
 
 
-def one_epoch(corpus, tokenizer, args, output_dir: str) -> dict:
+def one_epoch(spec: RunSpec, corpus, tokenizer, output_dir: str) -> dict:
     """Train a fresh MLP1 for one epoch, then validate; the seconds of each and the validation
     perplexity."""
-    trainer = new_trainer(corpus, tokenizer, args, output_dir)
+    trainer = new_trainer(spec, corpus, tokenizer, output_dir)
     start = time.perf_counter()
     trainer.train_epoch()
     train_s = time.perf_counter() - start
@@ -84,29 +87,30 @@ def one_epoch(corpus, tokenizer, args, output_dir: str) -> dict:
             "valid_ppl": math.exp(valid_loss), "train_tokens": trainer.state.train_tokens}
 
 
-def new_trainer(corpus, tokenizer, args, output_dir: str) -> LMTrainer:
-    """A fresh MLP1 (seed 0) and the paper's SGD recipe, as brown_table.py runs it."""
-    torch.manual_seed(0)
-    config = hf_nlm.NPLMConfig(
-        vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )  # the defaults are MLP1
-    training = TrainingConfig(
-        output_dir=output_dir, overwrite_output_dir=True, num_epochs=1, batch_size=args.batch_size,
-        block_size=args.block_size, optimizer="sgd", learning_rate=1e-3 * args.batch_size * args.block_size,
-        lr_scheduler="bengio", lr_decay=1e-8, weight_decay=1e-4, logging_steps=10**9, progress_bar=False,
-    )
-    return LMTrainer(hf_nlm.NPLMForCausalLM(config), tokenizer, corpus, training)
+def recipe_spec(output_dir: str) -> RunSpec:
+    """The ``brown-mlp1`` recipe's spec for one epoch, logging nothing, without the n-gram baseline."""
+    return RunSpec.from_recipe(recipe=RECIPE, output_dir=output_dir, overwrite_output_dir=True, num_epochs=1,
+                               logging_steps=10**9, progress_bar=False, ngram_baseline=False)
+
+
+def new_trainer(spec: RunSpec, corpus, tokenizer, output_dir: str) -> LMTrainer:
+    """A fresh MLP1 (the recipe's seed) and the recipe's trainer, built as ``hf_nlm.training.train`` builds
+    them: this script times the training loop itself, so it drives the trainer."""
+    spec = spec.replace(output_dir=output_dir)
+    model = build_model(spec, tokenizer, corpus["train"]["text"])
+    return LMTrainer(model, tokenizer, corpus, spec.training, dataset_name=spec.data.name,
+                     run_spec=spec.to_dict())
 
 
 def loadavg() -> list[float]:
     return [round(v, 2) for v in os.getloadavg()]
 
 
-def step_rounds(corpus, tokenizer, args, output_dir: str, products, flops_per_token: float) -> list[dict]:
+def step_rounds(spec: RunSpec, corpus, tokenizer, args, output_dir: str, products,
+                flops_per_token: float) -> list[dict]:
     """``args.rounds`` rounds of (``args.round_steps`` fused training steps, the fp32 limit): each round's
     FLOP/s of the steps over the limit measured right after them."""
-    trainer = new_trainer(corpus, tokenizer, args, output_dir)
+    trainer = new_trainer(spec, corpus, tokenizer, output_dir)
     trainer.model.train()
     batches = trainer.batches.epoch(0, 0)
     for batch, n_global, lr_scale in [next(batches) for _ in range(3)]:  # warm-up
@@ -130,9 +134,6 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a slice of Brown: seconds")
     parser.add_argument("--reps", type=int, default=1, help="epochs per side, alternating (default 1)")
-    parser.add_argument("--batch-size", type=int, default=8,
-                        help="blocks per update (brown_table.py's run: 8)")
-    parser.add_argument("--block-size", type=int, default=64, help="targets per block")
     parser.add_argument("--rounds", type=int, default=None,
                         help="alternating rounds of training steps and the limit (default 9, quick 3)")
     parser.add_argument("--round-steps", type=int, default=30, help="training steps per round")
@@ -142,20 +143,25 @@ def main(argv: list[str] | None = None) -> None:
     add_run_arguments(parser, output_dir=False)
     args = parser.parse_args(argv)
     start_run(args, BENCHMARK)
-    corpus = load_brown()
-    tokenizer = paper_vocabulary(corpus)  # from the whole corpus, as brown_table.py, before any --quick cut
+    spec = recipe_spec(tempfile.gettempdir())
+    corpus = spec.data.load()
+    # The recipe's vocabulary, from the whole training split, before any --quick cut.
+    spec, tokenizer = train_tokenizer(spec, corpus["train"]["text"])
     if args.quick:
         corpus = first_lines(corpus, train_lines=1500, eval_lines=300)
-    context = {"vocab_size": len(tokenizer), "batch_tokens": args.batch_size * args.block_size,
+    batch_tokens = spec.training.batch_size * spec.training.block_size
+    model = spec.model
+    context = {"vocab_size": len(tokenizer), "batch_tokens": batch_tokens, "recipe": RECIPE,
                "reps": args.reps, "quick": args.quick, "threads": torch.get_num_threads(), "cpu": machine(),
                "model": "NPLM MLP1 n=5 m=60 h=50 direct, SGD eps_0 1e-3 per example"}
-    products = step_matmuls(args.batch_size * args.block_size, len(tokenizer), 4, 60, 50)
-    flops_per_token = sum(2 * M * K * N for M, K, N in products) / (args.batch_size * args.block_size)
+    products = step_matmuls(batch_tokens, len(tokenizer), model["context_size"], model["embedding_size"],
+                            model["hidden_size"])
+    flops_per_token = sum(2 * M * K * N for M, K, N in products) / batch_tokens
     rounds = args.rounds or (3 if args.quick else 9)
     args.rounds = rounds
     with tempfile.TemporaryDirectory() as out:
         log(f"{rounds} rounds of {args.round_steps} fused training steps and the fp32 limit, alternating")
-        measured = step_rounds(corpus, tokenizer, args, f"{out}/rounds", products, flops_per_token)
+        measured = step_rounds(spec, corpus, tokenizer, args, f"{out}/rounds", products, flops_per_token)
         fractions = [r["fraction"] for r in measured]
         emit_json(BENCHMARK, {"case": "fused_steps_fraction_of_fp32_limit",
                               "value": round(statistics.median(fractions), 3), "unit": "x",
@@ -177,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
                 load = loadavg()
                 limits = [matmul_limit(products, torch.float32, reps=3)]
                 with loss_path(name):
-                    result = one_epoch(corpus, tokenizer, args, f"{out}/{name}")
+                    result = one_epoch(spec, corpus, tokenizer, f"{out}/{name}")
                 limits.append(matmul_limit(products, torch.float32, reps=3))
                 result["limit"] = statistics.mean(limits)
                 sides[name].append(result)

@@ -108,6 +108,19 @@ def start_training_run(
     return out, "_quick", first_lines(corpus, train_lines=train_lines, eval_lines=eval_lines)
 
 
+def quick_split_files(corpus: DatasetDict, folder: Path, quick_lines: tuple[int, int]) -> dict[str, str]:
+    """The first ``quick_lines`` = (training lines, lines of each other split) of ``corpus`` written to
+    ``folder/<split>.txt``, as a spec's ``train_file`` / ``validation_file`` / ``test_file`` settings: the
+    slice a recipe's ``--quick`` form trains on (a data setting given replaces the recipe's corpus)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for split, data in first_lines(corpus, *quick_lines).items():
+        path = folder / f"{split}.txt"
+        path.write_text("".join(line.rstrip("\n") + "\n" for line in data["text"]), encoding="utf-8")
+        files[f"{split}_file"] = str(path)
+    return files
+
+
 def run_context(args: argparse.Namespace, **fields) -> dict:
     """The fields every row of a training script carries: its own, then ``quick`` and ``threads``."""
     return {**fields, "quick": args.quick, "threads": torch.get_num_threads()}

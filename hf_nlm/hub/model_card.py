@@ -274,10 +274,13 @@ def render_model_card(
                          else ".")]
         mixture = baseline.get("mixture")
         if mixture:
-            table += ["", f"Mixed with it, a P_model + (1 - a) P_{baseline['model'].split()[-1]} with a = "
-                          f"{mixture['weight']:.3f} fitted on validation (Bengio et al. 2003, Table 1), the "
-                          "perplexity is " + ", ".join(f"{_fmt(mixture[split]['perplexity'])} on {split}"
-                                                     for split in ("validation", "test") if split in mixture)
+            ngram = mixture.get("model", baseline["model"])
+            how = "fitted on validation" if mixture.get("fitted", True) else "fixed"
+            table += ["", ("Mixed with it" if ngram == baseline["model"] else f"Mixed with a {ngram}")
+                          + f", a P_model + (1 - a) P_{ngram.split()[-1]} with a = {mixture['weight']:.3f} "
+                          f"{how} (Bengio et al. 2003, Table 1), the perplexity is "
+                          + ", ".join(f"{_fmt(mixture[split]['perplexity'])} on {split}"
+                                      for split in ("validation", "test") if split in mixture)
                           + "."]
     train_lines = []
     if training:

@@ -14,6 +14,13 @@ from dataclasses import dataclass, field
 OPTIMIZERS = ("sgd", "adam", "adamw")
 LR_SCHEDULERS = ("constant", "bengio", "linear", "cosine")
 MIXED_PRECISION = ("no", "fp16", "bf16")
+#: The smoothings of the n-gram a run's model is mixed with (``ngram_mixture_smoothing``): modified Kneser-Ney
+#: (:class:`hf_nlm.ngram.KneserNeyLM`) and Jelinek-Mercer deleted interpolation
+#: (:class:`hf_nlm.ngram.InterpolatedLM`, its weights fitted on validation).
+MIXTURE_SMOOTHINGS = ("kneser_ney", "interpolated")
+#: The n-gram a mixture uses unless told otherwise: the run's baseline, the Kneser-Ney 5-gram.
+MIXTURE_DEFAULTS = {"ngram_mixture_order": 5, "ngram_mixture_smoothing": "kneser_ney",
+                    "ngram_mixture_weight": None}
 
 
 #: The fields a resumed run may change: where it writes, when it stops, what it logs, saves and evaluates,
@@ -23,7 +30,8 @@ RESUME_CHANGEABLE = (
     "output_dir", "resume_from_checkpoint", "overwrite_output_dir", "batch_size", "eval_batch_size",
     "num_epochs", "max_steps", "max_time_s", "max_time_within_epoch", "early_stopping_patience",
     "logging_steps", "save_steps", "save_total_limit", "cpu", "progress_bar", "eval_test",
-    "ngram_baseline", "ngram_mixture",
+    "ngram_baseline", "ngram_mixture", "ngram_mixture_order", "ngram_mixture_smoothing",
+    "ngram_mixture_weight",
 )
 
 
@@ -37,11 +45,15 @@ THREAD_TOLERANCE = 1e-3
 
 def recipe_training_values(recipe, given: Mapping) -> dict:
     """The :class:`TrainingConfig` values of ``recipe`` (a :class:`hf_nlm.models.registry.TrainingRecipe`) for
-    the fields ``given`` leaves out. ``max_time_within_epoch`` comes with a time budget only (it has no
-    meaning without one)."""
+    the fields ``given`` leaves out. ``max_time_within_epoch`` comes with a time budget only, and the
+    mixture's n-gram settings (:data:`MIXTURE_DEFAULTS`) with ``ngram_mixture`` only (they have no meaning
+    without them)."""
     values = {name: value for name, value in recipe.training.items() if name not in given}
     if given.get("max_time_s", values.get("max_time_s")) is None:
         values.pop("max_time_within_epoch", None)
+    if not given.get("ngram_mixture", values.get("ngram_mixture", False)):
+        for name in MIXTURE_DEFAULTS:
+            values.pop(name, None)
     return values
 
 
@@ -191,9 +203,26 @@ class TrainingConfig:
               "LMs; not the numeracy LM or an encoder-decoder model, whose perplexities count other events)"
     )
     ngram_mixture: bool = _f(
-        False, "with the n-gram baseline, also report the mixture a P_model + (1 - a) P_5gram of the trained "
-               "model and the 5-gram, a fitted on validation by EM, on validation and test (Bengio et al. "
-               "2003, Table 1's mixtures; one more scoring pass over each split)"
+        False, "with the n-gram baseline, also report the mixture a P_model + (1 - a) P_ngram of the trained "
+               "model and an n-gram (default: the baseline's Kneser-Ney 5-gram; see ngram_mixture_order, "
+               "ngram_mixture_smoothing), a fitted on validation by EM unless ngram_mixture_weight gives it, "
+               "on validation and test (Bengio et al. 2003, Table 1's mixtures; one more scoring pass over "
+               "each split)"
+    )
+    ngram_mixture_order: int = _f(
+        5, "with ngram_mixture: the order n of the n-gram mixed with the model, fitted on the training split "
+           "with the run's tokenizer (5 with kneser_ney: the baseline itself; Bengio et al. 2003 mix with a "
+           "trigram, 3)"
+    )
+    ngram_mixture_smoothing: str = _f(
+        "kneser_ney", "with ngram_mixture: kneser_ney (modified Kneser-Ney, Chen & Goodman 1998) | "
+                      "interpolated (Jelinek-Mercer deleted interpolation, its weights fitted on validation: "
+                      "Bengio et al. 2003's interpolated trigram)",
+        choices=MIXTURE_SMOOTHINGS,
+    )
+    ngram_mixture_weight: float | None = _f(
+        None, "with ngram_mixture: the model's weight a in [0, 1]; None = fitted by EM on validation "
+              "(Bengio et al. 2003, Table 1, mix with a = 0.5)"
     )
 
     def __post_init__(self) -> None:
@@ -243,6 +272,25 @@ class TrainingConfig:
                              "fine_tune averages from the start; choose one")
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
             raise ValueError(f"TrainingConfig.max_grad_norm must be > 0 or None, got {self.max_grad_norm}")
+        self._check_mixture()
+
+    def _check_mixture(self) -> None:
+        """The mixture's n-gram settings: valid values, and given only with ``ngram_mixture``."""
+        order, weight = self.ngram_mixture_order, self.ngram_mixture_weight
+        if isinstance(order, bool) or not isinstance(order, int) or order < 1:
+            raise ValueError(f"TrainingConfig.ngram_mixture_order must be an integer >= 1, got {order!r}")
+        if self.ngram_mixture_smoothing not in MIXTURE_SMOOTHINGS:
+            raise ValueError(f"TrainingConfig.ngram_mixture_smoothing must be one of "
+                             f"{', '.join(MIXTURE_SMOOTHINGS)}; got {self.ngram_mixture_smoothing!r}")
+        if weight is not None and (isinstance(weight, bool) or not isinstance(weight, int | float)
+                                   or not 0.0 <= weight <= 1.0):
+            raise ValueError("TrainingConfig.ngram_mixture_weight must be a number in [0, 1] (the model's "
+                             f"weight) or None (fitted on validation), got {weight!r}")
+        if not self.ngram_mixture:
+            given = [name for name, default in MIXTURE_DEFAULTS.items() if getattr(self, name) != default]
+            if given:
+                raise ValueError(f"TrainingConfig.{given[0]} applies to the n-gram mixture: set "
+                                 "ngram_mixture=True (--ngram-mixture) or leave it out")
 
     @classmethod
     def for_model(cls, model_type, recipe: str | None = None, **fields) -> TrainingConfig:

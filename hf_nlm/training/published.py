@@ -27,7 +27,10 @@ FIGURES: dict[str, Callable[[Mapping], float]] = {
     "kn5_validation_perplexity": lambda r: _baseline(r, "validation"),
     "kn5_test_perplexity": lambda r: _baseline(r, "test"),
     "test_ratio_to_kn5": lambda r: r["test"]["perplexity"] / _baseline(r, "test"),
+    "mixture_validation_perplexity": lambda r: r[BASELINE_KEY]["mixture"]["validation"]["perplexity"],
     "mixture_test_perplexity": lambda r: r[BASELINE_KEY]["mixture"]["test"]["perplexity"],
+    "mixture_test_ratio_to_kn5": lambda r: (r[BASELINE_KEY]["mixture"]["test"]["perplexity"]
+                                            / _baseline(r, "test")),
 }
 
 

@@ -10,7 +10,8 @@
     fit_ngram_baseline(tokenizer, datasets)            a Kneser-Ney 5-gram on the same split: the bar
     LMTrainer(model, tokenizer, datasets, ...).train() the loop; the best model, card, results in
                                                        output_dir
-    ngram_mixture(model, tokenizer, datasets, lm)      with --ngram-mixture: the model mixed with the 5-gram
+    ngram_mixture(model, tokenizer, datasets, lm, ...) with --ngram-mixture: the model mixed with the 5-gram
+                                                       (or the n-gram --ngram-mixture-order / -smoothing name)
 
 With ``spec.tree_mode`` (Mnih & Hinton's data-built word tree), :func:`train_data_tree` runs the loop twice:
 on a random tree, then on the tree built from that model's predicted vectors.
@@ -129,7 +130,10 @@ def run_loop(spec: RunSpec, trainer: LMTrainer, baseline: NgramBaseline | None) 
     metrics = trainer.train()
     if metrics and BASELINE_KEY in metrics and spec.training.ngram_mixture:
         model.eval()
-        metrics[BASELINE_KEY]["mixture"] = ngram_mixture(model, tokenizer, datasets, baseline.lm)
+        training = spec.training
+        metrics[BASELINE_KEY]["mixture"] = ngram_mixture(
+            model, tokenizer, datasets, baseline.lm, order=training.ngram_mixture_order,
+            smoothing=training.ngram_mixture_smoothing, weight=training.ngram_mixture_weight)
         update_results(spec.training.output_dir, metrics)
     if metrics and "validation" in metrics:
         _say(comparison_line(metrics))
@@ -268,24 +272,52 @@ def fit_ngram_baseline(tokenizer, datasets) -> NgramBaseline:
     return NgramBaseline(figures, lm)
 
 
-def ngram_mixture(model, tokenizer, datasets, lm) -> dict:
-    """The mixture a P_model + (1 - a) P_5gram of a trained ``model`` and the baseline ``lm`` (Bengio et al.
-    2003, Table 1: their best results mix the network with an interpolated trigram): a fitted by EM on the
-    validation split, then each split's perplexity, every token scored by both models as
-    :func:`~hf_nlm.evaluation.evaluate_lm` scores it. Returns ``{"weight": a, "validation": {"perplexity":
-    ...}, "test": {...}}``."""
+def mixture_ngram(tokenizer, datasets, order: int, smoothing: str, baseline=None):
+    """The n-gram a run's model is mixed with, fitted on the training split with the run's tokenizer: the
+    baseline ``baseline`` itself for the Kneser-Ney 5-gram, else a Kneser-Ney (``smoothing="kneser_ney"``)
+    or a deleted-interpolation (``"interpolated"``, its weights fitted on the validation split) model of
+    ``order`` (Bengio et al. 2003, sec. 4.1: an interpolated trigram)."""
+    from ..ngram import InterpolatedLM, KneserNeyLM
+
+    if smoothing == "kneser_ney":
+        if baseline is not None and order == BASELINE_ORDER:
+            return baseline
+        return KneserNeyLM.from_texts(datasets["train"]["text"], tokenizer, order)
+    if smoothing == "interpolated":
+        valid = datasets["validation"]["text"] if "validation" in datasets else None
+        return InterpolatedLM.from_texts(datasets["train"]["text"], tokenizer, order=order, valid_texts=valid)
+    raise ValueError(f"--ngram-mixture-smoothing {smoothing}: choose kneser_ney or interpolated")
+
+
+#: What the account and ``results.json`` call each smoothing of a mixture's n-gram.
+SMOOTHING_NAMES = {"kneser_ney": "Kneser-Ney", "interpolated": "deleted-interpolation"}
+
+
+def ngram_mixture(model, tokenizer, datasets, lm, order: int = BASELINE_ORDER, smoothing: str = "kneser_ney",
+                  weight: float | None = None) -> dict:
+    """The mixture a P_model + (1 - a) P_ngram of a trained ``model`` and an n-gram (Bengio et al. 2003,
+    Table 1: their best results mix the network with an interpolated trigram, a = 0.5): the baseline ``lm``
+    (the Kneser-Ney 5-gram) by default, else the ``order``-gram of ``smoothing`` (:func:`mixture_ngram`);
+    a = ``weight``, or fitted by EM on the validation split when None; then each split's perplexity, every
+    token scored by both models as :func:`~hf_nlm.evaluation.evaluate_lm` scores it. Returns ``{"model":
+    "Kneser-Ney 5-gram", "order": 5, "weight": a, "fitted": True, "validation": {"perplexity": ...}, "test":
+    {...}}``."""
     from ..evaluation import token_log_probs
     from ..ngram.neural_interpolation import fit_mixture_weight, mix_log_probs
 
+    ngram = mixture_ngram(tokenizer, datasets, order, smoothing, baseline=lm)
     scores = {}
     for split in ("validation", "test"):
         if split in datasets:
             ids, log_p, _ = token_log_probs(model, datasets[split], tokenizer)
-            scores[split] = (log_p.double().numpy(), lm.stream_log_probs(ids.numpy()))
-    weight = fit_mixture_weight(*scores["validation"])
-    mixture = {"weight": weight}
+            scores[split] = (log_p.double().numpy(), ngram.stream_log_probs(ids.numpy()))
+    fitted = weight is None
+    if fitted:
+        weight = fit_mixture_weight(*scores["validation"])
+    mixture = {"model": f"{SMOOTHING_NAMES[smoothing]} {order}-gram", "order": order, "weight": float(weight),
+               "fitted": fitted}
     for split, (log_p_model, log_p_ngram) in scores.items():
-        mixed = mix_log_probs(log_p_model, log_p_ngram, weight)
+        mixed = mix_log_probs(log_p_model, log_p_ngram, float(weight))
         mixture[split] = {"perplexity": float(np.exp(-mixed.mean()))}
     return mixture
 

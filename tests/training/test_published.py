@@ -19,7 +19,8 @@ RESULTS = {"validation": {"perplexity": 141.0}, "test": {"perplexity": 128.0},
 def test_the_figures_are_read_from_the_results():
     assert run_figures(RESULTS) == {
         "validation_perplexity": 141.0, "test_perplexity": 128.0, "kn5_validation_perplexity": 161.0,
-        "kn5_test_perplexity": 150.0, "test_ratio_to_kn5": 128.0 / 150.0, "mixture_test_perplexity": 118.0}
+        "kn5_test_perplexity": 150.0, "test_ratio_to_kn5": 128.0 / 150.0, "mixture_test_perplexity": 118.0,
+        "mixture_test_ratio_to_kn5": 118.0 / 150.0}
     assert run_figures({"validation": {"perplexity": 3.0}}) == {"validation_perplexity": 3.0}
 
 

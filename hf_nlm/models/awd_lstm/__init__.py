@@ -8,6 +8,68 @@ MERITY_OPTIMIZER = {"optimizer": "sgd", "learning_rate": 30.0, "lr_scheduler": "
                     "weight_decay": 1.2e-6, "max_grad_norm": 0.25, "block_size": 70, "batch_size": 20,
                     "eval_batch_size": 10}
 
+#: The CPU-sized network of ``benchmarks/ptb_awd.py``'s Penn Treebank tables: 2 layers, embedding 200, hidden
+#: 400, tied.
+CPU_NETWORK = {"num_hidden_layers": 2, "embedding_size": 200, "hidden_size": 400}
+#: Merity et al.'s (2018, sec. 4-5) Penn Treebank regularisers: weight drop 0.5, locked dropout 0.4 on the
+#: outputs, 0.25 between layers, 0.4 on the inputs, embedding dropout 0.1, AR 2 and TAR 1.
+PTB_REGULARISATION = {"dropout": 0.4, "dropout_hidden": 0.25, "dropout_input": 0.4, "dropout_embedding": 0.1,
+                      "weight_drop": 0.5, "alpha": 2.0, "beta": 1.0}
+#: The training of the Penn Treebank table's rows: the paper's optimizer, variable BPTT around 70, no early
+#: stopping (the best validated epoch is kept), random seed 0.
+PTB_TABLE_TRAINING = {**MERITY_OPTIMIZER, "variable_bptt": True, "early_stopping_patience": None,
+                      "logging_steps": 100, "seed": 0}
+
+
+def regularisation(scale: float, ar_scale: float) -> dict:
+    """:data:`PTB_REGULARISATION` with every dropout and the weight drop times ``scale``, AR and TAR times
+    ``ar_scale`` (``benchmarks/ptb_awd.py``'s rows)."""
+    return {k: round(v * (ar_scale if k in ("alpha", "beta") else scale), 4)
+            for k, v in PTB_REGULARISATION.items()}
+
+
+def ptb_table_recipe(row: str, epochs: int, scale: float | None = None, ar_scale: float = 0.0,
+                     rounded: str | None = None) -> TrainingRecipe:
+    """A row of the Penn Treebank table: Merity et al. 2018's training loop (sec. 3-5) on
+    :data:`CPU_NETWORK` for ``epochs``, with the paper's regularisers times ``scale`` (AR / TAR times
+    ``ar_scale``) and NT-ASGD (n = 5), or with none of them and plain SGD (``scale`` None); ``rounded`` says
+    how the epochs were read off the row's timed run. The paper's figures are for its 3 x 1150 network
+    trained 500 epochs, not for this one, so ``paper`` is empty."""
+    plain = scale is None
+    model = {**CPU_NETWORK, **(regularisation(0.0, 0.0) if plain else regularisation(scale, ar_scale))}
+    training = {**PTB_TABLE_TRAINING, "num_epochs": epochs, "nt_asgd": not plain}
+    what = ("no dropout, weight drop, AR or TAR, plain SGD" if plain else
+            f"the paper's dropouts and weight drop x {scale:g}, AR / TAR x {ar_scale:g}, NT-ASGD (n = 5)")
+    return TrainingRecipe(
+        f"Merity et al. 2018, sec. 3-5, on Penn Treebank ({row}): SGD at lr 30, weight decay 1.2e-6, "
+        "clipping 0.25, 20 columns, variable BPTT around 70, no early stopping (the best validated epoch "
+        f"kept), random seed 0; a CPU-sized network (2 layers, embedding 200, hidden 400, tied), {what}; "
+        f"{epochs} epochs" + (f" ({rounded})" if rounded else ""),
+        training=training,
+        model=model,
+        tokenizer={"min_frequency": 1},
+        data={"corpus": "ptb"},
+    )
+
+
+#: The rows of ``benchmarks/ptb_awd.py``'s tables: the AWD-LSTM against a plain LSTM with the whole machine
+#: per row, and the rows of the regularisation sweep (two rows side by side, a thread each). Each gives the
+#: whole epochs its timed run trained, a fractional count rounded to whole epochs.
+PTB_TABLE_RECIPES = {
+    "ptb-awd-lstm": ptb_table_recipe("AWD-LSTM", 6, scale=0.25, ar_scale=0.0,
+                                     rounded="6.15 epochs in the table's 20-minute run, rounded"),
+    "ptb-lstm": ptb_table_recipe("LSTM", 7, rounded="6.92 epochs in the table's 20-minute run, rounded"),
+    "ptb-sweep-lstm": ptb_table_recipe(
+        "sweep, LSTM", 4, rounded="the sweep's 4 epochs; its equal-time row's 3.80, rounded"),
+    "ptb-sweep-awd-reg25": ptb_table_recipe("sweep, AWD-LSTM", 4, scale=0.25, ar_scale=1.0),
+    "ptb-sweep-awd-reg10": ptb_table_recipe("sweep, AWD-LSTM", 3, scale=0.1, ar_scale=1.0),
+    "ptb-sweep-awd-reg50": ptb_table_recipe("sweep, AWD-LSTM", 3, scale=0.5, ar_scale=1.0),
+    "ptb-sweep-awd-reg25-noar": ptb_table_recipe("sweep, AWD-LSTM", 3, scale=0.25, ar_scale=0.0),
+    "ptb-sweep-awd-reg25-ar25": ptb_table_recipe("sweep, AWD-LSTM", 3, scale=0.25, ar_scale=0.25),
+    "ptb-sweep-awd-reg25-noar-4ep": ptb_table_recipe(
+        "sweep, AWD-LSTM", 4, scale=0.25, ar_scale=0.0, rounded="the sweep's equal-time row's 3.74, rounded"),
+}
+
 RECIPES = {
     "default": TrainingRecipe(
         "learns from a text of about a million words in minutes on a CPU: the paper's optimizer (SGD at "
@@ -32,6 +94,7 @@ RECIPES = {
                "weight_drop": 0.5},
         tokenizer={"min_frequency": 1},
     ),
+    **PTB_TABLE_RECIPES,
 }
 
 RECIPES.update(defaults_table_recipes("awd_lstm", RECIPES["default"], ptb=2, sotu=1))

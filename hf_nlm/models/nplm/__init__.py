@@ -2,6 +2,80 @@ from ..registry import ModelType, TrainingRecipe, defaults_table_recipes, feed_f
 from .configuration_nplm import NPLMConfig
 from .modeling_nplm import NPLMForCausalLM, NPLMModel, NPLMPreTrainedModel
 
+#: Bengio et al. 2003, Table 1 (Brown): each MLP row's network (n, h, m, direct connections) and its test
+#: perplexity; MLP10 is MLP9 mixed with the interpolated trigram.
+TABLE1 = {"mlp1": (5, 50, 60, True, 268.0), "mlp3": (5, 0, 60, True, 310.0), "mlp5": (5, 50, 30, True, 279.0),
+          "mlp7": (3, 50, 30, True, 293.0), "mlp9": (5, 100, 30, False, 276.0)}
+#: Table 1's MLP10 (MLP9 with the trigram, a = 0.5) and the Kneser-Ney back-off 5-gram, test perplexities.
+TABLE1_MLP10, TABLE1_KN5 = 252.0, 321.0
+#: The paper's recipe as ``benchmarks/brown_table.py`` runs it (Bengio et al. 2003, sec. 4): plain SGD with
+#: eps_t = eps_0 / (1 + r t), eps_0 = 1e-3 per example, i.e. 0.512 for a step on the mean loss of 8 x 64
+#: targets, r = 1e-8, weight decay 1e-4 on the weights, early stopping on validation (patience 1), random
+#: seed 0.
+BROWN_SGD = {"optimizer": "sgd", "learning_rate": 0.512, "lr_scheduler": "bengio", "lr_decay": 1e-8,
+             "weight_decay": 1e-4, "batch_size": 8, "block_size": 64, "early_stopping_patience": 1,
+             "logging_steps": 100, "seed": 0}
+#: The adam recipe of the same table: AdamW (Loshchilov & Hutter 2019) at a constant 1e-3, no weight decay,
+#: 8 x 64 targets per update, early stopping on validation (patience 1) and the best epoch kept, 4 epochs at
+#: most.
+BROWN_ADAM = {"optimizer": "adamw", "learning_rate": 1e-3, "lr_scheduler": "constant", "weight_decay": 0.0,
+              "batch_size": 8, "block_size": 64, "num_epochs": 4, "early_stopping_patience": 1,
+              "logging_steps": 100, "seed": 0}
+#: Table 1's "mix": the model and the deleted-interpolation trigram, a = 0.5 (Bengio et al. 2003, sec. 4.1).
+TRIGRAM_MIX = {"ngram_mixture": True, "ngram_mixture_order": 3, "ngram_mixture_smoothing": "interpolated",
+               "ngram_mixture_weight": 0.5}
+
+
+def brown_table1_recipe(row: str, adam: bool = False, epochs: int | None = None,
+                        mix: bool = False) -> TrainingRecipe:
+    """A row of Bengio et al. 2003's Table 1 on Brown (their split, words of frequency <= 3 merged, counted on
+    the training split): the network of ``row`` (a key of :data:`TABLE1`), trained with :data:`BROWN_SGD`
+    for ``epochs`` or with :data:`BROWN_ADAM`; ``mix``: Table 1's mixture with the interpolated trigram
+    (MLP10). ``paper`` holds the table's figures for the row (trained with their SGD)."""
+    n, h, m, direct, test = TABLE1[row]
+    name = "MLP10 (MLP9 mixed with the deleted-interpolation trigram, a = 0.5)" if mix else row.upper()
+    network = (f"n = {n}, h = {h}, m = {m}, {'direct connections' if direct else 'no direct connections'}, "
+               "no dropout")
+    if adam:
+        how = ("AdamW (Loshchilov & Hutter 2019) at a constant 1e-3, no weight decay, 8 x 64 targets per "
+               "update, early stopping on validation (patience 1), the best of at most 4 epochs (the "
+               "epochs the table's adam run trained)")
+        training = dict(BROWN_ADAM)
+    else:
+        how = (f"plain SGD with eps_t = eps_0 / (1 + r t), eps_0 = 1e-3 per example (0.512 per update of "
+               f"8 x 64 targets), r = 1e-8, weight decay 1e-4, early stopping on validation (patience 1), "
+               f"{epochs} epochs (the whole epochs the table's run of this row completed in its 9-minute "
+               "budget)")
+        training = {**BROWN_SGD, "num_epochs": epochs}
+    paper = {"test_perplexity": test, "kn5_test_perplexity": TABLE1_KN5,
+             "test_ratio_to_kn5": round(test / TABLE1_KN5, 4)}
+    if mix:
+        training.update(TRIGRAM_MIX)
+        paper.update(mixture_test_perplexity=TABLE1_MLP10,
+                     mixture_test_ratio_to_kn5=round(TABLE1_MLP10 / TABLE1_KN5, 4))
+    return TrainingRecipe(
+        f"Bengio et al. 2003, Table 1 on Brown, {name}: {network}; their split, words seen <= 3 times in the "
+        f"training split merged into <unk>; {how}; random seed 0",
+        training=training,
+        model={"context_size": n - 1, "embedding_size": m, "hidden_size": h, "direct_connections": direct,
+               "dropout": 0.0},
+        tokenizer={"min_frequency": 4},
+        data={"corpus": "brown"},
+        paper=paper,
+    )
+
+
+#: Bengio et al. 2003's Table 1 on Brown, a recipe per row of ``benchmarks/brown_table.py``'s tables: the
+#: paper's SGD for the epochs each row trained there, and the adam recipe.
+TABLE1_RECIPES = {
+    **{f"brown-{row}": brown_table1_recipe(row, epochs=epochs)
+       for row, epochs in (("mlp1", 2), ("mlp3", 2), ("mlp5", 3), ("mlp7", 3), ("mlp9", 3))},
+    "brown-mlp10": brown_table1_recipe("mlp9", epochs=3, mix=True),
+    "brown-mlp1-adam": brown_table1_recipe("mlp1", adam=True),
+    "brown-mlp9-adam": brown_table1_recipe("mlp9", adam=True),
+    "brown-mlp10-adam": brown_table1_recipe("mlp9", adam=True, mix=True),
+}
+
 RECIPES = {
     "default": feed_forward_recipe(
         "m = 100 and h = 100 without direct connections (the softmax over h units is the cost of a step), "
@@ -37,6 +111,7 @@ RECIPES = {
         paper={"test_perplexity": 276.0, "kn5_test_perplexity": 321.0, "test_ratio_to_kn5": 0.8598},
         time_s=604.0,  # `make demo` after set-up: the 5-gram, 5 epochs, the mixture
     ),
+    **TABLE1_RECIPES,
 }
 
 RECIPES.update(defaults_table_recipes("nplm", RECIPES["default"], ptb=3, sotu=1))
