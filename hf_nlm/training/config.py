@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -55,6 +56,31 @@ def recipe_training_values(recipe, given: Mapping) -> dict:
         for name in MIXTURE_DEFAULTS:
             values.pop(name, None)
     return values
+
+
+#: What a field's annotation admits, and how a message names it.
+_KINDS = {"int": (numbers.Integral, "a whole number"), "float": (numbers.Real, "a number"),
+          "bool": (bool, "True or False"), "str": (str, "a string")}
+
+
+def check_field_types(config) -> None:
+    """A ``TypeError`` naming the first field of the dataclass ``config`` whose value is not of its annotated
+    kind (``int``, ``float``, ``bool``, ``str``, each or None): ``learning_rate="fast"`` is refused as such,
+    before a comparison fails on it. True and False are not numbers here."""
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        kinds = [part.strip() for part in str(f.type).split("|")]
+        if value is None and "None" in kinds:
+            continue
+        known = [_KINDS[kind] for kind in kinds if kind in _KINDS]
+        if not known:
+            continue
+        if any(isinstance(value, cls) and (cls is bool or not isinstance(value, bool)) for cls, _ in known):
+            if not (isinstance(value, float) and "float" not in kinds):  # 2.5 for an int field
+                continue
+        wanted = " or ".join([name for _, name in known] + (["None"] if "None" in kinds else []))
+        raise TypeError(f"{type(config).__name__}.{f.name} must be {wanted}, got {value!r} "
+                        f"({type(value).__name__})")
 
 
 def _f(default, help: str, **kwargs):
@@ -226,6 +252,7 @@ class TrainingConfig:
     )
 
     def __post_init__(self) -> None:
+        check_field_types(self)
         if not self.output_dir:
             raise ValueError("TrainingConfig.output_dir is required")
         positive = ["block_size", "batch_size", "eval_batch_size", "num_epochs", "logging_steps", "nonmono"]
