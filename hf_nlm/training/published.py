@@ -28,6 +28,10 @@ FIGURES: dict[str, Callable[[Mapping], float]] = {
     "kn5_test_perplexity": lambda r: _baseline(r, "test"),
     "test_ratio_to_kn5": lambda r: r["test"]["perplexity"] / _baseline(r, "test"),
     "mixture_test_perplexity": lambda r: r[BASELINE_KEY]["mixture"]["test"]["perplexity"],
+    # A numeracy LM's adjusted perplexity (Spithourakis & Riedel 2018, sec. 4): all tokens, words, numerals.
+    "test_adjusted_perplexity": lambda r: r["test"]["adjusted_perplexity"],
+    "test_adjusted_perplexity_words": lambda r: r["test"]["adjusted_perplexity_words"],
+    "test_adjusted_perplexity_numerals": lambda r: r["test"]["adjusted_perplexity_numerals"],
 }
 
 

@@ -1,4 +1,4 @@
-from ..registry import ModelType, TrainingRecipe
+from ..registry import ROCSTORIES_SPLIT, ROCSTORIES_TOKENIZER, ROCSTORIES_TRAINING, ModelType, TrainingRecipe
 from .configuration_awd_lstm import AWDLSTMConfig
 from .modeling_awd_lstm import AWDLSTMForCausalLM, AWDLSTMModel, AWDLSTMPreTrainedModel
 
@@ -31,6 +31,19 @@ RECIPES = {
         model={"dropout": 0.4, "dropout_hidden": 0.25, "dropout_input": 0.4, "dropout_embedding": 0.1,
                "weight_drop": 0.5},
         tokenizer={"min_frequency": 1},
+    ),
+    # Yao et al. report no perplexity of their LM on their split, so no paper figure is set.
+    "rocstories-lm": TrainingRecipe(
+        "Yao et al. 2019 (Plan-and-Write), the LM approach on ROCStories: one AWD-LSTM over 'title <sep> k1 "
+        "# k2 # ... <sep> story' (storylines of one RAKE keyword phrase per sentence) that serves both "
+        "stages; Merity et al. 2018's network (3 layers, embedding 400, hidden 1150) with their WikiText-2 "
+        "dropouts, trained with Adam (Kingma & Ba 2015) at 1e-3, 32 x 70-token blocks, 20 epochs with early "
+        "stopping, seed 0; the 15,000 most frequent words; stories split 90 / 5 / 5 %",
+        training=ROCSTORIES_TRAINING,
+        model={"num_hidden_layers": 3, "embedding_size": 400, "hidden_size": 1150, "dropout": 0.4,
+               "dropout_hidden": 0.3, "dropout_input": 0.65, "dropout_embedding": 0.1, "weight_drop": 0.5},
+        tokenizer=ROCSTORIES_TOKENIZER,
+        data={"corpus": "rocstories", "split_fractions": ROCSTORIES_SPLIT},
     ),
 }
 
