@@ -45,6 +45,19 @@ RECIPES = {
         tokenizer=ROCSTORIES_TOKENIZER,
         data={"corpus": "rocstories", "split_fractions": ROCSTORIES_SPLIT},
     ),
+    "brown-keywords-lm": TrainingRecipe(
+        "benchmarks/story_brown.py's lm row: Yao et al. 2019's LM approach on Brown sentences, an AWD-LSTM "
+        "over 'keywords <sep> sentence' lines (the text the script writes), 2 layers of 256 units, dropouts "
+        "0.2 / 0.2 / 0.2, embedding dropout 0.05, weight drop 0.2; Adam (Kingma & Ba 2015) at 2e-3, batch 64 "
+        "of 50-token blocks, 20 epochs with early stopping, seed 0; the 10,000 most frequent words",
+        training={"optimizer": "adam", "learning_rate": 2e-3, "lr_scheduler": "constant",
+                  "weight_decay": 1e-4, "max_grad_norm": 1.0, "batch_size": 64, "eval_batch_size": 64,
+                  "block_size": 50, "num_epochs": 20, "early_stopping_patience": 2, "logging_steps": 200,
+                  "save_total_limit": 1, "eval_test": False, "seed": 0},
+        model={"num_hidden_layers": 2, "embedding_size": 256, "hidden_size": 256, "dropout": 0.2,
+               "dropout_hidden": 0.2, "dropout_input": 0.2, "dropout_embedding": 0.05, "weight_drop": 0.2},
+        tokenizer={"vocab_size": 10000, "min_frequency": 1, "split_punctuation": False},
+    ),
 }
 
 MODEL_TYPE = ModelType(AWDLSTMConfig, AWDLSTMModel, causal_lm_class=AWDLSTMForCausalLM, recipes=RECIPES)
