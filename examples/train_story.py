@@ -52,6 +52,7 @@ the LM the sample story written for the first test title and the Story Cloze acc
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -157,11 +158,13 @@ def _preset_table() -> str:
 
 
 def resolve(args: argparse.Namespace) -> argparse.Namespace:
-    """Fill each flag left unset with the value of ``args.preset`` for ``args.approach``; 0 for
-    ``--max-time-s`` or ``--early-stopping-patience`` means no limit."""
+    """Fill each flag left unset with the value of ``args.preset`` for ``args.approach`` (their names in
+    ``args.from_preset``); 0 for ``--max-time-s`` or ``--early-stopping-patience`` means no limit."""
+    args.from_preset = []
     for name, value in preset_values(args.preset, args.approach).items():
         if getattr(args, name, None) is None:
             setattr(args, name, value)
+            args.from_preset.append(name)
     for name in ("max_time_s", "early_stopping_patience"):
         if getattr(args, name) == 0:
             setattr(args, name, None)
@@ -200,7 +203,9 @@ def run_spec(args: argparse.Namespace):
     from hf_nlm.training import RunSpec
 
     if args.resume:
-        return RunSpec.from_run_folder(args.output_dir).resumed_with(output_dir=args.output_dir)
+        stopping = {name: getattr(args, name)
+                    for name in ("num_epochs", "max_time_s", "early_stopping_patience")}
+        return RunSpec.from_run_folder(args.output_dir).resumed_with(output_dir=args.output_dir, **stopping)
     settings = {name: getattr(args, name) for name in SETTINGS}
     if args.approach == "lm":
         settings.update({name: getattr(args, name) for name in LM_ONLY}, num_hidden_layers=args.num_layers)
@@ -208,8 +213,11 @@ def run_spec(args: argparse.Namespace):
         settings.update(encoder_layers=args.num_layers, decoder_layers=args.num_layers,
                         attention=args.attention)
     recipe = RECIPES["lm" if args.approach == "lm" else args.stage]
-    return RunSpec.from_recipe(recipe=recipe, corpus_path=corpus_path(args.rocstories, args.output_dir),
+    spec = RunSpec.from_recipe(recipe=recipe, corpus_path=corpus_path(args.rocstories, args.output_dir),
                                output_dir=args.output_dir, overwrite_output_dir=True, **settings)
+    # A preset's frequency cut-off is a recipe's: on a text too small for it, every word is kept (and said).
+    preset = {"min_frequency"} & set(getattr(args, "from_preset", ()))
+    return dataclasses.replace(spec, recipe_values=spec.recipe_values | preset)
 
 
 def main(argv: list[str] | None = None) -> dict:
