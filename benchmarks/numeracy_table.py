@@ -2,11 +2,13 @@
 
 G. Spithourakis, S. Riedel, "Numeracy for Language Models: Evaluating and Improving their Ability to
 Predict Numbers", ACL 2018, table 3: perplexity and adjusted perplexity (APP) over all tokens, words
-only and numerals only, for each output strategy. Every row is ``NumeracyLMForCausalLM`` with the
-paper's body (one LSTM layer of ``--hidden-size`` units, 50 in the paper, dropout 0.1, Adam 1e-3),
-trained by ``hf_nlm.training.train_lm`` on the same numeracy tokenizer (top ``--vocab-size`` tokens,
-words and numerals ranked together, punctuation cut off words) for the same number of epochs; only
-``numeral_strategy`` differs.
+only and numerals only, for each output strategy. Every row is a named recipe of ``numeracy_lm``
+(``sotu-softmax``, ``sotu-hsoftmax``, ..., ``drop-dexp``: ``hf_nlm.models.numeracy_lm.table_recipe``) run by
+``hf_nlm.training.train(RunSpec.from_recipe(recipe=NAME, ...))``: the paper's body (one LSTM layer of 50
+units, dropout 0.1, Adam 1e-3), the same numeracy tokenizer (top 5,000 tokens, words and numerals ranked
+together, punctuation cut off words), the same epochs and seed; only ``numeral_strategy`` differs. A flag
+given (``--hidden-size``, ``--epochs``, ...) changes that setting of every row's recipe; the recipe's data is
+replaced by split files where the script derives them (``--quick``, ``--split speech``, ``--train-file``).
 Test figures are exact (the state carried over the whole split, batch 1).
 
 Corpus (``--corpus``): SOTU split by year as ``load_sotu`` does (train < 2000 <= validation < 2010 <= test);
@@ -55,12 +57,13 @@ from hf_nlm.evaluation.number_prediction import predict_numbers
 from hf_nlm.heads.numeral.densities.digit_rnn import DigitRNN
 from hf_nlm.heads.numeral.densities.gaussian_mixture import NumeralMixture
 from hf_nlm.metrics import number_prediction_report
-from hf_nlm.models import NumeracyLMConfig, NumeracyLMForCausalLM
-from hf_nlm.tokenization import train_numeracy_tokenizer
-from hf_nlm.training import TrainingConfig, train_lm
+from hf_nlm.models import NumeracyLMConfig
+from hf_nlm.models.numeracy_lm import TABLE_STRATEGIES, table_recipe_name
+from hf_nlm.training import RunSpec, train
+from hf_nlm.training.run import load_run
 
 BENCHMARK = "numeracy_table"
-STRATEGIES = ("softmax", "softmax_digits", "hsoftmax", "drnn", "mog", "combination", "dexp")
+STRATEGIES = TABLE_STRATEGIES
 FIGURES = (
     ("perplexity", "ppl"), ("perplexity_words", "ppl words"), ("perplexity_numerals", "ppl numerals"),
     ("adjusted_perplexity", "APP"), ("adjusted_perplexity_words", "APP words"),
@@ -110,6 +113,41 @@ def load_corpus(args):
     if args.corpus == "drop":
         return load_drop_passages
     return sotu_by_speech if args.split == "speech" else load_sotu
+
+
+def write_splits(corpus: DatasetDict, folder: Path) -> dict[str, str]:
+    """Each split of ``corpus`` as a text file in ``folder``, one row (paragraph or passage) per line, a line
+    break inside a row made a space: the split files a row's recipe trains on where the script derives the
+    corpus (a slice, another split). Returns the ``train_file`` / ``validation_file`` / ``test_file``
+    settings."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for split in ("train", "validation", "test"):
+        path = folder / f"{split}.txt"
+        path.write_text("".join(" ".join(text.split("\n")) + "\n" for text in corpus[split]["text"]),
+                        encoding="utf-8")
+        files[f"{split}_file"] = str(path)
+    return files
+
+
+#: The settings each flag of this script gives every row's recipe, by flag destination.
+OVERRIDES = {"vocab_size": "vocab_size", "hidden_size": ("embedding_size", "hidden_size"),
+             "learning_rate": "learning_rate", "numeral_loss_weight": "numeral_loss_weight",
+             "batch_size": "batch_size", "bptt": "block_size", "epochs": "num_epochs"}
+
+
+def recipe_overrides(args) -> dict:
+    """The recipe settings the flags given change (a flag left out keeps the recipe's value)."""
+    settings = {}
+    for dest, names in OVERRIDES.items():
+        value = getattr(args, dest)
+        if value is not None:
+            settings.update(dict.fromkeys((names,) if isinstance(names, str) else names, value))
+    if args.mog_trainable:
+        settings["mog_trainable"] = True
+    if args.time_budget:
+        settings["max_time_s"] = args.time_budget
+    return settings
 
 
 def numerals_of(tokenizer, texts) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
@@ -178,18 +216,19 @@ def main(argv: list[str] | None = None) -> list[dict]:
                         help="State of the Union addresses, or the DROP passages (hf-nlm download drop)")
     parser.add_argument("--split", choices=("year", "speech"), default="year",
                         help="SOTU split: by year as load_sotu does, or every 20th speech to test")
-    parser.add_argument("--vocab-size", type=int, default=5000,
-                        help="top-K tokens (paper: 1000 clinical, 5000 arXiv)")
-    parser.add_argument("--hidden-size", type=int, default=50,
-                        help="LSTM units and embedding size (paper: 50)")
-    parser.add_argument("--learning-rate", type=float, default=1e-3,
-                        help="Adam learning rate (paper: 1e-3)")
-    parser.add_argument("--numeral-loss-weight", type=float, default=1.0,
-                        help="weight of a numeral target's NLL in the training loss (a word's is 1)")
+    parser.add_argument("--vocab-size", type=int, default=None,
+                        help="top-K tokens (the recipes': 5000; paper: 1000 clinical, 5000 arXiv)")
+    parser.add_argument("--hidden-size", type=int, default=None,
+                        help="LSTM units and embedding size (the recipes' and the paper's: 50)")
+    parser.add_argument("--learning-rate", type=float, default=None,
+                        help="Adam learning rate (the recipes' and the paper's: 1e-3)")
+    parser.add_argument("--numeral-loss-weight", type=float, default=None,
+                        help="weight of a numeral target's NLL in the training loss (a word's is 1, the "
+                             "recipes' numeral weight too)")
     parser.add_argument("--mog-trainable", action="store_true",
                         help="train the MoG's means and deviations after EM's start (mog, combination)")
-    parser.add_argument("--batch-size", type=int, default=32, help="stream columns")
-    parser.add_argument("--bptt", type=int, default=50, help="BPTT length")
+    parser.add_argument("--batch-size", type=int, default=None, help="stream columns (the recipes': 32)")
+    parser.add_argument("--bptt", type=int, default=None, help="BPTT length (the recipes': 50)")
     for split in ("train", "validation", "test"):
         parser.add_argument(f"--{split}-file", nargs="+", default=None,
                             help=f"{split} text files instead of SOTU")
@@ -198,7 +237,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--saved-runs", action="store_true",
                         help="evaluate the models an earlier run of this command saved under --output-dir, "
                              "without training")
-    add_training_arguments(parser, epochs=3, time_budget=0.0)
+    add_training_arguments(parser, epochs=None, time_budget=0.0)
     args = parser.parse_args(argv)
     table_start = time.perf_counter()
     # A DROP passage is about ten SOTU paragraphs long.
@@ -208,55 +247,67 @@ def main(argv: list[str] | None = None) -> list[dict]:
         suffix = f"_drop{suffix}"
     elif args.split != "year":
         suffix = f"_{args.split}{suffix}"
+    settings = recipe_overrides(args)
     if args.quick:
-        args.epochs = min(args.epochs, 1)
-    tokenizer = train_numeracy_tokenizer(corpus["train"]["text"], max_vocab_size=args.vocab_size,
-                                         split_punctuation=True)
-    common = {**run_context(args, vocab_size=len(tokenizer), hidden_size=args.hidden_size),
-              "corpus": "files" if args.train_file else args.corpus,
-              "split": None if args.train_file or args.corpus != "sotu" else args.split,
-              "cpu": machine(), "epochs_asked": args.epochs,
-              "numerals_in_vocab": len(tokenizer.numeral_vocab) - 1, "learning_rate": args.learning_rate,
-              "numeral_loss_weight": args.numeral_loss_weight, "mog_trainable": args.mog_trainable}
-    train_values = numerals_of(tokenizer, corpus["train"]["text"])[0].tolist()
-    token_texts = stream_token_texts(list(corpus["test"]["text"]), tokenizer)
+        settings["num_epochs"] = min(settings.get("num_epochs", 1), 1)
+    # The recipe's corpus, or the split files of the data this script derives (rows evaluated on the same).
+    if args.train_file:
+        data = {f"{split}_file": getattr(args, f"{split}_file") for split in ("train", "validation", "test")
+                if getattr(args, f"{split}_file")}
+    elif args.quick or args.split != "year":
+        data = {"corpus": "text", **write_splits(corpus, out / f"data_numeracy{suffix}")}
+        corpus = load_text_files(train=data["train_file"], validation=data["validation_file"],
+                                 test=data["test_file"])
+    else:
+        data = {}
+    recipe_corpus = "drop" if args.corpus == "drop" else "sotu"
+    context: dict = {}
+
+    def describe(tokenizer, spec) -> None:
+        """The fields every row carries, from the first row's tokenizer (each row trains the same one)."""
+        context["common"] = {
+            **run_context(args, vocab_size=len(tokenizer), hidden_size=spec.model["hidden_size"]),
+            "corpus": "files" if args.train_file else args.corpus,
+            "split": None if args.train_file or args.corpus != "sotu" else args.split,
+            "cpu": machine(), "epochs_asked": spec.training.num_epochs,
+            "numerals_in_vocab": len(tokenizer.numeral_vocab) - 1,
+            "learning_rate": spec.training.learning_rate,
+            "numeral_loss_weight": spec.model["numeral_loss_weight"],
+            "mog_trainable": spec.model["mog_trainable"], "bptt": spec.training.block_size,
+        }
+        context["tokenizer"] = tokenizer
+        context["train_values"] = numerals_of(tokenizer, corpus["train"]["text"])[0].tolist()
+        context["token_texts"] = stream_token_texts(list(corpus["test"]["text"]), tokenizer)
 
     def run(strategy: str) -> dict:
-        torch.manual_seed(0)
-        config = NumeracyLMConfig(
-            vocab_size=len(tokenizer), embedding_size=args.hidden_size, hidden_size=args.hidden_size,
-            numeral_strategy=strategy, numeral_vocab=tokenizer.numeral_vocab,
-            numeral_loss_weight=args.numeral_loss_weight, mog_trainable=args.mog_trainable,
-            bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id,
-            pad_token_id=tokenizer.eos_token_id,
-        )
-        model = NumeracyLMForCausalLM(config)
-        training = TrainingConfig(
-            output_dir=str(out / f"runs_numeracy{suffix}" / strategy), overwrite_output_dir=True,
-            block_size=args.bptt, batch_size=args.batch_size, eval_batch_size=10, num_epochs=args.epochs,
-            max_time_s=args.time_budget or None, optimizer="adam", learning_rate=args.learning_rate,
-            lr_scheduler="constant", max_grad_norm=1.0, early_stopping_patience=2, logging_steps=200,
-            save_total_limit=1, progress_bar=False, eval_test=False,
-        )
-        log(f"{strategy}: {model.num_parameters():,} parameters")
+        recipe = table_recipe_name(recipe_corpus, strategy)
+        spec = RunSpec.from_recipe(recipe=recipe, output_dir=str(out / f"runs_numeracy{suffix}" / strategy),
+                                   overwrite_output_dir=True, progress_bar=False, **data, **settings)
         if args.saved_runs:  # what an earlier run of this command trained and saved there
-            model = NumeracyLMForCausalLM.from_pretrained(training.output_dir)
-            results = json.loads((Path(training.output_dir) / "results.json").read_text())
+            model, tokenizer = load_run(spec.training.output_dir)
+            results = json.loads((Path(spec.training.output_dir) / "results.json").read_text())
             train_s = results["elapsed_s"]
         else:
             start = time.perf_counter()
-            results = train_lm(model, tokenizer, corpus, training, dataset_name=args.corpus)
+            result = train(spec)
+            model, tokenizer, results = result.model, result.tokenizer, result.metrics
             train_s = time.perf_counter() - start
-        test = evaluate_lm(model, corpus["test"], tokenizer, block_size=args.bptt, batch_size=1)
-        cost = numeral_cost_breakdown(model, tokenizer, corpus["test"], block_size=args.bptt)
-        predictions = predict_numbers(model, tokenizer, corpus["test"], statistic="median",
-                                      block_size=args.bptt)
+        model.eval()
+        log(f"{recipe}: {model.num_parameters():,} parameters")
+        if not context:
+            describe(tokenizer, spec)
+        common, bptt = context["common"], spec.training.block_size
+        test = evaluate_lm(model, corpus["test"], tokenizer, block_size=bptt, batch_size=1)
+        cost = numeral_cost_breakdown(model, tokenizer, corpus["test"], block_size=bptt)
+        predictions = predict_numbers(model, tokenizer, corpus["test"], statistic="median", block_size=bptt)
         numbers = number_prediction_report([p["prediction"] for p in predictions],
-                                           [p["value"] for p in predictions], train_values=train_values)
-        worst_share, worst = worst_predictions(predictions, token_texts)
-        anomaly = numeral_anomaly_auc(model, tokenizer, list(corpus["test"]["text"]), block_size=args.bptt)
+                                           [p["value"] for p in predictions],
+                                           train_values=context["train_values"])
+        worst_share, worst = worst_predictions(predictions, context["token_texts"])
+        anomaly = numeral_anomaly_auc(model, tokenizer, list(corpus["test"]["text"]), block_size=bptt)
         row = {
-            "case": strategy, "value": round(test["adjusted_perplexity_numerals"], 2), "unit": "APP numerals",
+            "case": strategy, "recipe": recipe, "value": round(test["adjusted_perplexity_numerals"], 2),
+            "unit": "APP numerals",
             "better": "lower", **{key: round(test[key], 2) for key, _ in FIGURES if test[key] is not None},
             **{key: test[key] for key in ("num_tokens", "num_numerals", "num_unknown_words",
                                            "num_unknown_numerals", "num_oov_word_types",
@@ -274,8 +325,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
         return row
 
     rows = [run(strategy) for strategy in args.strategies]
-    references = [{**ref, **common}
-                  for ref in context_free_references(tokenizer, corpus, NumeracyLMConfig().mog_components)]
+    common = context["common"]
+    references = [{**ref, **common} for ref in context_free_references(context["tokenizer"], corpus,
+                                                                       NumeracyLMConfig().mog_components)]
     for ref in references:
         emit(ref)
     checks = target_checks({r["case"]: r for r in rows}, common)
@@ -376,8 +428,9 @@ def write_table(rows: list[dict], references: list[dict], checks: list[dict], pa
     write_report(
         path,
         f"Numeracy LM strategies on {common['corpus'].upper()} test{split}; {common['vocab_size']:,} tokens "
-        f"({common['numerals_in_vocab']:,} numerals), LSTM {args.hidden_size}, up to {args.epochs} epochs "
-        f"per row (Adam {args.learning_rate}, early stopping) on CPU ({common['threads']} threads)",
+        f"({common['numerals_in_vocab']:,} numerals), LSTM {common['hidden_size']}, up to "
+        f"{common['epochs_asked']} epochs per row (Adam {common['learning_rate']}, early stopping; recipes "
+        f"{', '.join(r['recipe'] for r in rows)}) on CPU ({common['threads']} threads)",
         (columns, cells), (cost_columns, cost_cells), notes=notes,
         quick="a slice of the corpus, far from converged" if args.quick else None,
     )

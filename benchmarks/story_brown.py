@@ -13,8 +13,12 @@ scored by corpus BLEU (sacreBLEU) on the first ``--test-size`` test pairs:
 * ``lm``: the LM approach, an AWD-LSTM trained on ``"keywords <sep> sentence"`` lines, continuing
   ``"keywords <sep>"``.
 
-Target: the attention seq2seq beats both baselines and the no-attention seq2seq. Trained rows get the
-same time budget (``--time-budget`` seconds each). One JSON line per result; a Markdown table.
+Target: the attention seq2seq beats both baselines and the no-attention seq2seq. The trained rows are named
+recipes, run by ``hf_nlm.training.train`` on the data this script derives and writes into ``--output-dir``
+(CSV ``source`` / ``target`` pairs, or ``keywords <sep> sentence`` lines): ``brown-keywords-seq2seq`` and
+``brown-keywords-seq2seq-none`` of ``story_seq2seq``, ``brown-keywords-lm`` of ``awd_lstm``; each trains for
+its epochs with early stopping (``--time-budget`` adds a time limit per row). One JSON line per result; a
+Markdown table.
 
     python benchmarks/story_brown.py --threads 1     # the recorded run
     python benchmarks/story_brown.py --quick
@@ -35,15 +39,8 @@ from datasets import Dataset, DatasetDict
 from hf_nlm.data import load_brown
 from hf_nlm.evaluation import decode_generated, generate_targets
 from hf_nlm.metrics import Bleu
-from hf_nlm.models import (
-    AWDLSTMConfig,
-    AWDLSTMForCausalLM,
-    StorySeq2SeqConfig,
-    StorySeq2SeqForConditionalGeneration,
-)
 from hf_nlm.story.storylines import KEYWORD_SEP, SEP, keyword_sentence_pairs
-from hf_nlm.tokenization import train_word_level_tokenizer
-from hf_nlm.training import TrainingConfig, train_lm
+from hf_nlm.training import RunSpec, train
 
 BENCHMARK = "story_brown"
 
@@ -99,16 +96,18 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--quick", action="store_true", help="a slice of Brown, one short epoch per model")
     parser.add_argument("--top-k", type=int, default=3, help="RAKE phrases per sentence")
     parser.add_argument("--max-length", type=int, default=40, help="target tokens kept (truncations counted)")
-    parser.add_argument("--vocab-size", type=int, default=10000)
-    parser.add_argument("--hidden-size", type=int, default=256)
+    parser.add_argument("--vocab-size", type=int, default=None,
+                        help="most frequent words (the recipes': 10000)")
+    parser.add_argument("--hidden-size", type=int, default=None,
+                        help="embedding and LSTM units (the recipes': 256)")
     parser.add_argument("--test-size", type=int, default=None,
                         help="test pairs scored (default 1000; quick 100)")
     parser.add_argument("--num-beams", type=int, default=4)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--learning-rate", type=float, default=2e-3)
+    parser.add_argument("--batch-size", type=int, default=None, help="the recipes': 64")
+    parser.add_argument("--learning-rate", type=float, default=None, help="Adam's rate (the recipes': 2e-3)")
     parser.add_argument("--systems", nargs="+",
                         default=["keywords", "retrieval", "seq2seq", "seq2seq_none", "lm"])
-    add_training_arguments(parser, epochs=20, time_budget=900.0)
+    add_training_arguments(parser, epochs=None, time_budget=0.0)
     args = parser.parse_args(argv)
     out = start_run(args, BENCHMARK)
     suffix = "_quick" if args.quick else ""
@@ -117,68 +116,61 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if args.quick:
         brown = DatasetDict(train=brown["train"].select(range(3000)),
                             validation=brown["validation"].select(range(300)), test=brown["test"])
-        args.epochs, args.time_budget = 1, min(args.time_budget, 60.0)
+        args.epochs = 1
     pairs = DatasetDict({split: keyword_sentence_pairs(brown[split], top_k=args.top_k) for split in brown})
     pairs["test"] = pairs["test"].select(range(min(args.test_size, pairs["test"].num_rows)))
     lm_texts = DatasetDict({split: Dataset.from_dict({"text": [f"{s} {SEP} {t}" for s, t in
                                                                zip(pairs[split]["source"],
                                                                    pairs[split]["target"], strict=True)]})
                             for split in ("train", "validation")})
-    tokenizer = train_word_level_tokenizer(lm_texts["train"]["text"], max_vocab_size=args.vocab_size)
     sources, references = pairs["test"]["source"], pairs["test"]["target"]
-    common = {**run_context(args, vocab_size=len(tokenizer), hidden_size=args.hidden_size),
-              "train_pairs": pairs["train"].num_rows, "test_pairs": len(references), "top_k": args.top_k,
-              "num_beams": args.num_beams, "cpu": machine()}
+    data = out / f"data_story_brown{suffix}"
+    data.mkdir(parents=True, exist_ok=True)
+    pair_files, text_files = {}, {"corpus": "text"}
+    for split in ("train", "validation"):
+        pair_files[f"{split}_file"] = str(data / f"{split}.csv")
+        pairs[split].select_columns(["source", "target"]).to_csv(pair_files[f"{split}_file"], index=False)
+        text_files[f"{split}_file"] = str(data / f"{split}.txt")
+        (data / f"{split}.txt").write_text("".join(f"{text}\n" for text in lm_texts[split]["text"]),
+                                           encoding="utf-8")
+    settings = {name: getattr(args, name) for name in ("vocab_size", "batch_size", "learning_rate")
+                if getattr(args, name) is not None}
+    if args.hidden_size is not None:
+        settings.update(embedding_size=args.hidden_size, hidden_size=args.hidden_size)
+    if args.epochs is not None:
+        settings["num_epochs"] = args.epochs
+    if args.time_budget:
+        settings["max_time_s"] = args.time_budget
+    common = {**run_context(args), "train_pairs": pairs["train"].num_rows, "test_pairs": len(references),
+              "top_k": args.top_k, "num_beams": args.num_beams, "cpu": machine()}
     generate = {"num_beams": args.num_beams, "length_penalty": 1.0}
 
-    def training(name: str, **extra) -> TrainingConfig:
-        return TrainingConfig(
-            output_dir=str(out / f"runs_story_brown{suffix}" / name), overwrite_output_dir=True,
-            batch_size=args.batch_size, eval_batch_size=64, num_epochs=args.epochs, optimizer="adam",
-            learning_rate=args.learning_rate,
-            lr_scheduler="constant", max_grad_norm=1.0, max_time_s=args.time_budget or None,
-            early_stopping_patience=2, logging_steps=200, save_total_limit=1, progress_bar=False,
-            eval_test=False, **extra,
-        )
+    def trained(recipe: str, name: str, files: dict, **extra):
+        spec = RunSpec.from_recipe(recipe=recipe, output_dir=str(out / f"runs_story_brown{suffix}" / name),
+                                   overwrite_output_dir=True, progress_bar=False, **files, **settings,
+                                   **extra)
+        result = train(spec)
+        result.model.eval()
+        common.update(vocab_size=len(result.tokenizer), hidden_size=spec.model["hidden_size"])
+        return result, {"recipe": recipe, "validation_perplexity": result.metrics["validation"]["perplexity"],
+                        "epochs": result.metrics["epochs_completed"],
+                        "num_parameters": result.model.num_parameters()}
 
-    def seq2seq(attention: str) -> tuple[list[str], dict]:
-        torch.manual_seed(0)
-        config = StorySeq2SeqConfig(
-            vocab_size=len(tokenizer), embedding_size=args.hidden_size, hidden_size=args.hidden_size,
-            attention=attention, dropout=0.2, pad_token_id=tokenizer.pad_token_id,
-            bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id,
-            decoder_start_token_id=tokenizer.eos_token_id,
-        )
-        model = StorySeq2SeqForConditionalGeneration(config)
-        results = train_lm(model, tokenizer, pairs,
-                           training(f"seq2seq_{attention}", max_target_length=args.max_length),
-                           dataset_name="brown_keywords")
-        model.eval()
-        texts = generate_targets(model, tokenizer, sources, batch_size=50, max_new_tokens=args.max_length,
-                                 **generate)
-        return texts, {"validation_perplexity": results["validation"]["perplexity"],
-                       "epochs": results["epochs_completed"], "num_parameters": model.num_parameters()}
+    def seq2seq(recipe: str, name: str) -> tuple[list[str], dict]:
+        result, row = trained(recipe, name, pair_files, max_target_length=args.max_length)
+        texts = generate_targets(result.model, result.tokenizer, sources, batch_size=50,
+                                 max_new_tokens=args.max_length, **generate)
+        return texts, row
 
     def lm() -> tuple[list[str], dict]:
-        torch.manual_seed(0)
-        config = AWDLSTMConfig(
-            vocab_size=len(tokenizer), embedding_size=args.hidden_size, hidden_size=args.hidden_size,
-            num_hidden_layers=2, dropout=0.2, dropout_hidden=0.2, dropout_input=0.2, dropout_embedding=0.05,
-            weight_drop=0.2, bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id,
-            pad_token_id=tokenizer.eos_token_id,
-        )
-        model = AWDLSTMForCausalLM(config)
-        results = train_lm(model, tokenizer, lm_texts, training("lm", block_size=50),
-                           dataset_name="brown_keywords")
-        texts = lm_continuations(model, tokenizer, sources, args.max_length, **generate)
-        return texts, {"validation_perplexity": results["validation"]["perplexity"],
-                       "epochs": results["epochs_completed"], "num_parameters": model.num_parameters()}
+        result, row = trained("brown-keywords-lm", "lm", text_files)
+        return lm_continuations(result.model, result.tokenizer, sources, args.max_length, **generate), row
 
     systems = {
         "keywords": lambda: ([keyword_text(s) for s in sources], {}),
         "retrieval": lambda: (retrieve(pairs["train"], sources), {}),
-        "seq2seq": lambda: seq2seq("general"),
-        "seq2seq_none": lambda: seq2seq("none"),
+        "seq2seq": lambda: seq2seq("brown-keywords-seq2seq", "seq2seq_general"),
+        "seq2seq_none": lambda: seq2seq("brown-keywords-seq2seq-none", "seq2seq_none"),
         "lm": lm,
     }
     rows, samples = [], {}
@@ -209,8 +201,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
         out / f"story_brown{suffix}.md",
         f"Keywords -> sentence on Brown: top-{args.top_k} RAKE phrases of each sentence, "
         f"{pairs['train'].num_rows:,} training pairs, BLEU on the first {len(references):,} test pairs, "
-        f"beam {args.num_beams} (length penalty 1), LSTM {args.hidden_size}, {args.time_budget:.0f} s per "
-        f"trained model on {machine()} ({torch.get_num_threads()} threads)",
+        f"beam {args.num_beams} (length penalty 1), LSTM {common.get('hidden_size', '-')}, the rows' recipes "
+        f"({', '.join(r['recipe'] for r in rows if 'recipe' in r) or 'none trained'}) on {machine()} "
+        f"({torch.get_num_threads()} threads)",
         (["system", "test BLEU", "validation perplexity", "epochs", "time"],
          [[r["case"], r["value"], r.get("validation_perplexity", ""), r.get("epochs", ""),
            f"{r['time_s']:.0f} s"]

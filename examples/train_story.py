@@ -8,8 +8,10 @@
   stage: title -> storyline, or "title <sep> storyline" -> story
   (``hf-nlm story --storyline-model A --story-model B``).
 
-Presets (``--preset``) fix the model and training settings; each flag given explicitly overrides its
-preset value.
+Each run is a named recipe run by ``hf_nlm.training.train`` (what ``hf-nlm train --recipe NAME`` runs):
+``rocstories-lm`` (``awd_lstm``) for ``--approach lm``, ``rocstories-storyline`` and ``rocstories-story``
+(``story_seq2seq``, the corpus read with ``--story-stage``) for the seq2seq stages. Presets (``--preset``)
+fix the model and training settings; each flag given explicitly overrides its preset value.
 
 * ``small`` (the default): for a few hundred stories on a couple of CPU cores, minutes. Words seen
   fewer than 2 times in the training split are ``<unk>`` (so ``<unk>`` is trained); LM: a 2-layer
@@ -18,7 +20,8 @@ preset value.
   blocks), at most 300 epochs and 150 s, early stopping after 5 epochs without a better validation
   perplexity; splits 70 / 15 / 15 % (a validation split of some 45 stories out of 300; the 8 fixture
   stories split 6 / 1 / 1).
-* ``rocstories``: the real ROCStories (98,161 stories). Vocabulary of the 15,000 most frequent words;
+* ``rocstories``: the real ROCStories (98,161 stories): the recipes' own settings. Vocabulary of the
+  15,000 most frequent words;
   LM: the AWD-LSTM of Merity et al. (2018), 3 layers, embedding 400, hidden 1150, their WikiText-2
   dropouts; seq2seq: embedding = hidden = 512, dropout 0.2. Adam at 1e-3, batch 32 (LM: 70-token
   blocks), 20 epochs, no time budget, early stopping after 3 epochs without a better validation
@@ -49,8 +52,18 @@ the LM the sample story written for the first test title and the Story Cloze acc
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
+import sys
+from pathlib import Path
+
+from hf_nlm.models.awd_lstm import RECIPES as LM_RECIPES
+from hf_nlm.models.registry import ROCSTORIES_SPLIT, ROCSTORIES_TOKENIZER, ROCSTORIES_TRAINING
+from hf_nlm.models.story_seq2seq import ROCSTORIES_NETWORK
+
+#: The recipe of each approach (and seq2seq stage).
+RECIPES = {"lm": "rocstories-lm", "storyline": "rocstories-storyline", "story": "rocstories-story"}
 
 #: The settings of each preset, per approach (``"lm"`` / ``"seq2seq"``), by flag name (dashes as underscores).
 PRESETS = {
@@ -62,13 +75,19 @@ PRESETS = {
                "dropout_hidden": 0.1, "dropout_input": 0.2, "dropout_embedding": 0.05, "weight_drop": 0.2},
         "seq2seq": {"embedding_size": 64, "hidden_size": 64, "num_layers": 1, "dropout": 0.1},
     },
+    # The recipes' values (rocstories-lm, rocstories-storyline, rocstories-story), by this script's flags.
     "rocstories": {
-        "common": {"vocab_size": 15000, "min_frequency": 1, "learning_rate": 1e-3, "batch_size": 32,
-                   "num_epochs": 20, "max_time_s": None, "early_stopping_patience": 3,
-                   "block_size": 70, "split_fractions": (0.9, 0.05, 0.05)},
-        "lm": {"embedding_size": 400, "hidden_size": 1150, "num_layers": 3, "dropout": 0.4,
-               "dropout_hidden": 0.3, "dropout_input": 0.65, "dropout_embedding": 0.1, "weight_drop": 0.5},
-        "seq2seq": {"embedding_size": 512, "hidden_size": 512, "num_layers": 1, "dropout": 0.2},
+        "common": {"vocab_size": ROCSTORIES_TOKENIZER["vocab_size"],
+                   "min_frequency": ROCSTORIES_TOKENIZER["min_frequency"],
+                   **{name: ROCSTORIES_TRAINING[name] for name in (
+                       "learning_rate", "batch_size", "num_epochs", "early_stopping_patience", "block_size")},
+                   "max_time_s": None, "split_fractions": ROCSTORIES_SPLIT},
+        "lm": {("num_layers" if name == "num_hidden_layers" else name): value
+               for name, value in LM_RECIPES["rocstories-lm"].model.items()},
+        "seq2seq": {"embedding_size": ROCSTORIES_NETWORK["embedding_size"],
+                    "hidden_size": ROCSTORIES_NETWORK["hidden_size"],
+                    "num_layers": ROCSTORIES_NETWORK["encoder_layers"],
+                    "dropout": ROCSTORIES_NETWORK["dropout"]},
     },
 }
 DEFAULT_PRESET = "small"
@@ -139,11 +158,13 @@ def _preset_table() -> str:
 
 
 def resolve(args: argparse.Namespace) -> argparse.Namespace:
-    """Fill each flag left unset with the value of ``args.preset`` for ``args.approach``; 0 for
-    ``--max-time-s`` or ``--early-stopping-patience`` means no limit."""
+    """Fill each flag left unset with the value of ``args.preset`` for ``args.approach`` (their names in
+    ``args.from_preset``); 0 for ``--max-time-s`` or ``--early-stopping-patience`` means no limit."""
+    args.from_preset = []
     for name, value in preset_values(args.preset, args.approach).items():
         if getattr(args, name, None) is None:
             setattr(args, name, value)
+            args.from_preset.append(name)
     for name in ("max_time_s", "early_stopping_patience"):
         if getattr(args, name) == 0:
             setattr(args, name, None)
@@ -151,69 +172,73 @@ def resolve(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
+#: This script's flags that are settings of the run under the same name.
+SETTINGS = ("vocab_size", "min_frequency", "embedding_size", "hidden_size", "dropout", "num_epochs",
+            "batch_size", "block_size", "learning_rate", "max_time_s", "early_stopping_patience",
+            "split_fractions", "seed")
+#: The causal LM's flags that the seq2seq model has not.
+LM_ONLY = ("dropout_hidden", "dropout_input", "dropout_embedding", "weight_drop")
+
+
+def corpus_path(paths: list[str], output_dir: str) -> str:
+    """The ``corpus_path`` of ``--rocstories``: its folder or file, or for several files a folder of links to
+    them in the output folder."""
+    if len(paths) == 1:
+        return paths[0]
+    folder = Path(output_dir) / "rocstories_files"
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in map(Path, paths):
+        if not path.is_file():
+            raise FileNotFoundError(f"--rocstories {path}: no such file")
+        link = folder / path.name
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(path.resolve())
+    return str(folder)
+
+
+def run_spec(args: argparse.Namespace):
+    """The :class:`~hf_nlm.training.RunSpec` of the resolved flags: the approach's recipe with every setting
+    the flags (and the preset) give; with ``--resume``, the run saved in ``--output-dir``."""
+    from hf_nlm.training import RunSpec
+
+    if args.resume:
+        stopping = {name: getattr(args, name)
+                    for name in ("num_epochs", "max_time_s", "early_stopping_patience")}
+        return RunSpec.from_run_folder(args.output_dir).resumed_with(output_dir=args.output_dir, **stopping)
+    settings = {name: getattr(args, name) for name in SETTINGS}
+    if args.approach == "lm":
+        settings.update({name: getattr(args, name) for name in LM_ONLY}, num_hidden_layers=args.num_layers)
+    else:
+        settings.update(encoder_layers=args.num_layers, decoder_layers=args.num_layers,
+                        attention=args.attention)
+    recipe = RECIPES["lm" if args.approach == "lm" else args.stage]
+    spec = RunSpec.from_recipe(recipe=recipe, corpus_path=corpus_path(args.rocstories, args.output_dir),
+                               output_dir=args.output_dir, overwrite_output_dir=True, **settings)
+    # A preset's frequency cut-off is a recipe's: on a text too small for it, every word is kept (and said).
+    preset = {"min_frequency"} & set(getattr(args, "from_preset", ()))
+    return dataclasses.replace(spec, recipe_values=spec.recipe_values | preset)
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = build_parser()
     args = resolve(parser.parse_args(argv))
 
-    import torch
-
     from hf_nlm.data import load_rocstories, load_story_cloze
-    from hf_nlm.generation import set_generation_defaults
-    from hf_nlm.models import (
-        AWDLSTMConfig,
-        AWDLSTMForCausalLM,
-        StorySeq2SeqConfig,
-        StorySeq2SeqForConditionalGeneration,
-    )
-    from hf_nlm.story import story_pairs, storyline_pairs, write_story
-    from hf_nlm.story.storylines import storyline_lm_dataset
-    from hf_nlm.tokenization import train_word_level_tokenizer
-    from hf_nlm.training import TrainingConfig, train_lm
-    from hf_nlm.training.memory import check_training_memory
+    from hf_nlm.story import write_story
+    from hf_nlm.training import train
+    from hf_nlm.training.run import report_interrupt, resume_command
 
-    rocstories = args.rocstories[0] if len(args.rocstories) == 1 else args.rocstories
     try:
-        stories = load_rocstories(rocstories, split_fractions=args.split_fractions)
-    except (ValueError, FileNotFoundError) as err:
+        spec = run_spec(args)
+        result = train(spec)
+    except KeyboardInterrupt:
+        resume = resume_command(argv if argv is not None else sys.argv[1:],
+                                program=("python", "examples/train_story.py"))
+        sys.exit(report_interrupt(args.output_dir, resume) if int(os.environ.get("RANK", "0")) == 0 else 130)
+    except (ValueError, TypeError, FileNotFoundError) as err:
         parser.error(str(err))
-    if args.approach == "lm":
-        data = storyline_lm_dataset(stories)
-        texts = data["train"]["text"]
-    else:
-        data = (storyline_pairs if args.stage == "storyline" else story_pairs)(stories)
-        texts = [f"{s} {t}" for s, t in zip(data["train"]["source"], data["train"]["target"], strict=True)]
-    tokenizer = train_word_level_tokenizer(texts, min_frequency=args.min_frequency,
-                                           max_vocab_size=args.vocab_size)
-    ids = {"bos_token_id": tokenizer.eos_token_id, "eos_token_id": tokenizer.eos_token_id}
-    if args.approach == "lm":
-        lm_class, model_config = AWDLSTMForCausalLM, AWDLSTMConfig(
-            vocab_size=len(tokenizer), embedding_size=args.embedding_size, hidden_size=args.hidden_size,
-            num_hidden_layers=args.num_layers, dropout=args.dropout, dropout_hidden=args.dropout_hidden,
-            dropout_input=args.dropout_input, dropout_embedding=args.dropout_embedding,
-            weight_drop=args.weight_drop, pad_token_id=tokenizer.eos_token_id, **ids)
-    else:
-        lm_class, model_config = StorySeq2SeqForConditionalGeneration, StorySeq2SeqConfig(
-            vocab_size=len(tokenizer), embedding_size=args.embedding_size, hidden_size=args.hidden_size,
-            encoder_layers=args.num_layers, decoder_layers=args.num_layers, attention=args.attention,
-            dropout=args.dropout, pad_token_id=tokenizer.pad_token_id,
-            decoder_start_token_id=tokenizer.eos_token_id, **ids)
-    config = TrainingConfig(
-        output_dir=args.output_dir, overwrite_output_dir=not args.resume,
-        resume_from_checkpoint="latest" if args.resume else None, num_epochs=args.num_epochs,
-        batch_size=args.batch_size, optimizer="adam", learning_rate=args.learning_rate,
-        lr_scheduler="constant", max_grad_norm=1.0, max_time_s=args.max_time_s, block_size=args.block_size,
-        early_stopping_patience=args.early_stopping_patience, seed=args.seed,
-    )
-    # As hf_nlm.training.train makes a model: the memory check first, then the seeded weights and the
-    # generation defaults saved with them.
-    try:
-        check_training_memory(lm_class, model_config, training=config)
-    except ValueError as err:
-        parser.error(str(err))
-    torch.manual_seed(args.seed)
-    model = lm_class(model_config)
-    set_generation_defaults(model, tokenizer)
-    results = train_lm(model, tokenizer, data, config, dataset_name="rocstories")
+    model, tokenizer, results = result.model, result.tokenizer, result.metrics
     if int(os.environ.get("RANK", "0")) != 0:
         return results
     model.eval()
@@ -221,7 +246,8 @@ def main(argv: list[str] | None = None) -> dict:
     summary["preset"] = args.preset
     summary["num_parameters"] = sum(p.numel() for p in model.parameters())
     if args.approach == "lm":
-        title = stories["test"][0]["title"]
+        data = result.spec.data
+        title = load_rocstories(data.corpus_path, split_fractions=data.split_fractions)["test"][0]["title"]
         summary["sample"] = write_story(title, model, tokenizer, **sample_generation(tokenizer))
         if args.story_cloze:
             from hf_nlm.evaluation import story_cloze_accuracy

@@ -17,9 +17,10 @@ from .fetching import Fetcher
 __all__ = ["HASH_SPLIT_OPTIONS", "OPTION_FLAGS", "CorpusCard", "CorpusEntry", "Fetcher"]
 
 #: Loader options the command line can set, by loader keyword: ``hf-nlm train --split-fractions``
-#: and ``--split-seed`` (the corpora split by a hash of a record id) and ``--text-column`` (CSV).
+#: and ``--split-seed`` (the corpora split by a hash of a record id), ``--text-column`` (CSV) and
+#: ``--story-stage`` (ROCStories as the (source, target) pairs of one stage of the seq2seq story generator).
 OPTION_FLAGS = {"split_fractions": "--split-fractions", "seed": "--split-seed",
-                "text_column": "--text-column"}
+                "text_column": "--text-column", "stage": "--story-stage"}
 #: The options of a loader that splits by a hash of a record id (:mod:`hf_nlm.data.splits`).
 HASH_SPLIT_OPTIONS = ("split_fractions", "seed")
 

@@ -34,6 +34,11 @@ __all__ = [
     "KEYWORD_SEP",
     "SEP",
     "STOPWORDS",
+    "STORY_STAGES",
+    "check_story_stage",
+    "story_pair_dataset",
+    "story_source",
+    "storyline_source",
     "candidate_phrases",
     "extract_keyphrases",
     "extract_keywords",
@@ -200,3 +205,42 @@ def storyline_lm_dataset(stories, max_words: int | None = 3, sep: str = SEP):
     format: adds ``storyline`` (list of phrases) and ``text`` (:func:`storyline_text` with the story),
     the column ``hf_nlm.training.train_lm`` reads, one story per row."""
     return stories.map(_lm_example, fn_kwargs={"max_words": max_words, "sep": sep}, desc="storylines")
+
+
+#: The stages of the seq2seq approach (Yao et al. 2019, sec. 3): title -> storyline, and
+#: ``"title <sep> storyline"`` -> story.
+STORY_STAGES = ("storyline", "story")
+
+
+def storyline_source(title: str) -> str:
+    """The source text of the storyline stage of the seq2seq approach: the title."""
+    return title.strip()
+
+
+def story_source(title: str, keywords: Sequence[str], sep: str = SEP) -> str:
+    """The source text of the story stage of the seq2seq approach: ``"title <sep> k1 # k2 # ..."``."""
+    return storyline_text(title, keywords, sep=sep).removesuffix(sep).strip()
+
+
+def _pair_example(example: Mapping[str, Any], stage: str, max_words: int | None, sep: str) -> dict[str, Any]:
+    keywords = storyline(example["sentences"], max_words)
+    if stage == "storyline":
+        return {"source": storyline_source(example["title"]), "target": f" {KEYWORD_SEP} ".join(keywords)}
+    return {"source": story_source(example["title"], keywords, sep), "target": example["story"]}
+
+
+def check_story_stage(stage: str) -> None:
+    """``stage`` is one of :data:`STORY_STAGES` (``ValueError`` naming ``--story-stage`` otherwise)."""
+    if stage not in STORY_STAGES:
+        raise ValueError(f"--story-stage {stage!r}: choose from {', '.join(STORY_STAGES)} (title -> "
+                         "storyline, or 'title <sep> storyline' -> story)")
+
+
+def story_pair_dataset(stories, stage: str, max_words: int | None = 3, sep: str = SEP):
+    """The (``source``, ``target``) pairs of one stage of the seq2seq approach (Yao et al. 2019) from
+    :func:`hf_nlm.data.load_rocstories`' output (a ``DatasetDict`` or one split): ``stage="storyline"``, title
+    -> ``"k1 # k2 # ..."``; ``stage="story"``, ``"title <sep> k1 # ..."`` -> story. The story's other columns
+    are kept."""
+    check_story_stage(stage)
+    return stories.map(_pair_example, fn_kwargs={"stage": stage, "max_words": max_words, "sep": sep},
+                       desc="title -> storyline" if stage == "storyline" else "storyline -> story")

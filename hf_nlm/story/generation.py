@@ -22,41 +22,23 @@ from collections.abc import Sequence
 
 import torch
 
-from .storylines import KEYWORD_SEP, SEP, storyline, storyline_text
+from ..data.storylines import story_pair_dataset, story_source, storyline_source
+from .storylines import KEYWORD_SEP, SEP, storyline_text
 
 #: What each stage generates at most, unless ``max_new_tokens`` is given.
 MAX_STORYLINE_TOKENS = 40
 MAX_STORY_TOKENS = 120
 
 
-def storyline_source(title: str) -> str:
-    """The source text of the storyline stage of the seq2seq approach: the title."""
-    return title.strip()
-
-
-def story_source(title: str, keywords: Sequence[str]) -> str:
-    """The source text of the story stage of the seq2seq approach: ``"title <sep> k1 # k2 # ..."``."""
-    return storyline_text(title, keywords).removesuffix(SEP).strip()
-
-
-def _pairs(example: dict, stage: str, max_words: int | None) -> dict:
-    keywords = storyline(example["sentences"], max_words)
-    if stage == "storyline":
-        return {"source": storyline_source(example["title"]), "target": f" {KEYWORD_SEP} ".join(keywords)}
-    return {"source": story_source(example["title"], keywords), "target": example["story"]}
-
-
 def storyline_pairs(stories, max_words: int | None = 3):
     """(title -> storyline) pairs (``source`` / ``target`` columns) from :func:`hf_nlm.data.load_rocstories`'
     output (a ``DatasetDict`` or one split), for the seq2seq approach's first stage."""
-    return stories.map(_pairs, fn_kwargs={"stage": "storyline", "max_words": max_words},
-                       desc="title -> storyline")
+    return story_pair_dataset(stories, "storyline", max_words)
 
 
 def story_pairs(stories, max_words: int | None = 3):
     """(``"title <sep> storyline"`` -> story) pairs for the seq2seq approach's second stage."""
-    return stories.map(_pairs, fn_kwargs={"stage": "story", "max_words": max_words},
-                       desc="storyline -> story")
+    return story_pair_dataset(stories, "story", max_words)
 
 
 def _is_seq2seq(model) -> bool:

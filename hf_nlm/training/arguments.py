@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 
 from ..data.registry import CORPORA, OPTION_FLAGS
+from ..data.storylines import STORY_STAGES
 from ..models import MODEL_TYPES
 from ..models.registry import DEFAULT_RECIPE
 from .config import TrainingConfig
@@ -82,6 +83,10 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
                             "stories) in each split, by a hash of their id (default: the loader's)")
     group.add_argument(OPTION_FLAGS["seed"], dest="split_seed", type=int, default=UNSET,
                        help=f"{_taking('seed')}: seed of that hash, hence of the split (default: 0)")
+    group.add_argument(OPTION_FLAGS["stage"], dest="story_stage", choices=STORY_STAGES, default=UNSET,
+                       help=f"{_taking('stage')}: the (source, target) pairs of one stage of the seq2seq "
+                            "story generator (Yao et al. 2019): storyline (title -> storyline) or story "
+                            "('title <sep> storyline' -> story), for --model story_seq2seq")
 
 
 def add_tokenizer_arguments(parser: argparse.ArgumentParser) -> None:

@@ -31,6 +31,10 @@ FIGURES: dict[str, Callable[[Mapping], float]] = {
     "mixture_test_perplexity": lambda r: r[BASELINE_KEY]["mixture"]["test"]["perplexity"],
     "mixture_test_ratio_to_kn5": lambda r: (r[BASELINE_KEY]["mixture"]["test"]["perplexity"]
                                             / _baseline(r, "test")),
+    # A numeracy LM's adjusted perplexity (Spithourakis & Riedel 2018, sec. 4): all tokens, words, numerals.
+    "test_adjusted_perplexity": lambda r: r["test"]["adjusted_perplexity"],
+    "test_adjusted_perplexity_words": lambda r: r["test"]["adjusted_perplexity_words"],
+    "test_adjusted_perplexity_numerals": lambda r: r["test"]["adjusted_perplexity_numerals"],
 }
 
 

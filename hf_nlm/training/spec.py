@@ -31,13 +31,15 @@ from typing import Any
 from ..data.lm import check_split_has_text
 from ..data.reading import table_header
 from ..data.registry import CORPORA, OPTION_FLAGS
+from ..data.storylines import check_story_stage
 from ..models import MODEL_TYPES, model_type_of_recipe
 from ..models.registry import DEFAULT_RECIPE
 from ..trees import TREE_MODES
 from .config import RESUME_CHANGEABLE, TrainingConfig, recipe_training_values
 
 #: The loader options a spec may set, by field, and the loader keyword each one is passed as.
-LOADER_OPTIONS = {"text_column": "text_column", "split_fractions": "split_fractions", "split_seed": "seed"}
+LOADER_OPTIONS = {"text_column": "text_column", "split_fractions": "split_fractions", "split_seed": "seed",
+                  "story_stage": "stage"}
 SPLITS = ("train", "validation", "test")
 
 
@@ -63,6 +65,9 @@ class DataSpec:
         text_column: a CSV corpus's text column (default: ``text``).
         split_fractions: the corpora split by a hash of a record id: the train / validation / test fractions.
         split_seed: the seed of that hash.
+        story_stage: ROCStories as the (source, target) pairs of one stage of Yao et al.'s (2019) seq2seq
+            story generator: ``storyline`` (title -> storyline) or ``story`` ("title <sep> storyline" ->
+            story).
     """
 
     corpus: str | None = None
@@ -73,6 +78,7 @@ class DataSpec:
     text_column: str | None = None
     split_fractions: tuple[float, float, float] | None = None
     split_seed: int | None = None
+    story_stage: str | None = None
 
     def __post_init__(self) -> None:
         for split in SPLITS:
@@ -81,6 +87,8 @@ class DataSpec:
             object.__setattr__(self, "corpus_path", os.path.abspath(os.fspath(self.corpus_path)))
         if self.split_fractions is not None:
             object.__setattr__(self, "split_fractions", tuple(self.split_fractions))
+        if self.story_stage is not None:
+            check_story_stage(self.story_stage)
         if self.corpus is not None and self.corpus not in CORPORA:
             raise ValueError(f"--corpus {self.corpus}: unknown corpus; choose from {', '.join(CORPORA)}")
         given = self.split_files()
@@ -118,6 +126,15 @@ class DataSpec:
         entry = CORPORA[self.name]
         options = {keyword: getattr(self, setting) for setting, keyword in LOADER_OPTIONS.items()
                    if getattr(self, setting) is not None}
+        if self.story_stage is not None and pair_columns is None:
+            raise ValueError(f"--story-stage {self.story_stage} gives (source, target) pairs, which an "
+                             "encoder-decoder model trains on (--model story_seq2seq); a causal LM reads "
+                             "--corpus rocstories without it")
+        if pair_columns is not None and self.story_stage is not None:
+            datasets = entry.load(path=self.corpus_path, **options)
+            renamed = {old: new for old, new in zip(("source", "target"), pair_columns, strict=True)
+                       if old != new}
+            return datasets.rename_columns(renamed) if renamed else datasets
         if pair_columns is not None:
             if self.name != "csv" or self.text_column is not None:
                 raise ValueError(
@@ -125,6 +142,8 @@ class DataSpec:
                     f"names the columns {pair_columns[0]!r} and {pair_columns[1]!r} (--train-file pairs.csv "
                     "...), not "
                     + ("--text-column" if self.text_column is not None else f"--corpus {self.name}")
+                    + (" (--corpus rocstories gives pairs with --story-stage storyline or story)"
+                       if self.name == "rocstories" else "")
                 )
             options.update(text_column=None, columns=pair_columns)
         if not entry.split_files:
@@ -493,7 +512,8 @@ class RunSpec:
         fill every setting that ``settings`` does not give; the rest take :class:`TrainingConfig`'s, the
         tokenizer's and the config's defaults. ``settings`` are flat names (``train_file``, ``min_frequency``,
         ``hidden_size``, ``learning_rate``, ``output_dir``, ...); a given value wins, None included. The
-        recipe's data (its corpus) is used when ``settings`` give no data setting, and its word tree when they
+        recipe's data (its corpus) is used when ``settings`` name no corpus and no split file (the data
+        settings they give, ``corpus_path`` or a loader option, then refine it), and its word tree when they
         name no tree (``tree``, ``tree_file``, ``tree_mode``).
 
         A named recipe says its model type itself (:func:`hf_nlm.models.model_type_of_recipe`); without
@@ -518,7 +538,9 @@ class RunSpec:
         other_tree = any(settings.get(name) is not None for name in TREE_KIND_SETTINGS)
         tree = {name: v for name, v in chosen.tree.items()
                 if name not in settings and not (other_tree and name != "tree_seed")}
-        data = {} if groups["data"] else dict(chosen.data)
+        # Data of its own (a corpus, split files) replaces the recipe's; a path or a loader option refines it.
+        own_data = {"corpus", *(f"{split}_file" for split in SPLITS)} & set(groups["data"])
+        data = {} if own_data else {k: v for k, v in chosen.data.items() if k not in groups["data"]}
         used = [*training, *(flag_of[f] for f in model), *tokenizer, *tree, *data]
         tokenizer_values = {"tokenizer": kind.default_tokenizer, **tokenizer, **groups["tokenizer"]}
         return cls(

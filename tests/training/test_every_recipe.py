@@ -46,11 +46,14 @@ def split_files(tmp_path, model_type: str) -> dict[str, str]:
 
 @pytest.mark.parametrize(("model_type", "recipe"), RECIPES, ids=[f"{t}-{r}" for t, r in RECIPES])
 def test_every_recipe_trains_in_its_quick_form(model_type, recipe, tmp_path):
-    spec = RunSpec.from_recipe(model_type, recipe, output_dir=str(tmp_path / "run"), max_steps=3,
-                               progress_bar=False, min_frequency=1, **split_files(tmp_path, model_type))
     chosen = MODEL_TYPES[model_type].recipe(recipe)
+    # At least three epochs: on the small text an epoch of a recipe with large batches is one update.
+    epochs = max(3, chosen.training.get("num_epochs", 3))
+    spec = RunSpec.from_recipe(model_type, recipe, output_dir=str(tmp_path / "run"), max_steps=3,
+                               num_epochs=epochs, progress_bar=False, min_frequency=1,
+                               **split_files(tmp_path, model_type))
     for name, value in chosen.training.items():
-        if name not in ("max_steps", "max_time_within_epoch"):
+        if name not in ("max_steps", "max_time_within_epoch", "num_epochs"):
             assert getattr(spec.training, name) == value, name
     result = train(spec)
     assert result.metrics["global_step"] == 3

@@ -35,7 +35,9 @@ def test_every_model_type_has_a_default_recipe_of_valid_settings(model):
         assert recipe.description, name
         assert set(recipe.model) <= fields, (name, set(recipe.model) - fields)
         TrainingConfig.for_model(model, recipe=name, output_dir="out", max_time_s=60)  # every value accepted
-        model_type.config_class(**recipe.model)
+        # A numeral head needs the numerals of a vocabulary, which a run takes from its tokenizer.
+        numerals = {"numeral_vocab": {"<unk_num>": 2, "1": 3}} if "numeral_vocab" in fields else {}
+        model_type.config_class(**{"vocab_size": 16, **numerals, **recipe.model})
         spec = RunSpec.from_recipe(model, name, train_file="t.txt", output_dir="out")
         assert spec.training == TrainingConfig.for_model(model, recipe=name, output_dir="out")
 
