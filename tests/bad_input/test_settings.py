@@ -120,3 +120,28 @@ def test_resume_refuses_changed_settings_and_keeps_the_runs(tmp_path, capsys):
     assert json.loads((run / "config.json").read_text())["hidden_size"] == 4
     lrs = {json.loads(line).get("lr") for line in (run / "log.jsonl").read_text().splitlines()} - {None}
     assert max(lrs) <= 0.003
+
+
+@pytest.mark.parametrize(("field", "value", "expected"), [
+    ("learning_rate", "fast", "TrainingConfig.learning_rate must be a number, got 'fast' (str)"),
+    ("num_epochs", "3", "TrainingConfig.num_epochs must be a whole number, got '3' (str)"),
+    ("batch_size", 2.5, "TrainingConfig.batch_size must be a whole number, got 2.5 (float)"),
+    ("batch_size", True, "TrainingConfig.batch_size must be a whole number, got True (bool)"),
+    ("max_steps", "10", "TrainingConfig.max_steps must be a whole number or None, got '10' (str)"),
+    ("progress_bar", 1, "TrainingConfig.progress_bar must be True or False, got 1 (int)"),
+])
+def test_a_training_setting_of_the_wrong_kind_is_refused_by_name(tmp_path, field, value, expected):
+    from hf_nlm.training import TrainingConfig
+
+    with pytest.raises(TypeError) as err:
+        TrainingConfig(output_dir=str(tmp_path), **{field: value})
+    assert str(err.value) == expected
+
+
+def test_numbers_of_other_integer_and_real_types_are_taken(tmp_path):
+    import numpy as np
+
+    from hf_nlm.training import TrainingConfig
+
+    config = TrainingConfig(output_dir=str(tmp_path), max_steps=np.int64(3), learning_rate=1)
+    assert config.max_steps == 3 and config.learning_rate == 1

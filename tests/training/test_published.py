@@ -64,3 +64,54 @@ def test_the_command_refuses_before_training(tmp_path, capsys):
     assert "--check reproduces recipe demo as recorded: drop --max-steps, --learning-rate" in (
         capsys.readouterr().err)
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_hf_nlm_recipes_lists_every_recipe_with_its_figures_and_time(capsys):
+    import json
+
+    from hf_nlm.models import MODEL_TYPES
+    from hf_nlm_cli import main
+
+    assert main(["recipes"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["recipe", "model", "corpus", "figure", "paper", "recorded", "2", "cores"]
+    listed = {(line.split()[0], line.split()[1]) for line in lines[1:]}
+    assert listed == {(r, t) for t, kind in MODEL_TYPES.items() for r in kind.recipes}
+    demo = MODEL_TYPES["nplm"].recipe("demo")
+    row = next(line.split() for line in lines if line.startswith("demo "))
+    # The test perplexity is the figure shown: the paper's and the recorded, and the time in minutes.
+    assert row[2:6] == ["brown", "test_perplexity", f"{demo.paper['test_perplexity']:g}",
+                        f"{demo.recorded['test_perplexity']:g}"]
+    assert row[6:] == [f"{demo.time_s / 60:.0f}", "min"]
+
+    assert main(["recipes", "--model", "nplm", "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["recipe"] for r in rows] == list(MODEL_TYPES["nplm"].recipes)
+    by_name = {r["recipe"]: r for r in rows}
+    assert by_name["demo"]["recorded_figures"] == dict(demo.recorded)
+    assert by_name["demo"]["paper_figures"] == dict(demo.paper)
+    assert by_name["default"]["figure"] is None and by_name["default"]["time_s"] is None
+
+
+def test_hf_nlm_recipes_refuses_an_unknown_model_type(capsys):
+    from hf_nlm_cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["recipes", "--model", "gpt2"])
+    assert exit_info.value.code == 2
+    assert "--model gpt2: choose from" in capsys.readouterr().err
+
+
+def test_the_defaults_table_recipes_are_the_default_recipe_on_a_corpus_for_some_epochs():
+    from hf_nlm.models import MODEL_TYPES
+
+    for type_name in ("nplm", "lbl", "hlbl", "awd_lstm"):
+        kind = MODEL_TYPES[type_name]
+        default = kind.recipe("default")
+        for corpus in ("ptb", "sotu"):
+            row = kind.recipe(f"{corpus}-{type_name.replace('_', '-')}-default")
+            assert dict(row.data) == {"corpus": corpus}
+            assert row.training["num_epochs"] >= 1 and "max_time_s" not in row.training
+            assert {k: v for k, v in row.training.items() if k not in ("num_epochs", "seed")} \
+                == dict(default.training)
+            assert row.model == default.model and row.tokenizer == default.tokenizer
