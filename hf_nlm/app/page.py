@@ -330,13 +330,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="address to serve on (default: 127.0.0.1, this machine only)")
     parser.add_argument("--port", type=int, default=7860, help="port (default: 7860)")
     args = parser.parse_args(argv)
+    if not 1 <= args.port <= 65535:
+        parser.error(f"--port {args.port}: a TCP port is a number from 1 to 65535")
     runs, problems = load_runs(args.run_dirs)
     if not runs:
         parser.exit(2, "hf-nlm app: error: no run folder loaded:\n"
                     + "\n".join(f"  {p}" for p in problems) + "\n")
     for problem in problems:
         print(f"warning: {problem}", file=sys.stderr)
-    build_app(runs, problems).launch(server_name=args.host, server_port=args.port)
+    try:
+        build_app(runs, problems).launch(server_name=args.host, server_port=args.port)
+    except OSError as err:  # the port taken, or the address not this machine's
+        parser.exit(2, f"hf-nlm app: error: cannot serve on {args.host}:{args.port}: {err}\n")
     return 0
 
 

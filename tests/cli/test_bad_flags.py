@@ -268,3 +268,21 @@ def test_the_app_without_gradio_names_the_extra_to_install(argv, monkeypatch, ca
     line = one_line_error(argv, capsys)
     assert line == ("hf-nlm app: error: the web page needs Gradio, which is not installed: "
                     "pip install 'hf-nlm[app]'")
+
+
+@pytest.mark.parametrize("port", ["99999", "0", "-1"])
+def test_the_app_refuses_a_port_outside_the_tcp_range_before_loading_anything(port, folders, capsys):
+    line = one_line_error(["app", str(folders["run"]), "--port", port], capsys)
+    assert line == f"hf-nlm app: error: --port {port}: a TCP port is a number from 1 to 65535"
+
+
+def test_the_app_says_when_its_port_is_taken(folders, capsys):
+    """A port another program holds ends in one line naming the address, not gradio's traceback."""
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        line = one_line_error(["app", str(folders["run"]), "--port", str(port)], capsys)
+    assert line.startswith(f"hf-nlm app: error: cannot serve on 127.0.0.1:{port}: ")
