@@ -605,8 +605,9 @@ class NLMPreTrainedModel(PreTrainedModel):
             head.check_resize(vocab_size)
 
     def generate(self, *args, **kwargs):
-        """``transformers``' ``generate()``, with the beam counts checked first: a ``num_beams`` of 0
-        would otherwise fail deep inside beam search with a ZeroDivisionError.
+        """``transformers``' ``generate()``, with the counts of the resolved settings checked first
+        (:func:`check_generation_counts`, the saved ones included): a ``num_beams`` of 0 or -3 would otherwise
+        fail deep inside beam search.
 
         An empty prompt (``input_ids`` of shape (B, 0)) starts from the sentence boundary: it becomes one
         column of ``bos_token_id``, which the returned sequences then begin with (as ``hf-nlm generate``
@@ -623,10 +624,6 @@ class NLMPreTrainedModel(PreTrainedModel):
         (as lm-evaluation-harness passes, prompt + ``max_gen_toks``) stops at L tokens in all, although the
         saved ``max_new_tokens`` would win in transformers' own precedence; ``max_new_tokens=N`` gives N; and
         a saved ``min_new_tokens`` is cut to the new tokens the call's maximum leaves."""
-        for name in ("num_beams", "num_return_sequences"):
-            value = kwargs.get(name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"generate(): {name} must be an integer >= 1, got {value!r}")
         key = "input_ids" if "input_ids" in kwargs else "inputs" if "inputs" in kwargs else None
         ids = kwargs[key] if key else (args[0] if args else None)
         if isinstance(ids, torch.Tensor) and ids.dim() == 2 and ids.shape[1] == 0:
@@ -648,7 +645,9 @@ class NLMPreTrainedModel(PreTrainedModel):
             if isinstance(given, torch.Tensor) and given.dtype in (torch.long, torch.int):
                 self.check_inputs(given)
         passed = kwargs.get("generation_config", args[1] if len(args) > 1 else None)
-        mode = self._generation_mode(kwargs, passed)
+        config = self._resolved_generation_config(kwargs, passed)
+        check_generation_counts(config, kwargs, passed)
+        mode = config.get_generation_mode(kwargs.get("assistant_model"))
         if mode in ROLLBACK_MODES:
             kept = ("carries a recurrent state, which cannot be rolled back to a shorter prefix"
                     if self.is_stateful else "keeps no cache: each step reads its window of last words again")
@@ -697,14 +696,43 @@ class NLMPreTrainedModel(PreTrainedModel):
             generation_config.min_length = input_ids_length + room
         return generation_config
 
-    def _generation_mode(self, kwargs: dict, passed=None) -> GenerationMode:
-        """The mode ``generate(**kwargs)`` runs in, as transformers decides it: from the generation config
-        (the saved one, or the one the call passes) updated by the keyword arguments."""
+    def _resolved_generation_config(self, kwargs: dict, passed=None):
+        """The settings ``generate(**kwargs)`` runs with, as transformers resolves them: the generation
+        config (the saved one, or the one the call passes) updated by the keyword arguments."""
         config = copy.copy(passed or self.generation_config)
         for name, value in kwargs.items():
             if hasattr(config, name):  # set, not update(): transformers validates the values itself
                 setattr(config, name, value)
-        return config.get_generation_mode(kwargs.get("assistant_model"))
+        return config
+
+
+#: The generation settings that count something, and the least each may be: transformers takes a saved
+#: ``num_beams`` of -3 and fails deep inside beam search.
+GENERATION_COUNTS = {"num_beams": 1, "num_return_sequences": 1, "num_beam_groups": 1, "max_new_tokens": 1,
+                     "max_length": 1, "min_new_tokens": 0, "min_length": 0, "no_repeat_ngram_size": 0,
+                     "top_k": 0}
+
+
+def generation_count_problem(config) -> tuple[str, object, int] | None:
+    """The first setting of :data:`GENERATION_COUNTS` in the generation ``config`` that is not a whole number
+    at least its least, as (name, value, least); None when all are (or unset: None sets no limit)."""
+    for name, least in GENERATION_COUNTS.items():
+        value = getattr(config, name, None)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < least):
+            return name, value, least
+    return None
+
+
+def check_generation_counts(config, kwargs: dict, passed=None) -> None:
+    """A ``ValueError`` naming the :func:`generation_count_problem` of the resolved generation ``config``
+    and where the value came from: the call's keyword, the generation config the call passes, or the
+    model's own (``generation_config.json`` of a saved model)."""
+    problem = generation_count_problem(config)
+    if problem is not None:
+        name, value, least = problem
+        source = ("" if name in kwargs else " (in the generation_config passed)" if passed is not None
+                  else " (in the model's generation_config: generation_config.json of a saved model)")
+        raise ValueError(f"generate(): {name} must be an integer >= {least}, got {value!r}{source}")
 
 
 def positions_to_score(hidden: torch.Tensor, logits_to_keep: int | torch.Tensor) -> torch.Tensor:

@@ -122,7 +122,20 @@ def with_saved_defaults(args: argparse.Namespace, settings: dict, generation_con
     :func:`hf_nlm.generation.generation_defaults`), checked against the values the config gives the
     settings left out (``--min-new-tokens 30`` over a saved ``max_new_tokens`` of 20 ends the command with a
     usage error)."""
+    import copy
+
+    from ..modeling_utils import generation_count_problem
+
     settings = dict(settings)
+    resolved = copy.copy(generation_config)
+    for name, value in settings.items():
+        setattr(resolved, name, value)
+    problem = generation_count_problem(resolved)
+    if problem is not None and problem[0] not in settings:  # a flag's own value is checked as the flag
+        name, value, least = problem
+        # The file's own key, not the flag (fail() would write it as the flag).
+        args.parser.error(f"{args.model_dir}/generation_config.json: {name} must be an integer >= {least}, "
+                          f"got {value!r}; fix the file, or give --{name.replace('_', '-')}")
     for name, (total, fallback) in LENGTH_FALLBACKS.items():
         named = getattr(generation_config, name) is not None or getattr(generation_config, total) is not None
         if name not in settings and not named:

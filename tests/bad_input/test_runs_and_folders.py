@@ -328,3 +328,37 @@ def test_ctrl_c_in_the_first_stage_of_a_data_built_tree_says_it_starts_over(tmp_
     assert code == 130
     err = capsys.readouterr().err
     assert "nothing to resume" in err and "(random_tree) does not resume: run the command again" in err
+
+
+# ----------------------------------------------------------------------------- saved generation settings
+
+
+@pytest.mark.parametrize(("name", "value", "least"), [("num_beams", -3, 1), ("top_k", -2, 0),
+                                                      ("no_repeat_ngram_size", -1, 0), ("num_beams", 2.5, 1)])
+def test_a_saved_generation_count_out_of_range_is_named_with_its_file(run_copy, capsys, name, value, least):
+    path = run_copy / "generation_config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), name: value}))
+    model = AutoModelForCausalLM.from_pretrained(run_copy)
+    ids = torch.tensor([[3, 4]])
+    with pytest.raises(ValueError) as err:
+        model.generate(ids)
+    assert str(err.value) == (f"generate(): {name} must be an integer >= {least}, got {value!r} (in the "
+                              "model's generation_config: generation_config.json of a saved model)")
+    with pytest.raises(SystemExit):
+        main(["generate", str(run_copy), "the cat"])
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"hf-nlm generate: error: {run_copy}/generation_config.json: {name} must be an integer >= {least}, "
+        f"got {value!r}; fix the file, or give --{name.replace('_', '-')}")
+
+
+def test_a_call_or_flag_overrides_a_bad_saved_count(run_copy, tmp_path, capsys):
+    path = run_copy / "generation_config.json"
+    saved = json.loads(path.read_text())
+    sound = Path(shutil.copytree(run_copy, tmp_path / "sound"))
+    (sound / "generation_config.json").write_text(json.dumps({**saved, "num_beams": 2}))
+    path.write_text(json.dumps({**saved, "num_beams": -3}))
+    ids = torch.tensor([[3, 4]])
+    # Against a model that saved num_beams 2: the keyword replaces the file's -3.
+    asked = AutoModelForCausalLM.from_pretrained(run_copy).generate(ids, num_beams=2, max_new_tokens=4)
+    assert torch.equal(asked, AutoModelForCausalLM.from_pretrained(sound).generate(ids, max_new_tokens=4))
+    assert main(["generate", str(run_copy), "the cat", "--num-beams", "2"]) == 0
