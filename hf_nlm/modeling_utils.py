@@ -19,7 +19,7 @@ from safetensors import SafetensorError, safe_open
 from torch import nn
 from transformers import PreTrainedConfig, PreTrainedModel
 from transformers import initialization as init
-from transformers.generation import GenerationMode
+from transformers.generation import GenerationMode, LogitsProcessor, LogitsProcessorList
 from transformers.modeling_outputs import CausalLMOutputWithPast
 from transformers.utils import ModelOutput
 
@@ -656,6 +656,9 @@ class NLMPreTrainedModel(PreTrainedModel):
                 f"cache back to the accepted ones, but {type(self).__name__} {kept}; use greedy search, "
                 "sampling or beam search"
             )
+        # Last in the list (transformers puts a caller's processors after its own): it sees the final scores.
+        kwargs["logits_processor"] = LogitsProcessorList([*(kwargs.get("logits_processor") or []),
+                                                          NoTokenLeftCheck(config)])
         self._generating = True
         self._lengths_asked = frozenset(
             name for name in LENGTH_FIELDS
@@ -711,6 +714,32 @@ class NLMPreTrainedModel(PreTrainedModel):
 GENERATION_COUNTS = {"num_beams": 1, "num_return_sequences": 1, "num_beam_groups": 1, "max_new_tokens": 1,
                      "max_length": 1, "min_new_tokens": 0, "min_length": 0, "no_repeat_ngram_size": 0,
                      "top_k": 0}
+
+
+class NoTokenLeftCheck(LogitsProcessor):
+    """Raises when the settings leave a row no token to write: every score -inf. transformers would then pick
+    an arbitrary token, a suppressed ``<unk>`` included (``no_repeat_ngram_size=1`` with a ``min_new_tokens``
+    beyond the words a vocabulary has writes ``<unk>`` over and over); the error names the settings that rule
+    tokens out and the step."""
+
+    def __init__(self, config) -> None:
+        self.settings = {name: getattr(config, name, None) for name in (
+            "no_repeat_ngram_size", "min_new_tokens", "min_length", "bad_words_ids", "suppress_tokens",
+            "begin_suppress_tokens", "repetition_penalty")}
+        self.start = None
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        if self.start is None:
+            self.start = input_ids.shape[-1]
+        if torch.isneginf(scores).all(dim=-1).any():
+            unset = {"repetition_penalty": 1.0}
+            given = ", ".join(f"{k}={v!r}" for k, v in self.settings.items()
+                              if v not in (None, 0, []) and v != unset.get(k))
+            step = input_ids.shape[-1] - self.start + 1
+            raise ValueError(
+                f"generate(): at new token {step} the settings rule out every token of the vocabulary "
+                f"({given}): lower min_new_tokens, raise no_repeat_ngram_size, or suppress fewer tokens")
+        return scores
 
 
 def generation_count_problem(config) -> tuple[str, object, int] | None:

@@ -177,14 +177,17 @@ def cmd_generate(args: argparse.Namespace) -> int:
         if model.config.is_encoder_decoder:  # a source reads as in training: its tokens, then <eos>
             ids = torch.cat([ids, ids.new_full((1, 1), tokenizer.eos_token_id)], dim=1)
         # An empty prompt starts from the sentence boundary (generate() puts bos_token_id there).
-        out = model.generate(
-            ids,
-            attention_mask=torch.ones_like(ids),
-            **settings,
-            num_return_sequences=args.num_return_sequences,
-            pad_token_id=tokenizer.pad_token_id,
-            return_dict_in_generate=True,
-        )
+        try:
+            out = model.generate(
+                ids,
+                attention_mask=torch.ones_like(ids),
+                **settings,
+                num_return_sequences=args.num_return_sequences,
+                pad_token_id=tokenizer.pad_token_id,
+                return_dict_in_generate=True,
+            )
+        except ValueError as err:  # settings that leave no token to write, or that generate() refuses
+            fail(args.parser, str(err).removeprefix("generate(): "))
         # A causal LM's output repeats the prompt; an encoder-decoder's is the target alone.
         start = 0 if model.config.is_encoder_decoder else max(ids.shape[1], 1)
         # An open-vocabulary numeral strategy (d-RNN, MoG) wrote out each <unk_num> it generated.

@@ -362,3 +362,51 @@ def test_a_call_or_flag_overrides_a_bad_saved_count(run_copy, tmp_path, capsys):
     asked = AutoModelForCausalLM.from_pretrained(run_copy).generate(ids, num_beams=2, max_new_tokens=4)
     assert torch.equal(asked, AutoModelForCausalLM.from_pretrained(sound).generate(ids, max_new_tokens=4))
     assert main(["generate", str(run_copy), "the cat", "--num-beams", "2"]) == 0
+
+
+def test_settings_that_leave_no_token_to_write_are_refused_not_filled_with_unk(run_copy, capsys):
+    """No repeated word and more new words than the vocabulary holds: at the step where every word is used,
+    every score is -inf, and generate() says so instead of writing the suppressed <unk>."""
+    from transformers import AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(run_copy)
+    tokenizer = AutoTokenizer.from_pretrained(run_copy)
+    vocabulary = len(tokenizer)
+    ids = tokenizer("the cat", return_tensors="pt", add_special_tokens=False).input_ids
+    # Enough room: as many new tokens as there are words besides <unk>, <eos> and the two of the prompt.
+    fits = model.generate(ids, no_repeat_ngram_size=1, max_new_tokens=3, min_new_tokens=3)
+    assert fits.shape[1] == ids.shape[1] + 3
+    with pytest.raises(ValueError) as err:
+        model.generate(ids, no_repeat_ngram_size=1, min_new_tokens=vocabulary + 5,
+                       max_new_tokens=vocabulary + 10)
+    assert "the settings rule out every token of the vocabulary" in str(err.value)
+    assert "no_repeat_ngram_size=1" in str(err.value) and f"min_new_tokens={vocabulary + 5}" in str(err.value)
+    with pytest.raises(SystemExit):
+        main(["generate", str(run_copy), "the cat", "--no-repeat-ngram-size", "1",
+              "--min-new-tokens", str(vocabulary + 5), "--max-new-tokens", str(vocabulary + 10)])
+    line = capsys.readouterr().err.splitlines()[-1]
+    assert line.startswith("hf-nlm generate: error: at new token ")
+    assert "rule out every token of the vocabulary (--no-repeat-ngram-size=1" in line
+
+
+def test_the_check_leaves_a_generation_unchanged(run_copy):
+    """The same tokens with and without the check, greedy and beam search (against transformers' own loop
+    run with the check's processor class stubbed out)."""
+    import hf_nlm.modeling_utils as modeling_utils
+
+    model = AutoModelForCausalLM.from_pretrained(run_copy)
+    ids = torch.tensor([[3, 4]])
+    checked = [model.generate(ids, max_new_tokens=6), model.generate(ids, max_new_tokens=6, num_beams=3)]
+
+    class Unchecked(modeling_utils.NoTokenLeftCheck):
+        def __call__(self, input_ids, scores):
+            return scores
+
+    original = modeling_utils.NoTokenLeftCheck
+    modeling_utils.NoTokenLeftCheck = Unchecked
+    try:
+        plain = [model.generate(ids, max_new_tokens=6), model.generate(ids, max_new_tokens=6, num_beams=3)]
+    finally:
+        modeling_utils.NoTokenLeftCheck = original
+    for a, b in zip(checked, plain, strict=True):
+        assert torch.equal(a, b)
