@@ -543,9 +543,14 @@ class RunSpec:
         data = {} if own_data else {k: v for k, v in chosen.data.items() if k not in groups["data"]}
         used = [*training, *(flag_of[f] for f in model), *tokenizer, *tree, *data]
         tokenizer_values = {"tokenizer": kind.default_tokenizer, **tokenizer, **groups["tokenizer"]}
+        data_spec = DataSpec(**data, **groups["data"])
+        # Named as the caller named them (train_file); the command line writes them as its flags.
+        for split, paths in data_spec.split_files().items():
+            for path in paths:
+                check_split_file(f"{split}_file", path)
         return cls(
             model_type=model_type,
-            data=DataSpec(**data, **groups["data"]),
+            data=data_spec,
             training=TrainingConfig(**{**training, **groups["training"]}),
             tokenizer=TokenizerSpec(**{TOKENIZER_SETTINGS[k]: v for k, v in tokenizer_values.items()}),
             model={**model, **groups["model"]},

@@ -145,3 +145,23 @@ def test_numbers_of_other_integer_and_real_types_are_taken(tmp_path):
 
     config = TrainingConfig(output_dir=str(tmp_path), max_steps=np.int64(3), learning_rate=1)
     assert config.max_steps == 3 and config.learning_rate == 1
+
+
+def test_from_recipe_refuses_a_missing_split_file_by_its_python_name(tmp_path):
+    from hf_nlm.training import RunSpec
+
+    with pytest.raises(FileNotFoundError) as err:
+        RunSpec.from_recipe("nplm", train_file=str(tmp_path / "nope.txt"), output_dir=str(tmp_path / "run"))
+    assert str(err.value) == f"train_file {tmp_path / 'nope.txt'}: no such file"
+    (tmp_path / "train.txt").write_text("a b c\n")
+    with pytest.raises(FileNotFoundError) as err:
+        RunSpec.from_recipe("nplm", train_file=str(tmp_path / "train.txt"), validation_file=str(tmp_path),
+                            output_dir=str(tmp_path / "run"))
+    assert str(err.value).startswith(f"validation_file {tmp_path} is a folder, not a file: give files")
+
+
+def test_the_command_line_names_a_missing_split_file_by_its_flag(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--train-file", str(tmp_path / "nope.txt"), "--output-dir", str(tmp_path / "run")])
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"hf-nlm train: error: --train-file {tmp_path / 'nope.txt'}: no such file")
