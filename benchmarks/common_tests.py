@@ -55,6 +55,18 @@ STAND_INS = {
 }
 """,
 }
+def replaced_tests() -> list[str]:
+    """The upstream tests the test module's story seq2seq cases replace (its ``REPLACED_IN_SEQ2SEQ``), read
+    from the module's text: it imports transformers' test folder, which is only there once prepared."""
+    import ast
+
+    tree = ast.parse(MODULE.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "REPLACED_IN_SEQ2SEQ":
+            return list(ast.literal_eval(node.value))
+    raise LookupError(f"{MODULE} sets no REPLACED_IN_SEQ2SEQ")
+
+
 #: ``--quick``: one case of each kind of head.
 QUICK = "Test_nplm_softmax or Test_lbl_split or Test_hlbl_tree or Test_numeracy_lm_mog"
 #: A failing test in pytest's short summary (``-rfE``): ``FAILED id - message``, ``ERROR id``,
@@ -176,8 +188,17 @@ def main() -> None:
     if returncode not in (0, 1):  # 1: tests failed; anything else: pytest could not run them
         sys.exit(f"common_tests: pytest stopped with exit status {returncode} (see its output above)")
     failures = summary["failed"] + summary["errors"]
+    replaced = replaced_tests()
+    mixin = re.compile(r"class (\w+Mixin)")
+    stand_ins = [f"{mixin.search(text).group(1)} (tests/{name})" for name, text in STAND_INS.items()
+                 if mixin.search(text)]
     emit_json("common_tests", {
         "case": select or "all", "value": failures, "unit": "failed tests", "better": "lower", "target": 0,
+        "headline": (f"{summary['passed']:,} passed, {summary['failed']:,} failed, {summary['skipped']:,} "
+                     f"skipped, {summary['errors']} errors; the story seq2seq cases replace {len(replaced)} "
+                     f"upstream tests with ours ({', '.join(replaced)}); empty stand-ins for "
+                     f"{', '.join(stand_ins)} (the sdist does not ship them)"),
+        "replaced_upstream_tests": replaced, "empty_stand_ins": stand_ins,
         **summary, "transformers": transformers_version, "seconds": round(time.perf_counter() - start, 1),
         "loadavg": [round(v, 2) for v in os.getloadavg()],
     })

@@ -120,9 +120,16 @@ class NLMModelTester:
         return config, inputs
 
 
-# The encoder-decoder cases' own attention tests, as transformers' RWKV tests override
-# test_attention_outputs for a layout of their own (Mamba's and xLSTM's set has_attentions = False): the
-# story seq2seq's LSTMs have no self-attention to return, its one attention layer is the cross-attention.
+#: The upstream tests the story seq2seq's cases replace, and the function of this module that replaces each
+#: (``common_tests.py`` reports them beside its counts): as transformers' RWKV tests override
+#: test_attention_outputs for a layout of their own (Mamba's and xLSTM's set has_attentions = False), the
+#: story seq2seq's LSTMs have no self-attention to return, its one attention layer is the cross-attention.
+REPLACED_IN_SEQ2SEQ = {
+    "test_attention_outputs": "seq2seq_attention_outputs",
+    "test_retain_grad_hidden_states_attentions": "seq2seq_retain_grad_hidden_states_attentions",
+}
+
+
 def seq2seq_attention_outputs(self):
     """The story seq2seq's encoder and decoder are LSTMs: no self-attention, so encoder_attentions and
     decoder_attentions are None; its one Luong attention layer (one head) gives cross_attentions, a tuple of
@@ -199,8 +206,7 @@ def make_case(model_type, head, variant, case):
         "test_config": test_config,
     }
     if t.seq2seq_lm_class:
-        attrs["test_attention_outputs"] = seq2seq_attention_outputs
-        attrs["test_retain_grad_hidden_states_attentions"] = seq2seq_retain_grad_hidden_states_attentions
+        attrs.update({name: globals()[ours] for name, ours in REPLACED_IN_SEQ2SEQ.items()})
     return type(f"Test_{model_type}_{case}", bases, attrs)
 
 
