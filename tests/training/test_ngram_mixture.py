@@ -105,7 +105,8 @@ def test_a_kneser_ney_trigram_with_its_weight_fitted_on_validation(tmp_path):
     ({"ngram_mixture_weight": "half"}, "ngram_mixture_weight"),
 ])
 def test_bad_mixture_settings_are_refused_naming_the_field(settings, field):
-    with pytest.raises(ValueError, match=f"TrainingConfig.{field} "):
+    # A value of the wrong kind is a TypeError, an out-of-range one a ValueError: both name the field.
+    with pytest.raises((ValueError, TypeError), match=f"TrainingConfig.{field} "):
         TrainingConfig(output_dir="x", ngram_mixture=True, **settings)
 
 
@@ -143,14 +144,19 @@ def test_mlp10_is_mlp9_with_the_trigram_at_one_half(unmixed, mixed):
             other.training.ngram_mixture_weight) == (3, "interpolated", 0.5)
 
 
+#: The recipes behind no table: the model types' defaults and the papers' full-length settings.
+OPEN_RECIPES = {"default", "sgd", "bengio2003", "merity2018"}
 TABLE_RECIPES = [(t, name) for t, kind in MODEL_TYPES.items() for name in kind.recipes
-                 if name.startswith(("brown-", "ptb-"))]
+                 if name not in OPEN_RECIPES]
 
 
 @pytest.mark.parametrize(("model_type", "name"), TABLE_RECIPES, ids=[n for _, n in TABLE_RECIPES])
 def test_the_table_recipes_are_work_budgets_on_their_corpus(model_type, name):
     recipe = MODEL_TYPES[model_type].recipe(name)
     assert "max_time_s" not in recipe.training and "max_time_within_epoch" not in recipe.training
-    assert recipe.training["num_epochs"] >= 1 and "seed" in recipe.training
-    assert recipe.data["corpus"] == name.split("-")[0]
-    assert set(recipe.paper) <= set(FIGURES) and not recipe.recorded and recipe.time_s is None
+    assert recipe.training.get("num_epochs", 0) >= 1 and "seed" in recipe.training
+    if "corpus" in recipe.data:  # else the script behind the table writes the data (derived pairs)
+        assert name == "demo" or name.startswith(recipe.data["corpus"] + "-")
+    assert set(recipe.paper) <= set(FIGURES) and set(recipe.recorded) <= set(FIGURES)
+    # A time is a recorded run's, and comes with its figures.
+    assert recipe.time_s is None or recipe.recorded
