@@ -876,11 +876,12 @@ def _corpus(name, loader):
     return loader()
 
 
-def test_brown_kn3_perplexity_is_sane():
-    """Bengio et al.'s Brown setup; the paper reports 323 for its copy and vocabulary (|V| = 16,383).
-
-    On NLTK's copy (lowercased, |V| = 13,190, sentence ends predicted) interpolated modified KN3 gives
-    151.5; the same code gives Mikolov's PTB KN5 figure (141.2) to within 0.2, see the PTB test.
+def test_brown_kn3_scores_every_test_token_and_beats_its_bigram():
+    """Bengio et al.'s Brown setup on the real corpus. No independent figure exists for this copy: the paper's
+    323 is for its own copy and vocabulary (|V| = 16,383, here 13,190), so the estimate itself is checked
+    elsewhere (against KenLM's figure on PTB above, and against brute-force Kneser-Ney on small texts). Here:
+    every test token is scored, and the trigram beats the bigram built the same way, as more context must on
+    a million words.
     """
     from hf_nlm.data import load_brown
     from hf_nlm.data.lm import tokenize_corpus
@@ -888,14 +889,44 @@ def test_brown_kn3_perplexity_is_sane():
 
     ds = _corpus("brown", load_brown)
     tok = train_word_level_tokenizer(ds["train"]["text"], min_frequency=4)
-    lm = KneserNeyLM.from_texts(ds["train"]["text"], tok, order=3)
     test_ids = tokenize_corpus(ds["test"]["text"], tok)[0].numpy()
-    total, count = lm.score_stream(test_ids)
-    assert count == test_ids.size
-    assert 130 < math.exp(total / count) < 180
+    perplexity = {}
+    for order in (2, 3):
+        total, count = KneserNeyLM.from_texts(ds["train"]["text"], tok, order=order).score_stream(test_ids)
+        assert count == test_ids.size
+        perplexity[order] = math.exp(total / count)
+    assert perplexity[3] < perplexity[2]
 
 
-def test_ptb_kn5_matches_mikolov():
+#: KenLM's figure for the same job: ``lmplz -o 5`` on PTB's train file and ``query`` on its test file
+#: (KenLM built from its PyPI source, ``<unk>`` renamed to a plain word, which lmplz refuses), as
+#: ``benchmarks/ngram_build.py`` records it (``lmplz_query``).
+KENLM_PTB_KN5_TEST = 141.186207
+
+
+def test_ptb_kn5_estimated_as_lmplz_gives_kenlms_perplexity():
+    """An independent implementation's number: estimated as lmplz estimates (every sentence counted alone)
+    and scored as ``query`` scores (every sentence from ``<s>``), our KN5 gives KenLM's test perplexity within
+    2e-6 relative (measured: 141.186052 against 141.186207, 1.1e-6): KenLM keeps its log10 probabilities
+    and backoffs as 32-bit floats, whose rounding over 82,430 test tokens moves the last digits; ours are
+    float64 throughout."""
+    from hf_nlm.data import load_ptb
+    from hf_nlm.data.lm import tokenize_corpus
+    from hf_nlm.tokenization import train_word_level_tokenizer
+
+    ds = _corpus("ptb", load_ptb)
+    tok = train_word_level_tokenizer(ds["train"]["text"])
+    train_ids = tokenize_corpus(ds["train"]["text"], tok)[0].numpy()
+    lm = KneserNeyLM.from_ids(train_ids, 5, len(tok), per_sentence=True)
+    total, count = lm.score_stream(tokenize_corpus(ds["test"]["text"], tok)[0].numpy(), per_sentence=True)
+    assert math.exp(total / count) == pytest.approx(KENLM_PTB_KN5_TEST, rel=2e-6)
+
+
+def test_ptb_kn5_on_the_running_stream_is_near_mikolovs_figure():
+    """Mikolov et al. (2011) report 141.2 for their KN5 on this copy of PTB. Their counting conventions (how a
+    sentence start is conditioned on the previous sentence) are not published to the digit, so the running
+    stream's figure is compared within 0.2 (it differs from KenLM's per-sentence one, checked exactly above,
+    by the context kept across sentence ends)."""
     from hf_nlm.data import load_ptb
     from hf_nlm.data.lm import tokenize_corpus
     from hf_nlm.tokenization import train_word_level_tokenizer
@@ -904,7 +935,7 @@ def test_ptb_kn5_matches_mikolov():
     tok = train_word_level_tokenizer(ds["train"]["text"])
     lm = KneserNeyLM.from_texts(ds["train"]["text"], tok, order=5)
     total, count = lm.score_stream(tokenize_corpus(ds["test"]["text"], tok)[0].numpy())
-    assert math.exp(total / count) == pytest.approx(141.2, abs=3)  # Mikolov et al. 2011: 141.2
+    assert math.exp(total / count) == pytest.approx(141.2, abs=0.2)  # Mikolov et al. 2011, Table 2
 
 
 def test_interpolated_em_keeps_every_word_possible():
