@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 from required_data import missing
+from transformers import AutoTokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -66,10 +67,10 @@ def python_block(text: str, heading: str) -> str:
 
 
 def test_the_readme_python_quickstart_trains_evaluates_and_generates(tmp_path):
-    """The README's Python quickstart, run as written but for its time budget (three updates here)."""
+    """The README's Python quickstart, run as written but for its budget (three updates here)."""
     code = python_block(README.read_text(), "### Train from Python")
-    assert "max_time_s=300" in code
-    code = code.replace("max_time_s=300", "max_steps=3, progress_bar=False")
+    assert "num_epochs=3" in code
+    code = code.replace("num_epochs=3", "max_steps=3, progress_bar=False")
     words = "the president said that the nation would pay the cost of the war and the peace".split()
     for name, shift in (("train.txt", 0), ("valid.txt", 3), ("test.txt", 5)):
         lines = [" ".join(words[(i + shift) % 9:] + words[:(i + shift) % 9]) for i in range(60)]
@@ -79,6 +80,9 @@ def test_the_readme_python_quickstart_trains_evaluates_and_generates(tmp_path):
     assert result.returncode == 0, result.stderr
     recipe, perplexity, text = (line.strip() for line in result.stdout.strip().splitlines())
     assert recipe.startswith("recipe default of nplm")
-    assert 1 < float(perplexity) < 100  # a 20-word vocabulary
+    # Better than a uniform guess over the vocabulary (whose perplexity is its size), which the untrained
+    # model is close to: three updates of Adam at the recipe's rate learn the 15 words' frequencies.
+    vocabulary = len(AutoTokenizer.from_pretrained(tmp_path / "runs" / "my-lm"))
+    assert 1 < float(perplexity) < vocabulary
     assert text.startswith("the president said") and len(text.split()) > 3
     assert (tmp_path / "runs" / "my-lm" / "README.md").is_file()
