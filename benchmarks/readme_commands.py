@@ -40,7 +40,7 @@ README = ROOT / "README.md"
 OWN_TEXT_WORDS = (225_000, 25_000)
 QUICK_OWN_TEXT_WORDS = (40_000, 10_000)
 #: What ``--quick`` gives every training command instead of its budget.
-QUICK_BUDGET = ("--max-time-s", "5", "--max-time-within-epoch")
+QUICK_BUDGET = ("--max-steps", "20")
 #: The corpora ``hf-nlm download`` fetches into ``$HF_NLM_DATA`` under these folder names.
 DATA = Path(os.environ.get("HF_NLM_DATA", Path.home() / ".cache" / "hf_nlm"))
 #: A stated time in a command's comment: "10 min", "5 s".
@@ -65,11 +65,29 @@ def readme_commands(text: str) -> list[tuple[list[str], float | None]]:
 
 def own_text(folder: Path, words: tuple[int, int]) -> dict[str, Path]:
     """``train.txt`` and ``valid.txt`` of the stand-in text, written into ``folder``: raw English paragraphs
-    of the State of the Union speeches, the latest before 2000 for training and the 2000s' for validation."""
-    from defaults import corpus_files
+    of the State of the Union speeches, the latest before 2000 for training and the 2000s' for validation,
+    each cut to its first ``words`` (training words, validation words)."""
+    from hf_nlm.data import load_sotu
 
-    train, valid = corpus_files("sotu", folder, words)
-    return {"train.txt": train, "valid.txt": valid}
+    sotu = load_sotu()
+    latest, seen = [], 0
+    for text in reversed(sotu["train"]["text"]):  # speeches in chronological order: the latest first
+        latest.append(text)
+        seen += len(text.split())
+        if seen >= words[0]:
+            break
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {"train.txt": folder / "train.txt", "valid.txt": folder / "valid.txt"}
+    for path, lines, count in zip(files.values(), (list(reversed(latest)), sotu["validation"]["text"]),
+                                  words, strict=True):
+        kept, seen = [], 0
+        for line in lines:
+            if seen >= count:
+                break
+            kept.append(line)
+            seen += len(line.split())
+        path.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    return files
 
 
 def missing_data(argv: list[str]) -> str | None:
@@ -92,8 +110,9 @@ def localised(argv: list[str], files: dict[str, Path], out: Path, quick: bool) -
     a training command writes over an earlier run; under ``quick`` its budget is :data:`QUICK_BUDGET`."""
     args = [str(files[a]) if a in files else str(out / a) if a.startswith("runs/") else a for a in argv]
     if args[1] == "train":
-        if quick and "--max-time-s" in args:
-            del args[args.index("--max-time-s"):args.index("--max-time-s") + 2]
+        for budget in ("--max-time-s", "--num-epochs", "--max-steps"):
+            if quick and budget in args:
+                del args[args.index(budget):args.index(budget) + 2]
         if quick:  # a few seconds of a recipe reproduce none of its numbers: nothing to --check
             args = [a for a in args if a != "--check"] + list(QUICK_BUDGET)
         args.append("--overwrite-output-dir")
