@@ -16,7 +16,7 @@ own text") by a stand-in of 1.4 MB of plain English, the State of the Union spee
     python benchmarks/readme_commands.py > benchmarks/results/readme_commands.jsonl
 
 takes as long as the README says its commands take (about 35 minutes on 2 cores); ``--quick`` gives every
-training command a budget of a few seconds (``--max-time-s 5 --max-time-within-epoch``) on 40,000 words of the
+training command a budget of 20 updates (``--max-steps 20``) on 40,000 words of the
 stand-in text, a few minutes in all, the same output shape.
 """
 
