@@ -42,6 +42,7 @@ from pathlib import Path
 
 from common import emit_json, log, machine
 
+from hf_nlm.saved_run import load_run
 from hf_nlm.training.run_folder import read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,13 +85,6 @@ def held_out_prompts(lines: list[str], n: int = NUM_HELD_OUT_PROMPTS) -> list[st
     lines = [line for line in lines if len(line.split()) >= 10]
     step = max(len(lines) // n, 1)
     return [" ".join(line.split()[: 3 + i % 4]) for i, line in enumerate(lines[::step][:n])]
-
-
-def load_run(run: Path):
-    """The (model, tokenizer) a run saved, the model in evaluation mode."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    return AutoModelForCausalLM.from_pretrained(run).eval(), AutoTokenizer.from_pretrained(run)
 
 
 def punctuation_only_share(model, tokenizer, prompts: list[str],

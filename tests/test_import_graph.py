@@ -182,7 +182,7 @@ LAYERS = (
     "hf_nlm.saved_files", "hf_nlm.remote_code", "hf_nlm.tokenization", "hf_nlm.trees", "hf_nlm.heads",
     "hf_nlm.hub",
     "hf_nlm.cache_utils", "hf_nlm.generation",
-    "hf_nlm.configuration_utils", "hf_nlm.modeling_utils", "hf_nlm.models", "hf_nlm",
+    "hf_nlm.configuration_utils", "hf_nlm.modeling_utils", "hf_nlm.models", "hf_nlm.saved_run", "hf_nlm",
     "hf_nlm.data.reading", "hf_nlm.data.splits", "hf_nlm.data.file_stream", "hf_nlm.data.fetching",
     "hf_nlm.data.corpus", "hf_nlm.data.storylines", "hf_nlm.data.stories", "hf_nlm.data.corpora",
     "hf_nlm.data.registry", "hf_nlm.data.download", "hf_nlm.data",

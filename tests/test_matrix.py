@@ -49,8 +49,7 @@ from transformers import (
     pipeline,
 )
 
-from hf_nlm.app.explore import continue_prompt, saved_search
-from hf_nlm.app.explore import load_run as load_page_run
+from hf_nlm.app.explore import continue_prompt, load_page_run, saved_search
 from hf_nlm.data import DataCollatorForCausalLM, check_collator, collate_pairs, tokenize_pairs
 from hf_nlm.data.lm import tokenize_stream
 from hf_nlm.evaluation import decode_generated, evaluate_lm, evaluate_seq2seq

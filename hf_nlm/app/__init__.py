@@ -12,7 +12,7 @@ from .explore import (
     Run,
     capabilities,
     continue_prompt,
-    load_run,
+    load_page_run,
     load_runs,
     next_numeral,
     next_words,
@@ -28,5 +28,5 @@ def main(argv: list[str] | None = None) -> int:
     return serve(argv)
 
 
-__all__ = ["MAX_PROMPT_TOKENS", "Run", "capabilities", "continue_prompt", "load_run", "load_runs", "main",
-           "next_numeral", "next_words", "text_surprisal", "tree_path"]
+__all__ = ["MAX_PROMPT_TOKENS", "Run", "capabilities", "continue_prompt", "load_page_run", "load_runs",
+           "main", "next_numeral", "next_words", "text_surprisal", "tree_path"]

@@ -24,9 +24,9 @@ from ..evaluation import token_log_probs
 from ..evaluation.number_prediction import numeral_estimates, numeral_estimator
 from ..generation import check_generation_settings
 from ..ngram import NgramLM
+from ..saved_run import load_run as load_saved_run
 from ..story.generation import MAX_STORY_TOKENS, generate_story, generate_storyline, story_source
 from ..tokenization.decoding import decode_generated
-from ..training.run import load_run as load_saved_run
 
 # ----------------------------------------------------------------------------- the page's limits
 # One question costs at most what these allow, whatever a client posts (the sliders' ends are no limit to a
@@ -108,7 +108,7 @@ class Run:
     problems: list[str] = field(default_factory=list)
 
 
-def load_run(folder: str | Path) -> Run:
+def load_page_run(folder: str | Path) -> Run:
     """Load the model, tokenizer and n-gram model of ``folder``; ``ValueError`` naming the folder if it is not
     a saved model (the message of ``hf-nlm generate``). An n-gram model that does not load leaves the run
     without one, the reason in ``problems``."""
@@ -168,7 +168,7 @@ def load_runs(folders) -> tuple[list[Run], list[str]]:
             continue
         seen.add(Path(folder).resolve())
         try:
-            run = load_run(folder)
+            run = load_page_run(folder)
         except Exception as err:  # noqa: BLE001 -- one broken folder must not keep the others off the page
             text = str(err) or type(err).__name__
             problems.append(text if str(folder) in text else f"{folder} does not load: {text}")
@@ -551,6 +551,6 @@ def table_html(rows, columns, element_id: str | None = None) -> str:
 
 __all__ = ["MAX_GENERATION_SECONDS", "MAX_PROMPT_TOKENS", "MAX_TEXT_CHARS", "MAX_TITLE_TOKENS",
            "NUMBER_LIMITS", "Run", "capabilities", "continue_prompt", "distinct_names", "encode_prompt",
-           "generation_settings", "hypotheses_html", "load_run", "load_runs", "next_numeral", "next_words",
-           "page_number", "page_wording", "read_text", "surprisal_html", "table_html", "tell_story",
-           "text_surprisal", "tree_path"]
+           "generation_settings", "hypotheses_html", "load_page_run", "load_runs", "next_numeral",
+           "next_words", "page_number", "page_wording", "read_text", "surprisal_html", "table_html",
+           "tell_story", "text_surprisal", "tree_path"]

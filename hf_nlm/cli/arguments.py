@@ -79,9 +79,9 @@ def picture_file(path: str) -> str:
 
 
 def load_saved_run(parser: argparse.ArgumentParser, folder: str, flag: str | None = None):
-    """:func:`hf_nlm.training.load_run`, a folder that does not load ending the command with a usage error
+    """:func:`hf_nlm.saved_run.load_run`, a folder that does not load ending the command with a usage error
     (naming ``flag``, the option that gave the folder, if any)."""
-    from ..training.run import load_run
+    from ..saved_run import load_run
 
     try:
         return load_run(folder)

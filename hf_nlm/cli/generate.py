@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import sys
@@ -122,8 +123,6 @@ def with_saved_defaults(args: argparse.Namespace, settings: dict, generation_con
     :func:`hf_nlm.generation.generation_defaults`), checked against the values the config gives the
     settings left out (``--min-new-tokens 30`` over a saved ``max_new_tokens`` of 20 ends the command with a
     usage error)."""
-    import copy
-
     from ..modeling_utils import generation_count_problem
 
     settings = dict(settings)

@@ -17,7 +17,6 @@ folder named ``checkpoint-*`` is always complete, even if the run is killed whil
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import logging
@@ -25,15 +24,14 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
-from transformers.utils import logging as hf_logging
 
 from ..modeling_utils import check_checkpoint_model_type, from_pretrained_complete
+from ..saved_run import quiet_progress_bars
 
 logger = logging.getLogger(__name__)
 TRAINER_STATE = "trainer_state.json"
@@ -144,19 +142,6 @@ def resolve_checkpoint(resume_from_checkpoint: str | os.PathLike, output_dir: st
 def _step(folder: Path) -> int:
     m = _CHECKPOINT_RE.match(folder.name)
     return int(m.group(1)) if m else -1
-
-
-@contextlib.contextmanager
-def quiet_progress_bars() -> Iterator[None]:
-    """Hide transformers' "Writing model shards" / "Loading weights" bars while checkpointing:
-    one per epoch would bury the training progress bar."""
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            hf_logging.enable_progress_bar()
 
 
 def _replace_dir(src: Path, dst: Path) -> None:

@@ -36,7 +36,7 @@ import torch
 
 from ..hub.model_card import BASELINE_KEY
 from ..models import MODEL_TYPES
-from ..saved_files import check_json_files, check_model_folder
+from ..saved_run import SavedRun, load_run
 from .memory import check_training_memory
 from .run_folder import update_results
 from .spec import RunSpec, split_fingerprints
@@ -509,52 +509,6 @@ def build_model(spec: RunSpec, tokenizer, train_texts=None, tree=None):
     check_training_memory(lm_class, config, tree=tree, training=spec.training)
     torch.manual_seed(spec.training.seed)
     return lm_class(config, tree=tree)  # generation settings from the config: NLMPreTrainedModel.__init__
-
-
-class SavedRun(NamedTuple):
-    """A saved model folder, loaded: the model (in evaluation mode) and its tokenizer."""
-
-    model: object
-    tokenizer: object
-
-
-def load_run(folder: str | os.PathLike) -> SavedRun:
-    """The model and tokenizer saved in ``folder`` (a run's ``output_dir``, a checkpoint, any
-    ``save_pretrained`` folder of this package's models), checked to belong together. Any failure is one
-    ``ValueError`` that says whether the model or the tokenizer does not load, naming the folder and the cause
-    (the file and field: a damaged ``tokenizer.json`` is the tokenizer's, never the model's); a folder that is
-    no saved model is a ``FileNotFoundError``."""
-    folder = Path(folder)
-    check_model_folder(folder)
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
-
-    from ..modeling_utils import SAVED_JSON_FILES, check_config_field_types, from_pretrained_complete
-    from ..tokenization import check_tokenizer, check_tokenizer_files
-    from .checkpoint import quiet_progress_bars
-
-    if not (folder / "tokenizer.json").is_file():
-        # AutoTokenizer would look for a slow tokenizer next and ask for sentencepiece or tiktoken.
-        found = ", ".join(sorted(p.name for p in folder.iterdir())) or "nothing"
-        raise FileNotFoundError(
-            f"{folder} has no tokenizer: expected tokenizer.json (saved with tokenizer.save_pretrained "
-            f"beside the model); the folder has {found}"
-        )
-    try:
-        check_json_files(folder, SAVED_JSON_FILES)  # before transformers, which names no file
-        check_config_field_types(folder)  # before AutoConfig, which would fail on a wrong type less clearly
-        seq2seq = getattr(AutoConfig.from_pretrained(folder), "is_encoder_decoder", False)
-        with quiet_progress_bars():
-            auto = AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM
-            model = from_pretrained_complete(auto, folder)  # refuses missing or unexpected weights
-    except Exception as err:  # whatever a broken folder raises (Ctrl-C still interrupts)
-        raise ValueError(f"cannot load the model in {folder}: {err}") from err
-    try:
-        check_tokenizer_files(folder)
-        tokenizer = AutoTokenizer.from_pretrained(folder)
-        check_tokenizer(model, tokenizer)
-    except Exception as err:
-        raise ValueError(f"cannot load the tokenizer in {folder}: {err}") from err
-    return SavedRun(model, tokenizer)
 
 
 def resume_command(argv: list[str], program: tuple[str, ...] = ("hf-nlm", "train")) -> str:

@@ -7,7 +7,7 @@ import torch
 from app_runs import TEXTS, save, special_ids
 
 from hf_nlm import NPLMConfig, NPLMForCausalLM
-from hf_nlm.app import load_run
+from hf_nlm.app import load_page_run
 from hf_nlm.ngram import KneserNeyLM
 from hf_nlm.tokenization import train_word_level_tokenizer
 
@@ -25,7 +25,7 @@ def nplm_run(tmp_path_factory, word_tokenizer):
                                        initializer_range=0.5, **special_ids(tok)))
     folder = save(model, tok, tmp_path_factory.mktemp("app") / "nplm")
     KneserNeyLM.from_texts(TEXTS, tok, 3).save(folder / "kneser-ney-3gram")
-    return load_run(folder)
+    return load_page_run(folder)
 
 
 @pytest.fixture(scope="session")
@@ -59,5 +59,5 @@ def every_kind_of_run(tmp_path_factory, word_tokenizer, nplm_run):
         vocab_size=len(stories), embedding_size=8, hidden_size=8, dropout=0.0,
         pad_token_id=stories.pad_token_id, bos_token_id=stories.eos_token_id,
         eos_token_id=stories.eos_token_id, decoder_start_token_id=stories.eos_token_id))
-    return [nplm_run] + [load_run(save(model, tokenizer, root / name)) for model, tokenizer, name in
+    return [nplm_run] + [load_page_run(save(model, tokenizer, root / name)) for model, tokenizer, name in
                          ((numeracy, numbers, "numeracy"), (tree, tok, "hlbl"), (story, stories, "story"))]

@@ -14,7 +14,7 @@ from hf_nlm import HLBLConfig, HLBLForCausalLM
 from hf_nlm.app import (
     MAX_PROMPT_TOKENS,
     continue_prompt,
-    load_run,
+    load_page_run,
     load_runs,
     next_numeral,
     next_words,
@@ -272,7 +272,7 @@ def test_next_numeral_renormalises_the_heads_numerals(tmp_path, numeracy_tokeniz
                               numeral_vocab=tok.numeral_vocab, mog_components=3,
                               bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id,
                               pad_token_id=tok.eos_token_id)
-    run = load_run(save(NumeracyLMForCausalLM(config), tok, tmp_path / strategy))
+    run = load_page_run(save(NumeracyLMForCausalLM(config), tok, tmp_path / strategy))
     assert "numeracy" in run.kind
     result = next_numeral(run, "the deficit was", k=50)
     log_p = next_log_probs(run.model, tok("the deficit was", add_special_tokens=False).input_ids)
@@ -297,7 +297,7 @@ def test_tree_path_multiplies_to_the_words_probability(tmp_path, word_tokenizer)
     model = HLBLForCausalLM(config, tree=random_tree(len(tok), seed=1))
     with torch.no_grad():
         model.lm_head.bias.uniform_(-1, 1)
-    run = load_run(save(model, tok, tmp_path / "hlbl"))
+    run = load_page_run(save(model, tok, tmp_path / "hlbl"))
     assert run.kind == {"lm", "tree"}
     result = tree_path(run, "the cat", "sat")
     ids = tok("the cat", add_special_tokens=False).input_ids
@@ -322,7 +322,7 @@ def test_tell_story_runs_both_stages_and_draws_the_second_ones_attention(tmp_pat
     config = StorySeq2SeqConfig(vocab_size=len(tok), embedding_size=8, hidden_size=8, dropout=0.0,
                                 pad_token_id=tok.pad_token_id, bos_token_id=tok.eos_token_id,
                                 eos_token_id=tok.eos_token_id, decoder_start_token_id=tok.eos_token_id)
-    run = load_run(save(StorySeq2SeqForConditionalGeneration(config), tok, tmp_path / "seq2seq"))
+    run = load_page_run(save(StorySeq2SeqForConditionalGeneration(config), tok, tmp_path / "seq2seq"))
     assert run.kind == {"seq2seq"}
     with pytest.raises(ValueError, match="encoder-decoder model: use the Story tab"):
         continue_prompt(run, "the picnic")
