@@ -159,6 +159,9 @@ class OutputHead(nn.Module):
     #: when the buffers change, never saved. Every other tensor of a head is a parameter or a buffer, which
     #: ``init_weights`` can write again (a model built on the meta device, then ``to_empty``).
     derived_caches: ClassVar[tuple[str, ...]] = ()
+    #: The head is built over a word tree (``from_config(config, in_features, tree=...)``), which a run gives
+    #: it: the tree its spec describes, or Mnih & Hinton's data-built one.
+    takes_word_tree: ClassVar[bool] = False
 
     in_features: int
     vocab_size: int
@@ -174,6 +177,15 @@ class OutputHead(nn.Module):
         """
         refuse_arguments(config, kwargs)
         return cls(in_features, config.vocab_size)
+
+    @classmethod
+    def prepare_run(cls, fields: dict, tokenizer, run) -> dict:
+        """The one place a head reads a training run, before its model is built: ``fields`` are the config
+        values the run gives, to which the head adds those it derives from the run (a split head's cut-offs
+        from the vocabulary); ``run`` gives the run's ``spec``, ``train_texts``, ``word_tree()`` (the tree
+        the spec describes) and ``say(line)`` (a line of the run's account). Returns the keyword arguments
+        the model is built with (a tree head's ``tree=``). By default: nothing."""
+        return {}
 
     @classmethod
     def check_config(cls, config, owner: str) -> None:

@@ -245,6 +245,15 @@ class SplitSoftmaxHead(OutputHead):
         self.reset_parameters()
 
     @classmethod
+    def prepare_run(cls, fields: dict, tokenizer, run) -> dict:
+        """Cut-offs from the vocabulary where the run gives none (:func:`default_cutoffs`)."""
+        if fields.get("cutoffs") is None:
+            fields["cutoffs"] = default_cutoffs(len(tokenizer))
+            run.say(f"split head: --cutoffs {' '.join(map(str, fields['cutoffs']))} (|V| / 10; --cutoffs "
+                    "sets them)")
+        return {}
+
+    @classmethod
     def from_config(cls, config, in_features: int, **kwargs) -> SplitSoftmaxHead:
         refuse_arguments(config, kwargs)
         return cls(in_features, config.vocab_size, config.cutoffs)

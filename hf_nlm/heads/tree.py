@@ -120,6 +120,7 @@ class TreeSoftmaxHead(OutputHead):
     returns_log_probs = True
     resizable = True
     derived_caches = ("_paths_cache", "_structure_cache")
+    takes_word_tree = True
 
     def __init__(
         self,
@@ -183,6 +184,11 @@ class TreeSoftmaxHead(OutputHead):
             "max_codes": tree.max_codes,
             "max_depth": tree.max_depth,
         }
+
+    @classmethod
+    def prepare_run(cls, fields: dict, tokenizer, run) -> dict:
+        """The run's word tree (``run.word_tree()``: the spec's, or a data-built one)."""
+        return {"tree": run.word_tree()}
 
     @classmethod
     def from_config(cls, config, in_features: int, tree: WordTree | None = None, **kwargs) -> TreeSoftmaxHead:

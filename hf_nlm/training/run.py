@@ -161,11 +161,12 @@ def train_data_tree(spec: RunSpec, tokenizer, datasets, texts, accelerator=None)
     Both stages share the Kneser-Ney 5-gram baseline. The result is the final model's; its metrics (and
     ``results.json``) add ``tree`` (the rule, eps, the tree's sizes and ``build_s``, the seconds steps 2-3
     took) and ``random_tree`` (the first stage's figures, :data:`FIRST_STAGE_FIGURES`)."""
+    from ..heads import HEAD_REGISTRY
     from .run_folder import prepare_output_dir
     from .tree_recipe import build_data_tree, tree_summary
 
     config = build_config(spec, tokenizer)
-    if config.head != "tree":
+    if not HEAD_REGISTRY[config.head].takes_word_tree:
         raise ValueError(f"--tree-mode {spec.tree_mode} builds the word tree of a tree head (--head tree or "
                          f"--model hlbl), not --head {config.head}")
     training, main_process = spec.training, int(os.environ.get("RANK", "0")) == 0
@@ -418,25 +419,71 @@ def train_tokenizer(spec: RunSpec, texts):
     return dataclasses.replace(spec, tokenizer=tokenizer_spec), tokenizer
 
 
-def build_config(spec: RunSpec, tokenizer):
-    """The model configuration ``spec`` describes, sized for ``tokenizer`` (no tree shape yet)."""
+@dataclass
+class HeadSetup:
+    """What a head's :meth:`~hf_nlm.heads.OutputHead.prepare_run` reads of a run: its spec, its training
+    texts, the word tree the spec describes (built when the head asks: ``tree`` when the caller has one) and
+    the run's account."""
+
+    spec: RunSpec
+    tokenizer: object
+    train_texts: object = None
+    tree: object = None
+
+    def word_tree(self):
+        return self.tree if self.tree is not None else build_tree(self.spec, self.tokenizer, self.train_texts)
+
+    @staticmethod
+    def say(line: str) -> None:
+        _say(line)
+
+
+def prepare_model(spec: RunSpec, tokenizer, train_texts=None, tree=None):
+    """The model configuration ``spec`` describes, sized for ``tokenizer``, with what its head takes from the
+    run (:meth:`~hf_nlm.heads.OutputHead.prepare_run`: a split head's cut-offs, a tree head's word tree,
+    ``tree`` when given); and the keyword arguments the model is built with."""
     from ..heads import HEAD_REGISTRY
 
     config_class = MODEL_TYPES[spec.model_type].config_class
     fields = dict(spec.model)
     head = fields.get("head", next(f.default for f in dataclasses.fields(config_class) if f.name == "head"))
-    if head in HEAD_REGISTRY and not HEAD_REGISTRY[head].tieable:
+    head_class = HEAD_REGISTRY.get(head)
+    if head_class is not None and not head_class.tieable:
         fields["tie_word_embeddings"] = False  # e.g. a tree head's node vectors are not word vectors
-    if head == "split" and fields.get("cutoffs") is None:
-        from ..heads.split import default_cutoffs
-
-        fields["cutoffs"] = default_cutoffs(len(tokenizer))
-        _say(f"split head: --cutoffs {' '.join(map(str, fields['cutoffs']))} (|V| / 10; --cutoffs sets them)")
+    wants_tree = tree is not None or any(v is not None for v in (spec.tree, spec.tree_file, spec.tree_mode))
+    if head_class is not None and not head_class.takes_word_tree and wants_tree:
+        raise ValueError("--tree / --tree-file / --tree-mode need a tree head (--head tree or --model hlbl), "
+                         f"not --head {head}")
+    kwargs = {} if head_class is None else head_class.prepare_run(
+        fields, tokenizer, HeadSetup(spec, tokenizer, train_texts, tree))
     if any(f.name == "numeral_vocab" for f in dataclasses.fields(config_class)):
         # Which ids are numerals, from a numeracy tokenizer (None from another: a numeral head then says so).
         fields["numeral_vocab"] = getattr(tokenizer, "numeral_vocab", None)
-    # The vocabulary size, the special ids, the ids the generation settings name and the fingerprint.
-    return config_class.from_tokenizer(tokenizer, **fields)
+    # The vocabulary size, the special ids, the ids the generation settings name and the fingerprint; an
+    # unknown head is refused here, naming the registered ones.
+    return config_class.from_tokenizer(tokenizer, **fields), kwargs
+
+
+def build_config(spec: RunSpec, tokenizer, train_texts=None):
+    """The model configuration ``spec`` describes, sized for ``tokenizer`` (:func:`prepare_model`)."""
+    return prepare_model(spec, tokenizer, train_texts)[0]
+
+
+class _TrialRun:
+    """The run :func:`run_heads` tries each head's config with: no data, no tree, nothing said."""
+
+    spec = train_texts = None
+
+    @staticmethod
+    def word_tree():
+        return None
+
+    @staticmethod
+    def say(line: str) -> None:
+        pass
+
+
+_TRIAL_RUN = _TrialRun()
 
 
 def run_heads(model_type: str) -> list[str]:
@@ -445,15 +492,13 @@ def run_heads(model_type: str) -> list[str]:
     head's default cutoffs; a numeral vocabulary, where the config has the field). A new head or model type
     shows up here by being registered."""
     from ..heads import HEAD_REGISTRY
-    from ..heads.split import default_cutoffs
 
     config_class = MODEL_TYPES[model_type].config_class
     numerals = any(f.name == "numeral_vocab" for f in dataclasses.fields(config_class))
     heads = []
-    for head in HEAD_REGISTRY:
+    for head, head_class in HEAD_REGISTRY.items():
         settings = {"vocab_size": 16, "head": head}
-        if head == "split":
-            settings["cutoffs"] = default_cutoffs(16)
+        head_class.prepare_run(settings, range(16), _TRIAL_RUN)  # what the head sets itself from a run
         if numerals:
             settings["numeral_vocab"] = {"<unk_num>": 2, "1": 3, "2.5": 4}
         try:
@@ -496,19 +541,15 @@ def build_tree(spec: RunSpec, tokenizer, train_texts=None):
 
 def build_model(spec: RunSpec, tokenizer, train_texts=None, tree=None):
     """A freshly initialised model (seeded with ``spec.training.seed``: the same weights on every process and
-    every rerun) sized for ``tokenizer``, with its word tree (tree heads: ``tree``, else the spec's,
-    :func:`build_tree`; ``train_texts`` for a Huffman tree), its training memory checked first; its generation
-    settings come from the config (:func:`hf_nlm.generation.generation_defaults`)."""
-    config = build_config(spec, tokenizer)
-    if config.head == "tree":
-        tree = tree if tree is not None else build_tree(spec, tokenizer, train_texts)
-    elif tree is not None or any(value is not None for value in (spec.tree, spec.tree_file, spec.tree_mode)):
-        raise ValueError("--tree / --tree-file / --tree-mode need a tree head (--head tree or --model hlbl), "
-                         f"not --head {config.head}")
+    every rerun) sized for ``tokenizer``, set up by its head from the run (:func:`prepare_model`: a tree head
+    gets ``tree``, else the spec's, :func:`build_tree`; ``train_texts`` for a Huffman tree), its training
+    memory checked first; its generation settings come from the config
+    (:func:`hf_nlm.generation.generation_defaults`)."""
+    config, kwargs = prepare_model(spec, tokenizer, train_texts, tree)
     lm_class = MODEL_TYPES[spec.model_type].lm_class
-    check_training_memory(lm_class, config, tree=tree, training=spec.training)
+    check_training_memory(lm_class, config, tree=kwargs.get("tree"), training=spec.training)
     torch.manual_seed(spec.training.seed)
-    return lm_class(config, tree=tree)  # generation settings from the config: NLMPreTrainedModel.__init__
+    return lm_class(config, **kwargs)  # generation settings from the config: NLMPreTrainedModel.__init__
 
 
 def resume_command(argv: list[str], program: tuple[str, ...] = ("hf-nlm", "train")) -> str:

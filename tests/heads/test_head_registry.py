@@ -218,8 +218,11 @@ def test_generated_model_flags_reach_the_config(tmp_path):
     parser = add_train_arguments(argparse.ArgumentParser())
     tokenizer = train_word_level_tokenizer(SENTENCES)
 
+    (tmp_path / "t.txt").write_text("\n".join(SENTENCES) + "\n")
+
     def config_of(*argv):
-        args = parser.parse_args(["--output-dir", str(tmp_path), "--train-file", "t.txt", *argv])
+        args = parser.parse_args(["--output-dir", str(tmp_path / "run"),
+                                  "--train-file", str(tmp_path / "t.txt"), *argv])
         return build_config(spec_from_arguments(args), tokenizer)
 
     config = config_of("--model", "awd_lstm", "--dropout", "0.2", "--num-hidden-layers", "2",
@@ -387,3 +390,66 @@ def test_a_head_file_dropped_into_the_heads_folder_is_registered_with_no_other_e
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.split() == [f"hf_nlm.heads.{name}", "(2,", "7)"]
     assert name not in HEAD_REGISTRY  # this process imported the folder before the probe existed
+
+
+class UnigramPriorHead(UnigramHead):
+    """A head that sets itself up from a run's data: its bias starts at the log-frequencies of the training
+    tokens, which it counts in :meth:`prepare_run`; ``built`` keeps each prior it was built with."""
+
+    built: list = []
+
+    @classmethod
+    def prepare_run(cls, fields, tokenizer, run):
+        counts = torch.ones(len(tokenizer))  # add-one, so that every id has a finite log-frequency
+        for line in run.train_texts:
+            for i in [*tokenizer(line, add_special_tokens=False).input_ids, tokenizer.eos_token_id]:
+                counts[i] += 1
+        return {"prior": (counts / counts.sum()).log()}
+
+    @classmethod
+    def from_config(cls, config, in_features, prior=None, **kwargs):
+        from hf_nlm.heads.base import refuse_arguments
+
+        refuse_arguments(config, kwargs)
+        head = cls(in_features, config.vocab_size)
+        if prior is not None:
+            head.prior = prior
+            cls.built.append(prior)
+        return head
+
+    def init_weights(self, initializer_range, init=nn.init):
+        super().init_weights(initializer_range, init)
+        if getattr(self, "prior", None) is not None:
+            with torch.no_grad():
+                self.bias.copy_(self.prior)
+
+
+def test_a_head_registered_at_run_time_sets_itself_up_from_the_data_through_train_spec(tmp_path):
+    """train(spec) names no head: a new head reads the run through its prepare_run hook (here, the training
+    tokens' frequencies, counted again independently below) and trains like the package's own."""
+    from hf_nlm.training import RunSpec, train
+    from hf_nlm.training.run import build_model
+
+    register_head("unigram_prior")(UnigramPriorHead)
+    try:
+        (tmp_path / "train.txt").write_text("\n".join(SENTENCES) + "\n")
+        (tmp_path / "valid.txt").write_text("\n".join(SENTENCES[:4]) + "\n")
+        spec = RunSpec.from_recipe(
+            "nplm", train_file=str(tmp_path / "train.txt"), validation_file=str(tmp_path / "valid.txt"),
+            output_dir=str(tmp_path / "run"), head="unigram_prior", min_frequency=1, context_size=2,
+            embedding_size=4, hidden_size=4, max_steps=3, progress_bar=False)
+        UnigramPriorHead.built.clear()
+        result = train(spec)
+        assert isinstance(result.model.lm_head, UnigramPriorHead)
+        tokenizer = result.tokenizer
+        counts = Counter(t for s in SENTENCES for t in [*tokenizer(s).input_ids, tokenizer.eos_token_id])
+        expected = torch.tensor([counts[i] + 1.0 for i in range(len(tokenizer))])
+        torch.testing.assert_close(UnigramPriorHead.built[0], (expected / expected.sum()).log())
+        # The run's model starts from that prior (rebuilt from the spec as train() builds it), and three
+        # updates move it; the loss is finite.
+        fresh = build_model(result.spec, tokenizer, SENTENCES)
+        torch.testing.assert_close(fresh.lm_head.bias.detach(), UnigramPriorHead.built[0])
+        assert not torch.equal(result.model.lm_head.bias.detach(), UnigramPriorHead.built[0])
+        assert math.isfinite(result.metrics["validation"]["perplexity"])
+    finally:
+        del HEAD_REGISTRY["unigram_prior"]

@@ -329,10 +329,10 @@ class AWDLSTMForCausalLM(AWDLSTMPreTrainedModel, GenerationMixin):
     #: The body's class (a model that reuses this LM with its own config names its own body class).
     base_model_class = AWDLSTMModel
 
-    def __init__(self, config: AWDLSTMConfig, tree: WordTree | None = None) -> None:
+    def __init__(self, config: AWDLSTMConfig, tree: WordTree | None = None, **head_kwargs) -> None:
         super().__init__(config)
         self.model = self.base_model_class(config)
-        self.lm_head = self._build_head(config.output_size, tree=tree)
+        self.lm_head = self._build_head(config.output_size, tree=tree, **head_kwargs)
         self.post_init()
 
     @classmethod

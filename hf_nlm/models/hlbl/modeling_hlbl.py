@@ -47,8 +47,8 @@ class HLBLForCausalLM(LBLForCausalLM):
     config_class = HLBLConfig
     base_model_class = HLBLModel
 
-    def __init__(self, config: HLBLConfig, tree: WordTree | None = None) -> None:
-        super().__init__(config, tree=tree)
+    def __init__(self, config: HLBLConfig, tree: WordTree | None = None, **head_kwargs) -> None:
+        super().__init__(config, tree=tree, **head_kwargs)
 
     def tree(self) -> WordTree:
         """The model's word tree (read back from the head's buffers)."""

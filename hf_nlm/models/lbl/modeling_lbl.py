@@ -103,11 +103,11 @@ class LBLForCausalLM(WindowCausalLMMixin, LBLPreTrainedModel, GenerationMixin):
     _tied_weights_keys = {"lm_head.weight": "model.R.weight"}
     base_model_class = LBLModel  # the body (HLBLForCausalLM uses HLBLModel)
 
-    def __init__(self, config: LBLConfig, tree: WordTree | None = None) -> None:
+    def __init__(self, config: LBLConfig, tree: WordTree | None = None, **head_kwargs) -> None:
         super().__init__(config)
         self.model = self.base_model_class(config)
         # Softmax / split head: weight = R (tied), bias = b_w. Tree head: node vectors q_i, biases b_i.
-        self.lm_head = self._build_head(config.hidden_size, tree=tree)
+        self.lm_head = self._build_head(config.hidden_size, tree=tree, **head_kwargs)
         self.post_init()
 
 

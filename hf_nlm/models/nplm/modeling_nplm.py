@@ -103,12 +103,12 @@ class NPLMForCausalLM(WindowCausalLMMixin, NPLMPreTrainedModel, GenerationMixin)
             config already records a tree shape (``from_pretrained`` then loads the saved tree).
     """
 
-    def __init__(self, config: NPLMConfig, tree: WordTree | None = None) -> None:
+    def __init__(self, config: NPLMConfig, tree: WordTree | None = None, **head_kwargs) -> None:
         super().__init__(config)
         self.model = NPLMModel(config)
         # The output layer: lm_head.weight is [U W] (|V| x (h + (n-1) m)), lm_head.bias is b
         # (for a tree head: the node vectors q_i and biases b_i).
-        self.lm_head = self._build_head(config.output_input_size, tree=tree)
+        self.lm_head = self._build_head(config.output_input_size, tree=tree, **head_kwargs)
         self.post_init()
 
 

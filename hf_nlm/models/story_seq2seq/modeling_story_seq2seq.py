@@ -547,10 +547,10 @@ class StorySeq2SeqForConditionalGeneration(StorySeq2SeqPreTrainedModel, Generati
 
     _tied_weights_keys = {"lm_head.weight": "model.encoder.embed_tokens.weight"}
 
-    def __init__(self, config: StorySeq2SeqConfig, tree: WordTree | None = None) -> None:
+    def __init__(self, config: StorySeq2SeqConfig, tree: WordTree | None = None, **head_kwargs) -> None:
         super().__init__(config)
         self.model = StorySeq2SeqModel(config)
-        self.lm_head = self._build_head(config.hidden_size, tree=tree)
+        self.lm_head = self._build_head(config.hidden_size, tree=tree, **head_kwargs)
         self.post_init()
 
     def get_encoder(self, *args, **kwargs) -> StorySeq2SeqEncoder:
