@@ -294,8 +294,9 @@ class NLMPreTrainedModel(PreTrainedModel):
     def _build_head(self, in_features: int, **head_kwargs) -> OutputHead:
         """The head ``config.head`` names over vectors of size ``in_features`` (``head_kwargs``: what the
         model's constructor was given for its head, e.g. ``tree=`` for a tree head, or what a run's
-        :meth:`~hf_nlm.heads.OutputHead.prepare_run` returned). What the head needs saved to be rebuilt (a tree's shape) goes into
-        the config, so that ``from_pretrained`` can build it empty before the weights load."""
+        :meth:`~hf_nlm.heads.OutputHead.prepare_run` returned). What the head needs saved to be rebuilt (a
+        tree's shape) goes into the config, so that ``from_pretrained`` can build it empty before the weights
+        load."""
         head = build_head(self.config, in_features, **head_kwargs)
         for name, value in head.config_values().items():
             setattr(self.config, name, value)

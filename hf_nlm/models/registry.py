@@ -35,7 +35,9 @@ class TrainingRecipe:
     :data:`hf_nlm.training.published.FIGURES`), which ``hf-nlm train --recipe NAME --check`` compares a new
     run with; ``paper`` the paper's figures for the same setting, shown beside them (a paper's corpus copy
     and tokenization differ, so they are not checked). ``time_s`` is the recorded run's wall time, training
-    and evaluation, on 2 quiet CPU cores (``hf-nlm recipes`` lists it)."""
+    and evaluation, on the 2-core CPU machine that recorded it (``hf-nlm recipes`` lists it; Benchmarks
+    gives each table's threads and load: a busy or slower machine takes longer and prints the same
+    figures)."""
 
     description: str
     training: Mapping = field(default_factory=dict)
@@ -105,10 +107,13 @@ def feed_forward_recipe(network: str, learning_rate: float, batch_size: int, **m
 DEFAULTS_TABLE_CORPORA = {"ptb": "Penn Treebank", "sotu": "State of the Union addresses"}
 
 
-def defaults_table_recipes(model_type: str, default: TrainingRecipe, **num_epochs: int) -> dict:
+def defaults_table_recipes(model_type: str, default: TrainingRecipe, recorded: Mapping = (),
+                           **num_epochs: int) -> dict:
     """The README's defaults table rows of ``model_type``: its ``default`` recipe on each corpus of
-    ``num_epochs`` (``ptb=3, sotu=1``) for that many epochs (a budget of about five minutes on 2 cores, in
-    work), named ``CORPUS-MODEL_TYPE-default`` (``ptb-nplm-default``)."""
+    ``num_epochs`` (``ptb=3, sotu=1``) for that many epochs (a budget of a few minutes on 2 cores, in work),
+    named ``CORPUS-MODEL_TYPE-default`` (``ptb-nplm-default``). ``recorded``: corpus -> (the figures, the
+    wall time in seconds) of the row's recorded run."""
+    recorded = dict(recorded)
     rows = {
         f"{corpus}-{model_type.replace('_', '-')}-default": default.derive(
             f"the README's defaults table: the `default` recipe of {model_type} on "
@@ -116,6 +121,7 @@ def defaults_table_recipes(model_type: str, default: TrainingRecipe, **num_epoch
             "with the Kneser-Ney 5-gram on the same split; " + default.description,
             training={"num_epochs": epochs, "seed": 0},
             data={"corpus": corpus},
+            recorded=recorded.get(corpus, ({}, None))[0], time_s=recorded.get(corpus, ({}, None))[1],
         )
         for corpus, epochs in num_epochs.items()
     }

@@ -161,14 +161,10 @@ def train_data_tree(spec: RunSpec, tokenizer, datasets, texts, accelerator=None)
     Both stages share the Kneser-Ney 5-gram baseline. The result is the final model's; its metrics (and
     ``results.json``) add ``tree`` (the rule, eps, the tree's sizes and ``build_s``, the seconds steps 2-3
     took) and ``random_tree`` (the first stage's figures, :data:`FIRST_STAGE_FIGURES`)."""
-    from ..heads import HEAD_REGISTRY
     from .run_folder import prepare_output_dir
     from .tree_recipe import build_data_tree, tree_summary
 
-    config = build_config(spec, tokenizer)
-    if not HEAD_REGISTRY[config.head].takes_word_tree:
-        raise ValueError(f"--tree-mode {spec.tree_mode} builds the word tree of a tree head (--head tree or "
-                         f"--model hlbl), not --head {config.head}")
+    build_config(spec, tokenizer)  # refuses a head that takes no word tree, before any folder is claimed
     training, main_process = spec.training, int(os.environ.get("RANK", "0")) == 0
     out = Path(training.output_dir)
     # The folder is checked and claimed before step 1 writes into it (random_tree/, word_tree.json).
@@ -450,10 +446,13 @@ def prepare_model(spec: RunSpec, tokenizer, train_texts=None, tree=None):
     head_class = HEAD_REGISTRY.get(head)
     if head_class is not None and not head_class.tieable:
         fields["tie_word_embeddings"] = False  # e.g. a tree head's node vectors are not word vectors
-    wants_tree = tree is not None or any(v is not None for v in (spec.tree, spec.tree_file, spec.tree_mode))
-    if head_class is not None and not head_class.takes_word_tree and wants_tree:
-        raise ValueError("--tree / --tree-file / --tree-mode need a tree head (--head tree or --model hlbl), "
-                         f"not --head {head}")
+    if head_class is not None and not head_class.takes_word_tree:
+        if spec.tree_mode is not None:
+            raise ValueError(f"--tree-mode {spec.tree_mode} builds the word tree of a tree head (--head tree "
+                             f"or --model hlbl), not --head {head}")
+        if tree is not None or spec.tree is not None or spec.tree_file is not None:
+            raise ValueError("--tree / --tree-file / --tree-mode need a tree head (--head tree or --model "
+                             f"hlbl), not --head {head}")
     kwargs = {} if head_class is None else head_class.prepare_run(
         fields, tokenizer, HeadSetup(spec, tokenizer, train_texts, tree))
     if any(f.name == "numeral_vocab" for f in dataclasses.fields(config_class)):

@@ -543,14 +543,9 @@ class RunSpec:
         data = {} if own_data else {k: v for k, v in chosen.data.items() if k not in groups["data"]}
         used = [*training, *(flag_of[f] for f in model), *tokenizer, *tree, *data]
         tokenizer_values = {"tokenizer": kind.default_tokenizer, **tokenizer, **groups["tokenizer"]}
-        data_spec = DataSpec(**data, **groups["data"])
-        # Named as the caller named them (train_file); the command line writes them as its flags.
-        for split, paths in data_spec.split_files().items():
-            for path in paths:
-                check_split_file(f"{split}_file", path)
-        return cls(
+        spec = cls(
             model_type=model_type,
-            data=data_spec,
+            data=DataSpec(**data, **groups["data"]),
             training=TrainingConfig(**{**training, **groups["training"]}),
             tokenizer=TokenizerSpec(**{TOKENIZER_SETTINGS[k]: v for k, v in tokenizer_values.items()}),
             model={**model, **groups["model"]},
@@ -559,6 +554,12 @@ class RunSpec:
             recipe_values=frozenset(used),
             **{**tree, **{k: v for k, v in groups["other"].items() if k in TREE_SETTINGS}},
         )
+        # The files last, the settings checked first; named as the caller named them (train_file), which the
+        # command line writes as its flags.
+        for split, paths in spec.data.split_files().items():
+            for path in paths:
+                check_split_file(f"{split}_file", path)
+        return spec
 
     @classmethod
     def from_run_folder(cls, path: str | os.PathLike) -> RunSpec:

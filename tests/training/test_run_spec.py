@@ -17,6 +17,14 @@ from hf_nlm.models.registry import DEFAULT_RECIPE, TrainingRecipe
 from hf_nlm.training import DataSpec, RunSpec, TrainingConfig, load_run, train
 from hf_nlm.training.arguments import add_train_arguments, spec_from_arguments
 
+
+@pytest.fixture(autouse=True)
+def in_a_folder_with_a_text(tmp_path, monkeypatch):
+    """The specs below name ``t.txt`` in the working folder, which ``from_recipe`` checks is a file."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.txt").write_text("the cat sat on the mat\n")
+
+
 TINY = dict(context_size=2, embedding_size=4, hidden_size=4, block_size=4, batch_size=2, progress_bar=False)
 
 
