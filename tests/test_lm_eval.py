@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -33,13 +32,13 @@ import lm_eval  # at module level: without lm-eval the file fails to import, it 
 import pytest
 import torch
 from lm_eval.tasks import TaskManager
+from tiny_text import lm_lines
 from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
 from hf_nlm.models import MODEL_TYPES
 from hf_nlm.training import RunSpec, train
 
 ROOT = Path(__file__).resolve().parents[1]
-WORDS = [f"w{i}" for i in range(24)] + ["the", "a", "of", "city", "paid"]
 STEPS = 3
 RELATIVE = 1e-5
 MAX_GEN_TOKS = 3
@@ -51,15 +50,6 @@ CHOICE_DOCS = [{"prompt": "the city paid", "choices": ["w1 .", "the w2 of", "12 
 PROMPTS = ["the city paid", "a w3 of the", "w5"]
 
 
-def lm_lines(num: int, seed: int) -> list[str]:
-    """Words of a small vocabulary with one numeral a line: the numeracy LM's heads need numerals."""
-    rng = random.Random(seed)
-    lines = []
-    for _ in range(num):
-        words = rng.choices(WORDS, k=7)
-        words.insert(rng.randrange(8), rng.choice([str(rng.randint(1, 3000)), f"{rng.random() * 100:.1f}"]))
-        lines.append(" ".join(words) + " .")
-    return lines
 
 
 def is_seq2seq(model_type: str) -> bool:

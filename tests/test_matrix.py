@@ -29,7 +29,6 @@ import dataclasses
 import io
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -40,6 +39,7 @@ import pytest
 import torch
 from datasets import Dataset
 from safetensors.torch import load_file
+from tiny_text import lm_lines
 from transformers import (
     AutoModelForCausalLM,
     AutoModelForSeq2SeqLM,
@@ -63,19 +63,10 @@ from hf_nlm.training.run import build_model, run_heads
 from hf_nlm_cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
-WORDS = [f"w{i}" for i in range(24)] + ["the", "a", "of", "city", "paid"]
 PROMPT = "the city paid"
 STEPS = 3
 
 
-def lm_lines(num: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
-    lines = []
-    for _ in range(num):
-        words = rng.choices(WORDS, k=7)
-        words.insert(rng.randrange(8), rng.choice([str(rng.randint(1, 3000)), f"{rng.random() * 100:.1f}"]))
-        lines.append(" ".join(words) + " .")
-    return lines
 
 
 def write_data(folder: Path) -> dict[str, dict[str, Path]]:
