@@ -22,7 +22,7 @@ DESCRIPTION = "Classic neural language models on Hugging Face."
 #: Every command of ``hf-nlm`` and its one-line help, in the order ``--help`` lists them.
 COMMANDS: dict[str, str] = {
     "train": "train a language model",
-    "recipes": "list the training recipes: the paper's, the recorded figure and the time on 2 cores",
+    "recipes": "list the training recipes: the paper's figure, the recorded one and the run's time",
     "build-tree": "HLBL with a data-built word tree (Mnih & Hinton 2008): train, build the tree, retrain",
     "evaluate": "perplexity of a saved model on a corpus split (JSON)",
     "predict-numbers": "predict every number of a split with a numeracy model (MAPE / MdAPE, JSON)",

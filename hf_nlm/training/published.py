@@ -134,7 +134,7 @@ def recipes_table(rows: list[dict]) -> str:
     def minutes(seconds: float | None) -> str:
         return "-" if seconds is None else f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
-    header = ("recipe", "model", "corpus", "figure", "paper", "recorded", "2 cores")
+    header = ("recipe", "model", "corpus", "figure", "paper", "recorded", "time")
     lines = [(r["recipe"], r["model_type"], shown(r["corpus"]), shown(r["figure"]), shown(r["paper"]),
               shown(r["recorded"]), minutes(r["time_s"])) for r in rows]
     widths = [max(len(cell) for cell in column) for column in zip(header, *lines, strict=True)]

@@ -74,7 +74,7 @@ def test_hf_nlm_recipes_lists_every_recipe_with_its_figures_and_time(capsys):
 
     assert main(["recipes"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["recipe", "model", "corpus", "figure", "paper", "recorded", "2", "cores"]
+    assert lines[0].split() == ["recipe", "model", "corpus", "figure", "paper", "recorded", "time"]
     listed = {(line.split()[0], line.split()[1]) for line in lines[1:]}
     assert listed == {(r, t) for t, kind in MODEL_TYPES.items() for r in kind.recipes}
     demo = MODEL_TYPES["nplm"].recipe("demo")

@@ -9,17 +9,18 @@ RECIPES = {
     "sgd": PLAIN_SGD,
     # The HLBL trees table (Mnih & Hinton 2008, sec. 4): a fixed tree, or one built from the predicted vectors
     # of a first HLBL on the random tree (trained as the row says) and a fresh HLBL trained on it.
-    "brown-hlbl-random": brown_trees_recipe("the HLBL on a random tree (step 1 of the paper's recipe)",
-                                            tree="random"),
-    "brown-hlbl-huffman": brown_trees_recipe("the HLBL on a Huffman tree over the training words' "
-                                             "frequencies", tree="huffman"),
-    "brown-hlbl-balanced": brown_trees_recipe("the HLBL on the paper's data-built tree, BALANCED EM splits",
-                                              tree_mode="balanced"),
-    "brown-hlbl-adaptive": brown_trees_recipe("the HLBL on the paper's data-built tree, ADAPTIVE EM splits",
-                                              tree_mode="adaptive"),
-    "brown-hlbl-adaptive-eps0.25": brown_trees_recipe(
-        "the HLBL on the paper's data-built tree, ADAPTIVE(eps = 0.25) EM splits (words within 0.25 of 1/2 "
-        "go down both branches)", tree_mode="adaptive", tree_eps=0.25),
+    **{name: brown_trees_recipe(name, row, **tree) for name, row, tree in (
+        ("brown-hlbl-random", "the HLBL on a random tree (step 1 of the paper's recipe)", {"tree": "random"}),
+        ("brown-hlbl-huffman", "the HLBL on a Huffman tree over the training words' frequencies",
+         {"tree": "huffman"}),
+        ("brown-hlbl-balanced", "the HLBL on the paper's data-built tree, BALANCED EM splits",
+         {"tree_mode": "balanced"}),
+        ("brown-hlbl-adaptive", "the HLBL on the paper's data-built tree, ADAPTIVE EM splits",
+         {"tree_mode": "adaptive"}),
+        ("brown-hlbl-adaptive-eps0.25", "the HLBL on the paper's data-built tree, ADAPTIVE(eps = 0.25) EM "
+         "splits (words within 0.25 of 1/2 go down both branches)",
+         {"tree_mode": "adaptive", "tree_eps": 0.25}),
+    )},
 }
 
 RECIPES.update(defaults_table_recipes("hlbl", RECIPES["default"], ptb=8, sotu=4))
