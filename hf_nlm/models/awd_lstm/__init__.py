@@ -134,8 +134,8 @@ RECIPES = {
 # runs): the figures and the seconds of the whole `hf-nlm train --recipe` command.
 RECIPES.update(defaults_table_recipes("awd_lstm", RECIPES["default"], ptb=2, sotu=1, recorded={
     "ptb": ({"validation_perplexity": 163.45, "test_perplexity": 165.78,
-             "kn5_validation_perplexity": 142.03, "kn5_test_perplexity": 140.72,
-             "test_ratio_to_kn5": 1.1781}, 833.4),
+            "kn5_validation_perplexity": 142.03, "kn5_test_perplexity": 140.72,
+            "test_ratio_to_kn5": 1.1781}, 833.4),
 }))
 
 MODEL_TYPE = ModelType(AWDLSTMConfig, AWDLSTMModel, causal_lm_class=AWDLSTMForCausalLM, recipes=RECIPES)

@@ -64,8 +64,11 @@ RECIPES = {
 # runs): the figures and the seconds of the whole `hf-nlm train --recipe` command.
 RECIPES.update(defaults_table_recipes("lbl", RECIPES["default"], ptb=3, sotu=1, recorded={
     "ptb": ({"validation_perplexity": 163.36, "test_perplexity": 161.95,
-             "kn5_validation_perplexity": 142.03, "kn5_test_perplexity": 140.72,
-             "test_ratio_to_kn5": 1.1509}, 704.0),
+            "kn5_validation_perplexity": 142.03, "kn5_test_perplexity": 140.72,
+            "test_ratio_to_kn5": 1.1509}, 704.0),
+    "sotu": ({"validation_perplexity": 206.66, "test_perplexity": 248.06,
+             "kn5_validation_perplexity": 194.6, "kn5_test_perplexity": 239.27,
+             "test_ratio_to_kn5": 1.0367}, 713.9),
 }))
 
 MODEL_TYPE = ModelType(LBLConfig, LBLModel, causal_lm_class=LBLForCausalLM, recipes=RECIPES)

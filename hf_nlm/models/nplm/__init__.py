@@ -118,8 +118,8 @@ RECIPES = {
 # runs): the figures and the seconds of the whole `hf-nlm train --recipe` command.
 RECIPES.update(defaults_table_recipes("nplm", RECIPES["default"], ptb=3, sotu=1, recorded={
     "ptb": ({"validation_perplexity": 155.94, "test_perplexity": 151.78,
-             "kn5_validation_perplexity": 142.03, "kn5_test_perplexity": 140.72,
-             "test_ratio_to_kn5": 1.0786}, 764.0),
+            "kn5_validation_perplexity": 142.03, "kn5_test_perplexity": 140.72,
+            "test_ratio_to_kn5": 1.0786}, 764.0),
     "sotu": ({"validation_perplexity": 200.2, "test_perplexity": 242.38,
              "kn5_validation_perplexity": 194.6, "kn5_test_perplexity": 239.27,
              "test_ratio_to_kn5": 1.013}, 1184.9),
