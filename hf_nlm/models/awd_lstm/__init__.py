@@ -136,6 +136,9 @@ RECIPES.update(defaults_table_recipes("awd_lstm", RECIPES["default"], ptb=2, sot
     "ptb": ({"validation_perplexity": 163.45, "test_perplexity": 165.78,
             "kn5_validation_perplexity": 142.03, "kn5_test_perplexity": 140.72,
             "test_ratio_to_kn5": 1.1781}, 833.4),
+    "sotu": ({"validation_perplexity": 211.24, "test_perplexity": 268.84,
+             "kn5_validation_perplexity": 194.6, "kn5_test_perplexity": 239.27,
+             "test_ratio_to_kn5": 1.1236}, 2000.8),
 }))
 
 MODEL_TYPE = ModelType(AWDLSTMConfig, AWDLSTMModel, causal_lm_class=AWDLSTMForCausalLM, recipes=RECIPES)
