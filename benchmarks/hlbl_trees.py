@@ -2,7 +2,7 @@
 
 A. Mnih, G. Hinton, "A Scalable Hierarchical Distributed Language Model", NIPS 2008. Each row is a named
 recipe run through ``hf_nlm.training.train`` (``hf-nlm train --recipe NAME`` runs the same), every one with
-the same settings (Adam, the same epochs and early stopping, seed 0) on Bengio et al.'s Brown split:
+the same settings (Adam, the same epochs and early stopping, random seed `0`) on Bengio et al.'s Brown split:
 
 * ``LBL`` (``brown-lbl-softmax``): the log-bilinear model with the full softmax;
 * ``HLBL random`` (``brown-hlbl-random``): the LBL body with a tree softmax over a random tree (step 1 of the

@@ -149,8 +149,8 @@ PLAIN_SGD = TrainingRecipe(
 #: What the story generator's recipes on ROCStories share (Yao et al. 2019, "Plan-and-Write", with the
 #: settings of ``examples/train_story.py --preset rocstories``): Adam (Kingma & Ba 2015) at 1e-3 held
 #: constant, weight decay 1e-4, clipping 1.0, batches of 32 (a causal LM: 32 columns of 70-token blocks), 20
-#: epochs with early stopping after 3 without a better validation perplexity, seed 0; the 15,000 most frequent
-#: words, punctuation left on them; the stories split 90 / 5 / 5 % by a hash of their id.
+#: epochs with early stopping after 3 without a better validation perplexity, random seed `0`; the 15,000
+#: most frequent words, punctuation left on them; the stories split 90 / 5 / 5 % by a hash of their id.
 ROCSTORIES_TRAINING = {"optimizer": "adam", "learning_rate": 1e-3, "lr_scheduler": "constant",
                        "weight_decay": 1e-4, "max_grad_norm": 1.0, "batch_size": 32, "block_size": 70,
                        "num_epochs": 20, "early_stopping_patience": 3, "seed": 0}

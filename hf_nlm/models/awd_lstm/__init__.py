@@ -23,7 +23,7 @@ CPU_NETWORK = {"num_hidden_layers": 2, "embedding_size": 200, "hidden_size": 400
 PTB_REGULARISATION = {"dropout": 0.4, "dropout_hidden": 0.25, "dropout_input": 0.4, "dropout_embedding": 0.1,
                       "weight_drop": 0.5, "alpha": 2.0, "beta": 1.0}
 #: The training of the Penn Treebank table's rows: the paper's optimizer, variable BPTT around 70, no early
-#: stopping (the best validated epoch is kept), random seed 0.
+#: stopping (the best validated epoch is kept), random seed `0`.
 PTB_TABLE_TRAINING = {**MERITY_OPTIMIZER, "variable_bptt": True, "early_stopping_patience": None,
                       "logging_steps": 100, "seed": 0}
 
@@ -50,7 +50,7 @@ def ptb_table_recipe(row: str, epochs: int, scale: float | None = None, ar_scale
     return TrainingRecipe(
         f"Merity et al. 2018, sec. 3-5, on Penn Treebank ({row}): SGD at lr 30, weight decay 1.2e-6, "
         "clipping 0.25, 20 columns, variable BPTT around 70, no early stopping (the best validated epoch "
-        f"kept), random seed 0; a CPU-sized network (2 layers, embedding 200, hidden 400, tied), {what}; "
+        f"kept), random seed `0`; a CPU-sized network (2 layers, embedding 200, hidden 400, tied), {what}; "
         f"{epochs} epochs" + (f" ({rounded})" if rounded else ""),
         training=training,
         model=model,
@@ -108,7 +108,7 @@ RECIPES = {
         "# k2 # ... <sep> story' (storylines of one RAKE keyword phrase per sentence) that serves both "
         "stages; Merity et al. 2018's network (3 layers, embedding 400, hidden 1150) with their WikiText-2 "
         "dropouts, trained with Adam (Kingma & Ba 2015) at 1e-3, 32 x 70-token blocks, 20 epochs with early "
-        "stopping, seed 0; the 15,000 most frequent words; stories split 90 / 5 / 5 %",
+        "stopping, random seed `0`; the 15,000 most frequent words; stories split 90 / 5 / 5 %",
         training=ROCSTORIES_TRAINING,
         model={"num_hidden_layers": 3, "embedding_size": 400, "hidden_size": 1150, "dropout": 0.4,
                "dropout_hidden": 0.3, "dropout_input": 0.65, "dropout_embedding": 0.1, "weight_drop": 0.5},
@@ -119,7 +119,7 @@ RECIPES = {
         "benchmarks/story_brown.py's lm row: Yao et al. 2019's LM approach on Brown sentences, an AWD-LSTM "
         "over 'keywords <sep> sentence' lines (the text the script writes), 2 layers of 256 units, dropouts "
         "0.2 / 0.2 / 0.2, embedding dropout 0.05, weight drop 0.2; Adam (Kingma & Ba 2015) at 2e-3, batch 64 "
-        "of 50-token blocks, 20 epochs with early stopping, seed 0; the 10,000 most frequent words",
+        "of 50-token blocks, 20 epochs with early stopping, random seed `0`; the 10,000 most frequent words",
         training={"optimizer": "adam", "learning_rate": 2e-3, "lr_scheduler": "constant",
                   "weight_decay": 1e-4, "max_grad_norm": 1.0, "batch_size": 64, "eval_batch_size": 64,
                   "block_size": 50, "num_epochs": 20, "early_stopping_patience": 2, "logging_steps": 200,

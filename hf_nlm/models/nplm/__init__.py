@@ -11,7 +11,7 @@ TABLE1_MLP10, TABLE1_KN5 = 252.0, 321.0
 #: The paper's recipe as ``benchmarks/brown_table.py`` runs it (Bengio et al. 2003, sec. 4): plain SGD with
 #: eps_t = eps_0 / (1 + r t), eps_0 = 1e-3 per example, i.e. 0.512 for a step on the mean loss of 8 x 64
 #: targets, r = 1e-8, weight decay 1e-4 on the weights, early stopping on validation (patience 1), random
-#: seed 0.
+#: random seed `0`.
 BROWN_SGD = {"optimizer": "sgd", "learning_rate": 0.512, "lr_scheduler": "bengio", "lr_decay": 1e-8,
              "weight_decay": 1e-4, "batch_size": 8, "block_size": 64, "early_stopping_patience": 1,
              "logging_steps": 100, "seed": 0}
@@ -55,7 +55,7 @@ def brown_table1_recipe(row: str, adam: bool = False, epochs: int | None = None,
                      mixture_test_ratio_to_kn5=round(TABLE1_MLP10 / TABLE1_KN5, 4))
     return TrainingRecipe(
         f"Bengio et al. 2003, Table 1 on Brown, {name}: {network}; their split, words seen <= 3 times in the "
-        f"training split merged into <unk>; {how}; random seed 0",
+        f"training split merged into <unk>; {how}; random seed `0`",
         training=training,
         model={"context_size": n - 1, "embedding_size": m, "hidden_size": h, "direct_connections": direct,
                "dropout": 0.0},

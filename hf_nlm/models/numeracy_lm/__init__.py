@@ -15,7 +15,7 @@ TABLE_CORPORA = {"sotu": 2, "drop": 3}
 
 #: What every row of the numeracy tables trains with (Spithourakis & Riedel 2018, sec. 4): Adam at 1e-3
 #: held constant, clipping 1.0, 32 stream columns of 50-token BPTT blocks, early stopping after 2 epochs
-#: without a better validation perplexity, seed 0 (the weights and the training order).
+#: without a better validation perplexity, random seed `0` (the weights and the training order).
 TABLE_TRAINING = {"optimizer": "adam", "learning_rate": 1e-3, "lr_scheduler": "constant", "weight_decay": 0.0,
                   "max_grad_norm": 1.0, "batch_size": 32, "block_size": 50, "eval_batch_size": 10,
                   "early_stopping_patience": 2, "logging_steps": 200, "save_total_limit": 1, "seed": 0}
@@ -39,7 +39,7 @@ def table_recipe(corpus: str, strategy: str) -> TrainingRecipe:
         f"--corpus {corpus}`): numeral strategy {strategy} ({cited}) over the paper's 1 x 50 LSTM with "
         "dropout 0.1, the numeracy tokenizer's top 5,000 tokens with punctuation cut off words, Adam "
         f"(Kingma & Ba 2015) at 1e-3, 32 x 50-token blocks, {TABLE_CORPORA[corpus]} epochs with early "
-        "stopping, seed 0",
+        "stopping, random seed `0`",
         training={**TABLE_TRAINING, "num_epochs": TABLE_CORPORA[corpus]},
         model={"head": strategy, "embedding_size": 50, "hidden_size": 50, "numeral_loss_weight": 1.0,
                "mog_trainable": False},

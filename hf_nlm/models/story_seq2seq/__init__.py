@@ -29,7 +29,8 @@ def rocstories_stage_recipe(stage: str, what: str) -> TrainingRecipe:
         f"Yao et al. 2019 (Plan-and-Write), the seq2seq approach's {stage} stage on ROCStories: {what}, "
         "storylines of one RAKE keyword phrase per sentence; an attention encoder-decoder (Luong et al. "
         "2015, general attention) of 512 units, dropout 0.2; Adam (Kingma & Ba 2015) at 1e-3, batch 32, "
-        "20 epochs with early stopping, seed 0; the 15,000 most frequent words; stories split 90 / 5 / 5 %",
+        "20 epochs with early stopping, random seed `0`; the 15,000 most frequent words; stories split "
+        "90 / 5 / 5 %",
         training=ROCSTORIES_TRAINING,
         model=ROCSTORIES_NETWORK,
         tokenizer=ROCSTORIES_TOKENIZER,
@@ -39,7 +40,7 @@ def rocstories_stage_recipe(stage: str, what: str) -> TrainingRecipe:
 
 #: What the rows of ``benchmarks/story_reverse.py`` train with (reversing 10-30 random symbols, the pairs
 #: written by the script): 128 units, no dropout, Adam (Kingma & Ba 2015) at 3e-3 held constant, clipping
-#: 1.0, batches of 64, 12 epochs, seed 0.
+#: 1.0, batches of 64, 12 epochs, random seed `0`.
 REVERSAL_TRAINING = {"optimizer": "adam", "learning_rate": 3e-3, "lr_scheduler": "constant",
                      "weight_decay": 1e-4, "max_grad_norm": 1.0, "batch_size": 64, "eval_batch_size": 100,
                      "num_epochs": 12, "logging_steps": 100, "save_total_limit": 1, "eval_test": False,
@@ -47,8 +48,8 @@ REVERSAL_TRAINING = {"optimizer": "adam", "learning_rate": 3e-3, "lr_scheduler":
 
 #: What the seq2seq rows of ``benchmarks/story_brown.py`` train with (Brown sentences from their RAKE
 #: keywords, the pairs written by the script): 256 units, dropout 0.2, targets cut at 40 tokens, Adam at 2e-3
-#: held constant, clipping 1.0, batches of 64, 20 epochs with early stopping after 2, seed 0; the 10,000 most
-#: frequent words.
+#: held constant, clipping 1.0, batches of 64, 20 epochs with early stopping after 2, random seed `0`; the
+#: 10,000 most frequent words.
 BROWN_KEYWORDS_TRAINING = {"optimizer": "adam", "learning_rate": 2e-3, "lr_scheduler": "constant",
                            "weight_decay": 1e-4, "max_grad_norm": 1.0, "batch_size": 64,
                            "eval_batch_size": 64, "num_epochs": 20, "early_stopping_patience": 2,
@@ -61,7 +62,7 @@ def reversal_recipe(attention: str) -> TrainingRecipe:
     return TrainingRecipe(
         f"benchmarks/story_reverse.py's {attention} row: reversing 10-30 random symbols (pairs the script "
         f"writes), attention {attention} (Luong et al. 2015), embedding = hidden = 128, no dropout; Adam "
-        "(Kingma & Ba 2015) at 3e-3, batch 64, 12 epochs, seed 0",
+        "(Kingma & Ba 2015) at 3e-3, batch 64, 12 epochs, random seed `0`",
         training=REVERSAL_TRAINING,
         model={"embedding_size": 128, "hidden_size": 128, "attention": attention, "dropout": 0.0},
         tokenizer={"min_frequency": 1, "split_punctuation": False},
@@ -75,8 +76,8 @@ def brown_keywords_recipe(attention: str) -> TrainingRecipe:
         f"benchmarks/story_brown.py's seq2seq row with attention {attention} (Luong et al. 2015): the top 3 "
         "RAKE phrases of a Brown sentence -> the sentence (pairs the script writes; Yao et al. 2019's "
         "storyline -> story step), embedding = hidden = 256, dropout 0.2, targets cut at 40 tokens; Adam "
-        "(Kingma & Ba 2015) at 2e-3, batch 64, 20 epochs with early stopping, seed 0; the 10,000 most "
-        "frequent words",
+        "(Kingma & Ba 2015) at 2e-3, batch 64, 20 epochs with early stopping, random seed `0`; the 10,000 "
+        "most frequent words",
         training={**BROWN_KEYWORDS_TRAINING, "max_target_length": 40},
         model={"embedding_size": 256, "hidden_size": 256, "attention": attention, "dropout": 0.2},
         tokenizer={"vocab_size": 10000, "min_frequency": 1, "split_punctuation": False},
